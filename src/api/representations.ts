@@ -1,0 +1,139 @@
+import type { Attendee } from "../domain/attendee.js";
+import type { Conference } from "../domain/conference.js";
+import type { Contact } from "../domain/contact.js";
+import type { User, Versioned } from "../domain/user.js";
+import type { BillingPackage } from "../store/users.js";
+import { array, boolean, datetime, integer, nested, text, type XmlElement } from "./xml.js";
+
+export type Representation = "extended" | "basic";
+
+function versioned(record: Versioned) {
+  return {
+    id: integer(record.id),
+    "created-at": datetime(record.createdAt),
+    "updated-at": datetime(record.updatedAt),
+    "lock-version": integer(record.lockVersion),
+  };
+}
+
+/** The user document: write-only fields (password, card number and code, package) never appear. */
+export function userElement(user: User): XmlElement {
+  const card = user.creditCard;
+  const address = user.address;
+  return {
+    ...versioned(user),
+    name: text(user.name),
+    email: text(user.email),
+    im: text(user.im),
+    "im-network": text(user.imNetwork),
+    "time-zone": text(user.timeZone),
+    "member-pin": text(user.memberPin),
+    "moderator-pin": text(user.moderatorPin),
+    "terms-of-service": boolean(user.termsOfService),
+    "credit-card": nested(
+      card && {
+        ...versioned(card),
+        name: text(card.name),
+        "expiry-month": integer(card.expiryMonth),
+        "expiry-year": integer(card.expiryYear),
+        brand: text(card.brand),
+        "last-four-digits": text(card.lastFour),
+      },
+    ),
+    address: nested(
+      address && {
+        ...versioned(address),
+        "street-address": text(address.streetAddress),
+        "postal-code": text(address.postalCode),
+        location: text(address.location),
+        subdivision: text(address.subdivision),
+        country: text(address.country),
+      },
+    ),
+    "phone-numbers": array(
+      "phone-number",
+      user.phoneNumbers.map((phone) => ({
+        ...versioned(phone),
+        "country-code": integer(phone.countryCode),
+        "subscriber-number": text(phone.subscriberNumber),
+        location: text(phone.location),
+        extension: text(phone.extension),
+      })),
+    ),
+  };
+}
+
+export function contactElement(contact: Contact): XmlElement {
+  return {
+    ...versioned(contact),
+    name: text(contact.name),
+    email: text(contact.email),
+    "phone-number": text(contact.phoneNumber),
+    im: text(contact.im),
+    "im-network": text(contact.imNetwork),
+    "time-zone": text(contact.timeZone),
+  };
+}
+
+/** The create response alone carries the create-only flags (spec, Conference). */
+export function conferenceElement(
+  conference: Conference,
+  representation: Representation,
+  created = false,
+): XmlElement {
+  const basic = {
+    ...versioned(conference),
+    state: text(conference.state),
+    name: text(conference.name),
+    "scheduled-to-start-at": datetime(conference.scheduledToStartAt),
+    "started-at": datetime(conference.startedAt),
+    "ended-at": datetime(conference.endedAt),
+  };
+  if (representation === "basic") return basic;
+  return {
+    ...basic,
+    "direct-dial": boolean(conference.directDial),
+    "dial-in-locked": boolean(conference.dialInLocked),
+    "record-audio": boolean(conference.recordAudio),
+    "lecture-mode": boolean(conference.lectureMode),
+    "accounting-code": integer(conference.accountingCode),
+    "member-pin": text(conference.memberPin),
+    "moderator-pin": text(conference.moderatorPin),
+    ...(created && {
+      "send-notification-emails": boolean(conference.sendNotificationEmails),
+      "announce-attendees": boolean(conference.announceAttendees),
+    }),
+  };
+}
+
+/** muted, hand-up and duration stay nil until the attendee has been called. */
+export function attendeeElement(attendee: Attendee, representation: Representation): XmlElement {
+  if (representation === "basic") {
+    return {
+      ...versioned(attendee),
+      state: text(attendee.state),
+      "phone-number": text(attendee.phoneNumberSubscriberNumber),
+      moderator: boolean(attendee.moderator),
+      duration: integer(attendee.duration),
+    };
+  }
+  return {
+    ...versioned(attendee),
+    state: text(attendee.state),
+    "phone-number-subscriber-number": text(attendee.phoneNumberSubscriberNumber),
+    "phone-number-country-code": text(attendee.phoneNumberCountryCode),
+    "phone-number-extension": text(attendee.phoneNumberExtension),
+    "phone-number-location": text(attendee.phoneNumberLocation),
+    moderator: boolean(attendee.moderator),
+    muted: boolean(attendee.muted),
+    "hand-up": boolean(attendee.handUp),
+    "dial-in": boolean(attendee.dialIn),
+    name: text(attendee.name),
+    email: text(attendee.email),
+    duration: integer(attendee.duration),
+  };
+}
+
+export function billingPackageElement(billingPackage: BillingPackage): XmlElement {
+  return { id: integer(billingPackage.id), name: text(billingPackage.name) };
+}

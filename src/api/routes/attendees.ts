@@ -1,0 +1,83 @@
+import type { FastifyRequest } from "fastify";
+import { readAttendeeChanges } from "../../domain/attendee.js";
+import { parseSearch } from "../../domain/search.js";
+import {
+  ATTENDEE_SEARCH,
+  createAttendee,
+  deleteAttendee,
+  getAttendee,
+  listAttendees,
+  updateAttendee,
+} from "../../store/attendees.js";
+import { getConference } from "../../store/conferences.js";
+import { attendeeElement } from "../representations.js";
+import {
+  type ApiContext,
+  idParam,
+  readBody,
+  readLockVersion,
+  representationOf,
+  searchQuery,
+  sendCreated,
+  sendDocument,
+  sendList,
+} from "../server.js";
+
+/** The conference named by the path, which must belong to the authenticated owner. */
+async function ownedConference(api: ApiContext, request: FastifyRequest) {
+  const userId = await api.owner(request);
+  const conference = await getConference(api.store, userId, idParam(request, "conferenceId"));
+  return { userId, conferenceId: conference.id };
+}
+
+export function attendeeRoutes(api: ApiContext): void {
+  api.resource("/users/:userId/conferences/:conferenceId/attendees", {
+    GET: async (request, reply) => {
+      const { conferenceId } = await ownedConference(api, request);
+      const representation = representationOf(request);
+      const filters = parseSearch(searchQuery(request), ATTENDEE_SEARCH);
+      const attendees = await listAttendees(api.store, conferenceId, filters);
+      return sendList(
+        reply,
+        "attendees",
+        "attendee",
+        attendees.map((attendee) => attendeeElement(attendee, representation)),
+      );
+    },
+    POST: async (request, reply) => {
+      const { userId, conferenceId } = await ownedConference(api, request);
+      const representation = representationOf(request);
+      const changes = readAttendeeChanges(readBody(request, "attendee"), "create");
+      const attendee = await createAttendee(api.store, conferenceId, changes, new Date());
+      return sendCreated(
+        reply,
+        `/users/${userId}/conferences/${conferenceId}/attendees/${attendee.id}`,
+        "attendee",
+        attendeeElement(attendee, representation),
+      );
+    },
+  });
+
+  api.resource("/users/:userId/conferences/:conferenceId/attendees/:attendeeId", {
+    GET: async (request, reply) => {
+      const { conferenceId } = await ownedConference(api, request);
+      const attendee = await getAttendee(api.store, conferenceId, idParam(request, "attendeeId"));
+      return sendDocument(reply, 200, "attendee", attendeeElement(attendee, representationOf(request)));
+    },
+    PUT: async (request, reply) => {
+      const { conferenceId } = await ownedConference(api, request);
+      const id = idParam(request, "attendeeId");
+      const representation = representationOf(request);
+      const input = readBody(request, "attendee");
+      const lockVersion = readLockVersion(input);
+      const changes = readAttendeeChanges(input, "update");
+      const attendee = await updateAttendee(api.store, conferenceId, id, changes, lockVersion, new Date());
+      return sendDocument(reply, 200, "attendee", attendeeElement(attendee, representation));
+    },
+    DELETE: async (request, reply) => {
+      const { conferenceId } = await ownedConference(api, request);
+      await deleteAttendee(api.store, conferenceId, idParam(request, "attendeeId"));
+      return reply.status(204).send();
+    },
+  });
+}

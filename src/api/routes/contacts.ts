@@ -1,0 +1,73 @@
+import { readContactChanges } from "../../domain/contact.js";
+import { parseSearch } from "../../domain/search.js";
+import {
+  CONTACT_SEARCH,
+  createContact,
+  deleteContact,
+  getContact,
+  listContacts,
+  updateContact,
+} from "../../store/contacts.js";
+import { contactElement } from "../representations.js";
+import {
+  type ApiContext,
+  idParam,
+  readBody,
+  readLockVersion,
+  searchQuery,
+  sendCreated,
+  sendDocument,
+  sendList,
+} from "../server.js";
+
+export function contactRoutes(api: ApiContext): void {
+  api.resource("/users/:userId/contacts", {
+    GET: async (request, reply) => {
+      const userId = await api.owner(request);
+      const contacts = await listContacts(
+        api.store,
+        userId,
+        parseSearch(searchQuery(request), CONTACT_SEARCH),
+      );
+      return sendList(reply, "contacts", "contact", contacts.map(contactElement));
+    },
+    POST: async (request, reply) => {
+      const userId = await api.owner(request);
+      const changes = readContactChanges(readBody(request, "contact"), "create");
+      const contact = await createContact(
+        api.store,
+        userId,
+        changes as typeof changes & { name: string },
+        new Date(),
+      );
+      return sendCreated(
+        reply,
+        `/users/${userId}/contacts/${contact.id}`,
+        "contact",
+        contactElement(contact),
+      );
+    },
+  });
+
+  api.resource("/users/:userId/contacts/:contactId", {
+    GET: async (request, reply) => {
+      const userId = await api.owner(request);
+      const contact = await getContact(api.store, userId, idParam(request, "contactId"));
+      return sendDocument(reply, 200, "contact", contactElement(contact));
+    },
+    PUT: async (request, reply) => {
+      const userId = await api.owner(request);
+      const id = idParam(request, "contactId");
+      const input = readBody(request, "contact");
+      const lockVersion = readLockVersion(input);
+      const changes = readContactChanges(input, "update");
+      const contact = await updateContact(api.store, userId, id, changes, lockVersion, new Date());
+      return sendDocument(reply, 200, "contact", contactElement(contact));
+    },
+    DELETE: async (request, reply) => {
+      const userId = await api.owner(request);
+      await deleteContact(api.store, userId, idParam(request, "contactId"));
+      return reply.status(204).send();
+    },
+  });
+}

@@ -1,0 +1,56 @@
+import { readUserChanges } from "../../domain/user.js";
+import { createUser, getUser, updateUser } from "../../store/users.js";
+import { tooManyRequests } from "../http-errors.js";
+import { hashPassword } from "../passwords.js";
+import { userElement } from "../representations.js";
+import { type ApiContext, readBody, readLockVersion, sendCreated, sendDocument } from "../server.js";
+
+export function userRoutes(api: ApiContext): void {
+  api.resource("/users", {
+    // Sign-up needs no credentials, so it is throttled per client address instead.
+    POST: async (request, reply) => {
+      const retryAfter = api.signups.retryAfter(request.ip);
+      if (retryAfter > 0) throw tooManyRequests(retryAfter);
+      api.signups.record(request.ip);
+      const changes = readUserChanges(readBody(request, "user"), "create");
+      const passwordHash = await hashPassword(changes.password as string);
+      const user = await createUser(
+        api.store,
+        changes as typeof changes & { name: string; email: string; billingPackageId: number },
+        passwordHash,
+        new Date(),
+      );
+      return sendCreated(reply, `/users/${user.id}`, "user", userElement(user));
+    },
+  });
+
+  api.resource("/users/:userId", {
+    GET: async (request, reply) => {
+      const userId = await api.owner(request);
+      return sendDocument(reply, 200, "user", userElement(await requireUser(api, userId)));
+    },
+    PUT: async (request, reply) => {
+      const userId = await api.owner(request);
+      const input = readBody(request, "user");
+      const lockVersion = readLockVersion(input);
+      const changes = readUserChanges(input, "update");
+      const passwordHash = changes.password === undefined ? undefined : await hashPassword(changes.password);
+      const user = await updateUser(api.store, userId, changes, passwordHash, lockVersion, new Date());
+      return sendDocument(reply, 200, "user", userElement(user));
+    },
+  });
+
+  api.resource("/current", {
+    GET: async (request, reply) => {
+      const userId = await api.authenticated(request);
+      return sendDocument(reply, 200, "user", userElement(await requireUser(api, userId)));
+    },
+  });
+}
+
+async function requireUser(api: ApiContext, userId: number) {
+  const user = await getUser(api.store, userId);
+  // The user was found a moment ago while authenticating; only a concurrent removal gets here.
+  if (!user) throw new Error(`user ${userId} vanished`);
+  return user;
+}

@@ -1,0 +1,244 @@
+import Fastify, {
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifyServerFactory,
+  type HTTPMethods,
+} from "fastify";
+import type { Logger } from "pino";
+import {
+  BadRequest,
+  DomainError,
+  Forbidden,
+  NotFound,
+  StaleLockVersion,
+  ValidationFailed,
+} from "../domain/errors.js";
+import { FieldReader, type InputMap } from "../domain/input.js";
+import type { Store } from "../store/database.js";
+import { userExists } from "../store/users.js";
+import { Authenticator } from "./authentication.js";
+import { HttpError } from "./http-errors.js";
+import type { Representation } from "./representations.js";
+import { attendeeRoutes } from "./routes/attendees.js";
+import { billingPackageRoutes } from "./routes/billing-packages.js";
+import { conferenceRoutes } from "./routes/conferences.js";
+import { contactRoutes } from "./routes/contacts.js";
+import { userRoutes } from "./routes/users.js";
+import { Throttle } from "./throttle.js";
+import { parseDocument, renderDocument, type XmlElement } from "./xml.js";
+
+export const MAX_BODY_BYTES = 64 * 1024;
+const XML_TYPE = "application/xml; charset=utf-8";
+const METHODS: HTTPMethods[] = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
+
+export interface ApiOptions {
+  store: Store;
+  logger: Logger;
+  failedLoginLimit: number;
+  signupLimit: number;
+  throttleWindowSeconds: number;
+  /** Creates the listening server(s) around Fastify's handler: HTTPS, and plain HTTP when enabled. */
+  serverFactory?: FastifyServerFactory;
+}
+
+/** What every route handler works with. */
+export interface ApiContext {
+  store: Store;
+  signups: Throttle;
+  /** The authenticated user, who must own the /users/{user_id} tree named by the path. */
+  owner(request: FastifyRequest): Promise<number>;
+  authenticated(request: FastifyRequest): Promise<number>;
+  resource(path: string, handlers: Partial<Record<HTTPMethods, RouteHandler>>): void;
+}
+
+export type RouteHandler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+
+export function buildApi(options: ApiOptions) {
+  const app = Fastify({
+    loggerInstance: options.logger,
+    bodyLimit: MAX_BODY_BYTES,
+    ignoreTrailingSlash: true,
+    // Rails clients of the original service add .xml to every path.
+    rewriteUrl: (request) => (request.url ?? "/").replace(/\.xml(?=\?|$)/, ""),
+    trustProxy: false,
+    ...(options.serverFactory && { serverFactory: options.serverFactory }),
+  });
+  const windowMs = options.throttleWindowSeconds * 1000;
+  const authenticator = new Authenticator(options.store, new Throttle(options.failedLoginLimit, windowMs));
+
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser(["application/xml", "text/xml"], { parseAs: "string" }, (_request, body, done) => {
+    done(null, body);
+  });
+
+  app.addHook("onRequest", async (request) => {
+    if (!acceptsXml(request.headers.accept))
+      throw new HttpError(406, "This API answers only application/xml");
+    if ((request.method === "POST" || request.method === "PUT") && !request.headers["content-type"]) {
+      throw new HttpError(415, "POST and PUT bodies must be sent as Content-Type: application/xml");
+    }
+  });
+
+  app.setErrorHandler((error, request, reply) => {
+    const { status, messages, headers } = describeError(error);
+    if (status >= 500) request.log.error({ err: error }, "request failed");
+    reply.status(status).headers(headers);
+    return sendErrors(reply, messages);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    reply.status(404);
+    return sendErrors(reply, [`no resource at ${request.method} ${request.url.split("?")[0]}`]);
+  });
+
+  const authenticated = (request: FastifyRequest) =>
+    authenticator.authenticate(request.headers.authorization, request.ip);
+  const context: ApiContext = {
+    store: options.store,
+    signups: new Throttle(options.signupLimit, windowMs),
+    authenticated,
+    async owner(request) {
+      const userId = await authenticated(request);
+      const pathUserId = idParam(request, "userId");
+      if (pathUserId !== userId) {
+        if (await userExists(options.store, pathUserId)) throw new Forbidden();
+        throw new NotFound("user");
+      }
+      return userId;
+    },
+    resource(path, handlers) {
+      const allowed = Object.keys(handlers) as HTTPMethods[];
+      for (const method of allowed)
+        app.route({ method, url: path, handler: handlers[method] as RouteHandler });
+      const allow = [...allowed, ...(allowed.includes("GET") ? ["HEAD"] : [])].join(", ");
+      const others = METHODS.filter((method) => !allowed.includes(method));
+      app.route({
+        method: others,
+        url: path,
+        handler: async () => {
+          throw new HttpError(405, `${path.replace(/:(\w+)/g, "{$1}")} allows ${allow}`, { allow });
+        },
+      });
+    },
+  };
+
+  billingPackageRoutes(context);
+  userRoutes(context);
+  contactRoutes(context);
+  conferenceRoutes(context);
+  attendeeRoutes(context);
+  return app;
+}
+
+/** True when the Accept header admits XML (absent, wildcards, application/xml or text/xml). */
+function acceptsXml(accept: string | undefined): boolean {
+  if (!accept) return true;
+  return accept.split(",").some((range) => {
+    const [type = "", ...params] = range.trim().toLowerCase().split(";");
+    const refused = params.some((param) => /^\s*q\s*=\s*0(\.0*)?\s*$/.test(param));
+    return (
+      !refused && ["*/*", "application/*", "text/*", "application/xml", "text/xml"].includes(type.trim())
+    );
+  });
+}
+
+function describeError(error: unknown): {
+  status: number;
+  messages: string[];
+  headers: Record<string, string>;
+} {
+  if (error instanceof DomainError) {
+    const status =
+      error instanceof ValidationFailed
+        ? 422
+        : error instanceof NotFound
+          ? 404
+          : error instanceof Forbidden
+            ? 403
+            : error instanceof StaleLockVersion
+              ? 409
+              : error instanceof BadRequest
+                ? 400
+                : 500;
+    return { status, messages: error.messages, headers: {} };
+  }
+  if (error instanceof HttpError)
+    return { status: error.statusCode, messages: [error.message], headers: error.headers };
+  // Fastify's own client errors (body too large, unsupported media type, bad framing).
+  const fastifyStatus = (error as { statusCode?: number }).statusCode;
+  if (fastifyStatus && fastifyStatus >= 400 && fastifyStatus < 500) {
+    return { status: fastifyStatus, messages: [clientErrorMessage(fastifyStatus, error)], headers: {} };
+  }
+  return { status: 500, messages: ["Internal server error"], headers: {} };
+}
+
+function clientErrorMessage(status: number, error: unknown): string {
+  if (status === 413) return `Request body is larger than ${MAX_BODY_BYTES} bytes`;
+  if (status === 415) return "Request bodies must be XML (Content-Type: application/xml or text/xml)";
+  return (error as Error).message;
+}
+
+function sendErrors(reply: FastifyReply, messages: string[]): FastifyReply {
+  return sendDocument(reply, reply.statusCode, "errors", { error: messages });
+}
+
+export function sendDocument(
+  reply: FastifyReply,
+  status: number,
+  root: string,
+  element: XmlElement,
+): FastifyReply {
+  return reply.status(status).type(XML_TYPE).send(renderDocument(root, element));
+}
+
+export function sendList(
+  reply: FastifyReply,
+  root: string,
+  itemName: string,
+  items: XmlElement[],
+): FastifyReply {
+  const element = items.length === 0 ? { "@_type": "array" } : { "@_type": "array", [itemName]: items };
+  return sendDocument(reply, 200, root, element);
+}
+
+export function sendCreated(
+  reply: FastifyReply,
+  location: string,
+  root: string,
+  element: XmlElement,
+): FastifyReply {
+  reply.header("location", location);
+  return sendDocument(reply, 201, root, element);
+}
+
+/** The request body as a document with the given root element. */
+export function readBody(request: FastifyRequest, root: string): InputMap {
+  const body = request.body;
+  if (typeof body !== "string" || body.trim() === "")
+    throw new BadRequest([`a <${root}> document is required`]);
+  return parseDocument(body, root);
+}
+
+/** lock-version, when the client sent it, for optimistic locking. */
+export function readLockVersion(input: InputMap): number | undefined {
+  const reader = new FieldReader(input);
+  const version = reader.integer("lock-version");
+  reader.check();
+  return version ?? undefined;
+}
+
+export function idParam(request: FastifyRequest, name: string): number {
+  const raw = (request.params as Record<string, string>)[name] ?? "";
+  if (!/^\d{1,9}$/.test(raw)) throw new NotFound(name.replace(/Id$/, ""));
+  return Number(raw);
+}
+
+export function representationOf(request: FastifyRequest): Representation {
+  const value = (request.query as Record<string, unknown>).representation;
+  if (value === undefined || value === "extended") return "extended";
+  if (value === "basic") return "basic";
+  throw new BadRequest([`representation must be basic or extended, not "${String(value)}"`]);
+}
+
+export function searchQuery(request: FastifyRequest): Record<string, string | string[] | undefined> {
+  return request.query as Record<string, string | string[] | undefined>;
+}

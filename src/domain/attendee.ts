@@ -1,0 +1,100 @@
+import { isValidEmail } from "./email.js";
+import { FieldReader, type InputMap } from "./input.js";
+import { normalizeNanpNumber } from "./phone.js";
+import type { Versioned } from "./user.js";
+
+export const MAX_ATTENDEES_PER_CONFERENCE = 250;
+
+export const ATTENDEE_STATES = [
+  "new",
+  "calling",
+  "connected",
+  "disconnected",
+  "busy",
+  "no-answer",
+  "failed",
+] as const;
+export type AttendeeState = (typeof ATTENDEE_STATES)[number];
+
+export interface Attendee extends Versioned {
+  conferenceId: number;
+  state: AttendeeState;
+  phoneNumberCountryCode: string | null;
+  phoneNumberSubscriberNumber: string | null;
+  phoneNumberExtension: string | null;
+  phoneNumberLocation: string | null;
+  moderator: boolean;
+  muted: boolean | null;
+  handUp: boolean | null;
+  dialIn: boolean;
+  name: string | null;
+  email: string | null;
+  duration: number | null;
+}
+
+export interface AttendeeChanges {
+  phoneNumberCountryCode?: string | null;
+  phoneNumberSubscriberNumber?: string | null;
+  phoneNumberExtension?: string | null;
+  phoneNumberLocation?: string | null;
+  moderator?: boolean;
+  dialIn?: boolean;
+  name?: string | null;
+  email?: string | null;
+}
+
+/** Digits, *, #, "," (a one-second pause) and w (wait for the far end's prompt). */
+const EXTENSION_PATTERN = /^[0-9*#,w]{1,40}$/i;
+
+/** Reads an attendee document; name and email are create-only. */
+export function readAttendeeChanges(input: InputMap, mode: "create" | "update"): AttendeeChanges {
+  const reader = new FieldReader(input);
+  const changes: AttendeeChanges = {};
+
+  const phone = reader.text("phone-number", 40);
+  if (phone === null) {
+    changes.phoneNumberCountryCode = null;
+    changes.phoneNumberSubscriberNumber = null;
+  } else if (phone !== undefined) {
+    const normalized = normalizeNanpNumber(phone);
+    if (normalized) {
+      changes.phoneNumberCountryCode = normalized.countryCode;
+      changes.phoneNumberSubscriberNumber = normalized.subscriberNumber;
+    } else reader.fail(`phone-number "${phone}" is not a valid North American number`);
+  }
+  const extension = reader.text("extension", 40);
+  if (extension != null && !EXTENSION_PATTERN.test(extension)) {
+    reader.fail('extension may hold only digits, *, #, "," (pause) and w (wait)');
+  } else if (extension !== undefined) changes.phoneNumberExtension = extension;
+  const location = reader.text("phone-number-location");
+  if (location !== undefined) changes.phoneNumberLocation = location;
+  for (const [element, field] of [
+    ["dial-in", "dialIn"],
+    ["moderator", "moderator"],
+  ] as const) {
+    const value = reader.boolean(element);
+    if (value === null) reader.fail(`${element} must be true or false`);
+    else if (value !== undefined) changes[field] = value;
+  }
+  if (mode === "create") {
+    const name = reader.text("name");
+    if (name !== undefined) changes.name = name;
+    const email = reader.text("email");
+    if (email != null && !isValidEmail(email)) reader.fail(`email is not a valid e-mail address: "${email}"`);
+    else if (email !== undefined) changes.email = email;
+    if (phone == null && changes.dialIn !== true)
+      reader.fail("phone-number can't be blank unless dial-in is true");
+  }
+  reader.check();
+  return changes;
+}
+
+/** Rules that hold for the attendee as it will be after the change; returns the problems. */
+export function attendeeProblems(attendee: {
+  dialIn: boolean;
+  phoneNumberSubscriberNumber: string | null;
+}): string[] {
+  return !attendee.dialIn && !attendee.phoneNumberSubscriberNumber
+    ? ["phone-number can't be blank unless dial-in is true"]
+    : [];
+}

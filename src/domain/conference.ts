@@ -1,0 +1,114 @@
+import { FieldReader, type InputMap } from "./input.js";
+import { parseStartTime, type TimeContext } from "./time-expression.js";
+import type { Versioned } from "./user.js";
+
+export const CONFERENCE_STATES = ["new", "pending", "started", "ended"] as const;
+export type ConferenceState = (typeof CONFERENCE_STATES)[number];
+
+export interface Conference extends Versioned {
+  userId: number;
+  name: string;
+  state: ConferenceState;
+  scheduledToStartAt: string;
+  startedAt: string | null;
+  endedAt: string | null;
+  directDial: boolean;
+  dialInLocked: boolean;
+  recordAudio: boolean;
+  lectureMode: boolean;
+  accountingCode: number | null;
+  memberPin: string;
+  moderatorPin: string;
+  sendNotificationEmails: boolean;
+  announceAttendees: boolean;
+}
+
+export interface ConferenceChanges {
+  name?: string;
+  scheduledToStartAt?: string;
+  directDial?: boolean;
+  dialInLocked?: boolean;
+  recordAudio?: boolean;
+  lectureMode?: boolean;
+  accountingCode?: number | null;
+  /** The only state a client may ask for. */
+  state?: "pending";
+  sendNotificationEmails?: boolean;
+  announceAttendees?: boolean;
+  noModerator?: boolean;
+}
+
+const FLAGS = [
+  ["direct-dial", "directDial"],
+  ["dial-in-locked", "dialInLocked"],
+  ["record-audio", "recordAudio"],
+  ["lecture-mode", "lectureMode"],
+] as const;
+
+const CREATE_ONLY_FLAGS = [
+  ["send-notification-emails", "sendNotificationEmails"],
+  ["announce-attendees", "announceAttendees"],
+  ["no-moderator", "noModerator"],
+] as const;
+
+/**
+ * Reads a conference document. The basic representation's bodies carry only name and
+ * scheduled-to-start-at; create-only fields are ignored on update.
+ */
+export function readConferenceChanges(
+  input: InputMap,
+  mode: "create" | "update",
+  representation: "extended" | "basic",
+  time: TimeContext,
+): ConferenceChanges {
+  const reader = new FieldReader(input);
+  const changes: ConferenceChanges = {};
+  const creating = mode === "create";
+
+  const name = creating ? reader.requiredText("name") : reader.text("name");
+  if (name === null) reader.fail("name can't be blank");
+  else if (name !== undefined) changes.name = name;
+
+  const start = creating
+    ? reader.requiredText("scheduled-to-start-at")
+    : reader.text("scheduled-to-start-at");
+  if (start === null) reader.fail("scheduled-to-start-at can't be blank");
+  else if (start !== undefined) {
+    const instant = parseStartTime(start, time);
+    if (instant) changes.scheduledToStartAt = instant.toISOString();
+    else reader.fail(`scheduled-to-start-at is not a time that can be read: "${start}"`);
+  }
+
+  if (representation === "extended") {
+    const flags = creating ? [...FLAGS, ...CREATE_ONLY_FLAGS] : FLAGS;
+    for (const [element, field] of flags) {
+      const value = reader.boolean(element);
+      if (value === null) reader.fail(`${element} must be true or false`);
+      else if (value !== undefined) changes[field] = value;
+    }
+    const accountingCode = reader.integer("accounting-code");
+    if (accountingCode !== undefined) changes.accountingCode = accountingCode;
+    const state = reader.text("state");
+    if (state === "pending") changes.state = "pending";
+    else if (state != null) reader.fail(`state can only be changed to pending, not "${state}"`);
+  }
+  reader.check();
+  return changes;
+}
+
+/** The rules for changing a conference that already exists; returns the problems. */
+export function conferenceUpdateProblems(current: Conference, changes: ConferenceChanges): string[] {
+  const problems: string[] = [];
+  if (current.state === "ended") return ["conference has ended and can no longer be changed"];
+  if (changes.state === "pending" && current.state !== "new" && current.state !== "pending") {
+    problems.push(`state can change only from new to pending; the conference is ${current.state}`);
+  }
+  if (
+    changes.scheduledToStartAt !== undefined &&
+    current.state === "started" &&
+    changes.scheduledToStartAt !== current.scheduledToStartAt
+  ) {
+    problems.push("scheduled-to-start-at cannot change once the conference has started");
+  }
+  return problems;
+}

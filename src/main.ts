@@ -1,0 +1,98 @@
+import http from "node:http";
+import https from "node:https";
+import type { AddressInfo } from "node:net";
+import type { DestinationStream } from "pino";
+import { buildApi } from "./api/server.js";
+import { type Config, ConfigError, loadConfig } from "./config.js";
+import { createLogger } from "./log.js";
+import { openSqliteStore } from "./store/database.js";
+import { loadTlsMaterial } from "./tls.js";
+
+export interface RunningService {
+  httpsPort: number;
+  httpPort: number | null;
+  close(): Promise<void>;
+}
+
+/** Wires the store, the API and the listeners; the one place that knows them all. */
+export async function startService(
+  config: Config,
+  logDestination?: DestinationStream,
+): Promise<RunningService> {
+  const logger = createLogger(config.logLevel, logDestination);
+  const store = await openSqliteStore(config.dataDir);
+  const tls = await loadTlsMaterial(config);
+  let plainServer: http.Server | null = null;
+  const app = buildApi({
+    store,
+    logger,
+    failedLoginLimit: config.failedLoginLimit,
+    signupLimit: config.signupLimit,
+    throttleWindowSeconds: config.throttleWindowSeconds,
+    serverFactory: (handler) => {
+      if (config.httpPort !== null) plainServer = http.createServer(handler);
+      // TLS 1.2 is the floor: SSL 3.0 and TLS 1.0/1.1 are broken (decisions.md, Transport).
+      return https.createServer({ cert: tls.cert, key: tls.key, minVersion: "TLSv1.2" }, handler);
+    },
+  });
+  try {
+    await app.listen({ port: config.httpsPort, host: config.host });
+    const httpsPort = (app.server.address() as AddressInfo).port;
+    let httpPort: number | null = null;
+    const plain = plainServer as http.Server | null;
+    if (plain && config.httpPort !== null) {
+      await new Promise<void>((resolve, reject) => {
+        plain.once("error", reject);
+        plain.listen(config.httpPort as number, config.host, () => resolve());
+      });
+      httpPort = (plain.address() as AddressInfo).port;
+    }
+    logger.info({ httpsPort, httpPort, dataDir: config.dataDir }, "bridgeline started");
+    return {
+      httpsPort,
+      httpPort,
+      async close() {
+        await Promise.all([
+          app.close(),
+          plain ? new Promise<void>((resolve) => plain.close(() => resolve())) : undefined,
+        ]);
+        await store.close();
+        logger.info("bridgeline stopped");
+      },
+    };
+  } catch (error) {
+    await app.close();
+    await store.close();
+    throw error;
+  }
+}
+
+/** `npm start`: configuration from the environment, graceful stop on SIGINT/SIGTERM. */
+export async function runFromEnvironment(): Promise<void> {
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`bridgeline: configuration error: ${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+  const service = await startService(config);
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    process.stderr.write(`bridgeline: ${signal} received, shutting down\n`);
+    service.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        process.stderr.write(`bridgeline: shutdown failed: ${String(error)}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGINT", () => stop("SIGINT"));
+  process.on("SIGTERM", () => stop("SIGTERM"));
+}

@@ -1,0 +1,226 @@
+import type { Kysely, Selectable } from "kysely";
+import {
+  type Attendee,
+  type AttendeeChanges,
+  type AttendeeState,
+  attendeeProblems,
+  MAX_ATTENDEES_PER_CONFERENCE,
+} from "../domain/attendee.js";
+import { NotFound, StaleLockVersion, ValidationFailed } from "../domain/errors.js";
+import type { SearchAttributes, SearchFilter } from "../domain/search.js";
+import type { Store } from "./database.js";
+import type { AttendeeTable, Database } from "./schema.js";
+import { searchCondition } from "./search.js";
+import { flag, nextLockVersion, readFlag, timestamp, versionedFields } from "./values.js";
+
+export const ATTENDEE_SEARCH: SearchAttributes<keyof AttendeeTable> = {
+  id: { column: "id", type: "integer" },
+  created_at: { column: "created_at", type: "datetime" },
+  updated_at: { column: "updated_at", type: "datetime" },
+  lock_version: { column: "lock_version", type: "integer" },
+  state: { column: "state", type: "text" },
+  // The basic representation's phone-number and the extended subscriber number are one value.
+  phone_number: { column: "phone_number_subscriber_number", type: "phone" },
+  phone_number_subscriber_number: { column: "phone_number_subscriber_number", type: "phone" },
+  phone_number_country_code: { column: "phone_number_country_code", type: "text" },
+  phone_number_extension: { column: "phone_number_extension", type: "text" },
+  phone_number_location: { column: "phone_number_location", type: "text" },
+  moderator: { column: "moderator", type: "boolean" },
+  muted: { column: "muted", type: "boolean" },
+  hand_up: { column: "hand_up", type: "boolean" },
+  dial_in: { column: "dial_in", type: "boolean" },
+  name: { column: "name", type: "text" },
+  email: { column: "email", type: "text" },
+  duration: { column: "duration", type: "integer" },
+};
+
+function toAttendee(row: Selectable<AttendeeTable>): Attendee {
+  return {
+    ...versionedFields(row),
+    conferenceId: row.conference_id,
+    state: row.state as AttendeeState,
+    phoneNumberCountryCode: row.phone_number_country_code,
+    phoneNumberSubscriberNumber: row.phone_number_subscriber_number,
+    phoneNumberExtension: row.phone_number_extension,
+    phoneNumberLocation: row.phone_number_location,
+    moderator: Boolean(row.moderator),
+    muted: readFlag(row.muted),
+    handUp: readFlag(row.hand_up),
+    dialIn: Boolean(row.dial_in),
+    name: row.name,
+    email: row.email,
+    duration: row.duration,
+  };
+}
+
+function attendeeRow(changes: AttendeeChanges) {
+  return {
+    ...(changes.phoneNumberCountryCode !== undefined && {
+      phone_number_country_code: changes.phoneNumberCountryCode,
+    }),
+    ...(changes.phoneNumberSubscriberNumber !== undefined && {
+      phone_number_subscriber_number: changes.phoneNumberSubscriberNumber,
+    }),
+    ...(changes.phoneNumberExtension !== undefined && {
+      phone_number_extension: changes.phoneNumberExtension,
+    }),
+    ...(changes.phoneNumberLocation !== undefined && { phone_number_location: changes.phoneNumberLocation }),
+    ...(changes.moderator !== undefined && { moderator: flag(changes.moderator) }),
+    ...(changes.dialIn !== undefined && { dial_in: flag(changes.dialIn) }),
+    ...(changes.name !== undefined && { name: changes.name }),
+    ...(changes.email !== undefined && { email: changes.email }),
+  };
+}
+
+export async function listAttendees(
+  store: Store,
+  conferenceId: number,
+  filters: SearchFilter<keyof AttendeeTable>[],
+): Promise<Attendee[]> {
+  const rows = await store.db
+    .selectFrom("attendees")
+    .selectAll()
+    .where("conference_id", "=", conferenceId)
+    .$if(filters.length > 0, (q) => q.where((eb) => searchCondition(eb, filters)))
+    .orderBy("id")
+    .execute();
+  return rows.map(toAttendee);
+}
+
+async function findAttendee(db: Kysely<Database>, conferenceId: number, id: number): Promise<Attendee> {
+  const row = await db
+    .selectFrom("attendees")
+    .selectAll()
+    .where("conference_id", "=", conferenceId)
+    .where("id", "=", id)
+    .executeTakeFirst();
+  if (!row) throw new NotFound("attendee");
+  return toAttendee(row);
+}
+
+export function getAttendee(store: Store, conferenceId: number, id: number): Promise<Attendee> {
+  return findAttendee(store.db, conferenceId, id);
+}
+
+/**
+ * The attendee rules (one moderator, at most 250) are checked and written in one transaction:
+ * SQLite serialises writers, and on PostgreSQL the conference row is locked so that two
+ * instances cannot both pass the check.
+ */
+async function lockConference(trx: Kysely<Database>, store: Store, conferenceId: number): Promise<string> {
+  const row = await trx
+    .selectFrom("conferences")
+    .select("state")
+    .where("id", "=", conferenceId)
+    .$if(store.dialect === "postgres", (q) => q.forUpdate())
+    .executeTakeFirst();
+  if (!row) throw new NotFound("conference");
+  return row.state;
+}
+
+async function otherModeratorExists(trx: Kysely<Database>, conferenceId: number, exceptId: number | null) {
+  const row = await trx
+    .selectFrom("attendees")
+    .select("id")
+    .where("conference_id", "=", conferenceId)
+    .where("moderator", "=", flag(true))
+    .$if(exceptId !== null, (q) => q.where("id", "<>", exceptId as number))
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+export async function createAttendee(
+  store: Store,
+  conferenceId: number,
+  changes: AttendeeChanges,
+  now: Date,
+): Promise<Attendee> {
+  const at = timestamp(now);
+  return store.db.transaction().execute(async (trx) => {
+    const state = await lockConference(trx, store, conferenceId);
+    const problems: string[] = [];
+    if (state === "ended") problems.push("conference has ended; attendees can no longer be added");
+    const { count } = await trx
+      .selectFrom("attendees")
+      .select((eb) => eb.fn.countAll<number>().as("count"))
+      .where("conference_id", "=", conferenceId)
+      .executeTakeFirstOrThrow();
+    if (Number(count) >= MAX_ATTENDEES_PER_CONFERENCE) {
+      problems.push(`a conference can have at most ${MAX_ATTENDEES_PER_CONFERENCE} attendees`);
+    }
+    if (changes.moderator && (await otherModeratorExists(trx, conferenceId, null))) {
+      problems.push("moderator: this conference already has a moderator");
+    }
+    if (problems.length > 0) throw new ValidationFailed(problems);
+    const row = await trx
+      .insertInto("attendees")
+      .values({
+        created_at: at,
+        updated_at: at,
+        lock_version: 0,
+        conference_id: conferenceId,
+        state: "new",
+        phone_number_country_code: changes.phoneNumberCountryCode ?? null,
+        phone_number_subscriber_number: changes.phoneNumberSubscriberNumber ?? null,
+        phone_number_extension: changes.phoneNumberExtension ?? null,
+        phone_number_location: changes.phoneNumberLocation ?? null,
+        moderator: flag(changes.moderator ?? false),
+        muted: null,
+        hand_up: null,
+        dial_in: flag(changes.dialIn ?? false),
+        name: changes.name ?? null,
+        email: changes.email ?? null,
+        duration: null,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return toAttendee(row);
+  });
+}
+
+export async function updateAttendee(
+  store: Store,
+  conferenceId: number,
+  id: number,
+  changes: AttendeeChanges,
+  expectedLockVersion: number | undefined,
+  now: Date,
+): Promise<Attendee> {
+  return store.db.transaction().execute(async (trx) => {
+    const state = await lockConference(trx, store, conferenceId);
+    const current = await findAttendee(trx, conferenceId, id);
+    if (expectedLockVersion !== undefined && expectedLockVersion !== current.lockVersion) {
+      throw new StaleLockVersion("attendee");
+    }
+    const problems = attendeeProblems({
+      dialIn: changes.dialIn ?? current.dialIn,
+      phoneNumberSubscriberNumber:
+        changes.phoneNumberSubscriberNumber !== undefined
+          ? changes.phoneNumberSubscriberNumber
+          : current.phoneNumberSubscriberNumber,
+    });
+    if (state === "ended") problems.push("conference has ended; its attendees can no longer be changed");
+    if (changes.moderator && (await otherModeratorExists(trx, conferenceId, id))) {
+      problems.push("moderator: this conference already has a moderator");
+    }
+    if (problems.length > 0) throw new ValidationFailed(problems);
+    const row = await trx
+      .updateTable("attendees")
+      .set({ ...attendeeRow(changes), updated_at: timestamp(now), lock_version: nextLockVersion() })
+      .where("id", "=", id)
+      .where("lock_version", "=", current.lockVersion)
+      .returningAll()
+      .executeTakeFirst();
+    if (!row) throw new StaleLockVersion("attendee");
+    return toAttendee(row);
+  });
+}
+
+export async function deleteAttendee(store: Store, conferenceId: number, id: number): Promise<void> {
+  const result = await store.db
+    .deleteFrom("attendees")
+    .where("conference_id", "=", conferenceId)
+    .where("id", "=", id)
+    .executeTakeFirst();
+  if (Number(result.numDeletedRows) !== 1) throw new NotFound("attendee");
+}

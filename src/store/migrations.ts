@@ -1,0 +1,163 @@
+import {
+  type ColumnDefinitionBuilder,
+  type Kysely,
+  type Migration,
+  type MigrationProvider,
+  sql,
+} from "kysely";
+import type { StoreDialect } from "./database.js";
+
+/*
+ * Migrations are code, not files, so that the build needs no loader and both dialects share one
+ * schema: only the id, timestamp and boolean column types differ.
+ */
+// biome-ignore lint/suspicious/noExplicitAny: migrations run before the schema type exists.
+type AnyDb = Kysely<any>;
+
+function columnTypes(dialect: StoreDialect) {
+  const postgres = dialect === "postgres";
+  return {
+    id: postgres ? sql`serial` : sql`integer`,
+    timestamp: postgres ? sql`timestamptz` : sql`text`,
+    flag: postgres ? sql`boolean` : sql`integer`,
+    idColumn: (c: ColumnDefinitionBuilder) => (postgres ? c.primaryKey() : c.primaryKey().autoIncrement()),
+  };
+}
+
+function initialSchema(dialect: StoreDialect): Migration {
+  const t = columnTypes(dialect);
+  const versioned = (name: string, db: AnyDb) =>
+    db.schema
+      .createTable(name)
+      .addColumn("id", t.id, t.idColumn)
+      .addColumn("created_at", t.timestamp, (c) => c.notNull())
+      .addColumn("updated_at", t.timestamp, (c) => c.notNull())
+      .addColumn("lock_version", "integer", (c) => c.notNull().defaultTo(0));
+
+  return {
+    async up(db: AnyDb) {
+      await db.schema
+        .createTable("billing_packages")
+        .addColumn("id", "integer", (c) => c.primaryKey())
+        .addColumn("name", "text", (c) => c.notNull())
+        .execute();
+      await db
+        .insertInto("billing_packages")
+        .values([
+          { id: 1, name: "Basic" },
+          { id: 2, name: "Professional" },
+          { id: 3, name: "Enterprise" },
+        ])
+        .execute();
+
+      await versioned("users", db)
+        .addColumn("name", "text", (c) => c.notNull())
+        .addColumn("email", "text", (c) => c.notNull().unique())
+        .addColumn("password_hash", "text", (c) => c.notNull())
+        .addColumn("im", "text")
+        .addColumn("im_network", "text")
+        .addColumn("time_zone", "text")
+        .addColumn("member_pin", "text", (c) => c.notNull())
+        .addColumn("moderator_pin", "text", (c) => c.notNull())
+        .addColumn("terms_of_service", t.flag, (c) => c.notNull())
+        .addColumn("billing_package_id", "integer", (c) => c.notNull().references("billing_packages.id"))
+        .execute();
+
+      const ownedByUser = (name: string) =>
+        versioned(name, db).addColumn("user_id", "integer", (c) =>
+          c.notNull().references("users.id").onDelete("cascade"),
+        );
+      await ownedByUser("credit_cards")
+        .addColumn("name", "text")
+        .addColumn("expiry_month", "integer", (c) => c.notNull())
+        .addColumn("expiry_year", "integer", (c) => c.notNull())
+        .addColumn("last_four", "text", (c) => c.notNull())
+        .addColumn("brand", "text", (c) => c.notNull())
+        .addUniqueConstraint("credit_cards_user_unique", ["user_id"])
+        .execute();
+      await ownedByUser("addresses")
+        .addColumn("street_address", "text")
+        .addColumn("postal_code", "text", (c) => c.notNull())
+        .addColumn("location", "text")
+        .addColumn("subdivision", "text", (c) => c.notNull())
+        .addColumn("country", "text", (c) => c.notNull())
+        .addUniqueConstraint("addresses_user_unique", ["user_id"])
+        .execute();
+      await ownedByUser("phone_numbers")
+        .addColumn("country_code", "integer", (c) => c.notNull())
+        .addColumn("subscriber_number", "text", (c) => c.notNull())
+        .addColumn("location", "text")
+        .addColumn("extension", "text")
+        .execute();
+      await db.schema.createIndex("phone_numbers_user").on("phone_numbers").column("user_id").execute();
+
+      await ownedByUser("contacts")
+        .addColumn("name", "text", (c) => c.notNull())
+        .addColumn("email", "text")
+        .addColumn("phone_number", "text")
+        .addColumn("im", "text")
+        .addColumn("im_network", "text")
+        .addColumn("time_zone", "text")
+        .execute();
+      await db.schema.createIndex("contacts_user").on("contacts").column("user_id").execute();
+
+      await ownedByUser("conferences")
+        .addColumn("name", "text", (c) => c.notNull())
+        .addColumn("state", "text", (c) => c.notNull())
+        .addColumn("scheduled_to_start_at", t.timestamp, (c) => c.notNull())
+        .addColumn("started_at", t.timestamp)
+        .addColumn("ended_at", t.timestamp)
+        .addColumn("direct_dial", t.flag, (c) => c.notNull())
+        .addColumn("dial_in_locked", t.flag, (c) => c.notNull())
+        .addColumn("record_audio", t.flag, (c) => c.notNull())
+        .addColumn("lecture_mode", t.flag, (c) => c.notNull())
+        .addColumn("accounting_code", "integer")
+        .addColumn("member_pin", "text", (c) => c.notNull())
+        .addColumn("moderator_pin", "text", (c) => c.notNull())
+        .addColumn("send_notification_emails", t.flag, (c) => c.notNull())
+        .addColumn("announce_attendees", t.flag, (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex("conferences_user").on("conferences").column("user_id").execute();
+      await db.schema
+        .createIndex("conferences_schedule")
+        .on("conferences")
+        .columns(["state", "scheduled_to_start_at"])
+        .execute();
+
+      await versioned("attendees", db)
+        .addColumn("conference_id", "integer", (c) =>
+          c.notNull().references("conferences.id").onDelete("cascade"),
+        )
+        .addColumn("state", "text", (c) => c.notNull())
+        .addColumn("phone_number_country_code", "text")
+        .addColumn("phone_number_subscriber_number", "text")
+        .addColumn("phone_number_extension", "text")
+        .addColumn("phone_number_location", "text")
+        .addColumn("moderator", t.flag, (c) => c.notNull())
+        .addColumn("muted", t.flag)
+        .addColumn("hand_up", t.flag)
+        .addColumn("dial_in", t.flag, (c) => c.notNull())
+        .addColumn("name", "text")
+        .addColumn("email", "text")
+        .addColumn("duration", "integer")
+        .execute();
+      await db.schema.createIndex("attendees_conference").on("attendees").column("conference_id").execute();
+
+      await db.schema
+        .createTable("pins")
+        .addColumn("pin", "text", (c) => c.primaryKey())
+        .addColumn("role", "text", (c) => c.notNull())
+        .addColumn("user_id", "integer", (c) => c.references("users.id").onDelete("cascade"))
+        .addColumn("conference_id", "integer", (c) => c.references("conferences.id").onDelete("cascade"))
+        .execute();
+    },
+  };
+}
+
+export function migrationProvider(dialect: StoreDialect): MigrationProvider {
+  return {
+    async getMigrations() {
+      return { "0001_initial_schema": initialSchema(dialect) };
+    },
+  };
+}

@@ -1,0 +1,123 @@
+import type { Generated } from "kysely";
+
+/*
+ * Column conventions shared by SQLite and PostgreSQL: timestamps are read back as ISO 8601 UTC
+ * strings, booleans are written as 0/1 and read back through Boolean(), ids are 32-bit integers.
+ */
+type Timestamp = string;
+type Flag = number | boolean;
+
+interface Versioned {
+  id: Generated<number>;
+  created_at: Timestamp;
+  updated_at: Timestamp;
+  lock_version: number;
+}
+
+export interface BillingPackageTable {
+  id: number;
+  name: string;
+}
+
+export interface UserTable extends Versioned {
+  name: string;
+  email: string;
+  password_hash: string;
+  im: string | null;
+  im_network: string | null;
+  time_zone: string | null;
+  member_pin: string;
+  moderator_pin: string;
+  terms_of_service: Flag;
+  billing_package_id: number;
+}
+
+export interface CreditCardTable extends Versioned {
+  user_id: number;
+  name: string | null;
+  expiry_month: number;
+  expiry_year: number;
+  last_four: string;
+  brand: string;
+}
+
+export interface AddressTable extends Versioned {
+  user_id: number;
+  street_address: string | null;
+  postal_code: string;
+  location: string | null;
+  subdivision: string;
+  country: string;
+}
+
+export interface PhoneNumberTable extends Versioned {
+  user_id: number;
+  country_code: number;
+  subscriber_number: string;
+  location: string | null;
+  extension: string | null;
+}
+
+export interface ContactTable extends Versioned {
+  user_id: number;
+  name: string;
+  email: string | null;
+  phone_number: string | null;
+  im: string | null;
+  im_network: string | null;
+  time_zone: string | null;
+}
+
+export interface ConferenceTable extends Versioned {
+  user_id: number;
+  name: string;
+  state: string;
+  scheduled_to_start_at: Timestamp;
+  started_at: Timestamp | null;
+  ended_at: Timestamp | null;
+  direct_dial: Flag;
+  dial_in_locked: Flag;
+  record_audio: Flag;
+  lecture_mode: Flag;
+  accounting_code: number | null;
+  member_pin: string;
+  moderator_pin: string;
+  send_notification_emails: Flag;
+  announce_attendees: Flag;
+}
+
+export interface AttendeeTable extends Versioned {
+  conference_id: number;
+  state: string;
+  phone_number_country_code: string | null;
+  phone_number_subscriber_number: string | null;
+  phone_number_extension: string | null;
+  phone_number_location: string | null;
+  moderator: Flag;
+  muted: Flag | null;
+  hand_up: Flag | null;
+  dial_in: Flag;
+  name: string | null;
+  email: string | null;
+  duration: number | null;
+}
+
+/** Every live PIN, so that a PIN typed on a dial-in call names exactly one room and role. */
+export interface PinTable {
+  pin: string;
+  role: string;
+  user_id: number | null;
+  conference_id: number | null;
+}
+
+export interface Database {
+  billing_packages: BillingPackageTable;
+  users: UserTable;
+  credit_cards: CreditCardTable;
+  addresses: AddressTable;
+  phone_numbers: PhoneNumberTable;
+  contacts: ContactTable;
+  conferences: ConferenceTable;
+  attendees: AttendeeTable;
+  pins: PinTable;
+}

@@ -1,0 +1,45 @@
+import { type RawBuilder, sql } from "kysely";
+
+/** Booleans are written as 0/1, which SQLite binds and PostgreSQL reads as boolean input. */
+export function flag(value: boolean): number {
+  return value ? 1 : 0;
+}
+
+export function optionalFlag(value: boolean | null): number | null {
+  return value === null ? null : flag(value);
+}
+
+export function readFlag(value: number | boolean | null): boolean | null {
+  return value === null ? null : Boolean(value);
+}
+
+/** Timestamps are kept as ISO 8601 UTC with milliseconds, so text order is time order in SQLite. */
+export function timestamp(value: Date | string): string {
+  return typeof value === "string" ? new Date(value).toISOString() : value.toISOString();
+}
+
+/** True when a driver error is a unique-key violation, in either dialect. */
+export function isUniqueViolation(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === "SQLITE_CONSTRAINT_UNIQUE" || code === "SQLITE_CONSTRAINT_PRIMARYKEY" || code === "23505";
+}
+
+/** Every successful update moves lock-version on by one. */
+export function nextLockVersion(): RawBuilder<number> {
+  return sql<number>`lock_version + 1`;
+}
+
+/** The domain's versioned fields from a row. */
+export function versionedFields(row: {
+  id: number;
+  created_at: string;
+  updated_at: string;
+  lock_version: number;
+}) {
+  return {
+    id: row.id,
+    createdAt: timestamp(row.created_at),
+    updatedAt: timestamp(row.updated_at),
+    lockVersion: row.lock_version,
+  };
+}

@@ -1,0 +1,56 @@
+import fs from "node:fs";
+import path from "node:path";
+import selfsigned from "selfsigned";
+import type { Config } from "./config.js";
+
+export interface TlsMaterial {
+  cert: string;
+  key: string;
+}
+
+/**
+ * The configured certificate, or a self-signed one made on first start and kept in the data
+ * directory so clients that pinned it keep working across restarts.
+ */
+export async function loadTlsMaterial(config: Config): Promise<TlsMaterial> {
+  if (config.tlsCertFile && config.tlsKeyFile) {
+    return {
+      cert: readRequired(config.tlsCertFile, "BRIDGELINE_TLS_CERT"),
+      key: readRequired(config.tlsKeyFile, "BRIDGELINE_TLS_KEY"),
+    };
+  }
+  const dir = path.join(config.dataDir, "tls");
+  const certFile = path.join(dir, "self-signed-cert.pem");
+  const keyFile = path.join(dir, "self-signed-key.pem");
+  if (fs.existsSync(certFile) && fs.existsSync(keyFile)) {
+    return { cert: fs.readFileSync(certFile, "utf8"), key: fs.readFileSync(keyFile, "utf8") };
+  }
+  const notAfterDate = new Date();
+  notAfterDate.setFullYear(notAfterDate.getFullYear() + 5);
+  const generated = await selfsigned.generate([{ name: "commonName", value: "localhost" }], {
+    keySize: 2048,
+    algorithm: "sha256",
+    notAfterDate,
+    extensions: [
+      {
+        name: "subjectAltName",
+        altNames: [
+          { type: 2, value: "localhost" },
+          { type: 7, ip: "127.0.0.1" },
+        ],
+      },
+    ],
+  });
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  fs.writeFileSync(keyFile, generated.private, { mode: 0o600 });
+  fs.writeFileSync(certFile, generated.cert);
+  return { cert: generated.cert, key: generated.private };
+}
+
+function readRequired(file: string, variable: string): string {
+  try {
+    return fs.readFileSync(file, "utf8");
+  } catch (error) {
+    throw new Error(`${variable}: cannot read ${file}: ${(error as Error).message}`);
+  }
+}
