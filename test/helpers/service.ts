@@ -1,0 +1,136 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { Writable } from "node:stream";
+import { XMLParser } from "fast-xml-parser";
+import { Agent, request } from "undici";
+import { type Config, loadConfig } from "../../src/config.js";
+import { type RunningService, startService } from "../../src/main.js";
+
+export interface TestResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  /** The body parsed with attributes kept (`@_type`, `@_nil`), values as strings. */
+  xml: Record<string, unknown>;
+}
+
+export interface RequestOptions {
+  body?: string;
+  /** [email, password] for HTTP Basic; omit for an anonymous request. */
+  auth?: [string, string];
+  headers?: Record<string, string>;
+  https?: boolean;
+}
+
+export interface TestService {
+  service: RunningService;
+  dataDir: string;
+  httpUrl: string;
+  httpsUrl: string;
+  /** Every JSON log line the service wrote. */
+  logs: string[];
+  request(method: string, urlPath: string, options?: RequestOptions): Promise<TestResponse>;
+  close(): Promise<void>;
+}
+
+const responseParser = new XMLParser({
+  ignoreAttributes: false,
+  attributeNamePrefix: "@_",
+  parseTagValue: false,
+});
+
+/** The self-signed certificate is the service's own; tests trust it by not verifying. */
+const insecureAgent = new Agent({ connect: { rejectUnauthorized: false } });
+
+/**
+ * Starts the real service (HTTPS plus a plain-HTTP listener) on free loopback ports with a fresh
+ * data directory. Throttling is generous unless the test overrides it.
+ */
+export async function startTestService(overrides: Partial<Config> = {}): Promise<TestService> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-test-"));
+  const config: Config = {
+    ...loadConfig({}),
+    dataDir,
+    host: "127.0.0.1",
+    httpsPort: 0,
+    httpPort: 0,
+    logLevel: "info",
+    failedLoginLimit: 1000,
+    signupLimit: 1000,
+    ...overrides,
+  };
+  const logs: string[] = [];
+  const logStream = new Writable({
+    write(chunk, _encoding, done) {
+      logs.push(...String(chunk).split("\n").filter(Boolean));
+      done();
+    },
+  });
+  const service = await startService(config, logStream);
+  const httpUrl = `http://127.0.0.1:${service.httpPort}`;
+  const httpsUrl = `https://127.0.0.1:${service.httpsPort}`;
+  return {
+    service,
+    dataDir,
+    httpUrl,
+    httpsUrl,
+    logs,
+    async request(method, urlPath, options = {}) {
+      const headers: Record<string, string> = { accept: "application/xml", ...options.headers };
+      if (
+        options.body !== undefined &&
+        !Object.keys(headers).some((h) => h.toLowerCase() === "content-type")
+      ) {
+        headers["content-type"] = "application/xml";
+      }
+      if (options.auth) {
+        headers.authorization = `Basic ${Buffer.from(`${options.auth[0]}:${options.auth[1]}`).toString("base64")}`;
+      }
+      const response = await request(`${options.https ? httpsUrl : httpUrl}${urlPath}`, {
+        method: method as "GET",
+        headers,
+        body: options.body,
+        dispatcher: options.https ? insecureAgent : undefined,
+      });
+      const text = await response.body.text();
+      let xml: Record<string, unknown> = {};
+      if (text.startsWith("<?xml")) xml = responseParser.parse(text) as Record<string, unknown>;
+      return { status: response.statusCode, headers: response.headers, text, xml };
+    },
+    async close() {
+      await service.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+let userCounter = 0;
+
+/** A sign-up body for a fresh user; `extra` is XML inserted inside <user>. */
+export function signupXml(email: string, password = "correct horse", extra = ""): string {
+  return `<?xml version="1.0" encoding="UTF-8"?>
+<user>
+  <name>Test User</name>
+  <email>${email}</email>
+  <password>${password}</password>
+  <password-confirmation>${password}</password-confirmation>
+  <terms-of-service type="boolean">true</terms-of-service>
+  <billing-package><id type="integer">1</id></billing-package>
+  ${extra}
+</user>`;
+}
+
+/** Signs up a fresh user and returns its id and credentials. */
+export async function createUser(
+  api: TestService,
+  extra = "",
+): Promise<{ id: number; auth: [string, string]; response: TestResponse }> {
+  userCounter += 1;
+  const email = `user${userCounter}-${process.pid}@example.com`;
+  const password = "correct horse";
+  const response = await api.request("POST", "/users", { body: signupXml(email, password, extra) });
+  if (response.status !== 201) throw new Error(`sign-up failed: ${response.status} ${response.text}`);
+  const user = response.xml.user as Record<string, { "#text": string }>;
+  return { id: Number(user.id?.["#text"]), auth: [email, password], response };
+}
