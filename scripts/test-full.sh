@@ -1,16 +1,35 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs on a fresh Debian machine with Node 20, then runs it:
-# typecheck, lint and every test. `.ci/run` and the README's Quick start call this same script.
+# typecheck, lint and every test on SQLite and on PostgreSQL. `.ci/run` and the README's Quick
+# start call this same script.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+apt_install() {
+  [[ -n "${apt_updated:-}" ]] || { apt-get update -qq; apt_updated=1; }
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$@" >/dev/null
+}
+
 # better-sqlite3 compiles from source where no prebuilt binary can be fetched.
-missing=()
-for tool in python3 make g++; do command -v "$tool" >/dev/null || missing+=("$tool");done
-if ((${#missing[@]})); then
-  echo "installing build tools for native modules: ${missing[*]}"
-  apt-get update -qq && apt-get install -y -qq python3 make g++ >/dev/null
+for tool in python3 make g++; do
+  command -v "$tool" >/dev/null || apt_install python3 make g++
+done
+
+# PostgreSQL for the production-store half of the suite.
+: "${BRIDGELINE_TEST_DATABASE_URL:=postgres://postgres@127.0.0.1:5432/test}"
+if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
+  command -v pg_ctlcluster >/dev/null || apt_install postgresql
+  version=$(ls /etc/postgresql | sort -V | tail -n 1)
+  pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+  for _ in $(seq 1 30); do pg_isready -q -h 127.0.0.1 -p 5432 && break; sleep 1; done
 fi
+# A stock Debian cluster refuses password-less TCP logins: give the test role a password then.
+if ! PGCONNECT_TIMEOUT=3 psql "$BRIDGELINE_TEST_DATABASE_URL" -qtAc 'select 1' >/dev/null 2>&1 && id postgres >/dev/null 2>&1; then
+  su postgres -c "psql -qc \"alter user postgres password 'postgres'\"" >/dev/null
+  su postgres -c "createdb test" 2>/dev/null || true
+  BRIDGELINE_TEST_DATABASE_URL=postgres://postgres:postgres@127.0.0.1:5432/test
+fi
+export BRIDGELINE_TEST_DATABASE_URL
 
 npm install --no-audit --no-fund
 npm test

@@ -3,6 +3,8 @@ import path from "node:path";
 /** Every setting of the service, read and validated here and nowhere else. */
 export interface Config {
   dataDir: string;
+  /** PostgreSQL connection URL; null selects the embedded SQLite store in dataDir. */
+  databaseUrl: string | null;
   host: string;
   httpsPort: number;
   /** Plain-HTTP listener, only when BRIDGELINE_HTTP_PORT is set (behind a TLS proxy, or in tests). */
@@ -72,8 +74,13 @@ export function loadConfig(env: Env = process.env): Config {
       "BRIDGELINE_TLS_CERT and BRIDGELINE_TLS_KEY must be set together",
     );
   }
+  const databaseUrl = env.BRIDGELINE_DATABASE_URL || null;
+  if (databaseUrl !== null && !/^postgres(ql)?:\/\/\S+$/.test(databaseUrl)) {
+    throw new ConfigError("BRIDGELINE_DATABASE_URL", "must be a postgres:// or postgresql:// URL");
+  }
   return {
     dataDir: path.resolve(env.BRIDGELINE_DATA_DIR || "./data"),
+    databaseUrl,
     host: env.BRIDGELINE_HOST || "0.0.0.0",
     httpsPort: readPort(env, "BRIDGELINE_HTTPS_PORT", 8443) as number,
     httpPort: readPort(env, "BRIDGELINE_HTTP_PORT", null),

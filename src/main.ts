@@ -5,7 +5,7 @@ import type { DestinationStream } from "pino";
 import { buildApi } from "./api/server.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { createLogger } from "./log.js";
-import { openSqliteStore } from "./store/database.js";
+import { openStore } from "./store/database.js";
 import { loadTlsMaterial } from "./tls.js";
 
 export interface RunningService {
@@ -20,7 +20,7 @@ export async function startService(
   logDestination?: DestinationStream,
 ): Promise<RunningService> {
   const logger = createLogger(config.logLevel, logDestination);
-  const store = await openSqliteStore(config.dataDir);
+  const store = await openStore(config);
   const tls = await loadTlsMaterial(config);
   let plainServer: http.Server | null = null;
   const app = buildApi({
@@ -47,7 +47,7 @@ export async function startService(
       });
       httpPort = (plain.address() as AddressInfo).port;
     }
-    logger.info({ httpsPort, httpPort, dataDir: config.dataDir }, "bridgeline started");
+    logger.info({ httpsPort, httpPort, store: store.dialect, dataDir: config.dataDir }, "bridgeline started");
     return {
       httpsPort,
       httpPort,

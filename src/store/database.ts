@@ -1,7 +1,8 @@
 import fs from "node:fs";
 import path from "node:path";
 import SQLite from "better-sqlite3";
-import { Kysely, Migrator, SqliteDialect } from "kysely";
+import { Kysely, Migrator, PostgresDialect, SqliteDialect } from "kysely";
+import pg from "pg";
 import { migrationProvider } from "./migrations.js";
 import type { Database } from "./schema.js";
 
@@ -34,4 +35,32 @@ export async function openSqliteStore(dataDir: string): Promise<Store> {
   const store: Store = { db, dialect: "sqlite", close: () => db.destroy() };
   await migrate(store);
   return store;
+}
+
+/*
+ * PostgreSQL hands timestamptz back as Date and bigint (count) as string; the repositories expect
+ * the same ISO strings and numbers that SQLite gives, so both are converted at the driver.
+ */
+const TIMESTAMPTZ_OID = 1184;
+const INT8_OID = 20;
+pg.types.setTypeParser(TIMESTAMPTZ_OID, (value) => new Date(value).toISOString());
+pg.types.setTypeParser(INT8_OID, (value) => Number(value));
+
+/** The production store: a pool of connections to one PostgreSQL database shared by N instances. */
+export async function openPostgresStore(connectionString: string, poolSize = 10): Promise<Store> {
+  const pool = new pg.Pool({ connectionString, max: poolSize });
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const store: Store = { db, dialect: "postgres", close: () => db.destroy() };
+  try {
+    await migrate(store);
+  } catch (error) {
+    await db.destroy();
+    throw error;
+  }
+  return store;
+}
+
+/** PostgreSQL when a database URL is configured, else SQLite in the data directory. */
+export function openStore(options: { databaseUrl: string | null; dataDir: string }): Promise<Store> {
+  return options.databaseUrl ? openPostgresStore(options.databaseUrl) : openSqliteStore(options.dataDir);
 }

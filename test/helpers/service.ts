@@ -6,6 +6,7 @@ import { XMLParser } from "fast-xml-parser";
 import { Agent, request } from "undici";
 import { type Config, loadConfig } from "../../src/config.js";
 import { type RunningService, startService } from "../../src/main.js";
+import { createTestDatabase, TEST_STORE, type TestDatabase } from "./databases.js";
 
 export interface TestResponse {
   status: number;
@@ -45,13 +46,20 @@ const insecureAgent = new Agent({ connect: { rejectUnauthorized: false } });
 
 /**
  * Starts the real service (HTTPS plus a plain-HTTP listener) on free loopback ports with a fresh
- * data directory. Throttling is generous unless the test overrides it.
+ * data directory. Throttling is generous unless the test overrides it. A test that passes its own
+ * `dataDir` (to restart a service on the same data) keeps it: close() removes only a fresh one.
+ * When the suite runs against PostgreSQL, each service gets a database of its own unless the test
+ * passes `databaseUrl` (several instances on one database).
  */
 export async function startTestService(overrides: Partial<Config> = {}): Promise<TestService> {
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-test-"));
+  const ownsDataDir = overrides.dataDir === undefined;
+  const dataDir = overrides.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-test-"));
+  const database: TestDatabase | null =
+    TEST_STORE === "postgres" && overrides.databaseUrl === undefined ? await createTestDatabase() : null;
   const config: Config = {
     ...loadConfig({}),
     dataDir,
+    databaseUrl: database?.url ?? null,
     host: "127.0.0.1",
     httpsPort: 0,
     httpPort: 0,
@@ -100,7 +108,8 @@ export async function startTestService(overrides: Partial<Config> = {}): Promise
     },
     async close() {
       await service.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
+      await database?.drop();
+      if (ownsDataDir) fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
 }
