@@ -9,6 +9,8 @@ export interface Config {
   httpsPort: number;
   /** Plain-HTTP listener, only when BRIDGELINE_HTTP_PORT is set (behind a TLS proxy, or in tests). */
   httpPort: number | null;
+  /** Proxy addresses (comma-separated IPs/CIDRs) whose X-Forwarded-For names the client. */
+  trustedProxies: string | null;
   tlsCertFile: string | null;
   tlsKeyFile: string | null;
   logLevel: LogLevel;
@@ -84,6 +86,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: env.BRIDGELINE_HOST || "0.0.0.0",
     httpsPort: readPort(env, "BRIDGELINE_HTTPS_PORT", 8443) as number,
     httpPort: readPort(env, "BRIDGELINE_HTTP_PORT", null),
+    trustedProxies: env.BRIDGELINE_TRUSTED_PROXIES || null,
     tlsCertFile,
     tlsKeyFile,
     logLevel,

@@ -29,6 +29,7 @@ export async function startService(
     failedLoginLimit: config.failedLoginLimit,
     signupLimit: config.signupLimit,
     throttleWindowSeconds: config.throttleWindowSeconds,
+    trustedProxies: config.trustedProxies,
     serverFactory: (handler) => {
       if (config.httpPort !== null) plainServer = http.createServer(handler);
       // TLS 1.2 is the floor: SSL 3.0 and TLS 1.0/1.1 are broken (decisions.md, Transport).

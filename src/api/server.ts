@@ -37,6 +37,7 @@ export interface ApiOptions {
   failedLoginLimit: number;
   signupLimit: number;
   throttleWindowSeconds: number;
+  trustedProxies: string | null;
   /** Creates the listening server(s) around Fastify's handler: HTTPS, and plain HTTP when enabled. */
   serverFactory?: FastifyServerFactory;
 }
@@ -60,7 +61,8 @@ export function buildApi(options: ApiOptions) {
     ignoreTrailingSlash: true,
     // Rails clients of the original service add .xml to every path.
     rewriteUrl: (request) => (request.url ?? "/").replace(/\.xml(?=\?|$)/, ""),
-    trustProxy: false,
+    // Behind a load balancer the client address (for throttling) comes from X-Forwarded-For.
+    trustProxy: options.trustedProxies ?? false,
     ...(options.serverFactory && { serverFactory: options.serverFactory }),
   });
   const windowMs = options.throttleWindowSeconds * 1000;
