@@ -2,7 +2,7 @@ import { createHmac, randomBytes } from "node:crypto";
 import type { Store } from "../store/database.js";
 import { findCredentials } from "../store/users.js";
 import { authenticationRequired, tooManyRequests } from "./http-errors.js";
-import { verifyPassword } from "./passwords.js";
+import { hashPassword, verifyPassword } from "./passwords.js";
 import type { Throttle } from "./throttle.js";
 
 const CACHE_LIMIT = 10_000;
@@ -15,6 +15,7 @@ const CACHE_LIMIT = 10_000;
 export class Authenticator {
   private readonly cacheKey = randomBytes(32);
   private readonly verified = new Map<string, { userId: number; passwordHash: string }>();
+  private readonly decoyHash = hashPassword(randomBytes(16).toString("base64"));
 
   constructor(
     private readonly store: Store,
@@ -28,7 +29,10 @@ export class Authenticator {
     const credentials = parseBasic(authorization);
     if (!credentials) throw authenticationRequired();
     const stored = await findCredentials(this.store, credentials.username);
-    if (stored) {
+    if (!stored) {
+      // The same scrypt cost as a wrong password, so response time does not reveal who has an account.
+      await verifyPassword(credentials.password, await this.decoyHash);
+    } else {
       const key = createHmac("sha256", this.cacheKey)
         .update(`${credentials.username.toLowerCase()}\0${credentials.password}`)
         .digest("base64");

@@ -62,7 +62,8 @@ const parser = new XMLParser({
   parseAttributeValue: false,
   trimValues: true,
   processEntities: true,
-  htmlEntities: false,
+  // Also decodes numeric character references (&#233;), which XML requires.
+  htmlEntities: true,
   ignoreDeclaration: true,
   ignorePiTags: true,
 });

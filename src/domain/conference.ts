@@ -75,7 +75,9 @@ export function readConferenceChanges(
   if (start === null) reader.fail("scheduled-to-start-at can't be blank");
   else if (start !== undefined) {
     const instant = parseStartTime(start, time);
-    if (instant) changes.scheduledToStartAt = instant.toISOString();
+    // Start times are kept to the whole second, as they are shown.
+    if (instant)
+      changes.scheduledToStartAt = new Date(Math.floor(instant.getTime() / 1000) * 1000).toISOString();
     else reader.fail(`scheduled-to-start-at is not a time that can be read: "${start}"`);
   }
 

@@ -105,7 +105,7 @@ export async function createConference(
         user_id: userId,
         name: changes.name,
         state: "new",
-        scheduled_to_start_at: changes.scheduledToStartAt,
+        scheduled_to_start_at: timestamp(changes.scheduledToStartAt),
         started_at: null,
         ended_at: null,
         direct_dial: flag(changes.directDial ?? false),
@@ -181,7 +181,7 @@ export async function updateConference(
         lock_version: nextLockVersion(),
         ...(changes.name !== undefined && { name: changes.name }),
         ...(changes.scheduledToStartAt !== undefined && {
-          scheduled_to_start_at: changes.scheduledToStartAt,
+          scheduled_to_start_at: timestamp(changes.scheduledToStartAt),
         }),
         ...(changes.directDial !== undefined && { direct_dial: flag(changes.directDial) }),
         ...(changes.dialInLocked !== undefined && { dial_in_locked: flag(changes.dialInLocked) }),

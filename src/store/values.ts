@@ -13,9 +13,13 @@ export function readFlag(value: number | boolean | null): boolean | null {
   return value === null ? null : Boolean(value);
 }
 
-/** Timestamps are kept as ISO 8601 UTC with milliseconds, so text order is time order in SQLite. */
+/**
+ * Timestamps are kept as ISO 8601 UTC, so text order is time order in SQLite, and to the whole
+ * second, as the API shows them: a client searching with a value it was shown finds the record.
+ */
 export function timestamp(value: Date | string): string {
-  return typeof value === "string" ? new Date(value).toISOString() : value.toISOString();
+  const millis = new Date(value).getTime();
+  return new Date(millis - (((millis % 1000) + 1000) % 1000)).toISOString();
 }
 
 /** True when a driver error is a unique-key violation, in either dialect. */
