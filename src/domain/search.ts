@@ -97,11 +97,11 @@ function typedValue(key: string, attribute: SearchAttribute, raw: string): strin
       return instant.toUTC().toISO() as string;
     }
     case "phone": {
-      // The 10-digit number, whether written with +1, spaces or dashes.
+      // The 10-digit number, however written: area codes never start with 1, so a leading 1 is
+      // the country code.
       const digits = raw.replace(/\D/g, "");
-      return raw.trim().startsWith("+1") || (digits.length === 11 && digits.startsWith("1"))
-        ? digits.slice(1)
-        : digits;
+      if (digits === "") throw new BadRequest([`search value for "${key}" must contain digits`]);
+      return digits.startsWith("1") ? digits.slice(1) : digits;
     }
     case "text":
       return raw.toLowerCase();
