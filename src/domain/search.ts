@@ -77,7 +77,12 @@ function splitKey(key: string, attributes: SearchAttributes): [string, SearchOpe
   return [key, "eq"];
 }
 
-function typedValue(key: string, attribute: SearchAttribute, raw: string): string | number {
+function typedValue(
+  key: string,
+  attribute: SearchAttribute,
+  raw: string,
+  operator: SearchOperator,
+): string | number {
   switch (attribute.type) {
     case "integer": {
       if (!/^[+-]?\d{1,15}$/.test(raw.trim()))
@@ -97,11 +102,12 @@ function typedValue(key: string, attribute: SearchAttribute, raw: string): strin
       return instant.toUTC().toISO() as string;
     }
     case "phone": {
-      // The 10-digit number, however written: area codes never start with 1, so a leading 1 is
-      // the country code.
+      // The 10-digit number, however written: area codes never start with 1, so a leading 1 of
+      // a whole number or a prefix is the country code (inside a number it is just a digit).
       const digits = raw.replace(/\D/g, "");
       if (digits === "") throw new BadRequest([`search value for "${key}" must contain digits`]);
-      return digits.startsWith("1") ? digits.slice(1) : digits;
+      const anchoredAtStart = operator !== "contains" && operator !== "ends_with";
+      return anchoredAtStart && digits.startsWith("1") ? digits.slice(1) : digits;
     }
     case "text":
       return raw.toLowerCase();
