@@ -63,7 +63,7 @@ export function parseSearch<Column extends string>(
       column: attribute.column,
       operator,
       type: attribute.type,
-      value: typedValue(key, attribute, raw),
+      value: typedValue(key, attribute, raw, operator),
     });
   }
   return filters;
