@@ -58,7 +58,7 @@ export function buildApi(options: ApiOptions) {
   const app = Fastify({
     loggerInstance: options.logger,
     bodyLimit: MAX_BODY_BYTES,
-    ignoreTrailingSlash: true,
+    routerOptions: { ignoreTrailingSlash: true },
     // Rails clients of the original service add .xml to every path.
     rewriteUrl: (request) => (request.url ?? "/").replace(/\.xml(?=\?|$)/, ""),
     // Behind a load balancer the client address (for throttling) comes from X-Forwarded-For.

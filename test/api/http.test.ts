@@ -1,0 +1,340 @@
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { request } from "undici";
+import {
+  createUser,
+  signupXml,
+  startTestService,
+  type TestResponse,
+  type TestService,
+} from "../helpers/service.js";
+
+type Auth = [string, string];
+
+/** Signs of a stack trace or source location leaking into a body: frames, file paths. */
+const STACK_TRACE = /(^|\n)\s*at\s|\.(ts|js|mjs):\d+|node_modules|file:\/\/|\/work\/|\bError:/;
+
+function errorMessages(response: TestResponse): string[] {
+  const errors = response.xml.errors as Record<string, unknown> | undefined;
+  assert.ok(errors, `expected an <errors> document, got ${response.status} ${response.text}`);
+  const error = errors.error;
+  return (Array.isArray(error) ? error : [error]).map(String);
+}
+
+/** The response is an XML error document with the status, a matching message and no stack trace. */
+function assertError(response: TestResponse, status: number, pattern?: RegExp): void {
+  assert.equal(response.status, status, response.text);
+  assert.match(String(response.headers["content-type"]), /^application\/xml/);
+  const messages = errorMessages(response);
+  assert.ok(messages.length > 0 && messages.every((message) => message.trim() !== ""), response.text);
+  if (pattern) {
+    assert.ok(
+      messages.some((message) => pattern.test(message)),
+      `no error matches ${pattern}: ${messages.join(" | ")}`,
+    );
+  }
+  assert.doesNotMatch(response.text, STACK_TRACE);
+}
+
+function allowed(response: TestResponse): string[] {
+  return String(response.headers.allow ?? "")
+    .split(",")
+    .map((method) => method.trim())
+    .filter(Boolean)
+    .sort();
+}
+
+const conferenceXml = (name: string) =>
+  `<conference><name>${name}</name><scheduled-to-start-at>2030-01-15T10:00:00Z</scheduled-to-start-at></conference>`;
+
+describe("HTTP conventions", () => {
+  let api: TestService;
+  let alice: { id: number; auth: Auth };
+  let bob: { id: number; auth: Auth };
+
+  before(async () => {
+    api = await startTestService();
+    [alice, bob] = await Promise.all([createUser(api), createUser(api)]);
+  });
+  after(() => api.close());
+
+  /** Creates a resource as `auth` and returns the id at the end of its Location. */
+  async function create(urlPath: string, auth: Auth, body: string): Promise<number> {
+    const response = await api.request("POST", urlPath, { auth, body });
+    assert.equal(response.status, 201, response.text);
+    return Number(String(response.headers.location).split("/").pop());
+  }
+
+  describe("400 Bad Request", () => {
+    it("answers malformed XML", async () => {
+      for (const body of [
+        "<user><name>Unclosed</user>",
+        "not xml at all",
+        "<user><name>a</name></user><user/>",
+      ]) {
+        assertError(await api.request("POST", "/users", { body }), 400);
+      }
+      const put = await api.request("PUT", `/users/${alice.id}`, {
+        auth: alice.auth,
+        body: "<user><name>x</nam></user>",
+      });
+      assertError(put, 400, /malformed XML/);
+    });
+
+    it("answers a document with the wrong root element", async () => {
+      const wrongRoot = signupXml("wrong-root@example.com").replace(/<(\/?)user>/g, "<$1person>");
+      assertError(await api.request("POST", "/users", { body: wrongRoot }), 400, /<user>/);
+      const put = await api.request("PUT", `/users/${alice.id}`, {
+        auth: alice.auth,
+        body: "<contact><name>x</name></contact>",
+      });
+      assertError(put, 400, /<user>/);
+    });
+
+    it("answers an empty body", async () => {
+      assertError(await api.request("POST", "/users", { body: "" }), 400, /<user>/);
+    });
+  });
+
+  describe("401 Unauthorized", () => {
+    const assertChallenge = (response: TestResponse) => {
+      assertError(response, 401);
+      assert.match(String(response.headers["www-authenticate"]), /^Basic realm="Bridgeline"/);
+    };
+
+    it("answers requests without credentials, before revealing whether a user exists", async () => {
+      for (const urlPath of [
+        `/users/${alice.id}`,
+        "/users/999999",
+        "/current",
+        `/users/${alice.id}/conferences`,
+      ]) {
+        assertChallenge(await api.request("GET", urlPath));
+      }
+    });
+
+    it("answers a wrong password, an unknown user and a malformed Authorization header", async () => {
+      assertChallenge(await api.request("GET", "/current", { auth: [alice.auth[0], "wrong password"] }));
+      assertChallenge(await api.request("GET", "/current", { auth: ["nobody@example.com", alice.auth[1]] }));
+      assertChallenge(await api.request("GET", "/current", { headers: { authorization: "Bearer abc" } }));
+      assertChallenge(await api.request("GET", "/current", { headers: { authorization: "Basic !!!" } }));
+      assert.equal((await api.request("GET", "/current", { auth: alice.auth })).status, 200);
+    });
+  });
+
+  describe("403 Forbidden", () => {
+    it("answers any request into another user's tree", async () => {
+      const bobConference = await create(
+        `/users/${bob.id}/conferences`,
+        bob.auth,
+        conferenceXml("Bob's call"),
+      );
+      const requests: Array<[string, string, string?]> = [
+        ["GET", `/users/${bob.id}`],
+        ["PUT", `/users/${bob.id}`, "<user><name>Hijacked</name></user>"],
+        ["GET", `/users/${bob.id}/contacts`],
+        ["POST", `/users/${bob.id}/contacts`, "<contact><name>Planted</name></contact>"],
+        ["GET", `/users/${bob.id}/conferences`],
+        ["GET", `/users/${bob.id}/conferences/${bobConference}`],
+        ["DELETE", `/users/${bob.id}/conferences/${bobConference}`],
+        ["GET", `/users/${bob.id}/conferences/${bobConference}/attendees`],
+      ];
+      for (const [method, urlPath, body] of requests) {
+        assertError(await api.request(method, urlPath, { auth: alice.auth, body }), 403);
+      }
+      const bobsView = await api.request("GET", `/users/${bob.id}/conferences/${bobConference}`, {
+        auth: bob.auth,
+      });
+      assert.equal(bobsView.status, 200, "the refused DELETE must not have removed it");
+      const bobsUser = await api.request("GET", `/users/${bob.id}`, { auth: bob.auth });
+      assert.doesNotMatch(bobsUser.text, /Hijacked/);
+    });
+  });
+
+  describe("404 Not Found", () => {
+    it("answers an unknown user id", async () => {
+      for (const urlPath of ["/users/999999", "/users/999999/conferences", "/users/abc"]) {
+        assertError(await api.request("GET", urlPath, { auth: alice.auth }), 404);
+      }
+    });
+
+    it("answers an unknown path", async () => {
+      for (const urlPath of ["/nothing-here", "/users/1/unknown", "/billing-packages/1/x", "/"]) {
+        assertError(await api.request("GET", urlPath, { auth: alice.auth }), 404);
+      }
+    });
+
+    it("answers a child id that exists under another parent", async () => {
+      const bobConference = await create(`/users/${bob.id}/conferences`, bob.auth, conferenceXml("Bob's"));
+      const bobContact = await create(
+        `/users/${bob.id}/contacts`,
+        bob.auth,
+        "<contact><name>Bob's friend</name></contact>",
+      );
+      const [first, second] = [
+        await create(`/users/${alice.id}/conferences`, alice.auth, conferenceXml("First")),
+        await create(`/users/${alice.id}/conferences`, alice.auth, conferenceXml("Second")),
+      ];
+      const attendee = await create(
+        `/users/${alice.id}/conferences/${second}/attendees`,
+        alice.auth,
+        '<attendee><dial-in type="boolean">true</dial-in></attendee>',
+      );
+      const misplaced = [
+        `/users/${alice.id}/conferences/${bobConference}`,
+        `/users/${alice.id}/conferences/${bobConference}/attendees`,
+        `/users/${alice.id}/contacts/${bobContact}`,
+        `/users/${alice.id}/conferences/${first}/attendees/${attendee}`,
+      ];
+      for (const urlPath of misplaced) {
+        assertError(await api.request("GET", urlPath, { auth: alice.auth }), 404);
+      }
+      const ownAttendee = `/users/${alice.id}/conferences/${second}/attendees/${attendee}`;
+      assert.equal((await api.request("GET", ownAttendee, { auth: alice.auth })).status, 200);
+    });
+  });
+
+  describe("405 Method Not Allowed", () => {
+    it("answers a method the path does not offer, with Allow", async () => {
+      const cases: Array<[string, string, string[]]> = [
+        ["DELETE", `/users/${alice.id}`, ["GET", "HEAD", "PUT"]],
+        ["PATCH", `/users/${alice.id}`, ["GET", "HEAD", "PUT"]],
+        ["DELETE", `/users/${alice.id}.xml`, ["GET", "HEAD", "PUT"]],
+        ["GET", "/users", ["POST"]],
+        ["DELETE", "/current", ["GET", "HEAD"]],
+        ["DELETE", "/billing-packages", ["GET", "HEAD"]],
+      ];
+      for (const [method, urlPath, allow] of cases) {
+        const response = await api.request(method, urlPath, {
+          auth: alice.auth,
+          ...(method === "PATCH" && { body: "<user><name>Patched</name></user>" }),
+        });
+        assertError(response, 405);
+        assert.deepEqual(allowed(response), allow, `${method} ${urlPath}`);
+      }
+      const user = await api.request("GET", `/users/${alice.id}`, { auth: alice.auth });
+      assert.equal(user.status, 200, "DELETE must not have removed the user");
+      assert.doesNotMatch(user.text, /Patched/);
+    });
+  });
+
+  describe("406 Not Acceptable", () => {
+    it("answers an Accept header that excludes XML", async () => {
+      for (const accept of ["application/json", "text/html", "application/xml;q=0"]) {
+        const response = await api.request("GET", "/billing-packages", { headers: { accept } });
+        assertError(response, 406);
+      }
+    });
+
+    it("serves XML to */*, text/xml and a list that admits XML", async () => {
+      for (const accept of ["*/*", "text/xml", "application/json, application/xml;q=0.5"]) {
+        const response = await api.request("GET", "/billing-packages", { headers: { accept } });
+        assert.equal(response.status, 200, `${accept}: ${response.text}`);
+      }
+    });
+  });
+
+  describe("413 Payload Too Large", () => {
+    it("answers a body over 64 KiB and reads one just under it", async () => {
+      const huge = `<user><name>${"x".repeat(70 * 1024)}</name></user>`;
+      assertError(await api.request("POST", "/users", { body: huge }), 413);
+      const put = await api.request("PUT", `/users/${alice.id}`, { auth: alice.auth, body: huge });
+      assertError(put, 413);
+      const justUnder = `<user><name>${"x".repeat(63 * 1024)}</name></user>`;
+      assertError(await api.request("POST", "/users", { body: justUnder }), 422, /^name is too long/);
+    });
+  });
+
+  describe("415 Unsupported Media Type", () => {
+    it("answers a JSON body and a body of no declared type", async () => {
+      const json = await api.request("POST", "/users", {
+        body: JSON.stringify({ user: { name: "Json" } }),
+        headers: { "content-type": "application/json" },
+      });
+      assertError(json, 415);
+      const plain = await api.request("PUT", `/users/${alice.id}`, {
+        auth: alice.auth,
+        body: "<user><name>Plain</name></user>",
+        headers: { "content-type": "text/plain" },
+      });
+      assertError(plain, 415);
+      assertError(await api.request("POST", "/users"), 415);
+      // The helper always declares XML bodies, so this request is made by hand.
+      const untyped = await request(`${api.httpUrl}/users`, {
+        method: "POST",
+        headers: { accept: "application/xml" },
+        body: signupXml("untyped@example.com"),
+      });
+      const text = await untyped.body.text();
+      assert.equal(untyped.statusCode, 415, text);
+      assert.match(text, /<errors>/);
+    });
+
+    it("accepts text/xml and application/xml with a charset", async () => {
+      for (const contentType of ["text/xml", "application/xml; charset=utf-8"]) {
+        const response = await api.request("POST", "/users", {
+          body: signupXml(`typed-${contentType.length}-${process.pid}@example.com`),
+          headers: { "content-type": contentType },
+        });
+        assert.equal(response.status, 201, `${contentType}: ${response.text}`);
+      }
+    });
+  });
+
+  describe("public billing packages", () => {
+    it("lists the packages without credentials", async () => {
+      for (const urlPath of ["/billing-packages", "/billing-packages.xml"]) {
+        const response = await api.request("GET", urlPath);
+        assert.equal(response.status, 200, response.text);
+        const list = response.xml["billing-packages"] as Record<string, unknown>;
+        assert.equal(list["@_type"], "array");
+        const packages = (list["billing-package"] as Array<Record<string, unknown>>).map((item) => ({
+          id: item.id,
+          name: item.name,
+        }));
+        assert.deepEqual(packages, [
+          { id: { "@_type": "integer", "#text": "1" }, name: "Basic" },
+          { id: { "@_type": "integer", "#text": "2" }, name: "Professional" },
+          { id: { "@_type": "integer", "#text": "3" }, name: "Enterprise" },
+        ]);
+      }
+    });
+  });
+});
+
+describe("429 Too Many Requests", () => {
+  let api: TestService;
+  let user: { id: number; auth: Auth };
+
+  before(async () => {
+    api = await startTestService({ failedLoginLimit: 3, signupLimit: 2 });
+    user = await createUser(api); // the first of the two sign-ups allowed
+  });
+  after(() => api.close());
+
+  const assertThrottled = (response: TestResponse) => {
+    assertError(response, 429);
+    const retryAfter = Number(response.headers["retry-after"]);
+    assert.ok(
+      Number.isInteger(retryAfter) && retryAfter > 0 && retryAfter <= 900,
+      `Retry-After ${retryAfter}`,
+    );
+  };
+
+  it("answers failed logins beyond the limit, even with the right password then", async () => {
+    const wrong: Auth = [user.auth[0], "wrong password"];
+    assert.equal((await api.request("GET", "/current", { auth: wrong })).status, 401);
+    assert.equal((await api.request("GET", "/current", { auth: ["nobody@example.com", "x"] })).status, 401);
+    assert.equal((await api.request("GET", "/current", { auth: user.auth })).status, 200, "under the limit");
+    assert.equal((await api.request("GET", "/current", { auth: wrong })).status, 401, "the third failure");
+    assertThrottled(await api.request("GET", "/current", { auth: wrong }));
+    assertThrottled(await api.request("GET", `/users/${user.id}`, { auth: user.auth }));
+  });
+
+  it("answers sign-ups beyond the limit, counting refused ones", async () => {
+    const refused = await api.request("POST", "/users", { body: "<user><name>No e-mail</name></user>" });
+    assertError(refused, 422);
+    assertThrottled(await api.request("POST", "/users", { body: signupXml("late@example.com") }));
+    assertThrottled(await api.request("POST", "/users/", { body: signupXml("later@example.com") }));
+  });
+});
