@@ -20,7 +20,9 @@ export async function startService(
   logDestination?: DestinationStream,
 ): Promise<RunningService> {
   const logger = createLogger(config.logLevel, logDestination);
-  const store = await openStore(config);
+  const store = await openStore(config, (error) =>
+    logger.warn({ err: error }, "idle database connection failed; the pool replaces it"),
+  );
   const tls = await loadTlsMaterial(config);
   let plainServer: http.Server | null = null;
   const app = buildApi({

@@ -47,8 +47,15 @@ pg.types.setTypeParser(TIMESTAMPTZ_OID, (value) => new Date(value).toISOString()
 pg.types.setTypeParser(INT8_OID, (value) => Number(value));
 
 /** The production store: a pool of connections to one PostgreSQL database shared by N instances. */
-export async function openPostgresStore(connectionString: string, poolSize = 10): Promise<Store> {
+export async function openPostgresStore(
+  connectionString: string,
+  onIdleClientError: (error: Error) => void = () => {},
+  poolSize = 10,
+): Promise<Store> {
   const pool = new pg.Pool({ connectionString, max: poolSize });
+  // An idle connection can be cut by the server (restart, failover); the pool replaces it, and
+  // the event must be handled or it would end the process.
+  pool.on("error", onIdleClientError);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const store: Store = { db, dialect: "postgres", close: () => db.destroy() };
   try {
@@ -61,6 +68,11 @@ export async function openPostgresStore(connectionString: string, poolSize = 10)
 }
 
 /** PostgreSQL when a database URL is configured, else SQLite in the data directory. */
-export function openStore(options: { databaseUrl: string | null; dataDir: string }): Promise<Store> {
-  return options.databaseUrl ? openPostgresStore(options.databaseUrl) : openSqliteStore(options.dataDir);
+export function openStore(
+  options: { databaseUrl: string | null; dataDir: string },
+  onIdleClientError?: (error: Error) => void,
+): Promise<Store> {
+  return options.databaseUrl
+    ? openPostgresStore(options.databaseUrl, onIdleClientError)
+    : openSqliteStore(options.dataDir);
 }

@@ -3,9 +3,12 @@ import os from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { XMLParser } from "fast-xml-parser";
+import type { Kysely } from "kysely";
 import { Agent, request } from "undici";
 import { type Config, loadConfig } from "../../src/config.js";
 import { type RunningService, startService } from "../../src/main.js";
+import { openStore } from "../../src/store/database.js";
+import type { Database } from "../../src/store/schema.js";
 import { createTestDatabase, TEST_STORE, type TestDatabase } from "./databases.js";
 
 export interface TestResponse {
@@ -32,6 +35,8 @@ export interface TestService {
   /** Every JSON log line the service wrote. */
   logs: string[];
   request(method: string, urlPath: string, options?: RequestOptions): Promise<TestResponse>;
+  /** Reads the service's database directly (either store), for what no response shows. */
+  inspect<T>(query: (db: Kysely<Database>) => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
 
@@ -105,6 +110,14 @@ export async function startTestService(overrides: Partial<Config> = {}): Promise
       let xml: Record<string, unknown> = {};
       if (text.startsWith("<?xml")) xml = responseParser.parse(text) as Record<string, unknown>;
       return { status: response.statusCode, headers: response.headers, text, xml };
+    },
+    async inspect(query) {
+      const store = await openStore({ databaseUrl: config.databaseUrl, dataDir });
+      try {
+        return await query(store.db);
+      } finally {
+        await store.close();
+      }
     },
     async close() {
       await service.close();
