@@ -1,40 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { createUser, startTestService, type TestResponse, type TestService } from "../helpers/service.js";
-
-type XmlNode = Record<string, unknown>;
-type Auth = [string, string];
-
-/** Every child element of a parsed element, as name -> its type attribute ("text" when untyped). */
-function typesOf(element: XmlNode): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(element)
-      .filter(([name]) => !name.startsWith("@_"))
-      .map(([name, child]) => [name, String((child as XmlNode)?.["@_type"] ?? "text")]),
-  );
-}
-
-/** A child element's text; null when it is nil. */
-function textOf(element: XmlNode, name: string): string | null {
-  const child = element[name];
-  if (typeof child === "string") return child;
-  assert.ok(child && typeof child === "object", `<${name}> is missing`);
-  const node = child as XmlNode;
-  if (node["@_nil"] === "true") return null;
-  return String(node["#text"] ?? "");
-}
-
-function errorsOf(response: TestResponse): string[] {
-  const errors = (response.xml.errors as XmlNode | undefined)?.error;
-  return errors === undefined ? [] : ([] as unknown[]).concat(errors).map(String);
-}
-
-function listOf(response: TestResponse): XmlNode[] {
-  assert.equal(response.status, 200, response.text);
-  const wrapper = response.xml.attendees as XmlNode;
-  assert.equal(wrapper["@_type"], "array");
-  return wrapper.attendee === undefined ? [] : ([] as XmlNode[]).concat(wrapper.attendee as XmlNode);
-}
+import { createUser, startTestService, type TestService } from "../helpers/service.js";
+import { type Auth, errorsOf, itemsOf, textOf, typesOf, type XmlNode } from "../helpers/xml.js";
 
 const EXTENDED_TYPES = {
   id: "integer",
@@ -106,7 +73,7 @@ describe("attendees API", () => {
     api.request("PUT", `${attendeePath}${query}`, { auth, body });
 
   const countAt = async (attendeesPath: string) =>
-    listOf(await api.request("GET", attendeesPath, { auth })).length;
+    itemsOf(await api.request("GET", attendeesPath, { auth }), "attendees", "attendee").length;
 
   /** Posts a body that must be refused with 422 naming `field`, and checks nothing was stored. */
   async function assertRefused(attendeesPath: string, body: string, field: string): Promise<void> {
@@ -441,7 +408,7 @@ describe("attendees API", () => {
     assert.equal(deleted.text, "");
     assert.equal((await api.request("GET", attendeePath, { auth })).status, 404);
     assert.equal((await api.request("DELETE", attendeePath, { auth })).status, 404);
-    assert.deepEqual(listOf(await api.request("GET", attendeesPath, { auth })), []);
+    assert.deepEqual(itemsOf(await api.request("GET", attendeesPath, { auth }), "attendees", "attendee"), []);
   });
 
   describe("?representation=basic", () => {
@@ -469,7 +436,11 @@ describe("attendees API", () => {
       assert.equal(shown.status, 200);
       assert.equal(shown.text, created.text);
 
-      const listed = listOf(await api.request("GET", `${attendeesPath}?representation=basic`, { auth }));
+      const listed = itemsOf(
+        await api.request("GET", `${attendeesPath}?representation=basic`, { auth }),
+        "attendees",
+        "attendee",
+      );
       assert.deepEqual(listed, [attendee]);
 
       const updated = await put(

@@ -1,40 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { createUser, startTestService, type TestResponse, type TestService } from "../helpers/service.js";
-
-type XmlNode = Record<string, unknown>;
-type Auth = [string, string];
-
-/** Every child element of a parsed element, as name -> its type attribute ("text" when untyped). */
-function typesOf(element: XmlNode): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(element)
-      .filter(([name]) => !name.startsWith("@_"))
-      .map(([name, child]) => [name, String((child as XmlNode)?.["@_type"] ?? "text")]),
-  );
-}
-
-/** A child element's text; null when it is nil. */
-function textOf(element: XmlNode, name: string): string | null {
-  const child = element[name];
-  if (typeof child === "string") return child;
-  assert.ok(child && typeof child === "object", `<${name}> is missing`);
-  const node = child as XmlNode;
-  if (node["@_nil"] === "true") return null;
-  return String(node["#text"] ?? "");
-}
-
-function errorsOf(response: TestResponse): string[] {
-  const errors = (response.xml.errors as XmlNode | undefined)?.error;
-  return errors === undefined ? [] : ([] as unknown[]).concat(errors).map(String);
-}
-
-function itemsOf(response: TestResponse, root: string, item: string): XmlNode[] {
-  assert.equal(response.status, 200, response.text);
-  const wrapper = response.xml[root] as XmlNode;
-  assert.equal(wrapper["@_type"], "array");
-  return wrapper[item] === undefined ? [] : ([] as XmlNode[]).concat(wrapper[item] as XmlNode);
-}
+import { type Auth, errorsOf, itemsOf, textOf, typesOf, type XmlNode } from "../helpers/xml.js";
 
 const BASIC_TYPES = {
   id: "integer",

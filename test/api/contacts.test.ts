@@ -1,44 +1,11 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { createUser, startTestService, type TestResponse, type TestService } from "../helpers/service.js";
-
-type XmlNode = Record<string, unknown>;
-type Auth = [string, string];
-
-/** Every child element of a parsed element, as name -> its type attribute ("text" when untyped). */
-function typesOf(element: XmlNode): Record<string, string> {
-  return Object.fromEntries(
-    Object.entries(element)
-      .filter(([name]) => !name.startsWith("@_"))
-      .map(([name, child]) => [name, String((child as XmlNode)?.["@_type"] ?? "text")]),
-  );
-}
-
-/** A child element's text; null when it is nil. */
-function textOf(element: XmlNode, name: string): string | null {
-  const child = element[name];
-  if (typeof child === "string") return child;
-  assert.ok(child && typeof child === "object", `<${name}> is missing`);
-  const node = child as XmlNode;
-  if (node["@_nil"] === "true") return null;
-  return String(node["#text"] ?? "");
-}
-
-function errorsOf(response: TestResponse): string[] {
-  const errors = (response.xml.errors as XmlNode | undefined)?.error;
-  return errors === undefined ? [] : ([] as unknown[]).concat(errors).map(String);
-}
+import { createUser, startTestService, type TestService } from "../helpers/service.js";
+import { type Auth, errorsOf, itemsOf, textOf, typesOf, type XmlNode } from "../helpers/xml.js";
 
 /** True when the message names the field as a whole word ("im" is not named by "im-network"). */
 function names(message: string, field: string): boolean {
   return new RegExp(`(^|[^\\w-])${field}($|[^\\w-])`).test(message);
-}
-
-function listOf(response: TestResponse): XmlNode[] {
-  assert.equal(response.status, 200, response.text);
-  const wrapper = response.xml.contacts as XmlNode;
-  assert.equal(wrapper["@_type"], "array");
-  return wrapper.contact === undefined ? [] : ([] as XmlNode[]).concat(wrapper.contact as XmlNode);
 }
 
 const CONTACT_TYPES = {
@@ -127,7 +94,7 @@ describe("contacts API", () => {
     const fresh = await createUser(api);
     const path = `/users/${fresh.id}/contacts`;
     const empty = await api.request("GET", path, { auth: fresh.auth });
-    assert.deepEqual(listOf(empty), []);
+    assert.deepEqual(itemsOf(empty, "contacts", "contact"), []);
 
     const names = ["First", "Second"];
     for (const name of names) {
@@ -137,7 +104,7 @@ describe("contacts API", () => {
       });
       assert.equal(response.status, 201, response.text);
     }
-    const listed = listOf(await api.request("GET", path, { auth: fresh.auth }));
+    const listed = itemsOf(await api.request("GET", path, { auth: fresh.auth }), "contacts", "contact");
     assert.deepEqual(
       listed.map((contact) => textOf(contact, "name")),
       names,
@@ -199,7 +166,7 @@ describe("contacts API", () => {
 
   describe("validation", () => {
     async function assertRejected(body: string, field: string): Promise<void> {
-      const before = listOf(await api.request("GET", contactsPath, { auth })).length;
+      const before = itemsOf(await api.request("GET", contactsPath, { auth }), "contacts", "contact").length;
       const response = await post(body);
       assert.equal(response.status, 422, response.text);
       const errors = errorsOf(response);
@@ -207,7 +174,11 @@ describe("contacts API", () => {
         errors.some((error) => names(error, field)),
         `an error naming ${field}: ${errors}`,
       );
-      const afterward = listOf(await api.request("GET", contactsPath, { auth })).length;
+      const afterward = itemsOf(
+        await api.request("GET", contactsPath, { auth }),
+        "contacts",
+        "contact",
+      ).length;
       assert.equal(afterward, before, "nothing is stored");
     }
 

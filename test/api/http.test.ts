@@ -8,18 +8,10 @@ import {
   type TestResponse,
   type TestService,
 } from "../helpers/service.js";
-
-type Auth = [string, string];
+import { type Auth, assertErrorMatches, errorMessages, itemsOf } from "../helpers/xml.js";
 
 /** Signs of a stack trace or source location leaking into a body: frames, file paths. */
 const STACK_TRACE = /(^|\n)\s*at\s|\.(ts|js|mjs):\d+|node_modules|file:\/\/|\/work\/|\bError:/;
-
-function errorMessages(response: TestResponse): string[] {
-  const errors = response.xml.errors as Record<string, unknown> | undefined;
-  assert.ok(errors, `expected an <errors> document, got ${response.status} ${response.text}`);
-  const error = errors.error;
-  return (Array.isArray(error) ? error : [error]).map(String);
-}
 
 /** The response is an XML error document with the status, a matching message and no stack trace. */
 function assertError(response: TestResponse, status: number, pattern?: RegExp): void {
@@ -27,12 +19,7 @@ function assertError(response: TestResponse, status: number, pattern?: RegExp): 
   assert.match(String(response.headers["content-type"]), /^application\/xml/);
   const messages = errorMessages(response);
   assert.ok(messages.length > 0 && messages.every((message) => message.trim() !== ""), response.text);
-  if (pattern) {
-    assert.ok(
-      messages.some((message) => pattern.test(message)),
-      `no error matches ${pattern}: ${messages.join(" | ")}`,
-    );
-  }
+  if (pattern) assertErrorMatches(response, pattern);
   assert.doesNotMatch(response.text, STACK_TRACE);
 }
 
@@ -285,10 +272,7 @@ describe("HTTP conventions", () => {
     it("lists the packages without credentials", async () => {
       for (const urlPath of ["/billing-packages", "/billing-packages.xml"]) {
         const response = await api.request("GET", urlPath);
-        assert.equal(response.status, 200, response.text);
-        const list = response.xml["billing-packages"] as Record<string, unknown>;
-        assert.equal(list["@_type"], "array");
-        const packages = (list["billing-package"] as Array<Record<string, unknown>>).map((item) => ({
+        const packages = itemsOf(response, "billing-packages", "billing-package").map((item) => ({
           id: item.id,
           name: item.name,
         }));

@@ -1,10 +1,9 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { DateTime } from "luxon";
-import { createUser, startTestService, type TestResponse, type TestService } from "../helpers/service.js";
+import { createUser, startTestService, type TestService } from "../helpers/service.js";
+import { type Auth, errorsOf, itemsOf, textOf, type XmlNode } from "../helpers/xml.js";
 
-type XmlNode = Record<string, unknown>;
-type Auth = [string, string];
 /** Query parameters as written (unencoded); "{Label}" in a value stands for that record's id. */
 type Filters = [key: string, value: string][];
 
@@ -12,28 +11,6 @@ interface SearchCase {
   filters: Filters;
   /** Labels of the records the search answers, in any order. */
   expected: string[];
-}
-
-/** A child element's text; null when it is nil. */
-function textOf(element: XmlNode, name: string): string | null {
-  const child = element[name];
-  if (typeof child === "string") return child;
-  assert.ok(child && typeof child === "object", `<${name}> is missing`);
-  const node = child as XmlNode;
-  if (node["@_nil"] === "true") return null;
-  return String(node["#text"] ?? "");
-}
-
-function errorsOf(response: TestResponse): string[] {
-  const errors = (response.xml.errors as XmlNode | undefined)?.error;
-  return errors === undefined ? [] : ([] as unknown[]).concat(errors).map(String);
-}
-
-function itemsOf(response: TestResponse, root: string, item: string): XmlNode[] {
-  assert.equal(response.status, 200, response.text);
-  const wrapper = response.xml[root] as XmlNode;
-  assert.equal(wrapper["@_type"], "array");
-  return wrapper[item] === undefined ? [] : ([] as XmlNode[]).concat(wrapper[item] as XmlNode);
 }
 
 const describeFilters = (filters: Filters) => filters.map(([key, value]) => `${key}=${value}`).join("&");

@@ -9,8 +9,8 @@ import Database from "better-sqlite3";
 import pg from "pg";
 import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
 import { startTestService, type TestResponse, type TestService } from "../helpers/service.js";
+import type { Auth } from "../helpers/xml.js";
 
-type Auth = [string, string];
 /** Every row of every table, by table name. */
 type StoreRows = Record<string, Record<string, unknown>[]>;
 

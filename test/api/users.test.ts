@@ -1,9 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { createUser, startTestService, type TestResponse, type TestService } from "../helpers/service.js";
-
-type XmlNode = Record<string, unknown>;
-type Auth = [string, string];
+import { type Auth, assertErrorMatches, errorMessages, itemsIn, type XmlNode } from "../helpers/xml.js";
 
 interface Field {
   type: string | undefined;
@@ -44,34 +42,14 @@ function assertVersioned(node: unknown, lockVersion: number): void {
   assert.deepEqual(field(node, "lock-version"), int(lockVersion));
 }
 
-/** The items of a type="array" element, which the parser gives as one object when there is one. */
-function items(parent: unknown, listName: string, itemName: string): XmlNode[] {
-  const list = (parent as XmlNode)[listName] as XmlNode;
-  assert.equal(list?.["@_type"], "array", `<${listName}> must be type="array"`);
-  const found = list[itemName];
-  if (found === undefined) return [];
-  return (Array.isArray(found) ? found : [found]) as XmlNode[];
-}
-
 function userOf(response: TestResponse): XmlNode {
   assert.ok(response.xml.user, `expected a <user> document, got ${response.status} ${response.text}`);
   return response.xml.user as XmlNode;
 }
 
-function errorMessages(response: TestResponse): string[] {
-  const errors = response.xml.errors as XmlNode | undefined;
-  assert.ok(errors, `expected an <errors> document, got ${response.status} ${response.text}`);
-  const error = errors.error;
-  return (Array.isArray(error) ? error : [error]).map(String);
-}
-
 function assertValidationError(response: TestResponse, pattern: RegExp): void {
   assert.equal(response.status, 422, response.text);
-  const messages = errorMessages(response);
-  assert.ok(
-    messages.some((message) => pattern.test(message)),
-    `no error matches ${pattern}: ${messages.join(" | ")}`,
-  );
+  assertErrorMatches(response, pattern);
 }
 
 const PASSWORD = "correct horse";
@@ -191,7 +169,7 @@ describe("users API", () => {
       assert.deepEqual(field(address, "subdivision"), str("BC"));
       assert.deepEqual(field(address, "country"), str("CA"));
 
-      const phones = items(user, "phone-numbers", "phone-number");
+      const phones = itemsIn(user, "phone-numbers", "phone-number");
       assert.equal(phones.length, 2);
       for (const phone of phones) {
         assertVersioned(phone, 0);
@@ -212,7 +190,7 @@ describe("users API", () => {
       for (const name of ["im", "im-network", "time-zone", "credit-card", "address"]) {
         assert.deepEqual(field(user, name), nilText, name);
       }
-      assert.deepEqual(items(user, "phone-numbers", "phone-number"), []);
+      assert.deepEqual(itemsIn(user, "phone-numbers", "phone-number"), []);
       assert.match(response.text, /<credit-card nil="true"\/>/);
       assert.match(response.text, /<phone-numbers type="array"\/>/);
     });
@@ -566,7 +544,7 @@ describe("users API", () => {
 
     it("treats phone-numbers as the complete new list: ids update, others are added, unlisted go", async () => {
       const { id, auth, response } = await createUser(api, TWO_PHONES);
-      const [office, home] = items(userOf(response), "phone-numbers", "phone-number");
+      const [office, home] = itemsIn(userOf(response), "phone-numbers", "phone-number");
       const officeId = Number(field(office, "id").text);
       const homeId = Number(field(home, "id").text);
 
@@ -579,7 +557,7 @@ describe("users API", () => {
         </phone-numbers>`,
       );
       assert.equal(replaced.status, 200, replaced.text);
-      const phones = items(userOf(replaced), "phone-numbers", "phone-number");
+      const phones = itemsIn(userOf(replaced), "phone-numbers", "phone-number");
       assert.equal(phones.length, 2);
       const kept = phones.find((phone) => field(phone, "id").text === String(officeId));
       const added = phones.find((phone) => field(phone, "id").text !== String(officeId));
@@ -603,8 +581,8 @@ describe("users API", () => {
 
       const emptied = await put(id, auth, '<phone-numbers type="array"/>');
       assert.equal(emptied.status, 200, emptied.text);
-      assert.deepEqual(items(userOf(emptied), "phone-numbers", "phone-number"), []);
-      assert.deepEqual(items(await show(id, auth), "phone-numbers", "phone-number"), []);
+      assert.deepEqual(itemsIn(userOf(emptied), "phone-numbers", "phone-number"), []);
+      assert.deepEqual(itemsIn(await show(id, auth), "phone-numbers", "phone-number"), []);
     });
 
     it("refuses a phone number id of another user with 422 and changes nothing", async () => {
@@ -614,7 +592,7 @@ describe("users API", () => {
       ]);
       const ownerBefore = await show(owner.id, owner.auth);
       const strangerBefore = await show(stranger.id, stranger.auth);
-      const [strangerPhone] = items(strangerBefore, "phone-numbers", "phone-number");
+      const [strangerPhone] = itemsIn(strangerBefore, "phone-numbers", "phone-number");
       const foreignId = field(strangerPhone, "id").text;
 
       for (const phoneId of [foreignId, "999999"]) {
