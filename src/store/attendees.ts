@@ -11,7 +11,7 @@ import type { SearchAttributes, SearchFilter } from "../domain/search.js";
 import type { Store } from "./database.js";
 import type { AttendeeTable, Database } from "./schema.js";
 import { searchCondition } from "./search.js";
-import { flag, nextLockVersion, readFlag, timestamp, versionedFields } from "./values.js";
+import { flag, nextLockVersion, readFlag, timestamp, withVersion } from "./values.js";
 
 export const ATTENDEE_SEARCH: SearchAttributes<keyof AttendeeTable> = {
   id: { column: "id", type: "integer" },
@@ -35,8 +35,7 @@ export const ATTENDEE_SEARCH: SearchAttributes<keyof AttendeeTable> = {
 };
 
 function toAttendee(row: Selectable<AttendeeTable>): Attendee {
-  return {
-    ...versionedFields(row),
+  return withVersion(row, {
     conferenceId: row.conference_id,
     state: row.state as AttendeeState,
     phoneNumberCountryCode: row.phone_number_country_code,
@@ -50,7 +49,7 @@ function toAttendee(row: Selectable<AttendeeTable>): Attendee {
     name: row.name,
     email: row.email,
     duration: row.duration,
-  };
+  });
 }
 
 function attendeeRow(changes: AttendeeChanges) {

@@ -11,7 +11,7 @@ import type { Store } from "./database.js";
 import { assignPins, claimPins } from "./pins.js";
 import type { ConferenceTable, Database } from "./schema.js";
 import { searchCondition } from "./search.js";
-import { flag, nextLockVersion, timestamp, versionedFields } from "./values.js";
+import { flag, nextLockVersion, timestamp, withVersion } from "./values.js";
 
 export const CONFERENCE_SEARCH: SearchAttributes<keyof ConferenceTable> = {
   id: { column: "id", type: "integer" },
@@ -33,14 +33,13 @@ export const CONFERENCE_SEARCH: SearchAttributes<keyof ConferenceTable> = {
 };
 
 function toConference(row: Selectable<ConferenceTable>): Conference {
-  return {
-    ...versionedFields(row),
+  return withVersion(row, {
     userId: row.user_id,
     name: row.name,
     state: row.state as ConferenceState,
-    scheduledToStartAt: timestamp(row.scheduled_to_start_at),
-    startedAt: row.started_at === null ? null : timestamp(row.started_at),
-    endedAt: row.ended_at === null ? null : timestamp(row.ended_at),
+    scheduledToStartAt: row.scheduled_to_start_at,
+    startedAt: row.started_at,
+    endedAt: row.ended_at,
     directDial: Boolean(row.direct_dial),
     dialInLocked: Boolean(row.dial_in_locked),
     recordAudio: Boolean(row.record_audio),
@@ -50,7 +49,7 @@ function toConference(row: Selectable<ConferenceTable>): Conference {
     moderatorPin: row.moderator_pin,
     sendNotificationEmails: Boolean(row.send_notification_emails),
     announceAttendees: Boolean(row.announce_attendees),
-  };
+  });
 }
 
 export async function listConferences(

@@ -5,7 +5,7 @@ import type { SearchAttributes, SearchFilter } from "../domain/search.js";
 import type { Store } from "./database.js";
 import type { ContactTable } from "./schema.js";
 import { searchCondition } from "./search.js";
-import { nextLockVersion, timestamp, versionedFields } from "./values.js";
+import { nextLockVersion, timestamp, withVersion } from "./values.js";
 
 export const CONTACT_SEARCH: SearchAttributes<keyof ContactTable> = {
   id: { column: "id", type: "integer" },
@@ -21,15 +21,14 @@ export const CONTACT_SEARCH: SearchAttributes<keyof ContactTable> = {
 };
 
 function toContact(row: Selectable<ContactTable>): Contact {
-  return {
-    ...versionedFields(row),
+  return withVersion(row, {
     name: row.name,
     email: row.email,
     phoneNumber: row.phone_number,
     im: row.im,
     imNetwork: row.im_network,
     timeZone: row.time_zone,
-  };
+  });
 }
 
 function contactRow(changes: ContactChanges) {

@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import SQLite from "better-sqlite3";
-import { Kysely, Migrator, PostgresDialect, SqliteDialect } from "kysely";
+import { Kysely, Migrator, PostgresDialect, type SqliteDatabase, SqliteDialect } from "kysely";
 import pg from "pg";
 import { migrationProvider } from "./migrations.js";
 import type { Database } from "./schema.js";
@@ -23,6 +23,28 @@ export async function migrate(store: Store): Promise<void> {
   }
 }
 
+const STATEMENT_CACHE_LIMIT = 500;
+
+/**
+ * Kysely prepares every query anew; preparing is most of a simple query's cost in SQLite, and the
+ * service issues the same few hundred SQL texts over and over, so prepared statements are kept.
+ */
+function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
+  const statements = new Map<string, SQLite.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(sql) {
+      let statement = statements.get(sql);
+      if (!statement) {
+        if (statements.size >= STATEMENT_CACHE_LIMIT) statements.clear();
+        statement = sqlite.prepare(sql);
+        statements.set(sql, statement);
+      }
+      return statement;
+    },
+  };
+}
+
 /** The embedded store: one SQLite file in the data directory. */
 export async function openSqliteStore(dataDir: string): Promise<Store> {
   fs.mkdirSync(dataDir, { recursive: true });
@@ -31,7 +53,7 @@ export async function openSqliteStore(dataDir: string): Promise<Store> {
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("foreign_keys = ON");
   sqlite.pragma("busy_timeout = 5000");
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   const store: Store = { db, dialect: "sqlite", close: () => db.destroy() };
   await migrate(store);
   return store;

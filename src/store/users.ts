@@ -22,7 +22,7 @@ import type {
   UserTable,
 } from "./schema.js";
 import { searchCondition } from "./search.js";
-import { flag, isUniqueViolation, nextLockVersion, timestamp, versionedFields } from "./values.js";
+import { flag, isUniqueViolation, nextLockVersion, timestamp, withVersion } from "./values.js";
 
 export interface BillingPackage {
   id: number;
@@ -86,8 +86,7 @@ function toUser(
   address: Selectable<AddressTable> | undefined,
   phones: Selectable<PhoneNumberTable>[],
 ): User {
-  return {
-    ...versionedFields(row),
+  return withVersion(row, {
     name: row.name,
     email: row.email,
     im: row.im,
@@ -100,39 +99,36 @@ function toUser(
     creditCard: card ? toCreditCard(card) : null,
     address: address ? toAddress(address) : null,
     phoneNumbers: phones.map(toPhoneNumber),
-  };
+  });
 }
 
 function toCreditCard(row: Selectable<CreditCardTable>): CreditCard {
-  return {
-    ...versionedFields(row),
+  return withVersion(row, {
     name: row.name,
     expiryMonth: row.expiry_month,
     expiryYear: row.expiry_year,
     lastFour: row.last_four,
     brand: row.brand,
-  };
+  });
 }
 
 function toAddress(row: Selectable<AddressTable>): Address {
-  return {
-    ...versionedFields(row),
+  return withVersion(row, {
     streetAddress: row.street_address,
     postalCode: row.postal_code,
     location: row.location,
     subdivision: row.subdivision,
     country: row.country,
-  };
+  });
 }
 
 function toPhoneNumber(row: Selectable<PhoneNumberTable>): PhoneNumber {
-  return {
-    ...versionedFields(row),
+  return withVersion(row, {
     countryCode: row.country_code,
     subscriberNumber: row.subscriber_number,
     location: row.location,
     extension: row.extension,
-  };
+  });
 }
 
 async function checkReferences(
