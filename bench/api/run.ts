@@ -5,6 +5,10 @@
  * beside it a bare Fastify route serves a constant XML document of the same size as the measured
  * GET conference response: the framework's ceiling on this machine. The load generator
  * (autocannon) runs in a forked child process so that it has its own event loop.
+ *
+ * BENCH_STORE=postgres runs the service on PostgreSQL instead of SQLite, in a database of its own
+ * created (and dropped afterwards) through BENCH_ADMIN_DATABASE_URL
+ * (default postgres://postgres@127.0.0.1:5432/test).
  */
 import { type ChildProcess, fork } from "node:child_process";
 import fs from "node:fs";
@@ -13,6 +17,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
 import Fastify from "fastify";
+import pg from "pg";
 import { loadConfig } from "../../src/config.js";
 import { MAX_ATTENDEES_PER_CONFERENCE } from "../../src/domain/attendee.js";
 import { startService } from "../../src/main.js";
@@ -239,9 +244,11 @@ const verdict = (met: boolean) => (met ? "met" : "NOT MET");
 async function main(): Promise<void> {
   const durationSeconds = readDurationSeconds(process.env.BENCH_DURATION);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-bench-"));
+  const database = process.env.BENCH_STORE === "postgres" ? await createBenchDatabase() : null;
   const service = await startService({
     ...loadConfig({}),
     dataDir,
+    databaseUrl: database?.url ?? null,
     host: "127.0.0.1",
     httpsPort: 0,
     httpPort: 0,
@@ -328,7 +335,7 @@ async function main(): Promise<void> {
       "",
       `bridgeline API benchmark: ${CONNECTIONS} connections, ${WARMUP_SECONDS} s warm-up + ${durationSeconds} s per scenario`,
       `Node ${process.version}, ${os.cpus().length} CPU(s) (${os.cpus()[0]?.model ?? "unknown"}), plain HTTP on loopback`,
-      `load generator shares the machine with the server; POST spread over ${postPaths.length} conferences`,
+      `store: ${database ? "PostgreSQL" : "SQLite"}; load generator shares the machine with the server; POST spread over ${postPaths.length} conferences`,
       "",
       formatTable(results),
       "non-2xx and errors (socket errors, timeouts after 10 s) count warm-up and measured run",
@@ -358,8 +365,27 @@ async function main(): Promise<void> {
     loadGenerator.disconnect();
     await ceiling.close();
     await service.close();
+    await database?.drop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+async function createBenchDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
+  const adminUrl = process.env.BENCH_ADMIN_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+  const name = `bridgeline_bench_${process.pid}`;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: adminUrl });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  await admin(`create database ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return { url: url.toString(), drop: () => admin(`drop database if exists ${name} with (force)`) };
 }
 
 if (process.argv.includes(LOAD_GENERATOR_ARG)) {
