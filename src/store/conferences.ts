@@ -7,6 +7,7 @@ import {
 } from "../domain/conference.js";
 import { NotFound, StaleLockVersion, ValidationFailed } from "../domain/errors.js";
 import type { SearchAttributes, SearchFilter } from "../domain/search.js";
+import { compiledOnce } from "./compiled-query.js";
 import type { Store } from "./database.js";
 import { assignPins, claimPins } from "./pins.js";
 import type { ConferenceTable, Database } from "./schema.js";
@@ -68,15 +69,14 @@ export async function listConferences(
 }
 
 async function findConference(db: Kysely<Database>, userId: number, id: number): Promise<Conference> {
-  const row = await db
-    .selectFrom("conferences")
-    .selectAll()
-    .where("user_id", "=", userId)
-    .where("id", "=", id)
-    .executeTakeFirst();
+  const [row] = await selectConference(db, userId, id);
   if (!row) throw new NotFound("conference");
   return toConference(row);
 }
+
+const selectConference = compiledOnce((db, userId: number, id: number) =>
+  db.selectFrom("conferences").selectAll().where("user_id", "=", userId).where("id", "=", id),
+);
 
 export function getConference(store: Store, userId: number, id: number): Promise<Conference> {
   return findConference(store.db, userId, id);

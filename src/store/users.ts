@@ -11,6 +11,7 @@ import {
   type User,
   type UserChanges,
 } from "../domain/user.js";
+import { compiledOnce } from "./compiled-query.js";
 import type { Store } from "./database.js";
 import { assignPins, claimPins } from "./pins.js";
 import type {
@@ -51,13 +52,13 @@ export async function findCredentials(
   store: Store,
   email: string,
 ): Promise<{ id: number; passwordHash: string } | undefined> {
-  const row = await store.db
-    .selectFrom("users")
-    .select(["id", "password_hash"])
-    .where("email", "=", email.toLowerCase())
-    .executeTakeFirst();
+  const [row] = await selectCredentials(store.db, email.toLowerCase());
   return row && { id: row.id, passwordHash: row.password_hash };
 }
+
+const selectCredentials = compiledOnce((db, email: string) =>
+  db.selectFrom("users").select(["id", "password_hash"]).where("email", "=", email),
+);
 
 export async function userExists(store: Store, id: number): Promise<boolean> {
   return (
