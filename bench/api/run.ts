@@ -21,6 +21,7 @@ import pg from "pg";
 import { loadConfig } from "../../src/config.js";
 import { MAX_ATTENDEES_PER_CONFERENCE } from "../../src/domain/attendee.js";
 import { startService } from "../../src/main.js";
+import { signupXml } from "../../test/helpers/service.js";
 
 const CONNECTIONS = 100;
 const WARMUP_SECONDS = 2;
@@ -166,19 +167,6 @@ function basicAuthorization(email: string, password: string): string {
   return `Basic ${Buffer.from(`${email}:${password}`).toString("base64")}`;
 }
 
-const signupXml = (email: string, password: string) => `<?xml version="1.0" encoding="UTF-8"?>
-<user>
-  <name>Bench Owner</name>
-  <email>${email}</email>
-  <password>${password}</password>
-  <password-confirmation>${password}</password-confirmation>
-  <terms-of-service type="boolean">true</terms-of-service>
-  <billing-package><id type="integer">2</id></billing-package>
-  <phone-numbers type="array">
-    <phone-number><subscriber-number>604-555-0100</subscriber-number></phone-number>
-  </phone-numbers>
-</user>`;
-
 const conferenceXml = (name: string, startsAt: string) => `<?xml version="1.0" encoding="UTF-8"?>
 <conference>
   <name>${name}</name>
@@ -263,7 +251,14 @@ async function main(): Promise<void> {
     const email = "bench-owner@example.com";
     const password = "bench password";
     const authorization = basicAuthorization(email, password);
-    const userPath = await new Client(baseUrl).create("/users", signupXml(email, password));
+    const userPath = await new Client(baseUrl).create(
+      "/users",
+      signupXml(
+        email,
+        password,
+        '<phone-numbers type="array"><phone-number><subscriber-number>604-555-0100</subscriber-number></phone-number></phone-numbers>',
+      ),
+    );
     const userId = userPath.split("/").pop() as string;
     const client = new Client(baseUrl, authorization);
     const startsAt = new Date(Date.now() + 365 * 24 * 3600 * 1000).toISOString().replace(/\.\d+Z$/, "Z");

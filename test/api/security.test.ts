@@ -8,7 +8,7 @@ import tls from "node:tls";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
-import { startTestService, type TestResponse, type TestService } from "../helpers/service.js";
+import { signupXml, startTestService, type TestResponse, type TestService } from "../helpers/service.js";
 import type { Auth } from "../helpers/xml.js";
 
 /** Every row of every table, by table name. */
@@ -34,16 +34,8 @@ const cardXml = (number: string, securityCode: string) => `<credit-card>
   <expiry-year type="integer">${CARD_YEAR}</expiry-year>
 </credit-card>`;
 
-const signupBody = (email: string, card = cardXml(CARD_NUMBER, SECURITY_CODE)) => `<?xml version="1.0"?>
-<user>
-  <name>Secret Keeper</name>
-  <email>${email}</email>
-  <password>${PASSWORD}</password>
-  <password-confirmation>${PASSWORD}</password-confirmation>
-  <terms-of-service type="boolean">true</terms-of-service>
-  <billing-package><id type="integer">2</id></billing-package>
-  ${card}
-</user>`;
+const signupBody = (email: string, card = cardXml(CARD_NUMBER, SECURITY_CODE)) =>
+  signupXml(email, PASSWORD, card);
 
 const basic = ([email, password]: Auth) => Buffer.from(`${email}:${password}`).toString("base64");
 
