@@ -5,10 +5,6 @@ export function flag(value: boolean): number {
   return value ? 1 : 0;
 }
 
-export function optionalFlag(value: boolean | null): number | null {
-  return value === null ? null : flag(value);
-}
-
 export function readFlag(value: number | boolean | null): boolean | null {
   return value === null ? null : Boolean(value);
 }
