@@ -1,0 +1,171 @@
+/** SIP messages (RFC 3261 section 7) as plain data: start line, ordered header fields, body octets. */
+
+/** Compact header forms (RFC 3261 section 7.3.3, plus RFC 3265, 3515, 4028) mapped to their full names. */
+const COMPACT_FORMS: Readonly<Record<string, string>> = {
+  i: "Call-ID",
+  m: "Contact",
+  e: "Content-Encoding",
+  l: "Content-Length",
+  c: "Content-Type",
+  f: "From",
+  s: "Subject",
+  k: "Supported",
+  t: "To",
+  v: "Via",
+  o: "Event",
+  r: "Refer-To",
+  u: "Allow-Events",
+  x: "Session-Expires",
+};
+
+/** Header names this layer knows, in the spelling RFC 3261 section 20 uses. */
+const KNOWN_NAMES = [
+  "Accept",
+  "Accept-Encoding",
+  "Accept-Language",
+  "Alert-Info",
+  "Allow",
+  "Allow-Events",
+  "Authentication-Info",
+  "Authorization",
+  "Call-ID",
+  "Call-Info",
+  "Contact",
+  "Content-Disposition",
+  "Content-Encoding",
+  "Content-Language",
+  "Content-Length",
+  "Content-Type",
+  "CSeq",
+  "Date",
+  "Error-Info",
+  "Event",
+  "Expires",
+  "From",
+  "In-Reply-To",
+  "Max-Forwards",
+  "Min-Expires",
+  "MIME-Version",
+  "Organization",
+  "Path",
+  "Priority",
+  "Proxy-Authenticate",
+  "Proxy-Authorization",
+  "Proxy-Require",
+  "Record-Route",
+  "Refer-To",
+  "Reply-To",
+  "Require",
+  "Retry-After",
+  "Route",
+  "Server",
+  "Service-Route",
+  "Session-Expires",
+  "Subject",
+  "Supported",
+  "Timestamp",
+  "To",
+  "Unsupported",
+  "User-Agent",
+  "Via",
+  "Warning",
+  "WWW-Authenticate",
+];
+
+/**
+ * Canonical name by spelling: the canonical spelling itself (the common case, found without lower-casing),
+ * the lower-cased name, and both cases of each compact form.
+ */
+const CANONICAL_NAMES = new Map<string, string>();
+for (const name of KNOWN_NAMES) {
+  CANONICAL_NAMES.set(name, name);
+  CANONICAL_NAMES.set(name.toLowerCase(), name);
+}
+for (const [compact, name] of Object.entries(COMPACT_FORMS)) {
+  CANONICAL_NAMES.set(compact, name);
+  CANONICAL_NAMES.set(compact.toUpperCase(), name);
+}
+
+/** The canonical name of a header field this layer knows (compact forms included), else undefined. */
+export function knownName(name: string): string | undefined {
+  return CANONICAL_NAMES.get(name) ?? CANONICAL_NAMES.get(name.toLowerCase());
+}
+
+/**
+ * What names compare by: the canonical spelling of a known name, else the lower-cased name. The two
+ * cannot collide, as every canonical spelling starts with a capital letter.
+ */
+function headerKey(name: string): string {
+  return knownName(name) ?? name.toLowerCase();
+}
+
+export type HeaderField = readonly [name: string, value: string];
+
+/**
+ * Header fields in message order (RFC 3261 section 7.3.1: the relative order of same-named fields is
+ * significant). A list-valued field such as Via holds one entry per value. Names compare case-insensitively.
+ */
+export class SipHeaders {
+  readonly #fields: HeaderField[] = [];
+  /** headerKey of each field, parallel to #fields. */
+  readonly #keys: string[] = [];
+
+  constructor(fields: Iterable<HeaderField> = []) {
+    for (const [name, value] of fields) this.append(name, value);
+  }
+
+  append(name: string, value: string): void {
+    const known = knownName(name);
+    this.#fields.push([known ?? name, value]);
+    this.#keys.push(known ?? name.toLowerCase());
+  }
+
+  /** The first value of the named field, or undefined. */
+  get(name: string): string | undefined {
+    const index = this.#keys.indexOf(headerKey(name));
+    return index < 0 ? undefined : this.#fields[index]?.[1];
+  }
+
+  /** Every value of the named field, in order. */
+  getAll(name: string): string[] {
+    const key = headerKey(name);
+    const values: string[] = [];
+    for (let i = 0; i < this.#keys.length; i++) {
+      if (this.#keys[i] === key) values.push((this.#fields[i] as HeaderField)[1]);
+    }
+    return values;
+  }
+
+  has(name: string): boolean {
+    return this.#keys.includes(headerKey(name));
+  }
+
+  [Symbol.iterator](): IterableIterator<HeaderField> {
+    return this.#fields[Symbol.iterator]();
+  }
+}
+
+/** RFC 3261 section 7.1. */
+export interface SipRequest {
+  readonly kind: "request";
+  readonly method: string;
+  /** The Request-URI exactly as received (any absoluteURI, RFC 3261 section 25.1). */
+  readonly uri: string;
+  readonly version: string;
+  readonly headers: SipHeaders;
+  readonly body: Buffer;
+}
+
+/** RFC 3261 section 7.2. */
+export interface SipResponse {
+  readonly kind: "response";
+  readonly status: number;
+  readonly reason: string;
+  readonly version: string;
+  readonly headers: SipHeaders;
+  readonly body: Buffer;
+}
+
+export type SipMessage = SipRequest | SipResponse;
+
+export const SIP_VERSION = "SIP/2.0";

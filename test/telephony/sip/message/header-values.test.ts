@@ -1,0 +1,169 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import {
+  parseCSeq,
+  parseNameAddr,
+  parseSipUri,
+  parseVia,
+  splitHeaderList,
+  unescapeUriPart,
+} from "../../../../src/telephony/sip/message/header-values.js";
+
+describe("splitHeaderList", () => {
+  it("splits at commas outside quoted strings and angle brackets", () => {
+    assert.deepEqual(splitHeaderList(' "Doe, John" <sip:a@b;x=1,2>;q=0.5 , <sip:c@d> ,sip:e@f'), [
+      '"Doe, John" <sip:a@b;x=1,2>;q=0.5',
+      "<sip:c@d>",
+      "sip:e@f",
+    ]);
+  });
+  it("does not end a quoted string at an escaped quote", () => {
+    assert.deepEqual(splitHeaderList('"a \\", b" <sip:x@y>, <sip:z@w>'), [
+      '"a \\", b" <sip:x@y>',
+      "<sip:z@w>",
+    ]);
+  });
+  it("keeps empty items so that validators can refuse them", () => {
+    assert.deepEqual(splitHeaderList("a,,b,"), ["a", "", "b", ""]);
+  });
+});
+
+describe("parseNameAddr", () => {
+  it("reads a quoted display name with escapes, the URI and the parameters", () => {
+    const nameAddr = parseNameAddr('"J Rosenberg \\\\\\""  <sip:jdrosen@example.com> ; tag = 98asjd8;lr');
+    assert.equal(nameAddr?.displayName, 'J Rosenberg \\"');
+    assert.equal(nameAddr?.uri, "sip:jdrosen@example.com");
+    assert.deepEqual(
+      [...(nameAddr?.params ?? [])],
+      [
+        ["tag", "98asjd8"],
+        ["lr", undefined],
+      ],
+    );
+  });
+  it("reads token display names, with or without LWS before <", () => {
+    assert.equal(parseNameAddr("Alice Smith <sip:a@b>")?.displayName, "Alice Smith");
+    assert.equal(parseNameAddr("caller<sip:caller@example.com>;tag=323")?.displayName, "caller");
+  });
+  it("treats parameters after an addr-spec as header parameters", () => {
+    const nameAddr = parseNameAddr("sip:+19725552222@gw1.example.net;unknownparam");
+    assert.equal(nameAddr?.uri, "sip:+19725552222@gw1.example.net");
+    assert.ok(nameAddr?.params.has("unknownparam"));
+    assert.equal(parseNameAddr("<sip:x@y;unknownparam>")?.params.size, 0);
+  });
+  it("accepts any absolute URI and quoted parameter values", () => {
+    assert.equal(parseNameAddr("<http://www.example.com>")?.uri, "http://www.example.com");
+    assert.equal(parseNameAddr('<sip:a@b>;p="x;y"')?.params.get("p"), '"x;y"');
+  });
+  it("refuses the malformed forms of RFC 4475", () => {
+    assert.equal(parseNameAddr('"Mr. J. User <sip:j.user@example.com>'), undefined); // unbalanced quote
+    assert.equal(parseNameAddr('"Watson" < sip:t.watson@example.org >'), undefined); // LWS inside <>
+    assert.equal(parseNameAddr("Bell, Alexander <sip:a.g.bell@example.com>"), undefined); // ',' in token name
+    assert.equal(parseNameAddr("sip:user@example.com?Route=%3Csip:x%3E"), undefined); // '?' outside <>
+    assert.equal(parseNameAddr('"Joe" <sip:joe@example.org>;;;;'), undefined); // empty parameters
+    assert.equal(parseNameAddr("<sip:a@b"), undefined);
+    assert.equal(parseNameAddr(""), undefined);
+  });
+});
+
+describe("parseVia", () => {
+  it("reads sent-protocol, sent-by and the well-known parameters", () => {
+    const via = parseVia("SIP/2.0/udp 192.0.2.1:5062;branch=z9hG4bK776;received=192.0.2.9;rport=5070");
+    assert.equal(via?.protocol, "SIP");
+    assert.equal(via?.version, "2.0");
+    assert.equal(via?.transport, "UDP");
+    assert.equal(via?.host, "192.0.2.1");
+    assert.equal(via?.port, 5062);
+    assert.equal(via?.branch, "z9hG4bK776");
+    assert.equal(via?.received, "192.0.2.9");
+    assert.equal(via?.rport, 5070);
+  });
+  it("allows LWS around '/', ';' and '=' and an IPv6 sent-by", () => {
+    const via = parseVia("SIP  /   2.0 / TCP     [2001:db8::1]:5060   ;  branch  =   z9hG4bK9ikj8 ; rport");
+    assert.equal(via?.transport, "TCP");
+    assert.equal(via?.host, "[2001:db8::1]");
+    assert.equal(via?.port, 5060);
+    assert.equal(via?.branch, "z9hG4bK9ikj8");
+    assert.equal(via?.rport, true);
+  });
+  it("refuses malformed values", () => {
+    assert.equal(parseVia("SIP/2.0/UDP 192.0.2.15;;"), undefined);
+    assert.equal(parseVia("SIP/2.0 192.0.2.15"), undefined);
+    assert.equal(parseVia("SIP/2.0/UDP host:99999"), undefined);
+    assert.equal(parseVia("SIP/2.0/UDP"), undefined);
+    assert.equal(parseVia("SIP/2.0/UDP host;rport=x"), undefined);
+  });
+});
+
+describe("parseCSeq", () => {
+  it("reads the number (leading zeros allowed) and the method", () => {
+    assert.deepEqual(parseCSeq("0009 INVITE"), { seq: 9, method: "INVITE" });
+    assert.deepEqual(parseCSeq("4294967295  ACK"), { seq: 4294967295, method: "ACK" });
+  });
+  it("refuses numbers above 2**32-1 and missing parts", () => {
+    assert.equal(parseCSeq("36893488147419103232 REGISTER"), undefined);
+    assert.equal(parseCSeq("4294967296 INVITE"), undefined);
+    assert.equal(parseCSeq("INVITE"), undefined);
+    assert.equal(parseCSeq("12"), undefined);
+    assert.equal(parseCSeq("-1 INVITE"), undefined);
+  });
+});
+
+describe("parseSipUri", () => {
+  it("reads every component and resolves escapes", () => {
+    const uri = parseSipUri(
+      "sips:al%69ce:se%63ret@Example.COM:5061;transport=tls;%6C%72?subject=hi%20there&x=1",
+    );
+    assert.equal(uri?.scheme, "sips");
+    assert.equal(uri?.user, "alice");
+    assert.equal(uri?.password, "secret");
+    assert.equal(uri?.host, "Example.COM");
+    assert.equal(uri?.port, 5061);
+    assert.deepEqual(
+      [...(uri?.params ?? [])],
+      [
+        ["transport", "tls"],
+        ["lr", undefined],
+      ],
+    );
+    assert.deepEqual(
+      [...(uri?.headers ?? [])],
+      [
+        ["subject", "hi there"],
+        ["x", "1"],
+      ],
+    );
+  });
+  it("keeps ';' in the user part and NULs from %00", () => {
+    assert.equal(parseSipUri("sip:user;par=u%40example.net@example.com")?.user, "user;par=u@example.net");
+    assert.equal(parseSipUri("sip:%00%00@example.com")?.user, "\0\0");
+    assert.equal(parseSipUri("sip:example.com")?.user, undefined);
+  });
+  it("reads IPv6 references and tel URIs", () => {
+    const ipv6 = parseSipUri("sip:bob@[2001:db8::10]:5070;maddr=[2001:db8::1]");
+    assert.equal(ipv6?.host, "[2001:db8::10]");
+    assert.equal(ipv6?.port, 5070);
+    assert.equal(ipv6?.params.get("maddr"), "[2001:db8::1]");
+    const tel = parseSipUri("tel:+1-201-555-0123;phone-context=example.com");
+    assert.equal(tel?.scheme, "tel");
+    assert.equal(tel?.user, "+1-201-555-0123");
+    assert.equal(tel?.params.get("phone-context"), "example.com");
+  });
+  it("refuses other schemes and malformed URIs", () => {
+    assert.equal(parseSipUri("http://example.com"), undefined);
+    assert.equal(parseSipUri("sip:"), undefined);
+    assert.equal(parseSipUri("sip:a b@example.com"), undefined);
+    assert.equal(parseSipUri("sip:a%zz@example.com"), undefined);
+    assert.equal(parseSipUri("sip:@example.com"), undefined);
+    assert.equal(parseSipUri("sip:[::1"), undefined);
+    assert.equal(parseSipUri("sip:host:port"), undefined);
+  });
+});
+
+describe("unescapeUriPart", () => {
+  it("decodes UTF-8 escapes and leaves plain text alone", () => {
+    assert.equal(unescapeUriPart("caf%C3%A9"), "café");
+    assert.equal(unescapeUriPart("plain"), "plain");
+    assert.equal(unescapeUriPart("%"), undefined);
+  });
+});
