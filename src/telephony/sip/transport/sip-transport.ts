@@ -1,0 +1,558 @@
+/**
+ * The SIP transport layer (RFC 3261 section 18, RFC 3581): UDP and TCP on one address and port. It frames,
+ * stamps and routes messages; it knows nothing of transactions, dialogs or conferences.
+ */
+import { randomBytes } from "node:crypto";
+import { createSocket, type Socket as DatagramSocket } from "node:dgram";
+import { createServer, isIPv6, type Server, type Socket, connect as tcpConnect } from "node:net";
+import { parseNameAddr, parseVia, type Via } from "../message/header-values.js";
+import { type ParseResult, type PartialRequest, parseMessage } from "../message/parser.js";
+import { serializeMessage } from "../message/serializer.js";
+import type { SipMessage } from "../message/sip-message.js";
+import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
+import {
+  DEFAULT_SIP_PORT,
+  formatVia,
+  normalizeHost,
+  responseTarget,
+  stampReceivedVia,
+  withTopVia,
+} from "./via.js";
+
+export type TransportName = "UDP" | "TCP";
+
+/** Where a received message came from. */
+export interface MessageSource {
+  readonly transport: TransportName;
+  readonly address: string;
+  readonly port: number;
+}
+
+/** Where a request goes: the result of RFC 3263 resolution, done above this layer. */
+export interface Destination {
+  readonly host: string;
+  readonly port: number;
+  readonly transport: TransportName;
+}
+
+export interface SipTransportOptions {
+  /** The address to bind both sockets to, e.g. "0.0.0.0" or "127.0.0.1". */
+  readonly bindAddress: string;
+  /** The port for both UDP and TCP; 0 picks a free one (the same for both). */
+  readonly port: number;
+  /** The host written into the sent-by of outgoing Via values (e.g. the NAT's public address). */
+  readonly publicAddress?: string;
+  /** The port written into sent-by; defaults to the bound port. */
+  readonly publicPort?: number;
+  /** Every accepted message, requests with their top Via stamped (18.2.1). Exceptions are caught. */
+  readonly onMessage: (message: SipMessage, source: MessageSource) => void;
+  /** Told of each dropped message, closed connection or send failure; for logging. Exceptions are caught. */
+  readonly onDrop?: (reason: string, source: MessageSource | undefined) => void;
+  /** Bytes a stream connection may hold without a complete message before it is closed. */
+  readonly maxStreamBuffer?: number;
+  /** A UDP request larger than this goes over TCP instead (18.1.1: path MTU 1500 minus 200). */
+  readonly udpSizeThreshold?: number;
+}
+
+export interface TransportStats {
+  received: number;
+  sent: number;
+  dropped: number;
+  /** Requests refused by the parser and answered with 400/505 here. */
+  answeredMalformed: number;
+  connectionsClosedForOverflow: number;
+}
+
+const DEFAULT_MAX_STREAM_BUFFER = 65_536;
+const DEFAULT_UDP_SIZE_THRESHOLD = 1300;
+/** How many server-transaction branches a connection remembers for routing responses back over it. */
+const MAX_BRANCHES_PER_CONNECTION = 1024;
+const CRLF = Buffer.from("\r\n");
+
+/** One stream connection, accepted or opened by us. */
+class Connection {
+  buffer: Buffer = Buffer.alloc(0);
+  readonly branches = new Set<string>();
+  readonly keys = new Set<string>();
+  readonly closed: Promise<void>;
+
+  constructor(readonly socket: Socket) {
+    this.closed = new Promise((resolve) => socket.once("close", () => resolve()));
+  }
+
+  get open(): boolean {
+    return !this.socket.destroyed && this.socket.writable;
+  }
+
+  get source(): MessageSource {
+    return {
+      transport: "TCP",
+      address: normalizeHost(this.socket.remoteAddress ?? ""),
+      port: this.socket.remotePort ?? 0,
+    };
+  }
+}
+
+function endpointKey(host: string, port: number): string {
+  return `${normalizeHost(host)}|${port}`;
+}
+
+function branchKey(via: Via): string {
+  return `${via.branch ?? ""}|${normalizeHost(via.host)}|${via.port ?? DEFAULT_SIP_PORT}`;
+}
+
+function newBranch(): string {
+  return `z9hG4bK${randomBytes(12).toString("hex")}`;
+}
+
+function reasonPhrase(status: number): string {
+  return status === 505 ? "Version Not Supported" : "Bad Request";
+}
+
+export class SipTransport {
+  readonly stats: TransportStats = {
+    received: 0,
+    sent: 0,
+    dropped: 0,
+    answeredMalformed: 0,
+    connectionsClosedForOverflow: 0,
+  };
+  readonly #options: SipTransportOptions;
+  readonly #udp: DatagramSocket;
+  readonly #server: Server;
+  readonly #port: number;
+  /** Open connections by every remote endpoint they are known by. */
+  readonly #connections = new Map<string, Connection>();
+  readonly #connecting = new Map<string, Promise<Connection>>();
+  /** Connections by the branch and sent-by of the requests received over them (18.2.2). */
+  readonly #byBranch = new Map<string, Connection>();
+  readonly #all = new Set<Connection>();
+  #closing: Promise<void> | undefined;
+
+  private constructor(options: SipTransportOptions, udp: DatagramSocket, server: Server, port: number) {
+    this.#options = options;
+    this.#udp = udp;
+    this.#server = server;
+    this.#port = port;
+    udp.on("message", (bytes, info) =>
+      this.#guard(() => this.#onDatagram(bytes, normalizeHost(info.address), info.port)),
+    );
+    udp.on("error", (error) => this.#drop(`UDP socket error: ${error.message}`, undefined));
+    server.on("connection", (socket) => this.#guard(() => this.#adopt(socket)));
+    server.on("error", (error) => this.#drop(`TCP server error: ${error.message}`, undefined));
+  }
+
+  /** Binds UDP and TCP to the same port (retrying when port 0 picked one TCP cannot have). */
+  static async listen(options: SipTransportOptions): Promise<SipTransport> {
+    const attempts = options.port === 0 ? 10 : 1;
+    let lastError: unknown;
+    for (let attempt = 0; attempt < attempts; attempt++) {
+      const udp = createSocket(isIPv6(options.bindAddress) ? "udp6" : "udp4");
+      try {
+        await new Promise<void>((resolve, reject) => {
+          udp.once("error", reject);
+          udp.bind({ port: options.port, address: options.bindAddress, exclusive: true }, () => {
+            udp.off("error", reject);
+            resolve();
+          });
+        });
+      } catch (error) {
+        udp.close();
+        throw error;
+      }
+      const port = udp.address().port;
+      const server = createServer({ noDelay: true });
+      try {
+        await new Promise<void>((resolve, reject) => {
+          server.once("error", reject);
+          server.listen({ port, host: options.bindAddress }, () => {
+            server.off("error", reject);
+            resolve();
+          });
+        });
+        return new SipTransport(options, udp, server, port);
+      } catch (error) {
+        lastError = error;
+        await new Promise<void>((resolve) => udp.close(() => resolve()));
+      }
+    }
+    throw lastError;
+  }
+
+  /** The port both sockets are bound to. */
+  get port(): number {
+    return this.#port;
+  }
+
+  /** The sent-by this transport writes into requests and expects atop responses (18.1.1, 18.1.2). */
+  get sentBy(): { host: string; port: number } {
+    return {
+      host: this.#options.publicAddress ?? this.#options.bindAddress,
+      port: this.#options.publicPort ?? this.#port,
+    };
+  }
+
+  /**
+   * Sends a request (18.1.1). The top Via gets this transport's sent-by, the transport actually used and an
+   * empty rport (RFC 3581); one is added, with a fresh branch, when the request has none. A UDP request
+   * larger than the size threshold goes over TCP, falling back to UDP when the connection is refused.
+   * Resolves with the request as sent.
+   */
+  async sendRequest(request: SipRequest, destination: Destination): Promise<SipRequest> {
+    this.#checkOpen();
+    let transport = destination.transport;
+    let sent = this.#stampRequest(request, transport);
+    let wire = serializeMessage(sent);
+    const threshold = this.#options.udpSizeThreshold ?? DEFAULT_UDP_SIZE_THRESHOLD;
+    if (transport === "UDP" && wire.length > threshold) {
+      const overTcp = this.#stampRequest(request, "TCP");
+      try {
+        await this.#sendStream(serializeMessage(overTcp), destination.host, destination.port);
+        return overTcp;
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code !== "ECONNREFUSED" && code !== "ECONNRESET") throw error;
+        transport = "UDP";
+        sent = this.#stampRequest(request, transport);
+        wire = serializeMessage(sent);
+      }
+    }
+    if (transport === "UDP") await this.#sendDatagram(wire, destination.host, destination.port);
+    else await this.#sendStream(wire, destination.host, destination.port);
+    return sent;
+  }
+
+  /**
+   * Sends a response where its top Via says (18.2.2): over TCP on the connection the request came in on,
+   * else a new one to `received` (or the sent-by host) and the sent-by port; over UDP to `maddr`, else to
+   * `received` and `rport` (RFC 3581), else to the sent-by.
+   */
+  async sendResponse(response: SipResponse): Promise<void> {
+    this.#checkOpen();
+    const top = response.headers.get("Via");
+    const via = top === undefined ? undefined : parseVia(top);
+    if (via === undefined) throw new Error("response without a readable top Via");
+    const wire = serializeMessage(response);
+    if (via.transport === "UDP") {
+      const target = responseTarget(via);
+      await this.#sendDatagram(wire, target.host, target.port);
+      return;
+    }
+    if (via.transport !== "TCP") throw new Error(`unsupported transport ${via.transport}`);
+    const existing = this.#byBranch.get(branchKey(via));
+    if (existing?.open) {
+      await this.#write(existing, wire);
+      return;
+    }
+    const host = normalizeHost(via.received ?? via.host);
+    if (typeof via.rport === "number") {
+      const byRport = this.#connections.get(endpointKey(host, via.rport));
+      if (byRport?.open) {
+        await this.#write(byRport, wire);
+        return;
+      }
+    }
+    await this.#sendStream(wire, host, via.port ?? DEFAULT_SIP_PORT);
+  }
+
+  /** Closes the socket, the server and every connection; resolves when all are closed. Idempotent. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      const serverClosed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+      const udpClosed = new Promise<void>((resolve) => {
+        try {
+          this.#udp.close(() => resolve());
+        } catch {
+          resolve();
+        }
+      });
+      for (const connection of this.#all) connection.socket.destroy();
+      await Promise.all([serverClosed, udpClosed, ...[...this.#all].map((c) => c.closed)]);
+    })();
+    return this.#closing;
+  }
+
+  #checkOpen(): void {
+    if (this.#closing !== undefined) throw new Error("transport closed");
+  }
+
+  #stampRequest(request: SipRequest, transport: TransportName): SipRequest {
+    const top = request.headers.get("Via");
+    const existing = top === undefined ? undefined : parseVia(top);
+    if (top !== undefined && existing === undefined) throw new Error("request with an unreadable top Via");
+    const base: Via = existing ?? {
+      protocol: "SIP",
+      version: "2.0",
+      transport,
+      host: "",
+      port: undefined,
+      params: new Map([["branch", newBranch()]]),
+      branch: undefined,
+      received: undefined,
+      rport: undefined,
+    };
+    const params = new Map(base.params);
+    if (!params.has("rport")) params.set("rport", undefined);
+    const value = formatVia({ ...base, transport }, params, this.sentBy);
+    return { ...request, headers: withTopVia(request.headers, value) };
+  }
+
+  // --- receiving ---
+
+  #onDatagram(bytes: Buffer, address: string, port: number): void {
+    const source: MessageSource = { transport: "UDP", address, port };
+    const result = parseMessage(bytes, { stream: false });
+    if (result.ok) {
+      this.#deliver(result.message, source, undefined);
+    } else if (!result.incomplete) {
+      this.#refused(result, source, undefined);
+    }
+  }
+
+  #adopt(socket: Socket): Connection {
+    const connection = new Connection(socket);
+    this.#all.add(connection);
+    socket.setNoDelay(true);
+    socket.on("error", (error) => this.#drop(`connection error: ${error.message}`, connection.source));
+    socket.on("data", (chunk: Buffer) => this.#guard(() => this.#onStreamData(connection, chunk)));
+    socket.once("close", () => this.#forget(connection));
+    if (this.#closing !== undefined) socket.destroy();
+    else if (socket.remoteAddress !== undefined && socket.remotePort !== undefined) {
+      this.#remember(connection, endpointKey(socket.remoteAddress, socket.remotePort));
+    }
+    return connection;
+  }
+
+  #remember(connection: Connection, key: string): void {
+    connection.keys.add(key);
+    this.#connections.set(key, connection);
+  }
+
+  #forget(connection: Connection): void {
+    this.#all.delete(connection);
+    for (const key of connection.keys) {
+      if (this.#connections.get(key) === connection) this.#connections.delete(key);
+    }
+    for (const key of connection.branches) {
+      if (this.#byBranch.get(key) === connection) this.#byBranch.delete(key);
+    }
+  }
+
+  #onStreamData(connection: Connection, chunk: Buffer): void {
+    connection.buffer = connection.buffer.length === 0 ? chunk : Buffer.concat([connection.buffer, chunk]);
+    for (;;) {
+      // CRLFs between messages are keep-alives; a double CRLF ping gets a CRLF pong (RFC 5626 3.5.1)
+      let start = 0;
+      const buffer = connection.buffer;
+      while (buffer[start] === 0x0d && buffer[start + 1] === 0x0a) start += 2;
+      if (start > 0) {
+        if (start >= 4 && connection.open) connection.socket.write(CRLF);
+        connection.buffer = buffer.subarray(start);
+      }
+      if (connection.buffer.length === 0) return;
+      const result = parseMessage(connection.buffer, { stream: true });
+      if (result.ok) {
+        connection.buffer = connection.buffer.subarray(result.consumed);
+        this.#deliver(result.message, connection.source, connection);
+        if (connection.socket.destroyed) return;
+        continue;
+      }
+      if (result.incomplete) {
+        const limit = this.#options.maxStreamBuffer ?? DEFAULT_MAX_STREAM_BUFFER;
+        if (connection.buffer.length > limit) {
+          this.stats.connectionsClosedForOverflow++;
+          this.#drop("stream buffer limit exceeded: connection closed", connection.source);
+          connection.buffer = Buffer.alloc(0);
+          connection.socket.destroy();
+        }
+        return;
+      }
+      // Framing is lost after a refusal: answer if possible, then close the connection once that is written
+      this.#refused(result, connection.source, connection);
+      connection.buffer = Buffer.alloc(0);
+      connection.socket.end();
+      return;
+    }
+  }
+
+  #deliver(message: SipMessage, source: MessageSource, connection: Connection | undefined): void {
+    let delivered = message;
+    const top = message.headers.get("Via");
+    if (message.kind === "request") {
+      const stamped = top === undefined ? undefined : stampReceivedVia(top, source.address, source.port);
+      if (stamped === undefined) {
+        this.#drop("request without a readable Via", source);
+        return;
+      }
+      if (stamped !== top) delivered = { ...message, headers: withTopVia(message.headers, stamped) };
+      if (connection !== undefined) {
+        const via = parseVia(stamped);
+        if (via !== undefined) this.#rememberBranch(connection, branchKey(via));
+      }
+    } else {
+      // 18.1.2: a response whose top Via is not ours is discarded
+      const via = top === undefined ? undefined : parseVia(top);
+      const sentBy = this.sentBy;
+      if (
+        via === undefined ||
+        normalizeHost(via.host) !== normalizeHost(sentBy.host) ||
+        (via.port ?? DEFAULT_SIP_PORT) !== sentBy.port
+      ) {
+        this.#drop("response whose top Via sent-by is not this transport's", source);
+        return;
+      }
+    }
+    this.stats.received++;
+    try {
+      this.#options.onMessage(delivered, source);
+    } catch (error) {
+      this.#drop(`onMessage threw: ${String(error)}`, source);
+    }
+  }
+
+  #rememberBranch(connection: Connection, key: string): void {
+    connection.branches.delete(key);
+    connection.branches.add(key);
+    this.#byBranch.set(key, connection);
+    if (connection.branches.size > MAX_BRANCHES_PER_CONNECTION) {
+      const oldest = connection.branches.values().next().value as string;
+      connection.branches.delete(oldest);
+      if (this.#byBranch.get(oldest) === connection) this.#byBranch.delete(oldest);
+    }
+  }
+
+  /** A message the parser refused: a request with a Via is answered (8.2.6.2, 18.2.2), the rest dropped. */
+  #refused(
+    result: Extract<ParseResult, { incomplete: false }>,
+    source: MessageSource,
+    connection: Connection | undefined,
+  ): void {
+    this.#drop(`unparsable message: ${result.error}`, source);
+    if (!result.canRespond || result.partial === undefined) return;
+    const response = buildRefusal(result.partial, result.status, source);
+    const wire = serializeMessage(response);
+    this.stats.answeredMalformed++;
+    if (connection !== undefined) {
+      this.#write(connection, wire).catch((error: unknown) => this.#sendFailed(error, source));
+      return;
+    }
+    const top = response.headers.get("Via");
+    const via = top === undefined ? undefined : parseVia(top);
+    const target = via === undefined ? { host: source.address, port: source.port } : responseTarget(via);
+    this.#sendDatagram(wire, target.host, target.port).catch((error: unknown) =>
+      this.#sendFailed(error, source),
+    );
+  }
+
+  // --- sending ---
+
+  #sendDatagram(wire: Buffer, host: string, port: number): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#udp.send(wire, port, host, (error) => {
+        if (error) reject(error);
+        else {
+          this.stats.sent++;
+          resolve();
+        }
+      });
+    });
+  }
+
+  async #sendStream(wire: Buffer, host: string, port: number): Promise<void> {
+    const connection = await this.#connectionTo(host, port);
+    await this.#write(connection, wire);
+  }
+
+  #write(connection: Connection, wire: Buffer): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (!connection.open) {
+        reject(new Error("connection closed"));
+        return;
+      }
+      connection.socket.write(wire, (error) => {
+        if (error) reject(error);
+        else {
+          this.stats.sent++;
+          resolve();
+        }
+      });
+    });
+  }
+
+  /** An open connection to the endpoint: an existing one (accepted or opened), else a new one. */
+  async #connectionTo(host: string, port: number): Promise<Connection> {
+    const key = endpointKey(host, port);
+    const existing = this.#connections.get(key);
+    if (existing?.open) return existing;
+    const pending = this.#connecting.get(key);
+    if (pending !== undefined) return pending;
+    const opening = this.#open(host, port).finally(() => this.#connecting.delete(key));
+    this.#connecting.set(key, opening);
+    return opening;
+  }
+
+  #open(host: string, port: number): Promise<Connection> {
+    this.#checkOpen();
+    return new Promise((resolve, reject) => {
+      const socket = tcpConnect({ host, port, noDelay: true });
+      const onError = (error: Error): void => {
+        socket.destroy();
+        reject(error);
+      };
+      socket.once("error", onError);
+      socket.once("connect", () => {
+        socket.off("error", onError);
+        const connection = this.#adopt(socket);
+        this.#remember(connection, endpointKey(host, port));
+        resolve(connection);
+      });
+    });
+  }
+
+  #sendFailed(error: unknown, source: MessageSource | undefined): void {
+    this.#drop(`send failed: ${error instanceof Error ? error.message : String(error)}`, source);
+  }
+
+  #drop(reason: string, source: MessageSource | undefined): void {
+    this.stats.dropped++;
+    try {
+      this.#options.onDrop?.(reason, source);
+    } catch {
+      // a failing observer must not take the transport down
+    }
+  }
+
+  /** Runs a socket handler so that nothing it throws escapes into the event loop. */
+  #guard(handler: () => void): void {
+    try {
+      handler();
+    } catch (error) {
+      this.#drop(`handler threw: ${String(error)}`, undefined);
+    }
+  }
+}
+
+/** The 400 (or 505) for a request the parser refused, from the header fields it could read (8.2.6.2). */
+export function buildRefusal(partial: PartialRequest, status: number, source: MessageSource): SipResponse {
+  const headers = new SipHeaders();
+  partial.via.forEach((value, index) => {
+    const stamped = index === 0 ? stampReceivedVia(value, source.address, source.port) : undefined;
+    headers.append("Via", stamped ?? value);
+  });
+  if (partial.from !== undefined) headers.append("From", partial.from);
+  if (partial.to !== undefined) {
+    const to = parseNameAddr(partial.to);
+    const hasTag = to === undefined ? /;\s*tag\s*=/i.test(partial.to) : to.params.has("tag");
+    headers.append("To", hasTag ? partial.to : `${partial.to};tag=${randomBytes(8).toString("hex")}`);
+  }
+  if (partial.callId !== undefined) headers.append("Call-ID", partial.callId);
+  if (partial.cseq !== undefined) headers.append("CSeq", partial.cseq);
+  return {
+    kind: "response",
+    status,
+    reason: reasonPhrase(status),
+    version: SIP_VERSION,
+    headers,
+    body: Buffer.alloc(0),
+  };
+}
