@@ -1,0 +1,43 @@
+/** Transaction matching keys (RFC 3261 sections 17.1.3 and 17.2.3). */
+import { parseCSeq, parseVia, type Via } from "../message/header-values.js";
+import type { SipRequest, SipResponse } from "../message/sip-message.js";
+
+/** The branch prefix of RFC 3261-compliant elements (section 8.1.1.7). */
+export const MAGIC_COOKIE = "z9hG4bK";
+
+function topVia(message: SipRequest | SipResponse): Via | undefined {
+  const value = message.headers.get("Via");
+  return value === undefined ? undefined : parseVia(value);
+}
+
+function cseqMethod(message: SipRequest | SipResponse): string | undefined {
+  const value = message.headers.get("CSeq");
+  return value === undefined ? undefined : parseCSeq(value)?.method;
+}
+
+/**
+ * Section 17.1.3: a response matches a client transaction by the branch of its top Via and its CSeq
+ * method (so a CANCEL, sharing the INVITE's branch, has a transaction of its own). Computed alike for
+ * the request that creates the transaction and the responses to it; undefined without a branch or CSeq.
+ */
+export function clientTransactionKey(message: SipRequest | SipResponse): string | undefined {
+  const branch = topVia(message)?.branch;
+  const method = message.kind === "request" ? message.method : cseqMethod(message);
+  if (branch === undefined || method === undefined) return undefined;
+  return `${branch}|${method}`;
+}
+
+/**
+ * Section 17.2.3: with a branch starting with the magic cookie, a request matches a server transaction
+ * by branch, sent-by of the top Via, and method, an ACK matching the INVITE it acknowledges (the
+ * transaction of an INVITE answered with a non-2xx). A CANCEL keeps its own method, so its transaction
+ * differs from the INVITE's. Undefined for requests without a compliant branch (RFC 2543 matching is
+ * not done here).
+ */
+export function serverTransactionKey(request: SipRequest): string | undefined {
+  const via = topVia(request);
+  if (via?.branch === undefined || !via.branch.startsWith(MAGIC_COOKIE)) return undefined;
+  const sentBy = `${via.host.toLowerCase()}${via.port === undefined ? "" : `:${via.port}`}`;
+  const method = request.method === "ACK" ? "INVITE" : request.method;
+  return `${via.branch}|${sentBy}|${method}`;
+}
