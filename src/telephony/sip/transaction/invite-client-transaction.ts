@@ -123,8 +123,7 @@ export class InviteClientTransaction extends Transaction {
         this.timerD = this.stopTimer(this.timerD);
         break;
     }
-    this.currentState = to;
-    if (to === TransactionState.Terminated) this.user.onTerminated?.();
+    this.enter(to);
   }
 }
 

@@ -161,8 +161,7 @@ export class InviteServerTransaction extends Transaction {
         this.timerL = this.stopTimer(this.timerL);
         break;
     }
-    this.currentState = to;
-    if (to === TransactionState.Terminated) this.user.onTerminated?.();
+    this.enter(to);
   }
 }
 

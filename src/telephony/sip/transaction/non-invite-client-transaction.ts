@@ -115,7 +115,6 @@ export class NonInviteClientTransaction extends Transaction {
         this.timerK = this.stopTimer(this.timerK);
         break;
     }
-    this.currentState = to;
-    if (to === TransactionState.Terminated) this.user.onTerminated?.();
+    this.enter(to);
   }
 }

@@ -86,7 +86,6 @@ export class NonInviteServerTransaction extends Transaction {
         this.timerJ = this.stopTimer(this.timerJ);
         break;
     }
-    this.currentState = to;
-    if (to === TransactionState.Terminated) this.user.onTerminated?.();
+    this.enter(to);
   }
 }

@@ -1,7 +1,7 @@
 /** What the four RFC 3261 section 17 transaction kinds share: the interfaces up (TU) and down (transport). */
 import type { SipRequest, SipResponse } from "../message/sip-message.js";
 import { systemClock, type TimerClock, type TimerHandle } from "./timers.js";
-import type { TransactionState } from "./transaction-state.js";
+import { TransactionState } from "./transaction-state.js";
 
 /** Downward: sends a message; resolving its destination (section 18) is the transport's job. */
 export interface TransactionTransport {
@@ -53,6 +53,12 @@ export abstract class Transaction {
 
   get reliable(): boolean {
     return this.transport.reliable;
+  }
+
+  /** Commits a checked transition; the TU hears of termination once, after the timers are settled. */
+  protected enter(to: TransactionState): void {
+    this.currentState = to;
+    if (to === TransactionState.Terminated) this.user.onTerminated?.();
   }
 
   protected startTimer(delayMs: number, callback: () => void): TimerHandle {
