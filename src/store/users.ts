@@ -60,6 +60,12 @@ const selectCredentials = compiledOnce((db, email: string) =>
   db.selectFrom("users").select(["id", "password_hash"]).where("email", "=", email),
 );
 
+/** The user's time-zone name as given (a Rails-style name), or null when it has none. */
+export async function findUserTimeZone(store: Store, id: number): Promise<string | null> {
+  const row = await store.db.selectFrom("users").select("time_zone").where("id", "=", id).executeTakeFirst();
+  return row?.time_zone ?? null;
+}
+
 export async function userExists(store: Store, id: number): Promise<boolean> {
   return (
     (await store.db.selectFrom("users").select("id").where("id", "=", id).executeTakeFirst()) !== undefined

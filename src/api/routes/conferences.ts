@@ -10,7 +10,7 @@ import {
   listConferences,
   updateConference,
 } from "../../store/conferences.js";
-import { getUser } from "../../store/users.js";
+import { findUserTimeZone } from "../../store/users.js";
 import { conferenceElement } from "../representations.js";
 import {
   type ApiContext,
@@ -26,8 +26,8 @@ import {
 
 /** Start times are read in the owner's zone (UTC when the owner has none). */
 async function ownerTime(api: ApiContext, userId: number, now: Date): Promise<TimeContext> {
-  const user = await getUser(api.store, userId);
-  const zone = user?.timeZone ? USER_TIME_ZONES.get(user.timeZone) : undefined;
+  const zoneName = await findUserTimeZone(api.store, userId);
+  const zone = zoneName ? USER_TIME_ZONES.get(zoneName) : undefined;
   return { now, timeZone: zone ?? "UTC" };
 }
 
