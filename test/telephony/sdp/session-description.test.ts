@@ -1,0 +1,537 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import {
+  type AcceptResult,
+  type AnswerResult,
+  acceptAnswer,
+  answerOffer,
+  createOffer,
+  holdMedia,
+  type LocalMedia,
+  type NegotiatedMedia,
+  resumeMedia,
+} from "../../../src/telephony/sdp/session-description.js";
+
+/** SDP text from lines, CRLF-terminated as on the wire. */
+const sdp = (...lines: string[]) => `${lines.join("\r\n")}\r\n`;
+
+const bridge: LocalMedia = { address: "198.51.100.7", port: 30000, sessionId: "4711", sessionVersion: 1 };
+
+function answered(result: AnswerResult): { answer: string; media: NegotiatedMedia } {
+  assert.ok(result.ok, result.ok ? "" : `answerOffer failed: ${result.status} ${result.reason}`);
+  return result;
+}
+
+function accepted(result: AcceptResult): NegotiatedMedia {
+  assert.ok(result.ok, result.ok ? "" : `acceptAnswer failed: ${result.reason}`);
+  return result.media;
+}
+
+/** The failure status of an answer, "ok" when it succeeded. */
+function statusOf(result: AnswerResult): number | "ok" {
+  return result.ok ? "ok" : result.status;
+}
+
+/** The m= lines of an SDP text. */
+const mLines = (text: string) => text.split("\r\n").filter((line) => line.startsWith("m="));
+
+const baresipOffer = sdp(
+  "v=0",
+  "o=- 1380035429 2076596046 IN IP4 192.168.1.50",
+  "s=-",
+  "c=IN IP4 192.168.1.50",
+  "t=0 0",
+  "m=audio 10000 RTP/AVP 0 8 101",
+  "b=AS:80",
+  "a=rtpmap:0 PCMU/8000",
+  "a=rtpmap:8 PCMA/8000",
+  "a=rtpmap:101 telephone-event/8000",
+  "a=fmtp:101 0-15",
+  "a=ptime:20",
+  "a=sendrecv",
+  "a=label:1",
+  "a=rtcp-rsize",
+  "a=ssrc:3297606620 cname:sip:alice@192.168.1.50",
+);
+
+const asteriskOffer = (direction: string) =>
+  sdp(
+    "v=0",
+    "o=- 1795290548 1795290550 IN IP4 203.0.113.5",
+    "s=Asterisk",
+    "c=IN IP4 203.0.113.5",
+    "t=0 0",
+    "m=audio 17372 RTP/AVP 0 8 3 111 101",
+    "a=rtpmap:0 PCMU/8000",
+    "a=rtpmap:8 PCMA/8000",
+    "a=rtpmap:3 GSM/8000",
+    "a=rtpmap:111 G726-32/8000",
+    "a=rtpmap:101 telephone-event/8000",
+    "a=fmtp:101 0-16",
+    "a=ptime:20",
+    "a=maxptime:150",
+    `a=${direction}`,
+  );
+
+describe("createOffer", () => {
+  it("writes the whole offer with CRLF line endings", () => {
+    assert.equal(
+      createOffer(bridge),
+      sdp(
+        "v=0",
+        "o=- 4711 1 IN IP4 198.51.100.7",
+        "s=-",
+        "c=IN IP4 198.51.100.7",
+        "t=0 0",
+        "m=audio 30000 RTP/AVP 0 8 101",
+        "a=rtpmap:0 PCMU/8000",
+        "a=rtpmap:8 PCMA/8000",
+        "a=rtpmap:101 telephone-event/8000",
+        "a=fmtp:101 0-16",
+        "a=ptime:20",
+        "a=sendrecv",
+      ),
+    );
+  });
+
+  it("uses IN IP6 for an IPv6 address and lists the codecs in our order", () => {
+    const offer = createOffer({
+      address: "2001:db8::7",
+      port: 30002,
+      codecs: ["PCMA"],
+      direction: "sendonly",
+      sessionId: "9",
+      sessionVersion: 3,
+    });
+    assert.match(offer, /^o=- 9 3 IN IP6 2001:db8::7\r$/m);
+    assert.match(offer, /^c=IN IP6 2001:db8::7\r$/m);
+    assert.deepEqual(mLines(offer), ["m=audio 30002 RTP/AVP 8 101"]);
+    assert.doesNotMatch(offer, /PCMU/);
+    assert.match(offer, /^a=sendonly\r$/m);
+  });
+
+  it("refuses an empty codec list", () => {
+    assert.throws(() => createOffer({ ...bridge, codecs: [] }), RangeError);
+  });
+});
+
+describe("answerOffer (RFC 3264 §6)", () => {
+  it("answers baresip's PCMU/PCMA offer with PCMU and its telephone-event", () => {
+    const { answer, media } = answered(answerOffer(baresipOffer, bridge));
+    assert.deepEqual(media, {
+      codec: "PCMU",
+      payloadType: 0,
+      telephoneEventPayloadType: 101,
+      remoteAddress: "192.168.1.50",
+      remotePort: 10000,
+      direction: "sendrecv",
+      ptime: 20,
+    });
+    assert.equal(
+      answer,
+      sdp(
+        "v=0",
+        "o=- 4711 1 IN IP4 198.51.100.7",
+        "s=-",
+        "c=IN IP4 198.51.100.7",
+        "t=0 0",
+        "m=audio 30000 RTP/AVP 0 101",
+        "a=rtpmap:0 PCMU/8000",
+        "a=rtpmap:101 telephone-event/8000",
+        "a=fmtp:101 0-16",
+        "a=ptime:20",
+        "a=sendrecv",
+      ),
+    );
+  });
+
+  it("chooses by our preference, not the offerer's order", () => {
+    const { answer, media } = answered(answerOffer(baresipOffer, { ...bridge, codecs: ["PCMA", "PCMU"] }));
+    assert.equal(media.codec, "PCMA");
+    assert.equal(media.payloadType, 8);
+    assert.deepEqual(mLines(answer), ["m=audio 30000 RTP/AVP 8 101"]);
+  });
+
+  it("takes PCMA from a PCMA-only SIPp offer, with the offered ptime", () => {
+    const sippOffer = sdp(
+      "v=0",
+      "o=user1 53655765 2353687637 IN IP4 127.0.0.1",
+      "s=-",
+      "c=IN IP4 127.0.0.1",
+      "t=0 0",
+      "m=audio 6000 RTP/AVP 8 101",
+      "a=rtpmap:8 PCMA/8000",
+      "a=rtpmap:101 telephone-event/8000",
+      "a=fmtp:101 0-11,16",
+      "a=ptime:30",
+    );
+    const { answer, media } = answered(answerOffer(sippOffer, bridge));
+    assert.equal(media.codec, "PCMA");
+    assert.equal(media.payloadType, 8);
+    assert.equal(media.remoteAddress, "127.0.0.1");
+    assert.equal(media.remotePort, 6000);
+    assert.equal(media.ptime, 30);
+    assert.equal(media.direction, "sendrecv", "no direction attribute means sendrecv");
+    assert.match(answer, /^a=rtpmap:8 PCMA\/8000\r$/m);
+    assert.match(answer, /^a=ptime:20\r$/m);
+  });
+
+  it("takes PCMU from SIPp's minimal offer without telephone-event, and offers none back", () => {
+    const sippOffer = sdp(
+      "v=0",
+      "o=user1 53655765 2353687637 IN IP4 127.0.0.1",
+      "s=-",
+      "c=IN IP4 127.0.0.1",
+      "t=0 0",
+      "m=audio 6000 RTP/AVP 0",
+      "a=rtpmap:0 PCMU/8000",
+    );
+    const { answer, media } = answered(answerOffer(sippOffer, bridge));
+    assert.equal(media.codec, "PCMU");
+    assert.equal(media.telephoneEventPayloadType, undefined);
+    assert.deepEqual(mLines(answer), ["m=audio 30000 RTP/AVP 0"]);
+    assert.doesNotMatch(answer, /telephone-event|fmtp/);
+  });
+
+  it("recognises G.711 without rtpmap lines by its static payload type", () => {
+    const offer = sdp(
+      "v=0",
+      "o=- 1 1 IN IP4 192.0.2.1",
+      "s=-",
+      "c=IN IP4 192.0.2.1",
+      "t=0 0",
+      "m=audio 4000 RTP/AVP 18 8",
+    );
+    assert.equal(answered(answerOffer(offer, bridge)).media.codec, "PCMA");
+  });
+
+  it("rejects a G.729-only offer with 488", () => {
+    const offer = sdp(
+      "v=0",
+      "o=- 3742 3742 IN IP4 192.0.2.20",
+      "s=SIP Call",
+      "c=IN IP4 192.0.2.20",
+      "t=0 0",
+      "m=audio 5004 RTP/AVP 18 101",
+      "a=rtpmap:18 G729/8000",
+      "a=fmtp:18 annexb=no",
+      "a=rtpmap:101 telephone-event/8000",
+      "a=fmtp:101 0-15",
+      "a=sendrecv",
+    );
+    assert.equal(statusOf(answerOffer(offer, bridge)), 488);
+  });
+
+  it("rejects with 488 when the offer only has codecs we left out of our list", () => {
+    const offer = asteriskOffer("sendrecv").replace(" 0 8 3", " 8 3");
+    assert.equal(statusOf(answerOffer(offer, { ...bridge, codecs: ["PCMU"] })), 488);
+  });
+
+  it("echoes a dynamic telephone-event payload type and skips one at another clock rate", () => {
+    const offer = sdp(
+      "v=0",
+      "o=bob 2890 2890 IN IP4 192.0.2.30",
+      "s=Talk",
+      "c=IN IP4 192.0.2.30",
+      "t=0 0",
+      "m=audio 7078 RTP/AVP 96 0 8 101 97",
+      "a=rtpmap:96 opus/48000/2",
+      "a=rtpmap:101 telephone-event/48000",
+      "a=rtpmap:97 telephone-event/8000",
+      "a=fmtp:97 0-15",
+    );
+    const { answer, media } = answered(answerOffer(offer, bridge));
+    assert.equal(media.telephoneEventPayloadType, 97);
+    assert.deepEqual(mLines(answer), ["m=audio 30000 RTP/AVP 0 97"]);
+    assert.match(answer, /^a=rtpmap:97 telephone-event\/8000\r$/m);
+    assert.match(answer, /^a=fmtp:97 0-16\r$/m);
+  });
+
+  it("echoes telephone-event on payload type 96", () => {
+    const offer = baresipOffer.replaceAll("101", "96");
+    const { answer, media } = answered(answerOffer(offer, bridge));
+    assert.equal(media.telephoneEventPayloadType, 96);
+    assert.deepEqual(mLines(answer), ["m=audio 30000 RTP/AVP 0 96"]);
+  });
+
+  it("matches G.711 under a dynamic payload type by rtpmap name, case-insensitively, 8000 Hz mono only", () => {
+    const offer = (rtpmap: string) =>
+      sdp(
+        "v=0",
+        "o=- 1 1 IN IP4 192.0.2.1",
+        "s=-",
+        "c=IN IP4 192.0.2.1",
+        "t=0 0",
+        "m=audio 4000 RTP/AVP 98",
+        `a=rtpmap:98 ${rtpmap}`,
+      );
+    const { answer, media } = answered(answerOffer(offer("pcma/8000"), bridge));
+    assert.equal(media.codec, "PCMA");
+    assert.equal(media.payloadType, 98);
+    assert.deepEqual(mLines(answer), ["m=audio 30000 RTP/AVP 98"]);
+    assert.match(answer, /^a=rtpmap:98 PCMA\/8000\r$/m);
+    assert.equal(statusOf(answerOffer(offer("PCMU/16000"), bridge)), 488);
+    assert.equal(statusOf(answerOffer(offer("PCMU/8000/2"), bridge)), 488);
+  });
+
+  it("takes the session-level c= when the stream has none, and the stream's when it has one", () => {
+    const offer = sdp(
+      "v=0",
+      "o=- 20518 0 IN IP4 192.0.2.40",
+      "s=-",
+      "c=IN IP4 192.0.2.40",
+      "t=0 0",
+      "m=audio 49170 RTP/AVP 0",
+    );
+    assert.equal(answered(answerOffer(offer, bridge)).media.remoteAddress, "192.0.2.40");
+    const withMediaLevel = offer.replace(
+      "m=audio 49170 RTP/AVP 0\r\n",
+      "m=audio 49170 RTP/AVP 0\r\nc=IN IP4 192.0.2.41\r\n",
+    );
+    assert.equal(answered(answerOffer(withMediaLevel, bridge)).media.remoteAddress, "192.0.2.41");
+  });
+
+  it("rejects the video stream of an audio+video offer with port 0, keeping the m= lines in order", () => {
+    const offer = sdp(
+      "v=0",
+      "o=- 1380035429 2076596046 IN IP4 192.168.1.50",
+      "s=-",
+      "c=IN IP4 192.168.1.50",
+      "t=0 0",
+      "m=video 10002 RTP/AVP 100 96",
+      "a=rtpmap:100 H264/90000",
+      "a=fmtp:100 packetization-mode=0",
+      "a=rtpmap:96 VP8/90000",
+      "a=sendrecv",
+      "m=audio 10000 RTP/AVP 0 8 101",
+      "a=rtpmap:0 PCMU/8000",
+      "a=rtpmap:8 PCMA/8000",
+      "a=rtpmap:101 telephone-event/8000",
+      "a=fmtp:101 0-15",
+      "a=sendrecv",
+    );
+    const { answer, media } = answered(answerOffer(offer, bridge));
+    assert.deepEqual(mLines(answer), ["m=video 0 RTP/AVP 100 96", "m=audio 30000 RTP/AVP 0 101"]);
+    assert.doesNotMatch(answer, /H264|VP8/);
+    assert.equal(media.remotePort, 10000);
+  });
+
+  it("accepts the first acceptable audio stream and rejects the others", () => {
+    const offer = sdp(
+      "v=0",
+      "o=- 1 1 IN IP4 192.0.2.1",
+      "s=-",
+      "c=IN IP4 192.0.2.1",
+      "t=0 0",
+      "m=audio 5000 RTP/SAVP 0",
+      "a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:PS1uQCVeeCFCanVmcjkpPywjNWhcYD0mXXtxaVBR",
+      "m=audio 5002 RTP/AVP 18",
+      "m=audio 0 RTP/AVP 0",
+      "m=audio 5004 RTP/AVP 8",
+      "m=audio 5006 RTP/AVP 0",
+    );
+    const { answer, media } = answered(answerOffer(offer, bridge));
+    assert.deepEqual(mLines(answer), [
+      "m=audio 0 RTP/SAVP 0",
+      "m=audio 0 RTP/AVP 18",
+      "m=audio 0 RTP/AVP 0",
+      "m=audio 30000 RTP/AVP 8",
+      "m=audio 0 RTP/AVP 0",
+    ]);
+    assert.equal(media.remotePort, 5004);
+    assert.doesNotMatch(answer, /crypto/);
+  });
+
+  it("answers a hold (sendonly) with recvonly, and Asterisk's unhold with sendrecv", () => {
+    const hold = answered(answerOffer(asteriskOffer("sendonly"), bridge));
+    assert.equal(hold.media.direction, "recvonly");
+    assert.match(hold.answer, /^a=recvonly\r$/m);
+    const unhold = answered(answerOffer(asteriskOffer("sendrecv"), bridge));
+    assert.equal(unhold.media.direction, "sendrecv");
+    assert.match(unhold.answer, /^a=sendrecv\r$/m);
+  });
+
+  it("answers recvonly with sendonly and inactive with inactive", () => {
+    const recvonly = answered(answerOffer(asteriskOffer("recvonly"), bridge));
+    assert.equal(recvonly.media.direction, "sendonly");
+    assert.match(recvonly.answer, /^a=sendonly\r$/m);
+    const inactive = answered(answerOffer(asteriskOffer("inactive"), bridge));
+    assert.equal(inactive.media.direction, "inactive");
+    assert.match(inactive.answer, /^a=inactive\r$/m);
+  });
+
+  it("limits a sendrecv offer to our own direction, and a hold to what we are willing to do", () => {
+    const ours = answered(answerOffer(asteriskOffer("sendrecv"), { ...bridge, direction: "sendonly" }));
+    assert.equal(ours.media.direction, "sendonly");
+    assert.match(ours.answer, /^a=sendonly\r$/m);
+    const bothHolding = answered(
+      answerOffer(asteriskOffer("sendonly"), { ...bridge, direction: "sendonly" }),
+    );
+    assert.equal(bothHolding.media.direction, "inactive");
+  });
+
+  it("takes a session-level direction when the stream has none", () => {
+    const offer = sdp(
+      "v=0",
+      "o=- 1 2 IN IP4 192.0.2.1",
+      "s=-",
+      "c=IN IP4 192.0.2.1",
+      "t=0 0",
+      "a=sendonly",
+      "m=audio 4000 RTP/AVP 0",
+    );
+    assert.equal(answered(answerOffer(offer, bridge)).media.direction, "recvonly");
+  });
+
+  it("treats c=0.0.0.0 as RFC 2543 hold: inactive", () => {
+    const offer = asteriskOffer("sendrecv").replace("c=IN IP4 203.0.113.5", "c=IN IP4 0.0.0.0");
+    const { answer, media } = answered(answerOffer(offer, bridge));
+    assert.equal(media.direction, "inactive");
+    assert.match(answer, /^a=inactive\r$/m);
+  });
+
+  it("answers 400 to text that is not SDP", () => {
+    for (const garbage of [
+      "",
+      "hello world",
+      "<html><body>not sdp</body></html>",
+      "INVITE sip:a@b SIP/2.0\r\n",
+    ]) {
+      assert.equal(statusOf(answerOffer(garbage, bridge)), 400, JSON.stringify(garbage));
+    }
+  });
+
+  it("answers 400 to a malformed m= line, a missing o= line, or an audio stream without c=", () => {
+    const malformed = asteriskOffer("sendrecv").replace("m=audio 17372 RTP/AVP", "m=audio port RTP/AVP");
+    assert.equal(statusOf(answerOffer(malformed, bridge)), 400);
+    const noOrigin = asteriskOffer("sendrecv").replace(/o=[^\r]*\r\n/, "");
+    assert.equal(statusOf(answerOffer(noOrigin, bridge)), 400);
+    const noConnection = asteriskOffer("sendrecv").replace(/c=[^\r]*\r\n/, "");
+    assert.equal(statusOf(answerOffer(noConnection, bridge)), 400);
+  });
+});
+
+describe("acceptAnswer (RFC 3264 §7)", () => {
+  const ourOffer = createOffer(bridge);
+  const asteriskAnswer = (mLine: string, ...attributes: string[]) =>
+    sdp(
+      "v=0",
+      "o=- 1795290548 1795290548 IN IP4 203.0.113.5",
+      "s=Asterisk",
+      "c=IN IP4 203.0.113.5",
+      "t=0 0",
+      mLine,
+      ...attributes,
+    );
+
+  it("reads Asterisk's PCMA answer", () => {
+    const answer = asteriskAnswer(
+      "m=audio 17372 RTP/AVP 8 101",
+      "a=rtpmap:8 PCMA/8000",
+      "a=rtpmap:101 telephone-event/8000",
+      "a=fmtp:101 0-16",
+      "a=ptime:20",
+      "a=maxptime:150",
+      "a=sendrecv",
+    );
+    assert.deepEqual(accepted(acceptAnswer(ourOffer, answer)), {
+      codec: "PCMA",
+      payloadType: 8,
+      telephoneEventPayloadType: 101,
+      remoteAddress: "203.0.113.5",
+      remotePort: 17372,
+      direction: "sendrecv",
+      ptime: 20,
+    });
+  });
+
+  it("takes the first answered codec we offered, and the answer's telephone-event type", () => {
+    const answer = asteriskAnswer(
+      "m=audio 17372 RTP/AVP 3 0 8 96",
+      "a=rtpmap:3 GSM/8000",
+      "a=rtpmap:96 telephone-event/8000",
+    );
+    const media = accepted(acceptAnswer(ourOffer, answer));
+    assert.equal(media.codec, "PCMU");
+    assert.equal(media.telephoneEventPayloadType, 96);
+  });
+
+  it("has no telephone-event when the answer drops it", () => {
+    const media = accepted(acceptAnswer(ourOffer, asteriskAnswer("m=audio 17372 RTP/AVP 0")));
+    assert.equal(media.telephoneEventPayloadType, undefined);
+  });
+
+  it("fails when the answer holds no codec we offered", () => {
+    const pcmuOnly = createOffer({ ...bridge, codecs: ["PCMU"] });
+    const result = acceptAnswer(pcmuOnly, asteriskAnswer("m=audio 17372 RTP/AVP 8"));
+    assert.equal(result.ok, false);
+  });
+
+  it("fails when the audio stream is rejected or the m= lines do not match the offer", () => {
+    assert.equal(acceptAnswer(ourOffer, asteriskAnswer("m=audio 0 RTP/AVP 0")).ok, false);
+    const twoLines = asteriskAnswer("m=audio 17372 RTP/AVP 0", "m=video 0 RTP/AVP 31");
+    assert.equal(acceptAnswer(ourOffer, twoLines).ok, false);
+    assert.equal(acceptAnswer(ourOffer, "not sdp").ok, false);
+  });
+
+  it("derives our direction from the answer's", () => {
+    const withDirection = (direction: string) =>
+      accepted(acceptAnswer(ourOffer, asteriskAnswer("m=audio 17372 RTP/AVP 0", `a=${direction}`))).direction;
+    assert.equal(withDirection("sendonly"), "recvonly");
+    assert.equal(withDirection("recvonly"), "sendonly");
+    assert.equal(withDirection("inactive"), "inactive");
+    assert.equal(withDirection("sendrecv"), "sendrecv");
+  });
+
+  it("is inactive when the answer's address is 0.0.0.0", () => {
+    const answer = asteriskAnswer("m=audio 17372 RTP/AVP 0").replace(
+      "c=IN IP4 203.0.113.5",
+      "c=IN IP4 0.0.0.0",
+    );
+    assert.equal(accepted(acceptAnswer(ourOffer, answer)).direction, "inactive");
+  });
+});
+
+describe("offer/answer round trips", () => {
+  const peer: LocalMedia = { address: "192.0.2.99", port: 40000, sessionId: "777", sessionVersion: 5 };
+
+  it("our offer, answered by our own answerOffer, is accepted by acceptAnswer", () => {
+    const offer = createOffer(bridge);
+    const { answer, media: theirs } = answered(answerOffer(offer, peer));
+    const ours = accepted(acceptAnswer(offer, answer));
+    assert.deepEqual(theirs, {
+      codec: "PCMU",
+      payloadType: 0,
+      telephoneEventPayloadType: 101,
+      remoteAddress: bridge.address,
+      remotePort: bridge.port,
+      direction: "sendrecv",
+      ptime: 20,
+    });
+    assert.deepEqual(ours, { ...theirs, remoteAddress: peer.address, remotePort: peer.port });
+  });
+
+  it("holds and resumes with re-offers of the next version (RFC 3264 §8.4)", () => {
+    const held = holdMedia(bridge);
+    assert.equal(held.sessionVersion, bridge.sessionVersion + 1);
+    assert.equal(held.sessionId, bridge.sessionId);
+    const holdOffer = createOffer(held);
+    assert.match(holdOffer, /^o=- 4711 2 IN IP4 198\.51\.100\.7\r$/m);
+    assert.match(holdOffer, /^a=sendonly\r$/m);
+    const { answer, media: theirs } = answered(answerOffer(holdOffer, peer));
+    assert.equal(theirs.direction, "recvonly");
+    assert.equal(accepted(acceptAnswer(holdOffer, answer)).direction, "sendonly");
+
+    const resumed = resumeMedia(held);
+    assert.equal(resumed.sessionVersion, bridge.sessionVersion + 2);
+    const resumeOffer = createOffer(resumed);
+    const back = answered(answerOffer(resumeOffer, peer));
+    assert.equal(back.media.direction, "sendrecv");
+    assert.equal(accepted(acceptAnswer(resumeOffer, back.answer)).direction, "sendrecv");
+  });
+
+  it("holds a stream we only received as inactive", () => {
+    assert.equal(holdMedia({ ...bridge, direction: "recvonly" }).direction, "inactive");
+    assert.equal(holdMedia({ ...bridge, direction: "sendonly" }).direction, "sendonly");
+  });
+});
