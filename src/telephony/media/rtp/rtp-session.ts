@@ -1,0 +1,621 @@
+/**
+ * One call's media stream over RTP/RTCP (RFC 3550) on a pair of UDP sockets: G.711 audio in 20 ms
+ * frames both ways, DTMF as RFC 4733 telephone-events, symmetric RTP towards peers behind NAT, and
+ * periodic RTCP reports from which call quality is read.
+ *
+ * The layer above owns the 20 ms clock: it calls `sendFrame` and `readFrame` once per tick. Received
+ * audio waits in a jitter buffer until it is read.
+ */
+
+import { randomBytes, randomUUID } from "node:crypto";
+import type dgram from "node:dgram";
+import { EventEmitter } from "node:events";
+import { performance } from "node:perf_hooks";
+import { decodeAlaw, decodeMulaw, encodeAlaw, encodeMulaw } from "../codec/g711.js";
+import {
+  dtmfDigitPackets,
+  eventOfDtmfKey,
+  type ReceivedDigit,
+  type TelephoneEventPacket,
+  TelephoneEventReceiver,
+} from "../dtmf/rfc4733.js";
+import { JitterBuffer, type JitterBufferOptions, type PlayoutKind } from "../jitter-buffer.js";
+import type { BoundPortPair, RtpPortAllocator } from "./port-allocator.js";
+import {
+  msToNtpShort,
+  ntpMiddle32,
+  ntpShortToMs,
+  ntpTimestampFromUnixMs,
+  parseRtcpCompound,
+  type ReportBlock,
+  writeGoodbye,
+  writeReceiverReport,
+  writeSenderReport,
+  writeSourceDescription,
+} from "./rtcp-packet.js";
+import { parseRtpPacket, RTP_FIXED_HEADER_LENGTH, type RtpHeader, writeRtpPacket } from "./rtp-packet.js";
+import { ReceptionStatistics } from "./sequence.js";
+
+export type G711Codec = "PCMU" | "PCMA";
+
+/** SDP direction attribute of the stream (RFC 3264 §5.1), from our side. */
+export type MediaDirection = "sendrecv" | "sendonly" | "recvonly" | "inactive";
+
+export interface RtpSessionConfiguration {
+  codec: G711Codec;
+  payloadType: number;
+  /** Payload type negotiated for telephone-event/8000; without it DTMF is neither sent nor received. */
+  telephoneEventPayloadType?: number;
+  remoteAddress: string;
+  remotePort: number;
+  /** Default remotePort + 1 (RFC 3550 §11). */
+  remoteRtcpPort?: number;
+  direction: MediaDirection;
+}
+
+export interface RtpSessionOptions {
+  allocator: RtpPortAllocator;
+  bindAddress: string;
+  /** Monotonic milliseconds; default performance.now. */
+  clock?: () => number;
+  /** Mean interval between RTCP reports, default 5000 ms; each is randomised to 0.5–1.5 times it (§6.2). */
+  rtcpIntervalMs?: number;
+  /** SDES CNAME, default a random identifier as RFC 7022 recommends. */
+  cname?: string;
+  jitterBuffer?: JitterBufferOptions;
+}
+
+export interface SendDigitsOptions {
+  /** Tone length per key, default 100 ms. */
+  durationMs?: number;
+  /** −dBm0, default 10. */
+  volume?: number;
+}
+
+export interface RtpSessionStats {
+  packetsSent: number;
+  packetsReceived: number;
+  /** Cumulative, as in the report block: expected minus received. */
+  packetsLost: number;
+  /** Fraction (0–1) of the remote's packets lost in our last report interval; null before our first report. */
+  fractionLost: number | null;
+  /** Our interarrival jitter estimate of the remote's stream (RFC 3550 A.8). */
+  jitterMs: number;
+  /** The remote's view of our stream from its last report block about us; null until one arrives. */
+  remoteFractionLost: number | null;
+  remoteJitterMs: number | null;
+  /** From the LSR and DLSR of the remote's last report block (§6.4.1); null until one refers to our SR. */
+  roundTripMs: number | null;
+}
+
+export interface RtpSessionEvents {
+  /** A DTMF key pressed at the remote end, once per key press. */
+  digit: [digit: ReceivedDigit];
+  /** The remote sent RTCP BYE (§6.6). */
+  bye: [reason: string | null];
+  /** A socket reported an error; the session keeps running. */
+  socketError: [error: Error];
+}
+
+const SAMPLE_RATE = 8000;
+const TIMESTAMP_UNITS_PER_MS = SAMPLE_RATE / 1000;
+const FRAME_MS = 20;
+const SAMPLES_PER_FRAME = SAMPLE_RATE / (1000 / FRAME_MS);
+/** A "," in a digit string waits one second. */
+const PAUSE_TICKS = 1000 / FRAME_MS;
+/**
+ * Send buffers used in turn. The allocator's sockets hand a datagram to the kernel during the send
+ * call, but one that cannot leave at once (a full socket buffer) is queued with a reference to its
+ * buffer, so a buffer is only rewritten several packets later.
+ */
+const SEND_BUFFER_COUNT = 8;
+const RTCP_BUFFER_LENGTH = 1500;
+const DEFAULT_RTCP_INTERVAL_MS = 5000;
+const SILENT_FRAME = new Int16Array(SAMPLES_PER_FRAME);
+const NO_EVENT_PACKETS: TelephoneEventPacket[] = [];
+
+interface DtmfJob {
+  keys: string;
+  next: number;
+  options: SendDigitsOptions;
+  resolve: (sent: boolean) => void;
+}
+
+function randomUint32(): number {
+  return randomBytes(4).readUInt32BE(0);
+}
+
+function remoteRtcpPort(config: RtpSessionConfiguration): number {
+  return config.remoteRtcpPort ?? config.remotePort + 1;
+}
+
+function isSending(direction: MediaDirection): boolean {
+  return direction === "sendrecv" || direction === "sendonly";
+}
+
+function isReceiving(direction: MediaDirection): boolean {
+  return direction === "sendrecv" || direction === "recvonly";
+}
+
+export class RtpSession extends EventEmitter<RtpSessionEvents> {
+  /** Our synchronization source, random (§8.1). */
+  readonly ssrc = randomUint32();
+  private readonly rtp: dgram.Socket;
+  private readonly rtcp: dgram.Socket;
+  private readonly port: number;
+  private readonly allocator: RtpPortAllocator;
+  private readonly clock: () => number;
+  private readonly rtcpIntervalMs: number;
+  private readonly cname: string;
+  private readonly jitterBufferOptions: JitterBufferOptions;
+  private config: RtpSessionConfiguration | null = null;
+  private closing: Promise<void> | null = null;
+
+  // Where we send; replaced by the packets' source address once latched (symmetric RTP, RFC 4961).
+  private rtpAddress = "";
+  private rtpPort = 0;
+  private rtpLatched = false;
+  private rtcpAddress = "";
+  private rtcpPort = 0;
+  private rtcpLatched = false;
+
+  // Sending (§5.1: random initial sequence number and timestamp).
+  private readonly header: RtpHeader = {
+    marker: false,
+    payloadType: 0,
+    sequenceNumber: randomUint32() & 0xffff,
+    timestamp: 0,
+    ssrc: this.ssrc,
+    csrcs: [],
+  };
+  private sequenceNumber = this.header.sequenceNumber;
+  private timestamp = randomUint32();
+  /** When `timestamp` last advanced, to extrapolate the SR's RTP timestamp. */
+  private timestampAdvancedAt: number;
+  /** §5.1: the marker bit is set on the first packet of a talkspurt, here the first after (re)starting to send. */
+  private markNextFrame = true;
+  private readonly sendBuffers = Array.from({ length: SEND_BUFFER_COUNT }, () =>
+    Buffer.alloc(RTP_FIXED_HEADER_LENGTH + SAMPLES_PER_FRAME),
+  );
+  private nextSendBuffer = 0;
+  private readonly encoded = new Uint8Array(SAMPLES_PER_FRAME);
+  private packetsSent = 0;
+  private octetsSent = 0;
+  private sentSinceReport = false;
+
+  // DTMF sending, one telephone-event packet per 20 ms tick.
+  private readonly dtmfJobs: DtmfJob[] = [];
+  private eventPackets = NO_EVENT_PACKETS;
+  private eventPacketIndex = 0;
+  private pauseTicks = 0;
+  private dtmfTimer: NodeJS.Timeout | null = null;
+
+  // Receiving, from one remote source at a time.
+  private readonly decoded = new Int16Array(SAMPLES_PER_FRAME);
+  private remoteSsrc: number | null = null;
+  private reception: ReceptionStatistics | null = null;
+  private jitterBuffer: JitterBuffer;
+  private eventReceiver: TelephoneEventReceiver;
+  /** Received and lost counts of earlier remote sources, so stats survive an SSRC change. */
+  private earlierReceived = 0;
+  private earlierLost = 0;
+  private lastPacketTime: number | null = null;
+
+  // RTCP.
+  private rtcpTimer: NodeJS.Timeout | null = null;
+  private readonly rtcpBuffer = Buffer.alloc(RTCP_BUFFER_LENGTH);
+  private lastFractionLost: number | null = null;
+  /** LSR material: the middle 32 bits of the remote's last SR, its SSRC and when it arrived. */
+  private remoteSenderReport = 0;
+  private remoteSenderReportSsrc: number | null = null;
+  private remoteSenderReportAt = 0;
+  private remoteFractionLost: number | null = null;
+  private remoteJitterMs: number | null = null;
+  private roundTripMs: number | null = null;
+
+  /** Binds an RTP/RTCP port pair from the allocator. */
+  static async open(options: RtpSessionOptions): Promise<RtpSession> {
+    const pair = await options.allocator.bindPair(options.bindAddress);
+    return new RtpSession(pair, options);
+  }
+
+  private constructor(pair: BoundPortPair, options: RtpSessionOptions) {
+    super();
+    this.rtp = pair.rtp;
+    this.rtcp = pair.rtcp;
+    this.port = pair.port;
+    this.allocator = options.allocator;
+    this.clock = options.clock ?? (() => performance.now());
+    this.rtcpIntervalMs = options.rtcpIntervalMs ?? DEFAULT_RTCP_INTERVAL_MS;
+    this.cname = options.cname ?? randomUUID();
+    this.jitterBufferOptions = options.jitterBuffer ?? {};
+    this.jitterBuffer = new JitterBuffer(this.jitterBufferOptions);
+    this.eventReceiver = this.newEventReceiver();
+    this.timestampAdvancedAt = this.clock();
+    this.rtp.on("message", (datagram, source) => this.receiveRtp(datagram, source));
+    this.rtcp.on("message", (datagram, source) => this.receiveRtcp(datagram, source));
+    const onSocketError = (error: Error) => this.emit("socketError", error);
+    this.rtp.on("error", onSocketError);
+    this.rtcp.on("error", onSocketError);
+  }
+
+  /** The local RTP port; RTCP is on the port above. */
+  get localPort(): number {
+    return this.port;
+  }
+
+  /** Monotonic time (the session's clock, ms) of the last RTP or RTCP packet from the remote; null before one. */
+  get lastPacketAt(): number | null {
+    return this.lastPacketTime;
+  }
+
+  /**
+   * Sets or changes (re-INVITE, hold) what is negotiated. A changed remote address undoes the
+   * symmetric-RTP latch; RTCP reports start with the first call.
+   */
+  configure(config: RtpSessionConfiguration): void {
+    if (this.closing !== null) return;
+    const previous = this.config;
+    const rtcpPort = remoteRtcpPort(config);
+    if (
+      previous === null ||
+      previous.remoteAddress !== config.remoteAddress ||
+      previous.remotePort !== config.remotePort
+    ) {
+      this.rtpAddress = config.remoteAddress;
+      this.rtpPort = config.remotePort;
+      this.rtpLatched = false;
+    }
+    if (
+      previous === null ||
+      previous.remoteAddress !== config.remoteAddress ||
+      remoteRtcpPort(previous) !== rtcpPort
+    ) {
+      this.rtcpAddress = config.remoteAddress;
+      this.rtcpPort = rtcpPort;
+      this.rtcpLatched = false;
+    }
+    if (previous === null || !isSending(previous.direction)) this.markNextFrame = true;
+    this.config = { ...config };
+    if (this.rtcpTimer === null) this.scheduleReport();
+  }
+
+  /**
+   * Sends one 20 ms frame (160 samples) in the negotiated G.711 law. The timestamp advances even when
+   * the direction forbids sending; while a DTMF event is being sent the frame is dropped instead
+   * (RFC 4733 §2.5.1.1), the event's packets advancing the timestamp.
+   */
+  sendFrame(samples: Int16Array): void {
+    if (this.closing !== null || this.eventPackets.length > 0) return;
+    const config = this.config;
+    if (config !== null && isSending(config.direction)) {
+      const length =
+        config.codec === "PCMU" ? encodeMulaw(samples, this.encoded) : encodeAlaw(samples, this.encoded);
+      const payload = length === SAMPLES_PER_FRAME ? this.encoded : this.encoded.subarray(0, length);
+      this.sendRtp(config.payloadType, this.timestamp, payload, this.markNextFrame);
+      this.markNextFrame = false;
+    }
+    this.advanceTimestamp(samples.length);
+  }
+
+  /**
+   * Queues DTMF keys ("0"–"9", "*", "#", "A"–"D"; "," waits one second) as RFC 4733 events, one
+   * packet every 20 ms. Resolves true once the last one is sent, false if the session closed first.
+   * Throws a RangeError for a character that is not a key, and an Error when no telephone-event
+   * payload type is configured.
+   */
+  sendDigits(keys: string, options: SendDigitsOptions = {}): Promise<boolean> {
+    for (const key of keys) if (key !== ",") eventOfDtmfKey(key);
+    if (this.closing !== null) return Promise.resolve(false);
+    if (this.config?.telephoneEventPayloadType === undefined) {
+      throw new Error("cannot send DTMF: no telephone-event payload type is configured");
+    }
+    return new Promise((resolve) => {
+      this.dtmfJobs.push({ keys, next: 0, options, resolve });
+      if (this.dtmfTimer === null) {
+        this.dtmfTimer = setInterval(() => this.sendDtmfTick(), FRAME_MS);
+        this.sendDtmfTick();
+      }
+    });
+  }
+
+  /** Writes the next 20 ms of received audio (160 samples) into `out`. */
+  readFrame(out: Int16Array): PlayoutKind {
+    return this.jitterBuffer.pull(out);
+  }
+
+  stats(): RtpSessionStats {
+    const reception = this.reception;
+    return {
+      packetsSent: this.packetsSent,
+      packetsReceived: this.earlierReceived + (reception?.received ?? 0),
+      packetsLost: this.earlierLost + (reception?.lost ?? 0),
+      fractionLost: this.lastFractionLost,
+      jitterMs: (reception?.jitter ?? 0) / TIMESTAMP_UNITS_PER_MS,
+      remoteFractionLost: this.remoteFractionLost,
+      remoteJitterMs: this.remoteJitterMs,
+      roundTripMs: this.roundTripMs,
+    };
+  }
+
+  /** Stops sending, says BYE (§6.6) when configured, closes the sockets and frees the port; idempotent. */
+  close(): Promise<void> {
+    if (this.closing !== null) return this.closing;
+    this.closing = new Promise((resolve) => {
+      if (this.rtcpTimer !== null) clearTimeout(this.rtcpTimer);
+      this.stopDtmf();
+      const finish = () => {
+        this.rtp.close();
+        this.rtcp.close();
+        this.allocator.release(this.port);
+        resolve();
+      };
+      if (this.config === null) {
+        finish();
+        return;
+      }
+      // §6.1: BYE goes in a compound packet behind a report; its own buffer, as a report may be in flight.
+      const buffer = Buffer.alloc(RTCP_BUFFER_LENGTH);
+      const reportLength = this.writeReport(buffer);
+      const length = writeGoodbye({ type: "BYE", ssrcs: [this.ssrc], reason: null }, buffer, reportLength);
+      this.rtcp.send(buffer, 0, length, this.rtcpPort, this.rtcpAddress, finish);
+    });
+    return this.closing;
+  }
+
+  private newEventReceiver(): TelephoneEventReceiver {
+    return new TelephoneEventReceiver((digit) => this.emit("digit", digit));
+  }
+
+  private advanceTimestamp(samples: number): void {
+    this.timestamp = (this.timestamp + samples) >>> 0;
+    this.timestampAdvancedAt = this.clock();
+  }
+
+  private sendRtp(payloadType: number, timestamp: number, payload: Uint8Array, marker: boolean): void {
+    const header = this.header;
+    header.marker = marker;
+    header.payloadType = payloadType;
+    header.sequenceNumber = this.sequenceNumber;
+    header.timestamp = timestamp;
+    this.sequenceNumber = (this.sequenceNumber + 1) & 0xffff;
+    const buffer = this.sendBuffers[this.nextSendBuffer] as Buffer;
+    this.nextSendBuffer = (this.nextSendBuffer + 1) % SEND_BUFFER_COUNT;
+    const length = writeRtpPacket(header, payload, buffer);
+    this.rtp.send(buffer, 0, length, this.rtpPort, this.rtpAddress);
+    this.packetsSent++;
+    this.octetsSent += payload.length;
+    this.sentSinceReport = true;
+  }
+
+  /** One 20 ms step of DTMF sending: a pause tick, or the next packet of the current or next event. */
+  private sendDtmfTick(): void {
+    if (this.pauseTicks > 0) {
+      this.pauseTicks--;
+      return;
+    }
+    if (this.eventPacketIndex >= this.eventPackets.length && !this.startNextKey()) return;
+    const packet = this.eventPackets[this.eventPacketIndex++] as TelephoneEventPacket;
+    const config = this.config;
+    if (config?.telephoneEventPayloadType !== undefined && isSending(config.direction)) {
+      this.sendRtp(config.telephoneEventPayloadType, packet.timestamp, packet.payload, packet.marker);
+    }
+    this.advanceTimestamp(SAMPLES_PER_FRAME);
+    if (this.eventPacketIndex === this.eventPackets.length) {
+      this.eventPackets = NO_EVENT_PACKETS;
+      this.eventPacketIndex = 0;
+    }
+  }
+
+  /**
+   * Takes the next key off the queue and prepares its packets, the event starting at the current
+   * timestamp (RFC 4733 §2.3.1). Returns false when there is nothing to send this tick: a "," pause
+   * began, or the queue is empty and the timer stopped.
+   */
+  private startNextKey(): boolean {
+    for (;;) {
+      const job = this.dtmfJobs[0];
+      if (job === undefined) {
+        this.stopDtmf();
+        return false;
+      }
+      const key = job.keys[job.next++];
+      if (key === undefined) {
+        this.dtmfJobs.shift();
+        job.resolve(true);
+        continue;
+      }
+      if (key === ",") {
+        this.pauseTicks = PAUSE_TICKS - 1;
+        return false;
+      }
+      this.eventPackets = dtmfDigitPackets(key, {
+        timestamp: this.timestamp,
+        durationMs: job.options.durationMs,
+        volume: job.options.volume,
+        clockRate: SAMPLE_RATE,
+        packetIntervalMs: FRAME_MS,
+      });
+      this.eventPacketIndex = 0;
+      return true;
+    }
+  }
+
+  /** Stops the DTMF timer; jobs still queued (only when closing) resolve false. */
+  private stopDtmf(): void {
+    if (this.dtmfTimer !== null) clearInterval(this.dtmfTimer);
+    this.dtmfTimer = null;
+    this.eventPackets = NO_EVENT_PACKETS;
+    this.eventPacketIndex = 0;
+    this.pauseTicks = 0;
+    for (const job of this.dtmfJobs.splice(0)) job.resolve(false);
+  }
+
+  private receiveRtp(datagram: Buffer, source: dgram.RemoteInfo): void {
+    const config = this.config;
+    if (config === null || this.closing !== null) return;
+    const packet = parseRtpPacket(datagram);
+    if (packet === null) return;
+    const isAudio = packet.payloadType === config.payloadType;
+    if (!isAudio && packet.payloadType !== config.telephoneEventPayloadType) return;
+    if (!this.rtpLatched) {
+      // Symmetric RTP (RFC 4961): answer where the first valid packet came from.
+      this.rtpLatched = true;
+      this.rtpAddress = source.address;
+      this.rtpPort = source.port;
+    }
+    const now = this.clock();
+    this.lastPacketTime = now;
+    if (packet.ssrc !== this.remoteSsrc || this.reception === null)
+      this.startRemoteSource(packet.ssrc, packet.sequenceNumber);
+    (this.reception as ReceptionStatistics).onPacket(
+      packet.sequenceNumber,
+      packet.timestamp,
+      now * TIMESTAMP_UNITS_PER_MS,
+    );
+    if (!isReceiving(config.direction)) return;
+    if (isAudio) {
+      // Only 20 ms frames, the ptime we negotiate, fit the jitter buffer's slots.
+      if (packet.payload.length !== SAMPLES_PER_FRAME) return;
+      if (config.codec === "PCMU") decodeMulaw(packet.payload, this.decoded);
+      else decodeAlaw(packet.payload, this.decoded);
+      this.jitterBuffer.push(packet.sequenceNumber, this.decoded);
+    } else {
+      this.eventReceiver.receive(packet.timestamp, packet.payload);
+      // The sender suppresses audio during the event: play silence in its place rather than concealment.
+      this.jitterBuffer.push(packet.sequenceNumber, SILENT_FRAME);
+    }
+  }
+
+  /** A new remote SSRC (first packet, or the peer restarted): fresh statistics, playout and DTMF state. */
+  private startRemoteSource(ssrc: number, sequenceNumber: number): void {
+    if (this.reception !== null) {
+      this.earlierReceived += this.reception.received;
+      this.earlierLost += this.reception.lost;
+      this.jitterBuffer = new JitterBuffer(this.jitterBufferOptions);
+      this.eventReceiver = this.newEventReceiver();
+    }
+    this.remoteSsrc = ssrc;
+    this.reception = new ReceptionStatistics(sequenceNumber);
+  }
+
+  private receiveRtcp(datagram: Buffer, source: dgram.RemoteInfo): void {
+    if (this.config === null || this.closing !== null) return;
+    const packets = parseRtcpCompound(datagram);
+    if (packets === null) return;
+    if (!this.rtcpLatched) {
+      this.rtcpLatched = true;
+      this.rtcpAddress = source.address;
+      this.rtcpPort = source.port;
+    }
+    const now = this.clock();
+    this.lastPacketTime = now;
+    for (const packet of packets) {
+      switch (packet.type) {
+        case "SR":
+          this.remoteSenderReport = ntpMiddle32({
+            seconds: packet.sender.ntpSeconds,
+            fraction: packet.sender.ntpFraction,
+          });
+          this.remoteSenderReportSsrc = packet.ssrc;
+          this.remoteSenderReportAt = now;
+          this.readReportsAboutUs(packet.reports, now);
+          break;
+        case "RR":
+          this.readReportsAboutUs(packet.reports, now);
+          break;
+        case "BYE":
+          if (!packet.ssrcs.includes(this.ssrc)) this.emit("bye", packet.reason);
+          break;
+        case "SDES":
+          break;
+      }
+    }
+  }
+
+  private readReportsAboutUs(reports: readonly ReportBlock[], now: number): void {
+    for (const block of reports) {
+      if (block.ssrc !== this.ssrc) continue;
+      this.remoteFractionLost = block.fractionLost / 256;
+      this.remoteJitterMs = block.jitter / TIMESTAMP_UNITS_PER_MS;
+      if (block.lastSenderReport !== 0) {
+        // §6.4.1: round trip = arrival − LSR − DLSR, all in 1/65536 s of the NTP clock.
+        const arrival = ntpMiddle32(this.ntpNow(now));
+        const roundTrip = (arrival - block.lastSenderReport - block.delaySinceLastSenderReport) | 0;
+        if (roundTrip >= 0) this.roundTripMs = ntpShortToMs(roundTrip);
+      }
+    }
+  }
+
+  private ntpNow(now: number) {
+    return ntpTimestampFromUnixMs(performance.timeOrigin + now);
+  }
+
+  /** §6.2: reports at randomised intervals (0.5–1.5 × the configured mean) to avoid synchronisation. */
+  private scheduleReport(): void {
+    this.rtcpTimer = setTimeout(
+      () => {
+        const length = this.writeReport(this.rtcpBuffer);
+        this.rtcp.send(this.rtcpBuffer, 0, length, this.rtcpPort, this.rtcpAddress);
+        this.scheduleReport();
+      },
+      this.rtcpIntervalMs * (0.5 + Math.random()),
+    );
+  }
+
+  /**
+   * Writes the head of a compound packet (§6.1): an SR when we sent RTP since the last report,
+   * otherwise an RR, with a report block about the remote source once it is valid, then SDES CNAME.
+   */
+  private writeReport(out: Buffer): number {
+    const now = this.clock();
+    const reports = this.reportBlocks(now);
+    let offset: number;
+    if (this.sentSinceReport) {
+      const ntp = this.ntpNow(now);
+      const elapsed = Math.round((now - this.timestampAdvancedAt) * TIMESTAMP_UNITS_PER_MS);
+      offset = writeSenderReport(
+        {
+          type: "SR",
+          ssrc: this.ssrc,
+          sender: {
+            ntpSeconds: ntp.seconds,
+            ntpFraction: ntp.fraction,
+            rtpTimestamp: (this.timestamp + elapsed) >>> 0,
+            packetCount: this.packetsSent,
+            octetCount: this.octetsSent,
+          },
+          reports,
+        },
+        out,
+      );
+    } else {
+      offset = writeReceiverReport({ type: "RR", ssrc: this.ssrc, reports }, out);
+    }
+    this.sentSinceReport = false;
+    return writeSourceDescription(
+      { type: "SDES", chunks: [{ ssrc: this.ssrc, cname: this.cname }] },
+      out,
+      offset,
+    );
+  }
+
+  private reportBlocks(now: number): ReportBlock[] {
+    const reception = this.reception;
+    if (reception === null || this.remoteSsrc === null || reception.received === 0) return [];
+    const fractionLost = reception.takeFractionLost();
+    this.lastFractionLost = fractionLost / 256;
+    const haveSenderReport = this.remoteSenderReportSsrc === this.remoteSsrc;
+    return [
+      {
+        ssrc: this.remoteSsrc,
+        fractionLost,
+        cumulativeLost: reception.lost,
+        extendedHighestSequence: reception.extendedHighestSequence,
+        jitter: Math.floor(reception.jitter),
+        lastSenderReport: haveSenderReport ? this.remoteSenderReport : 0,
+        delaySinceLastSenderReport: haveSenderReport ? msToNtpShort(now - this.remoteSenderReportAt) : 0,
+      },
+    ];
+  }
+}

@@ -1,0 +1,383 @@
+import assert from "node:assert/strict";
+import { randomInt } from "node:crypto";
+import dgram from "node:dgram";
+import { after, describe, it } from "node:test";
+import { encodeMulaw } from "../../../../src/telephony/media/codec/g711.js";
+import { RtpPortAllocator } from "../../../../src/telephony/media/rtp/port-allocator.js";
+import { parseRtcpCompound, type ReceiverReport } from "../../../../src/telephony/media/rtp/rtcp-packet.js";
+import {
+  parseRtpPacket,
+  type RtpPacket,
+  writeRtpPacket,
+} from "../../../../src/telephony/media/rtp/rtp-packet.js";
+import {
+  type G711Codec,
+  RtpSession,
+  type RtpSessionConfiguration,
+} from "../../../../src/telephony/media/rtp/rtp-session.js";
+
+const base = 26000 + 2 * randomInt(2500);
+const allocator = new RtpPortAllocator(base, base + 199);
+const openSessions: RtpSession[] = [];
+const rawSockets: dgram.Socket[] = [];
+
+after(async () => {
+  await Promise.all(openSessions.map((session) => session.close()));
+  for (const socket of rawSockets) socket.close();
+});
+
+async function open(rtcpIntervalMs = 60_000): Promise<RtpSession> {
+  const session = await RtpSession.open({ allocator, bindAddress: "127.0.0.1", rtcpIntervalMs });
+  openSessions.push(session);
+  return session;
+}
+
+function configuration(
+  remotePort: number,
+  overrides: Partial<RtpSessionConfiguration> = {},
+): RtpSessionConfiguration {
+  return {
+    codec: "PCMU",
+    payloadType: 0,
+    telephoneEventPayloadType: 101,
+    remoteAddress: "127.0.0.1",
+    remotePort,
+    direction: "sendrecv",
+    ...overrides,
+  };
+}
+
+async function connectedPair(
+  overrides: Partial<RtpSessionConfiguration> = {},
+  rtcpIntervalMs?: number,
+): Promise<[RtpSession, RtpSession]> {
+  const a = await open(rtcpIntervalMs);
+  const b = await open(rtcpIntervalMs);
+  a.configure(configuration(b.localPort, overrides));
+  b.configure(configuration(a.localPort, overrides));
+  return [a, b];
+}
+
+/** A plain UDP socket standing in for a peer, collecting what it receives. */
+async function rawSocket(): Promise<{ socket: dgram.Socket; port: number; received: Buffer[] }> {
+  const socket = dgram.createSocket("udp4");
+  rawSockets.push(socket);
+  const received: Buffer[] = [];
+  socket.on("message", (datagram) => received.push(datagram));
+  await new Promise<void>((resolve) => socket.bind(0, "127.0.0.1", resolve));
+  return { socket, port: socket.address().port, received };
+}
+
+async function waitFor(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** A 1 kHz sine at 8 kHz; frame k has amplitude 2000 + 1000·k so that order shows in the levels. */
+function sineFrame(k: number): Int16Array {
+  const frame = new Int16Array(160);
+  for (let n = 0; n < 160; n++)
+    frame[n] = Math.round((2000 + 1000 * k) * Math.sin((2 * Math.PI * 1000 * n) / 8000 + 0.3));
+  return frame;
+}
+
+function rms(frame: Int16Array): number {
+  let sum = 0;
+  for (const sample of frame) sum += sample * sample;
+  return Math.sqrt(sum / frame.length);
+}
+
+function correlation(a: Int16Array, b: Int16Array): number {
+  let ab = 0;
+  let aa = 0;
+  let bb = 0;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i] as number;
+    const y = b[i] as number;
+    ab += x * y;
+    aa += x * x;
+    bb += y * y;
+  }
+  return ab / Math.sqrt(aa * bb);
+}
+
+function rtpDatagram(fields: {
+  sequenceNumber: number;
+  timestamp: number;
+  ssrc: number;
+  payloadType?: number;
+}): Buffer {
+  const payload = new Uint8Array(160);
+  encodeMulaw(sineFrame(0), payload);
+  const out = Buffer.alloc(172);
+  writeRtpPacket({ marker: false, payloadType: 0, csrcs: [], ...fields }, payload, out);
+  return out;
+}
+
+function rtpPackets(received: Buffer[]): RtpPacket[] {
+  return received.map((datagram) => parseRtpPacket(datagram)).filter((packet) => packet !== null);
+}
+
+describe("RtpSession", () => {
+  for (const codec of ["PCMU", "PCMA"] as G711Codec[]) {
+    it(`carries a 1 kHz sine both ways in ${codec}`, async () => {
+      const [a, b] = await connectedPair({ codec, payloadType: codec === "PCMU" ? 0 : 8 });
+      const frameCount = 10;
+      for (const [sender, receiver] of [
+        [a, b],
+        [b, a],
+      ] as const) {
+        for (let k = 0; k < frameCount; k++) sender.sendFrame(sineFrame(k));
+        await waitFor(() => receiver.stats().packetsReceived >= frameCount - 1, "the frames");
+        const out = new Int16Array(160);
+        // The jitter buffer primes for its playout delay before the first frame.
+        let kind = receiver.readFrame(out);
+        while (kind !== "frame") kind = receiver.readFrame(out);
+        for (let k = 0; k < frameCount; k++) {
+          if (k > 0) assert.equal(receiver.readFrame(out), "frame");
+          const input = sineFrame(k);
+          assert.ok(correlation(input, out) > 0.99, `frame ${k} correlates`);
+          assert.ok(
+            Math.abs(rms(out) / rms(input) - 1) < 0.05,
+            `frame ${k} keeps its level: ${rms(out)} vs ${rms(input)}`,
+          );
+        }
+      }
+      assert.equal(a.stats().packetsSent, frameCount);
+      assert.equal(b.stats().packetsLost, 0);
+      assert.ok(b.lastPacketAt !== null);
+    });
+  }
+
+  it("delivers each DTMF key once, repeated keys included", async () => {
+    const [a, b] = await connectedPair();
+    const digits: string[] = [];
+    b.on("digit", (digit) => {
+      assert.ok(digit.endSeen);
+      digits.push(digit.key);
+    });
+    assert.equal(await a.sendDigits("1122#"), true);
+    await waitFor(() => digits.length >= 5, "five digits");
+    await delay(200);
+    assert.deepEqual(digits, ["1", "1", "2", "2", "#"]);
+    // Per key: 4 updates and 3 end packets for the default 100 ms (RFC 4733 §2.5.1).
+    assert.equal(a.stats().packetsSent, 5 * 7);
+  });
+
+  it("sends telephone-events on the audio stream's SSRC and sequence, suppressing audio during the event", async () => {
+    const peer = await rawSocket();
+    const session = await open();
+    session.configure(configuration(peer.port));
+    session.sendFrame(sineFrame(0));
+    const sent = session.sendDigits("5");
+    session.sendFrame(sineFrame(1));
+    assert.equal(await sent, true);
+    session.sendFrame(sineFrame(2));
+    await waitFor(() => peer.received.length >= 9, "the packets");
+    const packets = rtpPackets(peer.received);
+    assert.deepEqual(
+      packets.map((packet) => packet.payloadType),
+      [0, 101, 101, 101, 101, 101, 101, 101, 0],
+    );
+    const first = packets[0] as RtpPacket;
+    packets.forEach((packet, i) => {
+      assert.equal(packet.ssrc, session.ssrc);
+      assert.equal(packet.sequenceNumber, (first.sequenceNumber + i) & 0xffff);
+    });
+    // The event starts after the first frame; audio resumes 7 × 20 ms later.
+    for (const packet of packets.slice(1, 8)) assert.equal(packet.timestamp, (first.timestamp + 160) >>> 0);
+    assert.equal(packets[8]?.timestamp, (first.timestamp + 8 * 160) >>> 0);
+    assert.deepEqual(
+      packets.map((packet) => packet.marker),
+      [true, true, false, false, false, false, false, false, false],
+    );
+  });
+
+  it("waits a second for a comma between keys", async () => {
+    const [a, b] = await connectedPair();
+    const digits: string[] = [];
+    b.on("digit", (digit) => digits.push(digit.key));
+    const started = performance.now();
+    assert.equal(await a.sendDigits("1,1"), true);
+    assert.ok(performance.now() - started >= 900);
+    await waitFor(() => digits.length >= 2, "two digits");
+    assert.deepEqual(digits, ["1", "1"]);
+  });
+
+  it("refuses DTMF without a telephone-event payload type, and characters that are not keys", async () => {
+    const [a] = await connectedPair({ telephoneEventPayloadType: undefined });
+    assert.throws(() => a.sendDigits("1"), /telephone-event/);
+    a.configure(configuration(1, { telephoneEventPayloadType: 101 }));
+    assert.throws(() => a.sendDigits("1x"), RangeError);
+  });
+
+  it("latches RTP and RTCP onto the addresses packets come from (symmetric RTP)", async () => {
+    const configured = await rawSocket();
+    const peerRtp = await rawSocket();
+    const peerRtcp = await rawSocket();
+    const now = 123_456;
+    const session = await RtpSession.open({
+      allocator,
+      bindAddress: "127.0.0.1",
+      rtcpIntervalMs: 100,
+      clock: () => now,
+    });
+    openSessions.push(session);
+    session.configure(configuration(configured.port));
+    session.sendFrame(sineFrame(0));
+    await waitFor(() => configured.received.length === 1, "a frame at the configured address");
+    assert.equal(session.lastPacketAt, null);
+
+    for (let i = 0; i < 3; i++) {
+      const datagram = rtpDatagram({ sequenceNumber: 500 + i, timestamp: 160 * i, ssrc: 42 });
+      peerRtp.socket.send(datagram, session.localPort, "127.0.0.1");
+    }
+    await waitFor(() => session.stats().packetsReceived >= 2, "the peer's packets");
+    assert.equal(session.lastPacketAt, now);
+    session.sendFrame(sineFrame(1));
+    await waitFor(() => rtpPackets(peerRtp.received).length >= 1, "a frame at the latched address");
+
+    const receiverReport = Buffer.alloc(8);
+    receiverReport.set([0x80, 201, 0, 1, 0, 0, 0, 42]);
+    peerRtcp.socket.send(receiverReport, session.localPort + 1, "127.0.0.1");
+    await waitFor(() => peerRtcp.received.length >= 1, "RTCP at the latched address");
+    const report = parseRtcpCompound(peerRtcp.received[0] as Buffer);
+    assert.ok(report?.[0]?.type === "SR" || report?.[0]?.type === "RR");
+    assert.equal(configured.received.length, 1);
+  });
+
+  it("exchanges RTCP reports with packet counts, jitter and round-trip time", async () => {
+    const [a, b] = await connectedPair({}, 150);
+    const frame = sineFrame(0);
+    const ticker = setInterval(() => {
+      a.sendFrame(frame);
+      b.sendFrame(frame);
+    }, 20);
+    try {
+      await waitFor(
+        () => [a, b].every((session) => session.stats().roundTripMs !== null),
+        "round-trip times from both sides",
+        20_000,
+      );
+    } finally {
+      clearInterval(ticker);
+    }
+    await delay(200);
+    for (const [session, other] of [
+      [a, b],
+      [b, a],
+    ] as const) {
+      const stats = session.stats();
+      assert.ok(stats.packetsSent > 0);
+      assert.ok(stats.packetsReceived > 0);
+      assert.ok(stats.packetsReceived >= other.stats().packetsSent - 2);
+      assert.equal(stats.packetsLost, 0);
+      assert.equal(stats.remoteFractionLost, 0);
+      assert.ok(stats.jitterMs >= 0 && stats.jitterMs < 200, `jitter ${stats.jitterMs} ms`);
+      assert.ok(stats.remoteJitterMs !== null && stats.remoteJitterMs >= 0 && stats.remoteJitterMs < 200);
+      assert.ok(stats.roundTripMs !== null && stats.roundTripMs >= 0 && stats.roundTripMs < 1000);
+      assert.equal(stats.fractionLost, 0);
+    }
+  });
+
+  it("measures loss in a stream with gaps and reports it in RTCP", async () => {
+    const peerRtp = await rawSocket();
+    const peerRtcp = await rawSocket();
+    // The first report comes 0.5–1.5 s after configure, well after the packets, and the next one no sooner than 0.5 s later.
+    const session = await open(1000);
+    session.configure(configuration(peerRtp.port, { remoteRtcpPort: peerRtcp.port }));
+    const missing = new Set([105, 106, 110]);
+    for (let sequenceNumber = 100; sequenceNumber < 120; sequenceNumber++) {
+      if (missing.has(sequenceNumber)) continue;
+      const datagram = rtpDatagram({ sequenceNumber, timestamp: 160 * sequenceNumber, ssrc: 0x1234 });
+      peerRtp.socket.send(datagram, session.localPort, "127.0.0.1");
+    }
+    // A payload type that was not negotiated is ignored.
+    peerRtp.socket.send(
+      rtpDatagram({ sequenceNumber: 121, timestamp: 0, ssrc: 0x1234, payloadType: 8 }),
+      session.localPort,
+      "127.0.0.1",
+    );
+    // Probation (RFC 3550 A.1) takes the first packet, so counting starts at 101: 19 expected, 16 received.
+    await waitFor(() => session.stats().packetsReceived >= 16, "the packets");
+    await delay(100);
+    assert.equal(session.stats().packetsReceived, 16);
+    assert.equal(session.stats().packetsLost, 3);
+
+    await waitFor(
+      () => peerRtcp.received.some((datagram) => parseRtcpCompound(datagram)?.[0]?.type === "RR"),
+      "a receiver report",
+    );
+    const report = peerRtcp.received
+      .map((datagram) => parseRtcpCompound(datagram))
+      .find((packets) => packets?.[0]?.type === "RR");
+    const [receiverReport, description] = report ?? [];
+    assert.deepEqual((receiverReport as ReceiverReport).reports[0], {
+      ssrc: 0x1234,
+      fractionLost: Math.floor((3 * 256) / 19),
+      cumulativeLost: 3,
+      extendedHighestSequence: 119,
+      jitter: (receiverReport as ReceiverReport).reports[0]?.jitter,
+      lastSenderReport: 0,
+      delaySinceLastSenderReport: 0,
+    });
+    assert.equal(description?.type, "SDES");
+    assert.equal(session.stats().fractionLost, Math.floor((3 * 256) / 19) / 256);
+  });
+
+  it("stops sending on hold while the timestamp keeps advancing", async () => {
+    const peer = await rawSocket();
+    const session = await open();
+    session.configure(configuration(peer.port));
+    session.sendFrame(sineFrame(0));
+    for (const direction of ["recvonly", "inactive"] as const) {
+      session.configure(configuration(peer.port, { direction }));
+      session.sendFrame(sineFrame(1));
+      session.sendFrame(sineFrame(1));
+    }
+    await delay(200);
+    assert.equal(rtpPackets(peer.received).length, 1);
+    session.configure(configuration(peer.port, { direction: "sendonly" }));
+    session.sendFrame(sineFrame(2));
+    await waitFor(() => peer.received.length >= 2, "the frame after the hold");
+    const [first, resumed] = rtpPackets(peer.received) as [RtpPacket, RtpPacket];
+    assert.equal(resumed.sequenceNumber, (first.sequenceNumber + 1) & 0xffff);
+    assert.equal(resumed.timestamp, (first.timestamp + 5 * 160) >>> 0);
+    assert.equal(resumed.marker, true);
+    assert.equal(session.stats().packetsSent, 2);
+  });
+
+  it("does not play audio received while it is not receiving", async () => {
+    const [a, b] = await connectedPair();
+    b.configure(configuration(a.localPort, { direction: "sendonly" }));
+    for (let k = 0; k < 6; k++) a.sendFrame(sineFrame(k));
+    await waitFor(() => b.stats().packetsReceived >= 5, "the frames");
+    const out = new Int16Array(160);
+    for (let i = 0; i < 10; i++) assert.equal(b.readFrame(out), "silence");
+  });
+
+  it("says BYE, closes its sockets and releases its port on close, once", async () => {
+    const [a, b] = await connectedPair();
+    const byes: (string | null)[] = [];
+    b.on("bye", (reason) => byes.push(reason));
+    const allocated = allocator.allocated;
+    const closing = a.close();
+    assert.equal(a.close(), closing);
+    await closing;
+    assert.equal(allocator.allocated, allocated - 1);
+    await waitFor(() => byes.length === 1, "the BYE");
+    // The port can be bound again.
+    const socket = dgram.createSocket("udp4");
+    await new Promise<void>((resolve) => socket.bind(a.localPort, "127.0.0.1", resolve));
+    socket.close();
+    a.sendFrame(sineFrame(0));
+    assert.equal(await a.sendDigits("1"), false);
+  });
+});
