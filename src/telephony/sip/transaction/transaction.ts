@@ -82,6 +82,11 @@ export abstract class Transaction {
     }
   }
 
+  /** An asynchronous send failed after `send` returned: handled as a synchronous failure would be. */
+  transportError(error: Error): void {
+    this.transportFailed(error);
+  }
+
   /** Informs the TU of a transport error and terminates (sections 17.1.4, 17.2.4). */
   protected abstract transportFailed(error: Error): void;
 }

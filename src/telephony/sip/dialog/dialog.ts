@@ -1,0 +1,231 @@
+/**
+ * A SIP dialog (RFC 3261 section 12): the peer-to-peer relationship an INVITE sets up, with its
+ * identifier, sequence numbers, remote target and route set. It builds the requests sent within it
+ * and checks the ones received.
+ */
+import { randomBytes } from "node:crypto";
+import { parseCSeq, parseNameAddr, parseSipUri } from "../message/header-values.js";
+import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
+import { MAGIC_COOKIE } from "../transaction/transaction-key.js";
+import type { Destination, TransportName } from "../transport/sip-transport.js";
+import { DEFAULT_SIP_PORT, normalizeHost } from "../transport/via.js";
+
+export function newTag(): string {
+  return randomBytes(6).toString("hex");
+}
+
+export function newBranch(): string {
+  return `${MAGIC_COOKIE}${randomBytes(10).toString("hex")}`;
+}
+
+export function newCallId(host: string): string {
+  return `${randomBytes(12).toString("hex")}@${host}`;
+}
+
+/** The tag parameter of a From or To value, if any. */
+export function tagOf(value: string | undefined): string | undefined {
+  if (value === undefined) return undefined;
+  return parseNameAddr(value)?.params.get("tag") ?? undefined;
+}
+
+/** The URI inside a Contact, Route or Record-Route value. */
+function uriOf(value: string): string | undefined {
+  return parseNameAddr(value)?.uri;
+}
+
+/** The dialog identifier as seen from this side: Call-ID, local tag, remote tag (section 12). */
+export function dialogId(callId: string, localTag: string, remoteTag: string): string {
+  return `${callId}|${localTag}|${remoteTag}`;
+}
+
+/**
+ * Where a request to the URI goes (RFC 3263 reduced to what a trunk needs: a numeric or resolvable
+ * host, the URI's port or 5060, its transport parameter or UDP).
+ */
+export function destinationOf(uri: string): Destination | undefined {
+  const parsed = parseSipUri(uri);
+  if (parsed === undefined || parsed.scheme === "tel") return undefined;
+  const maddr = parsed.params.get("maddr");
+  const transportParam = parsed.params.get("transport")?.toUpperCase();
+  const transport: TransportName = transportParam === "TCP" ? "TCP" : "UDP";
+  return {
+    host: normalizeHost(maddr ?? parsed.host),
+    port: parsed.port ?? DEFAULT_SIP_PORT,
+    transport,
+  };
+}
+
+export interface DialogRequestOptions {
+  /** Our Via sent-by and transport, written with a fresh branch. */
+  readonly via: string;
+  readonly contact: string;
+  readonly headers?: Iterable<readonly [string, string]>;
+  readonly body?: Buffer;
+  readonly contentType?: string;
+}
+
+export class Dialog {
+  /** Our CSeq for the last request we sent in the dialog. */
+  private localSeq: number;
+  /** The peer's last CSeq; undefined until it sends a request (section 12.1.2). */
+  private remoteSeq: number | undefined;
+  /** Where in-dialog requests go: the peer's Contact, refreshed by target-refresh requests. */
+  private remoteTarget: string;
+
+  private constructor(
+    readonly callId: string,
+    readonly localTag: string,
+    readonly remoteTag: string,
+    /** From of our requests, as on the dialog-creating request. */
+    private readonly localParty: string,
+    /** To of our requests. */
+    private readonly remoteParty: string,
+    /** Route values in the order our requests carry them (section 12.1.1, 12.1.2). */
+    private readonly routeSet: readonly string[],
+    remoteTarget: string,
+    localSeq: number,
+    remoteSeq: number | undefined,
+  ) {
+    this.remoteTarget = remoteTarget;
+    this.localSeq = localSeq;
+    this.remoteSeq = remoteSeq;
+  }
+
+  /**
+   * Section 12.1.2, the UAC side: from our INVITE and a 2xx or 101-199 response with a To tag. The route
+   * set is the response's Record-Route in reverse order; the remote target its Contact.
+   */
+  static forUac(invite: SipRequest, response: SipResponse): Dialog | undefined {
+    const remoteTag = tagOf(response.headers.get("To"));
+    const localTag = tagOf(invite.headers.get("From"));
+    const callId = invite.headers.get("Call-ID");
+    const contact = response.headers.get("Contact");
+    const target = contact === undefined ? undefined : uriOf(contact);
+    const cseq = parseCSeq(invite.headers.get("CSeq") ?? "");
+    if (remoteTag === undefined || localTag === undefined || callId === undefined || cseq === undefined) {
+      return undefined;
+    }
+    const routeSet = response.headers.getAll("Record-Route").reverse();
+    const to = response.headers.get("To") ?? "";
+    return new Dialog(
+      callId,
+      localTag,
+      remoteTag,
+      invite.headers.get("From") ?? "",
+      to,
+      routeSet,
+      target ?? invite.uri,
+      cseq.seq,
+      undefined,
+    );
+  }
+
+  /**
+   * Section 12.1.1, the UAS side: from a received INVITE and the tag we put in our To. The route set is
+   * the request's Record-Route in order; the remote target its Contact.
+   */
+  static forUas(invite: SipRequest, localTag: string): Dialog | undefined {
+    const remoteTag = tagOf(invite.headers.get("From"));
+    const callId = invite.headers.get("Call-ID");
+    const contact = invite.headers.get("Contact");
+    const target = contact === undefined ? undefined : uriOf(contact);
+    const cseq = parseCSeq(invite.headers.get("CSeq") ?? "");
+    const from = invite.headers.get("From");
+    const to = invite.headers.get("To");
+    if (
+      remoteTag === undefined ||
+      callId === undefined ||
+      target === undefined ||
+      cseq === undefined ||
+      from === undefined ||
+      to === undefined
+    ) {
+      return undefined;
+    }
+    const localParty = tagOf(to) === undefined ? `${to};tag=${localTag}` : to;
+    return new Dialog(
+      callId,
+      localTag,
+      remoteTag,
+      localParty,
+      from,
+      invite.headers.getAll("Record-Route"),
+      target,
+      0,
+      cseq.seq,
+    );
+  }
+
+  get id(): string {
+    return dialogId(this.callId, this.localTag, this.remoteTag);
+  }
+
+  /** Section 12.2.1.1: the next hop is the first route (loose routing) or else the remote target. */
+  get destination(): Destination | undefined {
+    const firstRoute = this.routeSet[0];
+    const next = firstRoute === undefined ? this.remoteTarget : uriOf(firstRoute);
+    return next === undefined ? undefined : destinationOf(next);
+  }
+
+  /**
+   * Section 12.2.2: a request within the dialog. False when its CSeq is lower than the last one, to be
+   * answered 500; a target refresh (re-INVITE) with a Contact updates the remote target.
+   */
+  receiveRequest(request: SipRequest): boolean {
+    const cseq = parseCSeq(request.headers.get("CSeq") ?? "");
+    if (cseq === undefined) return false;
+    if (request.method !== "ACK" && request.method !== "CANCEL") {
+      if (this.remoteSeq !== undefined && cseq.seq <= this.remoteSeq) return false;
+      this.remoteSeq = cseq.seq;
+    }
+    if (request.method === "INVITE") {
+      const contact = request.headers.get("Contact");
+      const target = contact === undefined ? undefined : uriOf(contact);
+      if (target !== undefined) this.remoteTarget = target;
+    }
+    return true;
+  }
+
+  /** A 2xx to our re-INVITE refreshes the remote target too (section 12.2.1.2). */
+  receiveTargetRefreshResponse(response: SipResponse): void {
+    const contact = response.headers.get("Contact");
+    const target = contact === undefined ? undefined : uriOf(contact);
+    if (target !== undefined) this.remoteTarget = target;
+  }
+
+  /**
+   * Section 12.2.1.1: a request within the dialog. Request-URI is the remote target and the route set
+   * becomes Route (loose routing; a strict first route is put last as the RFC describes). CSeq increments,
+   * except for ACK, which reuses the INVITE's number (given as `cseq`).
+   */
+  createRequest(method: string, options: DialogRequestOptions & { cseq?: number }): SipRequest {
+    let uri = this.remoteTarget;
+    let routes = this.routeSet;
+    const first = routes[0];
+    const firstUri = first === undefined ? undefined : uriOf(first);
+    if (firstUri !== undefined && parseSipUri(firstUri)?.params.has("lr") === false) {
+      uri = firstUri;
+      routes = [...routes.slice(1), `<${this.remoteTarget}>`];
+    }
+    let seq = options.cseq;
+    if (seq === undefined) {
+      this.localSeq += 1;
+      seq = this.localSeq;
+    }
+    const headers = new SipHeaders();
+    headers.append("Via", options.via);
+    for (const route of routes) headers.append("Route", route);
+    headers.append("Max-Forwards", "70");
+    headers.append("From", this.localParty);
+    headers.append("To", this.remoteParty);
+    headers.append("Call-ID", this.callId);
+    headers.append("CSeq", `${seq} ${method}`);
+    if (method !== "ACK" && method !== "BYE" && method !== "CANCEL")
+      headers.append("Contact", options.contact);
+    for (const [name, value] of options.headers ?? []) headers.append(name, value);
+    const body = options.body ?? Buffer.alloc(0);
+    if (body.length > 0) headers.append("Content-Type", options.contentType ?? "application/sdp");
+    headers.append("Content-Length", String(body.length));
+    return { kind: "request", method, uri, version: SIP_VERSION, headers, body };
+  }
+}

@@ -1,0 +1,216 @@
+/**
+ * The transaction layer's dispatcher (RFC 3261 section 17): matches received messages to client and
+ * server transactions by their keys, creates server transactions for new requests, and hands the core
+ * only what is its to see. Sends go to the transport asynchronously; a failed send is reported to the
+ * transaction as a transport error (sections 17.1.4, 17.2.4).
+ */
+import {
+  SIP_VERSION,
+  SipHeaders,
+  type SipMessage,
+  type SipRequest,
+  type SipResponse,
+} from "../message/sip-message.js";
+import type { Destination, MessageSource } from "../transport/sip-transport.js";
+import { InviteClientTransaction } from "./invite-client-transaction.js";
+import { InviteServerTransaction } from "./invite-server-transaction.js";
+import { NonInviteClientTransaction } from "./non-invite-client-transaction.js";
+import { NonInviteServerTransaction } from "./non-invite-server-transaction.js";
+import type { TransactionOptions, TransactionUser } from "./transaction.js";
+import { clientTransactionKey, serverTransactionKey } from "./transaction-key.js";
+
+/** What the layer needs of the transport below it. */
+export interface MessageSender {
+  sendRequest(request: SipRequest, destination: Destination): Promise<SipRequest>;
+  sendResponse(response: SipResponse): Promise<void>;
+}
+
+export type ServerTransaction = InviteServerTransaction | NonInviteServerTransaction;
+export type ClientTransaction = InviteClientTransaction | NonInviteClientTransaction;
+
+/** The transaction user above the layer: the UA core (section 8). */
+export interface TransactionCore {
+  /** A request that created a server transaction; the core must respond through it. */
+  receiveRequest(request: SipRequest, transaction: ServerTransaction, source: MessageSource): void;
+  /** An ACK no transaction matched: the ACK for a 2xx, which belongs to the dialog (section 17.2.3). */
+  receiveAck(ack: SipRequest, source: MessageSource): void;
+  /**
+   * A CANCEL matched to a pending INVITE server transaction (section 9.2); it has been answered 200
+   * already. The core answers the INVITE with 487 if it has not sent a final response.
+   */
+  receiveCancel(invite: InviteServerTransaction): void;
+  /** A response no client transaction matched, such as a retransmitted 2xx after the transaction ended. */
+  receiveStrayResponse(response: SipResponse): void;
+  /** A message the layer dropped, for logging. */
+  onDrop?(reason: string): void;
+}
+
+export class TransactionLayer {
+  readonly #sender: MessageSender;
+  readonly #core: TransactionCore;
+  readonly #options: TransactionOptions;
+  readonly #clients = new Map<string, ClientTransaction>();
+  readonly #servers = new Map<string, ServerTransaction>();
+
+  constructor(sender: MessageSender, core: TransactionCore, options: TransactionOptions = {}) {
+    this.#sender = sender;
+    this.#core = core;
+    this.#options = options;
+  }
+
+  /** Live transactions, for diagnostics and tests. */
+  get size(): { clients: number; servers: number } {
+    return { clients: this.#clients.size, servers: this.#servers.size };
+  }
+
+  /** Every message the transport accepted. */
+  receive(message: SipMessage, source: MessageSource): void {
+    if (message.kind === "response") this.#receiveResponse(message);
+    else this.#receiveRequest(message, source);
+  }
+
+  /**
+   * Starts a client transaction for the request, whose top Via must already carry an RFC 3261 branch.
+   * The transaction's user hears of responses, timeouts and transport errors.
+   */
+  sendRequest(request: SipRequest, destination: Destination, user: TransactionUser): ClientTransaction {
+    const reliable = destination.transport === "TCP";
+    let transaction: ClientTransaction | undefined;
+    const transport = {
+      reliable,
+      send: (message: SipRequest | SipResponse) => {
+        this.#sender
+          .sendRequest(message as SipRequest, destination)
+          .catch((error: unknown) => transaction?.transportError(asError(error)));
+      },
+    };
+    const tracked = this.#tracking(user, () => {
+      if (transaction !== undefined) this.#clients.delete(transaction.key);
+    });
+    transaction =
+      request.method === "INVITE"
+        ? new InviteClientTransaction(request, transport, tracked, this.#options)
+        : new NonInviteClientTransaction(request, transport, tracked, this.#options);
+    this.#clients.set(transaction.key, transaction);
+    return transaction;
+  }
+
+  /** Sends a request outside any transaction: the ACK for a 2xx (section 13.2.2.4). */
+  sendAck(ack: SipRequest, destination: Destination): void {
+    this.#sender.sendRequest(ack, destination).catch((error: unknown) => {
+      this.#core.onDrop?.(`ACK not sent: ${asError(error).message}`);
+    });
+  }
+
+  /** Sends a response outside any transaction: a statelessly refused request, or a 2xx retransmission. */
+  sendResponse(response: SipResponse): void {
+    this.#sender.sendResponse(response).catch((error: unknown) => {
+      this.#core.onDrop?.(`response not sent: ${asError(error).message}`);
+    });
+  }
+
+  #receiveResponse(response: SipResponse): void {
+    const key = clientTransactionKey(response);
+    const transaction = key === undefined ? undefined : this.#clients.get(key);
+    if (transaction !== undefined) transaction.receiveResponse(response);
+    else this.#core.receiveStrayResponse(response);
+  }
+
+  #receiveRequest(request: SipRequest, source: MessageSource): void {
+    const key = serverTransactionKey(request);
+    if (key === undefined) {
+      this.#core.onDrop?.(`${request.method} without an RFC 3261 branch dropped`);
+      return;
+    }
+    const existing = this.#servers.get(key);
+    if (existing !== undefined) {
+      existing.receiveRequest(request);
+      return;
+    }
+    if (request.method === "ACK") {
+      this.#core.receiveAck(request, source);
+      return;
+    }
+    const transaction = this.#createServerTransaction(request, source);
+    if (request.method === "CANCEL") {
+      // Section 9.2: the CANCEL matches the INVITE transaction with the same branch and sent-by.
+      const invite = this.#servers.get(`${key.slice(0, key.lastIndexOf("|"))}|INVITE`);
+      if (invite instanceof InviteServerTransaction) {
+        transaction.respond(responseTo(request, 200, "OK"));
+        this.#core.receiveCancel(invite);
+      } else {
+        transaction.respond(responseTo(request, 481, "Call/Transaction Does Not Exist"));
+      }
+      return;
+    }
+    this.#core.receiveRequest(request, transaction, source);
+  }
+
+  #createServerTransaction(request: SipRequest, source: MessageSource): ServerTransaction {
+    let transaction: ServerTransaction | undefined;
+    const transport = {
+      reliable: source.transport === "TCP",
+      send: (message: SipRequest | SipResponse) => {
+        this.#sender
+          .sendResponse(message as SipResponse)
+          .catch((error: unknown) => transaction?.transportError(asError(error)));
+      },
+    };
+    const user = this.#tracking({ receiveAck: (ack) => this.#core.receiveAck(ack, source) }, () => {
+      if (transaction !== undefined) this.#servers.delete(transaction.key);
+    });
+    transaction =
+      request.method === "INVITE"
+        ? new InviteServerTransaction(request, transport, user, this.#options)
+        : new NonInviteServerTransaction(request, transport, user, this.#options);
+    this.#servers.set(transaction.key, transaction);
+    return transaction;
+  }
+
+  /** The user, also forgetting the transaction when it terminates. */
+  #tracking(user: TransactionUser, forget: () => void): TransactionUser {
+    return {
+      receiveResponse: user.receiveResponse?.bind(user),
+      receiveAck: user.receiveAck?.bind(user),
+      onTimeout: user.onTimeout?.bind(user),
+      onTransportError: user.onTransportError?.bind(user),
+      onTerminated: () => {
+        forget();
+        user.onTerminated?.();
+      },
+    };
+  }
+}
+
+/**
+ * A response to a request (section 8.2.6.2): Via, From, Call-ID and CSeq copied, To copied with the
+ * tag given (added when the request's To has none), optional extra headers and body.
+ */
+export function responseTo(
+  request: SipRequest,
+  status: number,
+  reason: string,
+  options: { toTag?: string; headers?: Iterable<readonly [string, string]>; body?: Buffer } = {},
+): SipResponse {
+  const headers = new SipHeaders();
+  for (const value of request.headers.getAll("Via")) headers.append("Via", value);
+  const from = request.headers.get("From");
+  if (from !== undefined) headers.append("From", from);
+  const to = request.headers.get("To");
+  if (to !== undefined) {
+    const tagged = options.toTag !== undefined && !/;\s*tag=/i.test(to) ? `${to};tag=${options.toTag}` : to;
+    headers.append("To", tagged);
+  }
+  const callId = request.headers.get("Call-ID");
+  if (callId !== undefined) headers.append("Call-ID", callId);
+  const cseq = request.headers.get("CSeq");
+  if (cseq !== undefined) headers.append("CSeq", cseq);
+  for (const [name, value] of options.headers ?? []) headers.append(name, value);
+  const body = options.body ?? Buffer.alloc(0);
+  headers.append("Content-Length", String(body.length));
+  return { kind: "response", status, reason, version: SIP_VERSION, headers, body };
+}
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}

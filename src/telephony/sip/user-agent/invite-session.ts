@@ -1,0 +1,545 @@
+/**
+ * INVITE sessions (RFC 3261 sections 13-15): the call a dialog carries, from either side. The UAC side
+ * sends the INVITE, retries once with digest credentials, ACKs 2xx responses itself (section 13.2.2.4),
+ * CANCELs only after a provisional response (section 9.1) and ends a 2xx that crosses its CANCEL with
+ * ACK then BYE. The UAS side rings, answers and retransmits its 2xx until the ACK (section 13.3.1.4).
+ * Both sides re-INVITE (section 14) and hang up with BYE (section 15). SDP is opaque here.
+ */
+
+import { Dialog } from "../dialog/dialog.js";
+import { parseCSeq } from "../message/header-values.js";
+import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
+import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
+import type { InviteServerTransaction } from "../transaction/invite-server-transaction.js";
+import { T1, T2, TIMER_H, type TimerClock, type TimerHandle } from "../transaction/timers.js";
+import type { ServerTransaction } from "../transaction/transaction-layer.js";
+import { responseTo } from "../transaction/transaction-layer.js";
+import type { Destination } from "../transport/sip-transport.js";
+import { chooseChallenge, digestAuthorization } from "./digest.js";
+
+/** What the session needs of the user agent core that owns it. */
+export interface SessionHost {
+  readonly clock: TimerClock;
+  /** A Via value with a fresh branch for a request over the transport. */
+  via(transport: Destination["transport"]): string;
+  contact(transport: Destination["transport"]): string;
+  readonly allow: string;
+  readonly userAgent: string;
+  sendInvite(
+    request: SipRequest,
+    destination: Destination,
+    handler: InviteResponseHandler,
+  ): InviteClientTransaction;
+  sendNonInvite(request: SipRequest, destination: Destination, onFinal?: (status: number) => void): void;
+  sendAck(ack: SipRequest, destination: Destination): void;
+  sendResponse(response: SipResponse): void;
+  dialogConfirmed(session: InviteSession): void;
+  sessionEnded(session: InviteSession): void;
+}
+
+/** Who hears of the responses to an INVITE we sent. */
+export interface InviteResponseHandler {
+  receiveResponse(response: SipResponse): void;
+  onTimeout(): void;
+  onTransportError(error: Error): void;
+}
+
+export type SessionEndedBy = "local" | "remote" | "error";
+
+/** What the layer above hears of a session. Every callback is optional. */
+export interface SessionListener {
+  /** UAC: a provisional response other than 100. */
+  progress?(response: SipResponse): void;
+  /** UAC: the 2xx, already ACKed. UAS: the ACK for our 2xx arrived. */
+  confirmed?(remoteSdp: string): void;
+  /** UAC: a final non-2xx (or 408 on timeout, 503 on transport error). UAS: CANCELled before answer. */
+  failed?(status: number, reason: string): void;
+  /** The confirmed session ended. */
+  ended?(by: SessionEndedBy, reason: string): void;
+  /** A re-INVITE offer from the peer: the answer SDP, or a status to refuse it with (488). */
+  reoffer?(remoteSdp: string): { answer: string } | { status: number };
+}
+
+export interface Credentials {
+  readonly username: string;
+  readonly password: string;
+}
+
+const NO_BODY = Buffer.alloc(0);
+
+export abstract class InviteSession {
+  listener: SessionListener = {};
+  protected dialog: Dialog | undefined;
+  protected endedAlready = false;
+  /** Our re-INVITE in progress (section 14.1: no second one until it completes). */
+  protected reinviteInProgress = false;
+
+  protected constructor(
+    protected readonly host: SessionHost,
+    readonly callId: string,
+  ) {}
+
+  get dialogId(): string | undefined {
+    return this.dialog?.id;
+  }
+
+  get ended(): boolean {
+    return this.endedAlready;
+  }
+
+  /** Ends a confirmed session with BYE (section 15.1.1); the session ends without waiting for the 200. */
+  bye(): void {
+    const dialog = this.dialog;
+    const destination = dialog?.destination;
+    if (dialog === undefined || destination === undefined || this.endedAlready) return;
+    const request = dialog.createRequest("BYE", {
+      via: this.host.via(destination.transport),
+      contact: this.host.contact(destination.transport),
+      headers: [["User-Agent", this.host.userAgent]],
+    });
+    this.host.sendNonInvite(request, destination);
+    this.end("local", "hung up");
+  }
+
+  /**
+   * Sends a re-INVITE with a new offer (section 14.1); resolves with the peer's answer, or undefined when
+   * it refused the offer (the session continues unchanged, section 14.1).
+   */
+  reinvite(offer: string): Promise<string | undefined> {
+    const dialog = this.dialog;
+    const destination = dialog?.destination;
+    if (dialog === undefined || destination === undefined || this.endedAlready || this.reinviteInProgress) {
+      return Promise.resolve(undefined);
+    }
+    this.reinviteInProgress = true;
+    const request = dialog.createRequest("INVITE", {
+      via: this.host.via(destination.transport),
+      contact: this.host.contact(destination.transport),
+      headers: [
+        ["Allow", this.host.allow],
+        ["User-Agent", this.host.userAgent],
+      ],
+      body: Buffer.from(offer),
+    });
+    return new Promise((resolve) => {
+      const finish = (answer: string | undefined) => {
+        this.reinviteInProgress = false;
+        resolve(answer);
+      };
+      const reinvite = new Reinvite(dialog, () => this.acknowledge(request), finish);
+      this.host.sendInvite(request, destination, reinvite);
+    });
+  }
+
+  /** A request within this session's dialog, answered through its server transaction. */
+  receiveRequest(request: SipRequest, transaction: ServerTransaction): void {
+    const dialog = this.dialog;
+    if (dialog === undefined) return;
+    if (!dialog.receiveRequest(request)) {
+      transaction.respond(
+        responseTo(request, 500, "Server Internal Error", { headers: [["Retry-After", "1"]] }),
+      );
+      return;
+    }
+    switch (request.method) {
+      case "BYE":
+        transaction.respond(responseTo(request, 200, "OK"));
+        this.end("remote", "hung up");
+        return;
+      case "INVITE":
+        this.receiveReinvite(request, transaction as InviteServerTransaction);
+        return;
+      case "OPTIONS":
+        transaction.respond(responseTo(request, 200, "OK", { headers: [["Allow", this.host.allow]] }));
+        return;
+      default:
+        transaction.respond(
+          responseTo(request, 501, "Not Implemented", { headers: [["Allow", this.host.allow]] }),
+        );
+    }
+  }
+
+  /** The ACK for a 2xx we sent within this dialog. */
+  receiveAck(_ack: SipRequest): void {}
+
+  /** A 2xx the transaction layer could not match: the peer did not get our ACK (section 13.2.2.4). */
+  receiveStray2xx(response: SipResponse): void {
+    const ack = this.sentAcks.get(parseCSeq(response.headers.get("CSeq") ?? "")?.seq ?? -1);
+    const destination = this.dialog?.destination;
+    if (ack !== undefined && destination !== undefined) this.host.sendAck(ack, destination);
+  }
+
+  /** ACKs by the CSeq of the INVITE they acknowledge, for 2xx retransmissions. */
+  private readonly sentAcks = new Map<number, SipRequest>();
+
+  /** Section 13.2.2.4: the UAC core ACKs each 2xx itself, within the dialog, with the INVITE's CSeq. */
+  protected acknowledge(invite: SipRequest): void {
+    const dialog = this.dialog;
+    const destination = dialog?.destination;
+    const cseq = parseCSeq(invite.headers.get("CSeq") ?? "")?.seq;
+    if (dialog === undefined || destination === undefined || cseq === undefined) return;
+    let ack = this.sentAcks.get(cseq);
+    if (ack === undefined) {
+      ack = dialog.createRequest("ACK", {
+        via: this.host.via(destination.transport),
+        contact: this.host.contact(destination.transport),
+        cseq,
+      });
+      this.sentAcks.set(cseq, ack);
+    }
+    this.host.sendAck(ack, destination);
+  }
+
+  /** Section 14.2: answers a re-INVITE, with 491 when ours is in progress. */
+  private receiveReinvite(request: SipRequest, transaction: InviteServerTransaction): void {
+    if (this.reinviteInProgress) {
+      transaction.respond(responseTo(request, 491, "Request Pending"));
+      return;
+    }
+    const outcome = this.listener.reoffer?.(request.body.toString()) ?? { status: 488 };
+    if ("status" in outcome) {
+      transaction.respond(responseTo(request, outcome.status, "Not Acceptable Here"));
+      return;
+    }
+    const ok = this.okResponse(request, outcome.answer);
+    transaction.respond(ok);
+    this.retransmitUntilAcked(ok, transaction);
+  }
+
+  protected okResponse(request: SipRequest, sdp: string): SipResponse {
+    const transport = request.headers.get("Via")?.includes("/TCP") ? "TCP" : "UDP";
+    return responseTo(request, 200, "OK", {
+      headers: [
+        ["Contact", this.host.contact(transport)],
+        ["Allow", this.host.allow],
+        ["Content-Type", "application/sdp"],
+        ["User-Agent", this.host.userAgent],
+      ],
+      body: Buffer.from(sdp),
+    });
+  }
+
+  private pendingOk: { timer: TimerHandle | undefined; cseq: number } | undefined;
+
+  /**
+   * Section 13.3.1.4: the 2xx is retransmitted at T1, doubling up to T2, until the ACK arrives; without
+   * an ACK after 64*T1 the session is confirmed and then ended with BYE.
+   */
+  protected retransmitUntilAcked(ok: SipResponse, transaction: InviteServerTransaction): void {
+    const cseq = parseCSeq(ok.headers.get("CSeq") ?? "")?.seq ?? 0;
+    const reliable = transaction.reliable;
+    let elapsed = 0;
+    let interval = reliable ? TIMER_H : T1;
+    const pending: { timer: TimerHandle | undefined; cseq: number } = { timer: undefined, cseq };
+    const fire = () => {
+      if (this.pendingOk !== pending) return;
+      elapsed += interval;
+      if (elapsed >= TIMER_H) {
+        this.pendingOk = undefined;
+        this.ackTimedOut();
+        return;
+      }
+      transaction.respond(ok);
+      interval = Math.min(2 * interval, T2);
+      pending.timer = this.host.clock.setTimeout(fire, interval);
+    };
+    pending.timer = this.host.clock.setTimeout(fire, interval);
+    this.pendingOk = pending;
+  }
+
+  /** An ACK stops the 2xx retransmissions it acknowledges; true when it acknowledged one. */
+  protected ackArrived(ack: SipRequest): boolean {
+    const pending = this.pendingOk;
+    const cseq = parseCSeq(ack.headers.get("CSeq") ?? "")?.seq;
+    if (pending === undefined || cseq !== pending.cseq) return false;
+    if (pending.timer !== undefined) this.host.clock.clearTimeout(pending.timer);
+    this.pendingOk = undefined;
+    return true;
+  }
+
+  protected ackTimedOut(): void {
+    this.bye();
+  }
+
+  protected end(by: SessionEndedBy, reason: string): void {
+    if (this.endedAlready) return;
+    this.endedAlready = true;
+    if (this.pendingOk?.timer !== undefined) this.host.clock.clearTimeout(this.pendingOk.timer);
+    this.pendingOk = undefined;
+    this.host.sessionEnded(this);
+    this.listener.ended?.(by, reason);
+  }
+}
+
+/** The UAC side of an INVITE: a call we place. */
+export class OutgoingInviteSession extends InviteSession implements InviteResponseHandler {
+  #invite: SipRequest;
+  #transaction: InviteClientTransaction | undefined;
+  #provisionalReceived = false;
+  #final = false;
+  #cancelRequested = false;
+  #authenticated = false;
+
+  constructor(
+    host: SessionHost,
+    invite: SipRequest,
+    private readonly destination: Destination,
+    private readonly credentials: Credentials | undefined,
+  ) {
+    super(host, invite.headers.get("Call-ID") ?? "");
+    this.#invite = invite;
+  }
+
+  start(): void {
+    this.#transaction = this.host.sendInvite(this.#invite, this.destination, this);
+  }
+
+  /** Section 9.1: CANCEL a call not yet answered, once a provisional response has arrived. */
+  cancel(): void {
+    if (this.#final || this.#cancelRequested) {
+      if (this.dialog !== undefined) this.bye();
+      return;
+    }
+    this.#cancelRequested = true;
+    if (this.#provisionalReceived) this.#sendCancel();
+  }
+
+  receiveResponse(response: SipResponse): void {
+    if (response.status < 200) {
+      this.#provisionalReceived = true;
+      if (this.#cancelRequested) this.#sendCancel();
+      else if (response.status > 100) this.listener.progress?.(response);
+      return;
+    }
+    this.#final = true;
+    if (response.status < 300) {
+      this.#confirm(response);
+      return;
+    }
+    if ((response.status === 401 || response.status === 407) && this.#retryWithCredentials(response)) return;
+    this.end("error", response.reason);
+    this.listener.failed?.(response.status, response.reason);
+  }
+
+  onTimeout(): void {
+    if (this.#final) return;
+    this.#final = true;
+    this.end("error", "timeout");
+    this.listener.failed?.(408, "Request Timeout");
+  }
+
+  onTransportError(error: Error): void {
+    if (this.#final) return;
+    this.#final = true;
+    this.end("error", error.message);
+    this.listener.failed?.(503, "Service Unavailable");
+  }
+
+  #confirm(response: SipResponse): void {
+    const dialog = Dialog.forUac(this.#invite, response);
+    const destination = dialog?.destination;
+    if (dialog === undefined || destination === undefined) {
+      this.end("error", "unusable 2xx");
+      this.listener.failed?.(502, "Bad Gateway");
+      return;
+    }
+    this.dialog = dialog;
+    this.acknowledge(this.#invite);
+    this.host.dialogConfirmed(this);
+    if (this.#cancelRequested) {
+      // Section 9.1 / 15: the 2xx crossed our CANCEL; the call is ended with BYE.
+      this.bye();
+      this.listener.failed?.(487, "Request Terminated");
+      return;
+    }
+    this.listener.confirmed?.(response.body.toString());
+  }
+
+  /** Section 22.2: one retry with credentials per challenge; a second challenge fails the call. */
+  #retryWithCredentials(response: SipResponse): boolean {
+    if (this.credentials === undefined || this.#authenticated || this.#cancelRequested) return false;
+    const proxy = response.status === 407;
+    const challenge = chooseChallenge(
+      response.headers.getAll(proxy ? "Proxy-Authenticate" : "WWW-Authenticate"),
+    );
+    if (challenge === undefined) return false;
+    this.#authenticated = true;
+    const previous = this.#invite;
+    const cseq = (parseCSeq(previous.headers.get("CSeq") ?? "")?.seq ?? 1) + 1;
+    const authorization = digestAuthorization(challenge, {
+      username: this.credentials.username,
+      password: this.credentials.password,
+      method: "INVITE",
+      uri: previous.uri,
+      nonceCount: 1,
+      body: previous.body,
+    });
+    const headers = new SipHeaders();
+    for (const [name, value] of previous.headers) {
+      if (name === "Via") headers.append(name, this.host.via(this.destination.transport));
+      else if (name === "CSeq") headers.append(name, `${cseq} INVITE`);
+      else if (name === "Content-Length") continue;
+      else headers.append(name, value);
+    }
+    headers.append(proxy ? "Proxy-Authorization" : "Authorization", authorization);
+    headers.append("Content-Length", String(previous.body.length));
+    this.#invite = { ...previous, headers };
+    this.#final = false;
+    this.#provisionalReceived = false;
+    this.start();
+    return true;
+  }
+
+  /** Section 9.1: same Request-URI, Call-ID, From, To, CSeq number and the INVITE's top Via (so branch). */
+  #sendCancel(): void {
+    const invite = this.#invite;
+    const headers = new SipHeaders();
+    const via = invite.headers.get("Via");
+    if (via !== undefined) headers.append("Via", via);
+    for (const route of invite.headers.getAll("Route")) headers.append("Route", route);
+    headers.append("Max-Forwards", "70");
+    for (const name of ["From", "To", "Call-ID"]) {
+      const value = invite.headers.get(name);
+      if (value !== undefined) headers.append(name, value);
+    }
+    const seq = parseCSeq(invite.headers.get("CSeq") ?? "")?.seq ?? 1;
+    headers.append("CSeq", `${seq} CANCEL`);
+    headers.append("Content-Length", "0");
+    const cancel: SipRequest = {
+      kind: "request",
+      method: "CANCEL",
+      uri: invite.uri,
+      version: SIP_VERSION,
+      headers,
+      body: NO_BODY,
+    };
+    this.host.sendNonInvite(cancel, this.destination);
+  }
+
+  get transaction(): InviteClientTransaction | undefined {
+    return this.#transaction;
+  }
+}
+
+/** Our re-INVITE within a confirmed dialog (section 14.1): ACKs its 2xx and reports the answer. */
+class Reinvite implements InviteResponseHandler {
+  #done = false;
+
+  constructor(
+    private readonly dialog: Dialog,
+    private readonly acknowledge: () => void,
+    private readonly finish: (answer: string | undefined) => void,
+  ) {}
+
+  receiveResponse(response: SipResponse): void {
+    if (response.status < 200) return;
+    if (response.status >= 300) {
+      this.#complete(undefined);
+      return;
+    }
+    this.dialog.receiveTargetRefreshResponse(response);
+    this.acknowledge();
+    this.#complete(response.body.toString());
+  }
+
+  onTimeout(): void {
+    this.#complete(undefined);
+  }
+
+  onTransportError(): void {
+    this.#complete(undefined);
+  }
+
+  #complete(answer: string | undefined): void {
+    if (this.#done) return;
+    this.#done = true;
+    this.finish(answer);
+  }
+}
+
+/** The UAS side of an INVITE: a call that reaches us. */
+export class IncomingInviteSession extends InviteSession {
+  #final = false;
+  readonly #localTag: string;
+
+  constructor(
+    host: SessionHost,
+    readonly invite: SipRequest,
+    readonly transaction: InviteServerTransaction,
+    localTag: string,
+  ) {
+    super(host, invite.headers.get("Call-ID") ?? "");
+    this.#localTag = localTag;
+  }
+
+  get answered(): boolean {
+    return this.#final;
+  }
+
+  /** 180 (Ringing) with our tag and Contact: an early dialog as far as the peer is concerned. */
+  ring(): void {
+    if (this.#final) return;
+    this.transaction.respond(
+      responseTo(this.invite, 180, "Ringing", {
+        toTag: this.#localTag,
+        headers: [["Contact", this.host.contact(this.#transportName)]],
+      }),
+    );
+  }
+
+  /** 200 (OK) with the answer; the session is confirmed when the ACK arrives. */
+  accept(answerSdp: string): boolean {
+    if (this.#final) return false;
+    const dialog = Dialog.forUas(this.invite, this.#localTag);
+    if (dialog === undefined) {
+      this.reject(400, "Bad Request");
+      return false;
+    }
+    this.#final = true;
+    this.dialog = dialog;
+    const ok = responseTo(this.invite, 200, "OK", {
+      toTag: this.#localTag,
+      headers: [
+        ["Contact", this.host.contact(this.#transportName)],
+        ["Allow", this.host.allow],
+        ["Content-Type", "application/sdp"],
+        ["User-Agent", this.host.userAgent],
+      ],
+      body: Buffer.from(answerSdp),
+    });
+    this.transaction.respond(ok);
+    this.host.dialogConfirmed(this);
+    this.retransmitUntilAcked(ok, this.transaction);
+    return true;
+  }
+
+  reject(status: number, reason: string, headers: Iterable<readonly [string, string]> = []): void {
+    if (this.#final) return;
+    this.#final = true;
+    this.transaction.respond(responseTo(this.invite, status, reason, { toTag: this.#localTag, headers }));
+    this.end("local", reason);
+  }
+
+  /** Section 9.2: a CANCEL before our final response ends the call with 487. */
+  cancelled(): void {
+    if (this.#final) return;
+    this.#final = true;
+    this.transaction.respond(responseTo(this.invite, 487, "Request Terminated", { toTag: this.#localTag }));
+    this.end("remote", "cancelled");
+    this.listener.failed?.(487, "Request Terminated");
+  }
+
+  override receiveAck(ack: SipRequest): void {
+    const first = this.ackArrived(ack);
+    if (
+      first &&
+      parseCSeq(ack.headers.get("CSeq") ?? "")?.seq === parseCSeq(this.invite.headers.get("CSeq") ?? "")?.seq
+    ) {
+      this.listener.confirmed?.(ack.body.toString());
+    }
+  }
+
+  get #transportName(): Destination["transport"] {
+    return this.transaction.reliable ? "TCP" : "UDP";
+  }
+}

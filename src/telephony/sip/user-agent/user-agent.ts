@@ -1,0 +1,284 @@
+/**
+ * The user agent core (RFC 3261 section 8): answers what no session claims (OPTIONS 200, unknown
+ * dialogs 481, unsupported methods 405/501, unknown extensions 420), routes in-dialog requests, ACKs
+ * and stray 2xx responses to their INVITE sessions, and starts sessions both ways.
+ */
+
+import { dialogId, newBranch, newCallId, newTag, tagOf } from "../dialog/dialog.js";
+import { parseNameAddr } from "../message/header-values.js";
+import { SipHeaders, type SipMessage, type SipRequest, type SipResponse } from "../message/sip-message.js";
+import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
+import type { InviteServerTransaction } from "../transaction/invite-server-transaction.js";
+import type { TimerClock } from "../transaction/timers.js";
+import { systemClock } from "../transaction/timers.js";
+import {
+  responseTo,
+  type ServerTransaction,
+  type TransactionCore,
+  TransactionLayer,
+} from "../transaction/transaction-layer.js";
+import type { Destination, MessageSource, SipTransport, TransportName } from "../transport/sip-transport.js";
+import { formatHost } from "../transport/via.js";
+import {
+  type Credentials,
+  IncomingInviteSession,
+  type InviteResponseHandler,
+  type InviteSession,
+  OutgoingInviteSession,
+  type SessionHost,
+} from "./invite-session.js";
+
+/** Methods this user agent implements (the Allow header). */
+const ALLOWED = ["INVITE", "ACK", "CANCEL", "BYE", "OPTIONS"];
+/** Methods it knows of but does not support: 405 with Allow (section 8.2.1); anything else is 501. */
+const KNOWN_UNSUPPORTED = new Set([
+  "REGISTER",
+  "SUBSCRIBE",
+  "NOTIFY",
+  "PUBLISH",
+  "MESSAGE",
+  "REFER",
+  "PRACK",
+  "UPDATE",
+  "INFO",
+]);
+
+export interface UserAgentOptions {
+  /** Written in User-Agent and Server headers. */
+  readonly product?: string;
+  readonly clock?: TimerClock;
+  /** Told of dropped messages and protocol oddities, for logging. */
+  readonly onDrop?: (reason: string) => void;
+}
+
+export interface OutgoingCallRequest {
+  /** Request-URI, e.g. sip:+16045550123@trunk.example:5060. */
+  readonly requestUri: string;
+  /** The user part written in From (our caller ID). */
+  readonly fromUser: string;
+  readonly destination: Destination;
+  readonly offer: string;
+  readonly credentials?: Credentials;
+}
+
+export class UserAgent implements TransactionCore, SessionHost {
+  readonly clock: TimerClock;
+  readonly allow = ALLOWED.join(", ");
+  readonly userAgent: string;
+  readonly #transport: SipTransport;
+  readonly #layer: TransactionLayer;
+  readonly #onDrop: ((reason: string) => void) | undefined;
+  /** Sessions by dialog identifier, once they have one. */
+  readonly #dialogs = new Map<string, InviteSession>();
+  /** Incoming sessions not yet answered, by their INVITE server transaction. */
+  readonly #pending = new Map<InviteServerTransaction, IncomingInviteSession>();
+  /** Outgoing sessions by Call-ID, for 2xx responses that create their dialog. */
+  readonly #outgoing = new Map<string, OutgoingInviteSession>();
+  #onInvite: ((session: IncomingInviteSession) => void) | undefined;
+
+  constructor(transport: SipTransport, options: UserAgentOptions = {}) {
+    this.#transport = transport;
+    this.clock = options.clock ?? systemClock;
+    this.userAgent = options.product ?? "Bridgeline";
+    this.#onDrop = options.onDrop;
+    this.#layer = new TransactionLayer(transport, this, { clock: this.clock });
+  }
+
+  /** The transport's messages come here. */
+  receive(message: SipMessage, source: MessageSource): void {
+    this.#layer.receive(message, source);
+  }
+
+  /** Who answers INVITEs outside a dialog; without one they are refused 404. */
+  onInvite(handler: (session: IncomingInviteSession) => void): void {
+    this.#onInvite = handler;
+  }
+
+  get activeSessions(): number {
+    return this.#dialogs.size + this.#pending.size + this.#outgoing.size;
+  }
+
+  /** Places a call: sends the INVITE (section 8.1.1) and returns its session. */
+  call(request: OutgoingCallRequest): OutgoingInviteSession {
+    const transportName = request.destination.transport;
+    const sentBy = this.#transport.sentBy;
+    const headers = new SipHeaders();
+    headers.append("Via", this.via(transportName));
+    headers.append("Max-Forwards", "70");
+    headers.append("From", `<sip:${request.fromUser}@${formatHost(sentBy.host)}>;tag=${newTag()}`);
+    headers.append("To", `<${request.requestUri}>`);
+    headers.append("Call-ID", newCallId(sentBy.host));
+    headers.append("CSeq", "1 INVITE");
+    headers.append("Contact", this.contact(transportName));
+    headers.append("Allow", this.allow);
+    headers.append("User-Agent", this.userAgent);
+    headers.append("Content-Type", "application/sdp");
+    const body = Buffer.from(request.offer);
+    headers.append("Content-Length", String(body.length));
+    const invite: SipRequest = {
+      kind: "request",
+      method: "INVITE",
+      uri: request.requestUri,
+      version: "SIP/2.0",
+      headers,
+      body,
+    };
+    const session = new OutgoingInviteSession(this, invite, request.destination, request.credentials);
+    this.#outgoing.set(session.callId, session);
+    session.start();
+    return session;
+  }
+
+  // SessionHost
+
+  via(transport: TransportName): string {
+    const { host, port } = this.#transport.sentBy;
+    return `SIP/2.0/${transport} ${formatHost(host)}:${port};branch=${newBranch()};rport`;
+  }
+
+  contact(transport: TransportName): string {
+    const { host, port } = this.#transport.sentBy;
+    return `<sip:bridgeline@${formatHost(host)}:${port}${transport === "TCP" ? ";transport=tcp" : ""}>`;
+  }
+
+  sendInvite(
+    request: SipRequest,
+    destination: Destination,
+    handler: InviteResponseHandler,
+  ): InviteClientTransaction {
+    return this.#layer.sendRequest(request, destination, {
+      receiveResponse: (response) => handler.receiveResponse(response),
+      onTimeout: () => handler.onTimeout(),
+      onTransportError: (error) => handler.onTransportError(error),
+    }) as InviteClientTransaction;
+  }
+
+  sendNonInvite(request: SipRequest, destination: Destination): void {
+    this.#layer.sendRequest(request, destination, {});
+  }
+
+  sendAck(ack: SipRequest, destination: Destination): void {
+    this.#layer.sendAck(ack, destination);
+  }
+
+  sendResponse(response: SipResponse): void {
+    this.#layer.sendResponse(response);
+  }
+
+  dialogConfirmed(session: InviteSession): void {
+    const id = session.dialogId;
+    if (id !== undefined) this.#dialogs.set(id, session);
+    if (session instanceof OutgoingInviteSession) this.#outgoing.delete(session.callId);
+    if (session instanceof IncomingInviteSession) this.#pending.delete(session.transaction);
+  }
+
+  sessionEnded(session: InviteSession): void {
+    const id = session.dialogId;
+    if (id !== undefined) this.#dialogs.delete(id);
+    if (session instanceof OutgoingInviteSession) this.#outgoing.delete(session.callId);
+    if (session instanceof IncomingInviteSession) this.#pending.delete(session.transaction);
+  }
+
+  // TransactionCore
+
+  receiveRequest(request: SipRequest, transaction: ServerTransaction, _source: MessageSource): void {
+    // Section 8.2.2.3: a Require we do not support is refused 420 with Unsupported.
+    const required = request.headers.getAll("Require");
+    if (required.length > 0 && request.method !== "CANCEL") {
+      transaction.respond(
+        responseTo(request, 420, "Bad Extension", { headers: [["Unsupported", required.join(", ")]] }),
+      );
+      return;
+    }
+    const toTag = tagOf(request.headers.get("To"));
+    if (toTag !== undefined) {
+      this.#receiveInDialog(request, transaction, toTag);
+      return;
+    }
+    switch (request.method) {
+      case "INVITE":
+        this.#receiveInvite(request, transaction as InviteServerTransaction);
+        return;
+      case "OPTIONS":
+        transaction.respond(
+          responseTo(request, 200, "OK", {
+            toTag: newTag(),
+            headers: [
+              ["Allow", this.allow],
+              ["Accept", "application/sdp"],
+              ["Server", this.userAgent],
+            ],
+          }),
+        );
+        return;
+      case "BYE":
+        transaction.respond(responseTo(request, 481, "Call/Transaction Does Not Exist", { toTag: newTag() }));
+        return;
+      default:
+        this.#refuseMethod(request, transaction);
+    }
+  }
+
+  receiveAck(ack: SipRequest): void {
+    const session = this.#sessionFor(ack);
+    if (session !== undefined) session.receiveAck(ack);
+  }
+
+  receiveCancel(invite: InviteServerTransaction): void {
+    this.#pending.get(invite)?.cancelled();
+  }
+
+  receiveStrayResponse(response: SipResponse): void {
+    if (response.status < 200 || response.status >= 300) return;
+    const callId = response.headers.get("Call-ID");
+    const fromTag = tagOf(response.headers.get("From"));
+    const toTag = tagOf(response.headers.get("To"));
+    if (callId === undefined || fromTag === undefined || toTag === undefined) return;
+    this.#dialogs.get(dialogId(callId, fromTag, toTag))?.receiveStray2xx(response);
+  }
+
+  onDrop(reason: string): void {
+    this.#onDrop?.(reason);
+  }
+
+  #receiveInvite(request: SipRequest, transaction: InviteServerTransaction): void {
+    const session = new IncomingInviteSession(this, request, transaction, newTag());
+    const handler = this.#onInvite;
+    if (handler === undefined || parseNameAddr(request.headers.get("From") ?? "") === undefined) {
+      session.reject(404, "Not Found");
+      return;
+    }
+    this.#pending.set(transaction, session);
+    try {
+      handler(session);
+    } catch (error) {
+      this.#onDrop?.(`INVITE handler failed: ${error instanceof Error ? error.message : String(error)}`);
+      session.reject(500, "Server Internal Error");
+    }
+  }
+
+  #receiveInDialog(request: SipRequest, transaction: ServerTransaction, toTag: string): void {
+    const session = this.#sessionFor(request, toTag);
+    if (session === undefined) {
+      // Section 12.2.2: a request for a dialog we do not have.
+      transaction.respond(responseTo(request, 481, "Call/Transaction Does Not Exist"));
+      return;
+    }
+    session.receiveRequest(request, transaction);
+  }
+
+  #refuseMethod(request: SipRequest, transaction: ServerTransaction): void {
+    const headers: [string, string][] = [["Allow", this.allow]];
+    const response = KNOWN_UNSUPPORTED.has(request.method)
+      ? responseTo(request, 405, "Method Not Allowed", { toTag: newTag(), headers })
+      : responseTo(request, 501, "Not Implemented", { toTag: newTag(), headers });
+    transaction.respond(response);
+  }
+
+  #sessionFor(request: SipRequest, toTag = tagOf(request.headers.get("To"))): InviteSession | undefined {
+    const callId = request.headers.get("Call-ID");
+    const fromTag = tagOf(request.headers.get("From"));
+    if (callId === undefined || fromTag === undefined || toTag === undefined) return undefined;
+    return this.#dialogs.get(dialogId(callId, toTag, fromTag));
+  }
+}

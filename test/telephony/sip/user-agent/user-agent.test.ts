@@ -1,0 +1,173 @@
+/**
+ * The user agent core on a real UDP socket, driven by hand-written requests: what it answers when no
+ * session claims a request (RFC 3261 sections 8.2 and 12.2.2), and CANCEL of a pending INVITE (9.2).
+ */
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { createSocket, type Socket } from "node:dgram";
+import { after, before, describe, it } from "node:test";
+import { parseMessage } from "../../../../src/telephony/sip/message/parser.js";
+import type { SipResponse } from "../../../../src/telephony/sip/message/sip-message.js";
+import { SipTransport } from "../../../../src/telephony/sip/transport/sip-transport.js";
+import type { IncomingInviteSession } from "../../../../src/telephony/sip/user-agent/invite-session.js";
+import { UserAgent } from "../../../../src/telephony/sip/user-agent/user-agent.js";
+
+let transport: SipTransport;
+let agent: UserAgent;
+let peer: Socket;
+let peerPort: number;
+const invites: IncomingInviteSession[] = [];
+const received: SipResponse[] = [];
+const waiters: Array<() => void> = [];
+
+function request(
+  method: string,
+  options: { callId?: string; toTag?: string; branch?: string; extra?: string; cseq?: number } = {},
+): string {
+  const branch = options.branch ?? `z9hG4bK${randomBytes(6).toString("hex")}`;
+  const to = `<sip:service@127.0.0.1>${options.toTag === undefined ? "" : `;tag=${options.toTag}`}`;
+  return [
+    `${method} sip:service@127.0.0.1:${transport.port} SIP/2.0`,
+    `Via: SIP/2.0/UDP 127.0.0.1:${peerPort};branch=${branch}`,
+    "Max-Forwards: 70",
+    "From: <sip:tester@127.0.0.1>;tag=peer1",
+    `To: ${to}`,
+    `Call-ID: ${options.callId ?? randomBytes(8).toString("hex")}`,
+    `CSeq: ${options.cseq ?? 1} ${method}`,
+    `Contact: <sip:tester@127.0.0.1:${peerPort}>`,
+    ...(options.extra === undefined ? [] : [options.extra]),
+    "Content-Length: 0",
+    "",
+    "",
+  ].join("\r\n");
+}
+
+function send(text: string): void {
+  peer.send(Buffer.from(text), transport.port, "127.0.0.1");
+}
+
+/** The next final (or given) response whose CSeq method is `method`. */
+async function responseTo(method: string, status?: number): Promise<SipResponse> {
+  for (let attempt = 0; attempt < 10; attempt++) {
+    const index = received.findIndex(
+      (response) =>
+        response.headers.get("CSeq")?.endsWith(` ${method}`) === true &&
+        (status === undefined ? response.status >= 200 : response.status === status),
+    );
+    if (index >= 0) return received.splice(index, 1)[0] as SipResponse;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 2000);
+      waiters.push(() => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+  throw new Error(`no ${status ?? "final"} response to ${method}`);
+}
+
+describe("user agent core", () => {
+  before(async () => {
+    transport = await SipTransport.listen({
+      bindAddress: "127.0.0.1",
+      port: 0,
+      onMessage: (message, source) => agent.receive(message, source),
+    });
+    agent = new UserAgent(transport);
+    agent.onInvite((session) => invites.push(session));
+    peer = createSocket("udp4");
+    await new Promise<void>((resolve) => peer.bind(0, "127.0.0.1", resolve));
+    peerPort = peer.address().port;
+    peer.on("message", (bytes) => {
+      const result = parseMessage(bytes, { stream: false });
+      if (result.ok && result.message.kind === "response") received.push(result.message);
+      for (const wake of waiters.splice(0)) wake();
+    });
+  });
+
+  after(async () => {
+    peer.close();
+    await transport.close();
+  });
+
+  it("answers OPTIONS 200 with Allow and Accept (section 11.2)", async () => {
+    send(request("OPTIONS"));
+    const response = await responseTo("OPTIONS");
+    assert.equal(response.status, 200);
+    assert.deepEqual(response.headers.getAll("Allow"), ["INVITE", "ACK", "CANCEL", "BYE", "OPTIONS"]);
+    assert.equal(response.headers.get("Accept"), "application/sdp");
+    assert.match(response.headers.get("To") ?? "", /;tag=/);
+  });
+
+  it("answers a method it knows but does not support 405 with Allow (section 8.2.1)", async () => {
+    send(request("SUBSCRIBE"));
+    const response = await responseTo("SUBSCRIBE");
+    assert.equal(response.status, 405);
+    assert.ok(response.headers.getAll("Allow").includes("INVITE"));
+  });
+
+  it("answers an unknown method 501 (section 8.2.1)", async () => {
+    send(request("FROBNICATE"));
+    assert.equal((await responseTo("FROBNICATE")).status, 501);
+  });
+
+  it("answers a BYE outside any dialog 481 (section 15.1.2)", async () => {
+    send(request("BYE"));
+    assert.equal((await responseTo("BYE")).status, 481);
+  });
+
+  it("answers an in-dialog request for an unknown dialog 481 (section 12.2.2)", async () => {
+    send(request("INVITE", { toTag: "nosuchdialog" }));
+    assert.equal((await responseTo("INVITE")).status, 481);
+  });
+
+  it("refuses a Require it does not support with 420 and Unsupported (section 8.2.2.3)", async () => {
+    send(request("OPTIONS", { extra: "Require: 100rel" }));
+    const response = await responseTo("OPTIONS");
+    assert.equal(response.status, 420);
+    assert.equal(response.headers.get("Unsupported"), "100rel");
+  });
+
+  it("answers a CANCEL for no transaction 481 (section 9.2)", async () => {
+    send(request("CANCEL"));
+    assert.equal((await responseTo("CANCEL")).status, 481);
+  });
+
+  it("answers a CANCEL 200 and the pending INVITE 487, then absorbs the ACK (section 9.2)", async () => {
+    const callId = randomBytes(8).toString("hex");
+    const branch = `z9hG4bK${randomBytes(6).toString("hex")}`;
+    const before = invites.length;
+    send(request("INVITE", { callId, branch }));
+    const trying = await responseTo("INVITE", 100);
+    assert.equal(trying.status, 100);
+    assert.equal(invites.length, before + 1);
+    send(request("CANCEL", { callId, branch }));
+    assert.equal((await responseTo("CANCEL")).status, 200);
+    const terminated = await responseTo("INVITE");
+    assert.equal(terminated.status, 487);
+    const toTag = /;tag=([^;>\s]+)/.exec(terminated.headers.get("To") ?? "")?.[1];
+    assert.ok(toTag, "the 487 carries a To tag");
+    send(request("ACK", { callId, branch, toTag }));
+    // The ACK ends the exchange: a retransmitted 487 would show up here on UDP before Timer G grows.
+    await new Promise((resolve) => setTimeout(resolve, 700));
+    assert.equal(
+      received.filter((response) => response.headers.get("Call-ID") === callId).length,
+      0,
+      "no 487 retransmission after the ACK",
+    );
+  });
+
+  it("retransmits a 487 until the ACK arrives (Timer G, section 17.2.1)", async () => {
+    const callId = randomBytes(8).toString("hex");
+    const branch = `z9hG4bK${randomBytes(6).toString("hex")}`;
+    send(request("INVITE", { callId, branch }));
+    await responseTo("INVITE", 100);
+    send(request("CANCEL", { callId, branch }));
+    await responseTo("CANCEL");
+    await responseTo("INVITE");
+    const again = await responseTo("INVITE");
+    assert.equal(again.status, 487, "the 487 is sent again after T1 without an ACK");
+    const toTag = /;tag=([^;>\s]+)/.exec(again.headers.get("To") ?? "")?.[1];
+    send(request("ACK", { callId, branch, toTag }));
+  });
+});
