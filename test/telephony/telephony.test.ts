@@ -1,0 +1,186 @@
+/**
+ * The call API end to end between two telephony services on loopback, one the other's trunk: real SIP
+ * over UDP and TCP, real RTP. Peers nobody here wrote are in test/telephony/e2e.
+ */
+import assert from "node:assert/strict";
+import { once } from "node:events";
+import { after, before, describe, it } from "node:test";
+import type { Call, CallEnd, CallFailure, IncomingCall } from "../../src/telephony/call.js";
+import { Telephony } from "../../src/telephony/telephony.js";
+
+const FRAME = 160;
+
+function tone(frequency: number, frameIndex: number): Int16Array {
+  const frame = new Int16Array(FRAME);
+  for (let i = 0; i < FRAME; i++) {
+    const n = frameIndex * FRAME + i;
+    frame[i] = Math.round(8000 * Math.sin((2 * Math.PI * frequency * n) / 8000));
+  }
+  return frame;
+}
+
+/** Relative power of one frequency in the samples (Goertzel). */
+function power(samples: Int16Array, frequency: number): number {
+  const coefficient = 2 * Math.cos((2 * Math.PI * frequency) / 8000);
+  let previous = 0;
+  let beforePrevious = 0;
+  for (const sample of samples) {
+    const current = sample + coefficient * previous - beforePrevious;
+    beforePrevious = previous;
+    previous = current;
+  }
+  return (
+    (previous * previous + beforePrevious * beforePrevious - coefficient * previous * beforePrevious) /
+    samples.length ** 2
+  );
+}
+
+/** Sends `frequency` from `from` while reading `to` for `frames` frames at the 20 ms pace. */
+async function exchange(from: Call, to: Call, frequency: number, frames: number): Promise<Int16Array> {
+  const heard = new Int16Array(frames * FRAME);
+  const out = new Int16Array(FRAME);
+  for (let index = 0; index < frames; index++) {
+    from.sendAudio(tone(frequency, index));
+    to.readAudio(out);
+    heard.set(out, index * FRAME);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return heard;
+}
+
+let callee: Telephony;
+let caller: Telephony;
+let tcpCaller: Telephony;
+let incoming: (call: IncomingCall) => void = () => {};
+
+describe("telephony: placing and taking calls", () => {
+  before(async () => {
+    callee = await Telephony.start({
+      bindAddress: "127.0.0.1",
+      sipPort: 0,
+      rtpPorts: { min: 41000, max: 41199 },
+    });
+    callee.onIncomingCall((call) => incoming(call));
+    caller = await Telephony.start({
+      bindAddress: "127.0.0.1",
+      sipPort: 0,
+      trunk: `sip:127.0.0.1:${callee.sipPort}`,
+      callerId: "+16045550100",
+      rtpPorts: { min: 41200, max: 41399 },
+      mediaTimeoutMs: 1500,
+    });
+    tcpCaller = await Telephony.start({
+      bindAddress: "127.0.0.1",
+      sipPort: 0,
+      trunk: `sip:127.0.0.1:${callee.sipPort};transport=tcp`,
+      rtpPorts: { min: 41400, max: 41599 },
+    });
+  });
+
+  after(async () => {
+    await Promise.all([caller.close(), tcpCaller.close()]);
+    await callee.close();
+  });
+
+  it("rings, answers, carries audio both ways and digits, holds and resumes, and hangs up", async () => {
+    const taken = new Promise<IncomingCall>((resolve) => {
+      incoming = (call) => {
+        call.ring();
+        resolve(call);
+      };
+    });
+    const call = caller.placeCall("(604) 555-0123");
+    await once(call, "ringing");
+    const theirs = await taken;
+    assert.equal(theirs.from, "+16045550100");
+    assert.equal(theirs.to, "+16045550123", "the called number goes out as +1NPANXXXXXX");
+    assert.equal(call.state, "ringing");
+    const answered = once(call, "answered");
+    assert.equal(await theirs.accept(), true);
+    await answered;
+    assert.equal(call.state, "answered");
+
+    const heardByCallee = await exchange(call, theirs, 1000, 40);
+    const heardByCaller = await exchange(theirs, call, 600, 40);
+    const late = (samples: Int16Array) => samples.subarray(15 * FRAME);
+    assert.ok(
+      power(late(heardByCallee), 1000) > 100 * power(late(heardByCallee), 600),
+      "callee hears 1000 Hz",
+    );
+    assert.ok(
+      power(late(heardByCaller), 600) > 100 * power(late(heardByCaller), 1000),
+      "caller hears 600 Hz",
+    );
+
+    const digits: string[] = [];
+    theirs.on("digit", (key) => digits.push(key));
+    assert.equal(await call.sendDigits("19#"), true);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.deepEqual(digits, ["1", "9", "#"]);
+
+    const held = once(theirs, "held");
+    assert.equal(await call.hold(), true);
+    assert.deepEqual(await held, [true]);
+    const resumed = once(theirs, "held");
+    assert.equal(await call.resume(), true);
+    assert.deepEqual(await resumed, [false]);
+
+    const ended = once(theirs, "ended") as Promise<[CallEnd]>;
+    call.hangup();
+    assert.equal((await ended)[0].by, "remote");
+    assert.equal(call.state, "ended");
+    assert.equal(theirs.state, "ended");
+  });
+
+  it("reports the callee's refusal with its status", async () => {
+    incoming = (call) => call.reject(486, "Busy Here");
+    const call = caller.placeCall("+16045550124");
+    const [failure] = (await once(call, "failed")) as [CallFailure];
+    assert.deepEqual(failure, { status: 486, reason: "Busy Here" });
+  });
+
+  it("cancels an unanswered call at the ring timeout and fails it 408", async () => {
+    const cancelled = new Promise<IncomingCall>((resolve) => {
+      incoming = (call) => {
+        call.ring();
+        call.on("failed", () => resolve(call));
+      };
+    });
+    const call = caller.placeCall("+16045550125", { ringTimeoutMs: 300 });
+    const [failure] = (await once(call, "failed")) as [CallFailure];
+    assert.equal(failure.status, 408);
+    const theirs = await cancelled;
+    assert.equal(theirs.state, "failed", "the callee saw the CANCEL");
+  });
+
+  it("fails a call to a number that is not a NANP number with 484, and says so without a trunk", async () => {
+    const bad = caller.placeCall("12");
+    assert.equal(((await once(bad, "failed")) as [CallFailure])[0].status, 484);
+    const noTrunk = callee.placeCall("+16045550126");
+    assert.deepEqual(((await once(noTrunk, "failed")) as [CallFailure])[0], {
+      status: 503,
+      reason: "No trunk configured",
+    });
+  });
+
+  it("places calls over TCP when the trunk URI says so", async () => {
+    incoming = (call) => void call.accept();
+    const call = tcpCaller.placeCall("+16045550127");
+    await once(call, "answered");
+    call.hangup();
+    assert.equal(call.state, "ended");
+  });
+
+  it("ends an answered call whose media stops (media timeout)", async () => {
+    let theirs: IncomingCall | undefined;
+    incoming = (call) => {
+      theirs = call;
+      void call.accept();
+    };
+    const call = caller.placeCall("+16045550128");
+    await once(call, "answered");
+    const [end] = (await once(call, "ended")) as [CallEnd];
+    assert.equal(end.by, "media-timeout");
+    await once(theirs as IncomingCall, "ended");
+  });
+});
