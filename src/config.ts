@@ -19,6 +19,32 @@ export interface Config {
   /** Sign-up attempts per client address within the window before 429. */
   signupLimit: number;
   throttleWindowSeconds: number;
+  sip: SipConfig;
+}
+
+/** The SIP/RTP stack's settings (BRIDGELINE_SIP_*, _RTP_PORTS, _CALLER_ID, _PUBLIC_ADDRESS). */
+export interface SipConfig {
+  /** Address the SIP (UDP and TCP) and RTP sockets bind to. */
+  bindAddress: string;
+  port: number;
+  /** Written into Via, Contact and SDP when the service sits behind NAT; else the bind address. */
+  publicAddress: string | null;
+  /** The default trunk's SIP URI; null when calls cannot be placed. */
+  trunk: string | null;
+  trunkUser: string | null;
+  trunkPassword: string | null;
+  /** The From user part of placed calls, E.164 or a plain user name. */
+  callerId: string;
+  /** Dial plan: number prefixes to other trunks, longest prefix first. */
+  routes: SipRoute[];
+  rtpPorts: { min: number; max: number };
+  ringTimeoutSeconds: number;
+  mediaTimeoutSeconds: number;
+}
+
+export interface SipRoute {
+  prefix: string;
+  trunk: string;
 }
 
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
@@ -60,6 +86,79 @@ function readFile(env: Env, name: string): string | null {
   return raw === undefined || raw === "" ? null : path.resolve(raw);
 }
 
+const SIP_URI = /^sips?:[^\s<>"]+$/i;
+
+function readSipUri(env: Env, name: string): string | null {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return null;
+  if (!SIP_URI.test(raw))
+    throw new ConfigError(name, `must be a SIP URI such as sip:127.0.0.1:5070, got "${raw}"`);
+  return raw;
+}
+
+/** BRIDGELINE_SIP_ROUTES: `prefix=uri;prefix=uri`, e.g. `+1604555=sip:127.0.0.1:5071;+1778=sip:b.example`. */
+function readRoutes(env: Env): SipRoute[] {
+  const raw = env.BRIDGELINE_SIP_ROUTES;
+  if (raw === undefined || raw.trim() === "") return [];
+  const routes = raw
+    .split(/[;\n]+(?=\s*\+?\d+\s*=)/)
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== "")
+    .map((entry) => {
+      const match = /^(\+?\d+)\s*=\s*(\S+)$/.exec(entry);
+      if (match === null || !SIP_URI.test(match[2] as string)) {
+        throw new ConfigError(
+          "BRIDGELINE_SIP_ROUTES",
+          `each entry must be <number prefix>=<SIP URI>, such as +1604555=sip:127.0.0.1:5071; got "${entry}"`,
+        );
+      }
+      return { prefix: match[1] as string, trunk: match[2] as string };
+    });
+  return routes.sort((a, b) => b.prefix.length - a.prefix.length);
+}
+
+function readPortRange(env: Env): { min: number; max: number } {
+  const raw = env.BRIDGELINE_RTP_PORTS || "10000-20000";
+  const match = /^(\d+)-(\d+)$/.exec(raw.trim());
+  const min = Number(match?.[1]);
+  const max = Number(match?.[2]);
+  if (match === null || min < 1024 || max > 65535 || max - min < 1) {
+    throw new ConfigError(
+      "BRIDGELINE_RTP_PORTS",
+      `must be a range such as 10000-20000 within 1024-65535 holding at least one even/odd pair, got "${raw}"`,
+    );
+  }
+  return { min, max };
+}
+
+function readSipConfig(env: Env): SipConfig {
+  const trunkUser = env.BRIDGELINE_SIP_TRUNK_USER || null;
+  const trunkPassword = env.BRIDGELINE_SIP_TRUNK_PASSWORD || null;
+  if ((trunkUser === null) !== (trunkPassword === null)) {
+    throw new ConfigError(
+      trunkUser === null ? "BRIDGELINE_SIP_TRUNK_USER" : "BRIDGELINE_SIP_TRUNK_PASSWORD",
+      "BRIDGELINE_SIP_TRUNK_USER and BRIDGELINE_SIP_TRUNK_PASSWORD must be set together",
+    );
+  }
+  const callerId = env.BRIDGELINE_CALLER_ID || "bridgeline";
+  if (!/^\+?[A-Za-z0-9._-]+$/.test(callerId)) {
+    throw new ConfigError("BRIDGELINE_CALLER_ID", `must be a number such as +16045550100, got "${callerId}"`);
+  }
+  return {
+    bindAddress: env.BRIDGELINE_SIP_ADDRESS || "0.0.0.0",
+    port: readPort(env, "BRIDGELINE_SIP_PORT", 5060) as number,
+    publicAddress: env.BRIDGELINE_PUBLIC_ADDRESS || null,
+    trunk: readSipUri(env, "BRIDGELINE_SIP_TRUNK"),
+    trunkUser,
+    trunkPassword,
+    callerId,
+    routes: readRoutes(env),
+    rtpPorts: readPortRange(env),
+    ringTimeoutSeconds: readPositiveInteger(env, "BRIDGELINE_RING_TIMEOUT_SECONDS", 45),
+    mediaTimeoutSeconds: readPositiveInteger(env, "BRIDGELINE_MEDIA_TIMEOUT_SECONDS", 30),
+  };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = (env.BRIDGELINE_LOG_LEVEL || "info") as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) {
@@ -93,5 +192,6 @@ export function loadConfig(env: Env = process.env): Config {
     failedLoginLimit: readPositiveInteger(env, "BRIDGELINE_FAILED_LOGIN_LIMIT", 10),
     signupLimit: readPositiveInteger(env, "BRIDGELINE_SIGNUP_LIMIT", 20),
     throttleWindowSeconds: readPositiveInteger(env, "BRIDGELINE_THROTTLE_WINDOW_SECONDS", 900),
+    sip: readSipConfig(env),
   };
 }

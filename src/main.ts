@@ -6,11 +6,15 @@ import { buildApi } from "./api/server.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { createLogger } from "./log.js";
 import { openStore } from "./store/database.js";
+import { Telephony } from "./telephony/telephony.js";
 import { loadTlsMaterial } from "./tls.js";
 
 export interface RunningService {
   httpsPort: number;
   httpPort: number | null;
+  /** The SIP port (UDP and TCP). */
+  sipPort: number;
+  telephony: Telephony;
   close(): Promise<void>;
 }
 
@@ -24,6 +28,30 @@ export async function startService(
     logger.warn({ err: error }, "idle database connection failed; the pool replaces it"),
   );
   const tls = await loadTlsMaterial(config);
+  const sip = config.sip;
+  let telephony: Telephony;
+  try {
+    telephony = await Telephony.start({
+      bindAddress: sip.bindAddress,
+      sipPort: sip.port,
+      publicAddress: sip.publicAddress,
+      trunk: sip.trunk,
+      trunkUser: sip.trunkUser,
+      trunkPassword: sip.trunkPassword,
+      callerId: sip.callerId,
+      routes: sip.routes,
+      rtpPorts: sip.rtpPorts,
+      ringTimeoutMs: sip.ringTimeoutSeconds * 1000,
+      mediaTimeoutMs: sip.mediaTimeoutSeconds * 1000,
+      logger: logger.child({ component: "telephony" }),
+    });
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  if (sip.trunk === null && sip.routes.length === 0) {
+    logger.warn("no SIP trunk configured (BRIDGELINE_SIP_TRUNK): calls cannot be placed");
+  }
   let plainServer: http.Server | null = null;
   const app = buildApi({
     store,
@@ -50,12 +78,19 @@ export async function startService(
       });
       httpPort = (plain.address() as AddressInfo).port;
     }
-    logger.info({ httpsPort, httpPort, store: store.dialect, dataDir: config.dataDir }, "bridgeline started");
+    const sipPort = telephony.sipPort;
+    logger.info(
+      { httpsPort, httpPort, sipPort, store: store.dialect, dataDir: config.dataDir },
+      "bridgeline started",
+    );
     return {
       httpsPort,
       httpPort,
+      sipPort,
+      telephony,
       async close() {
         await Promise.all([
+          telephony.close(),
           app.close(),
           plain ? new Promise<void>((resolve) => plain.close(() => resolve())) : undefined,
         ]);
@@ -65,6 +100,7 @@ export async function startService(
     };
   } catch (error) {
     await app.close();
+    await telephony.close();
     await store.close();
     throw error;
   }

@@ -24,6 +24,19 @@ describe("loadConfig", () => {
       failedLoginLimit: 10,
       signupLimit: 20,
       throttleWindowSeconds: 900,
+      sip: {
+        bindAddress: "0.0.0.0",
+        port: 5060,
+        publicAddress: null,
+        trunk: null,
+        trunkUser: null,
+        trunkPassword: null,
+        callerId: "bridgeline",
+        routes: [],
+        rtpPorts: { min: 10000, max: 20000 },
+        ringTimeoutSeconds: 45,
+        mediaTimeoutSeconds: 30,
+      },
     });
   });
 
@@ -42,6 +55,17 @@ describe("loadConfig", () => {
         "BRIDGELINE_FAILED_LOGIN_LIMIT",
         "BRIDGELINE_SIGNUP_LIMIT",
         "BRIDGELINE_THROTTLE_WINDOW_SECONDS",
+        "BRIDGELINE_SIP_ADDRESS",
+        "BRIDGELINE_SIP_PORT",
+        "BRIDGELINE_PUBLIC_ADDRESS",
+        "BRIDGELINE_SIP_TRUNK",
+        "BRIDGELINE_SIP_TRUNK_USER",
+        "BRIDGELINE_SIP_TRUNK_PASSWORD",
+        "BRIDGELINE_CALLER_ID",
+        "BRIDGELINE_SIP_ROUTES",
+        "BRIDGELINE_RTP_PORTS",
+        "BRIDGELINE_RING_TIMEOUT_SECONDS",
+        "BRIDGELINE_MEDIA_TIMEOUT_SECONDS",
       ].map((name) => [name, ""]),
     );
     assert.deepEqual(loadConfig(empty), loadConfig({}));
@@ -61,6 +85,17 @@ describe("loadConfig", () => {
       BRIDGELINE_FAILED_LOGIN_LIMIT: "5",
       BRIDGELINE_SIGNUP_LIMIT: "7",
       BRIDGELINE_THROTTLE_WINDOW_SECONDS: "60",
+      BRIDGELINE_SIP_ADDRESS: "10.0.0.5",
+      BRIDGELINE_SIP_PORT: "5080",
+      BRIDGELINE_PUBLIC_ADDRESS: "203.0.113.7",
+      BRIDGELINE_SIP_TRUNK: "sip:trunk.example:5060;transport=tcp",
+      BRIDGELINE_SIP_TRUNK_USER: "acct",
+      BRIDGELINE_SIP_TRUNK_PASSWORD: "secret",
+      BRIDGELINE_CALLER_ID: "+16045550100",
+      BRIDGELINE_SIP_ROUTES: "+1778=sip:carrier-b.example:5060;transport=tcp;+1604555=sip:127.0.0.1:5071",
+      BRIDGELINE_RTP_PORTS: "20000-20999",
+      BRIDGELINE_RING_TIMEOUT_SECONDS: "30",
+      BRIDGELINE_MEDIA_TIMEOUT_SECONDS: "10",
     });
     assert.deepEqual(config, {
       dataDir: "/var/lib/bridgeline",
@@ -75,6 +110,23 @@ describe("loadConfig", () => {
       failedLoginLimit: 5,
       signupLimit: 7,
       throttleWindowSeconds: 60,
+      sip: {
+        bindAddress: "10.0.0.5",
+        port: 5080,
+        publicAddress: "203.0.113.7",
+        trunk: "sip:trunk.example:5060;transport=tcp",
+        trunkUser: "acct",
+        trunkPassword: "secret",
+        callerId: "+16045550100",
+        // Longest prefix first, and a URI's own ";transport=tcp" stays part of it.
+        routes: [
+          { prefix: "+1604555", trunk: "sip:127.0.0.1:5071" },
+          { prefix: "+1778", trunk: "sip:carrier-b.example:5060;transport=tcp" },
+        ],
+        rtpPorts: { min: 20000, max: 20999 },
+        ringTimeoutSeconds: 30,
+        mediaTimeoutSeconds: 10,
+      },
     });
   });
 
@@ -91,6 +143,15 @@ describe("loadConfig", () => {
     [{ BRIDGELINE_SIGNUP_LIMIT: "many" }, "BRIDGELINE_SIGNUP_LIMIT"],
     [{ BRIDGELINE_THROTTLE_WINDOW_SECONDS: "1.5" }, "BRIDGELINE_THROTTLE_WINDOW_SECONDS"],
     [{ BRIDGELINE_DATABASE_URL: "mysql://db.internal/bridgeline" }, "BRIDGELINE_DATABASE_URL"],
+    [{ BRIDGELINE_SIP_PORT: "sip" }, "BRIDGELINE_SIP_PORT"],
+    [{ BRIDGELINE_SIP_TRUNK: "127.0.0.1:5070" }, "BRIDGELINE_SIP_TRUNK"],
+    [{ BRIDGELINE_SIP_TRUNK_USER: "acct" }, "BRIDGELINE_SIP_TRUNK_PASSWORD"],
+    [{ BRIDGELINE_SIP_ROUTES: "+1604=127.0.0.1" }, "BRIDGELINE_SIP_ROUTES"],
+    [{ BRIDGELINE_SIP_ROUTES: "abc=sip:127.0.0.1" }, "BRIDGELINE_SIP_ROUTES"],
+    [{ BRIDGELINE_RTP_PORTS: "20000" }, "BRIDGELINE_RTP_PORTS"],
+    [{ BRIDGELINE_RTP_PORTS: "30000-20000" }, "BRIDGELINE_RTP_PORTS"],
+    [{ BRIDGELINE_CALLER_ID: "Bridgeline <sip:x>" }, "BRIDGELINE_CALLER_ID"],
+    [{ BRIDGELINE_RING_TIMEOUT_SECONDS: "0" }, "BRIDGELINE_RING_TIMEOUT_SECONDS"],
   ];
   for (const [env, variable] of badValues) {
     it(`refuses ${JSON.stringify(env)}, naming ${variable}`, () => {
