@@ -15,6 +15,10 @@ for tool in python3 make g++; do
   command -v "$tool" >/dev/null || apt_install python3 make g++
 done
 
+# Real SIP peers for the telephony tests: SIPp (Debian sip-tester) and baresip.
+command -v sipp >/dev/null || apt_install sip-tester
+command -v baresip >/dev/null || apt_install baresip-core
+
 # PostgreSQL for the production-store half of the suite.
 : "${BRIDGELINE_TEST_DATABASE_URL:=postgres://postgres@127.0.0.1:5432/test}"
 if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
