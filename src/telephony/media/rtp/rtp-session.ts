@@ -472,6 +472,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       packet.sequenceNumber,
       packet.timestamp,
       now * TIMESTAMP_UNITS_PER_MS,
+      isAudio,
     );
     if (!isReceiving(config.direction)) return;
     if (isAudio) {

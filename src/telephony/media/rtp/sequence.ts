@@ -42,11 +42,12 @@ export class ReceptionStatistics {
    * Records a received packet. `arrival` is the arrival time expressed in the stream's RTP timestamp
    * units (e.g. milliseconds × 8 for an 8 kHz clock); only differences between arrivals matter.
    * Returns false while the source is on probation or when the packet is judged invalid (A.1), in
-   * which case it is not counted.
+   * which case it is not counted. With `measureJitter` false the packet is counted but left out of the
+   * jitter estimate: RFC 4733 event packets all carry their event's start timestamp, which reads as jitter.
    */
-  onPacket(sequenceNumber: number, rtpTimestamp: number, arrival: number): boolean {
+  onPacket(sequenceNumber: number, rtpTimestamp: number, arrival: number, measureJitter = true): boolean {
     if (!this.updateSequence(sequenceNumber & 0xffff)) return false;
-    this.updateJitter(rtpTimestamp, arrival);
+    if (measureJitter) this.updateJitter(rtpTimestamp, arrival);
     return true;
   }
 

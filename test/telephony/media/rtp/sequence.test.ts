@@ -70,4 +70,20 @@ describe("ReceptionStatistics", () => {
     stats.onPacket(3, 0, 1160 + 16); // timestamp wrapped, arrival 16 units late
     assert.equal(stats.jitter, 1);
   });
+
+  it("counts a packet left out of the jitter estimate (RFC 4733 events share one timestamp)", () => {
+    const stats = new ReceptionStatistics(1);
+    stats.onPacket(1, 0, 0);
+    stats.onPacket(2, 160, 160);
+    // Three event packets with their event's start timestamp, arriving 20 ms apart.
+    for (const [sequence, arrival] of [
+      [3, 320],
+      [4, 480],
+      [5, 640],
+    ] as const) {
+      assert.equal(stats.onPacket(sequence, 320, arrival, false), true);
+    }
+    assert.equal(stats.received, 4);
+    assert.equal(stats.jitter, 0);
+  });
 });
