@@ -171,6 +171,42 @@ describe("telephony: placing and taking calls", () => {
     assert.equal(call.state, "ended");
   });
 
+  it("routes a number by the dial plan's longest matching prefix, else to the default trunk", async () => {
+    const other = await Telephony.start({
+      bindAddress: "127.0.0.1",
+      sipPort: 0,
+      rtpPorts: { min: 41600, max: 41799 },
+    });
+    const reached: string[] = [];
+    other.onIncomingCall((call) => {
+      reached.push(`other ${call.to}`);
+      call.reject(486, "Busy Here");
+    });
+    incoming = (call) => {
+      reached.push(`default ${call.to}`);
+      call.reject(486, "Busy Here");
+    };
+    const routed = await Telephony.start({
+      bindAddress: "127.0.0.1",
+      sipPort: 0,
+      trunk: `sip:127.0.0.1:${callee.sipPort}`,
+      routes: [
+        { prefix: "+1604", trunk: `sip:127.0.0.1:${callee.sipPort}` },
+        { prefix: "+1604555", trunk: `sip:127.0.0.1:${other.sipPort}` },
+      ],
+      rtpPorts: { min: 41800, max: 41999 },
+    });
+    try {
+      for (const number of ["+16045550130", "+16045560130", "+17785550130"]) {
+        await once(routed.placeCall(number), "failed");
+      }
+      assert.deepEqual(reached, ["other +16045550130", "default +16045560130", "default +17785550130"]);
+    } finally {
+      await routed.close();
+      await other.close();
+    }
+  });
+
   it("ends an answered call whose media stops (media timeout)", async () => {
     let theirs: IncomingCall | undefined;
     incoming = (call) => {
