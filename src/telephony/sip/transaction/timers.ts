@@ -52,7 +52,8 @@ export interface TimerClock {
   clearTimeout(handle: TimerHandle): void;
 }
 
+/** Node's timers, unreferenced: the sockets keep a running stack alive, a lingering Timer D need not. */
 export const systemClock: TimerClock = {
-  setTimeout: (callback, delayMs) => setTimeout(callback, delayMs),
+  setTimeout: (callback, delayMs) => setTimeout(callback, delayMs).unref(),
   clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
 };
