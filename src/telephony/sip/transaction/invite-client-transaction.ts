@@ -63,10 +63,12 @@ export class InviteClientTransaction extends Transaction {
           this.user.receiveResponse?.(response);
           this.stateTransition(TransactionState.Terminated);
         } else {
+          // The ACK leaves before the TU sees the response, so that a TU retrying at once (with
+          // credentials after a 401/407) does not overtake it.
           this.stateTransition(TransactionState.Completed);
           this.ack = generateAck(this.request, response);
+          if (!this.sendMessage(this.ack)) return;
           this.user.receiveResponse?.(response);
-          if (this.state === TransactionState.Completed) this.sendMessage(this.ack);
         }
         return;
       case TransactionState.Completed:

@@ -52,6 +52,16 @@ describe("INVITE client transaction (RFC 3261 17.1.1)", () => {
     assert.equal(transaction.state, TransactionState.Proceeding);
   });
 
+  it("the ACK for a non-2xx final response is sent before the TU sees the response (a 401 retry must not overtake it)", () => {
+    const { transport, user, invite, transaction } = setup(false);
+    let acksSentWhenTuSawIt = -1;
+    user.receiveResponse = () => {
+      acksSentWhenTuSawIt = transport.sent.filter((sent) => isRequest("ACK")(sent.message)).length;
+    };
+    transaction.receiveResponse(response(invite, 401, "Unauthorized"));
+    assert.equal(acksSentWhenTuSawIt, 1);
+  });
+
   it("a 2xx response is passed to the TU and terminates the transaction, without an ACK from it", () => {
     const { clock, transport, user, invite, transaction } = setup(false);
     transaction.receiveResponse(response(invite, 180, "Ringing"));
