@@ -64,6 +64,7 @@ export interface TransportStats {
 }
 
 const DEFAULT_MAX_STREAM_BUFFER = 65_536;
+const UDP_RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
 const DEFAULT_UDP_SIZE_THRESHOLD = 1300;
 /** How many server-transaction branches a connection remembers for routing responses back over it. */
 const MAX_BRANCHES_PER_CONNECTION = 1024;
@@ -147,7 +148,11 @@ export class SipTransport {
     const attempts = options.port === 0 ? 10 : 1;
     let lastError: unknown;
     for (let attempt = 0; attempt < attempts; attempt++) {
-      const udp = createSocket(isIPv6(options.bindAddress) ? "udp6" : "udp4");
+      // A bigger receive buffer than the default ~208 KB rides out bursts (the kernel caps it at rmem_max).
+      const udp = createSocket({
+        type: isIPv6(options.bindAddress) ? "udp6" : "udp4",
+        recvBufferSize: UDP_RECEIVE_BUFFER_BYTES,
+      });
       try {
         await new Promise<void>((resolve, reject) => {
           udp.once("error", reject);
