@@ -19,6 +19,7 @@ import {
   type TelephoneEventPacket,
   TelephoneEventReceiver,
 } from "../dtmf/rfc4733.js";
+import { FrameAssembler } from "../frame-assembler.js";
 import { JitterBuffer, type JitterBufferOptions, type PlayoutKind } from "../jitter-buffer.js";
 import type { BoundPortPair, RtpPortAllocator } from "./port-allocator.js";
 import {
@@ -111,7 +112,8 @@ const PAUSE_TICKS = 1000 / FRAME_MS;
 const SEND_BUFFER_COUNT = 8;
 const RTCP_BUFFER_LENGTH = 1500;
 const DEFAULT_RTCP_INTERVAL_MS = 5000;
-const SILENT_FRAME = new Int16Array(SAMPLES_PER_FRAME);
+/** The most G.711 samples one datagram can carry (a 1500-byte MTU less IP, UDP and RTP headers). */
+const MAX_PAYLOAD_SAMPLES = 1500 - 20 - 8 - RTP_FIXED_HEADER_LENGTH;
 const NO_EVENT_PACKETS: TelephoneEventPacket[] = [];
 
 interface DtmfJob {
@@ -191,7 +193,11 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   private dtmfTimer: NodeJS.Timeout | null = null;
 
   // Receiving, from one remote source at a time.
-  private readonly decoded = new Int16Array(SAMPLES_PER_FRAME);
+  /** Decoded samples of one packet: up to a full datagram's payload, whatever the packet length. */
+  private readonly decoded = new Int16Array(MAX_PAYLOAD_SAMPLES);
+  private readonly assembler = new FrameAssembler((frameIndex, frame) =>
+    this.jitterBuffer.push(frameIndex, frame),
+  );
   private remoteSsrc: number | null = null;
   private reception: ReceptionStatistics | null = null;
   private jitterBuffer: JitterBuffer;
@@ -476,15 +482,16 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     );
     if (!isReceiving(config.direction)) return;
     if (isAudio) {
-      // Only 20 ms frames, the ptime we negotiate, fit the jitter buffer's slots.
-      if (packet.payload.length !== SAMPLES_PER_FRAME) return;
-      if (config.codec === "PCMU") decodeMulaw(packet.payload, this.decoded);
-      else decodeAlaw(packet.payload, this.decoded);
-      this.jitterBuffer.push(packet.sequenceNumber, this.decoded);
+      // Any packet length: the assembler cuts the samples into 20 ms frames by timestamp.
+      if (packet.payload.length > MAX_PAYLOAD_SAMPLES) return;
+      const count =
+        config.codec === "PCMU"
+          ? decodeMulaw(packet.payload, this.decoded.subarray(0, packet.payload.length))
+          : decodeAlaw(packet.payload, this.decoded.subarray(0, packet.payload.length));
+      this.assembler.push(packet.timestamp, this.decoded, count);
     } else {
+      // The sender suppresses audio during the event; the jitter buffer conceals the gap and fades out.
       this.eventReceiver.receive(packet.timestamp, packet.payload);
-      // The sender suppresses audio during the event: play silence in its place rather than concealment.
-      this.jitterBuffer.push(packet.sequenceNumber, SILENT_FRAME);
     }
   }
 
@@ -495,6 +502,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       this.earlierLost += this.reception.lost;
       this.jitterBuffer = new JitterBuffer(this.jitterBufferOptions);
       this.eventReceiver = this.newEventReceiver();
+      this.assembler.reset();
     }
     this.remoteSsrc = ssrc;
     this.reception = new ReceptionStatistics(sequenceNumber);

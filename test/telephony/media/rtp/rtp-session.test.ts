@@ -354,6 +354,41 @@ describe("RtpSession", () => {
     assert.equal(session.stats().packetsSent, 2);
   });
 
+  it("plays audio sent in 30 ms packets (a=ptime is only a preference, RFC 4566 section 6)", async () => {
+    const session = await open();
+    const peer = await rawSocket();
+    session.configure(configuration(peer.port));
+    const sine = new Int16Array(240 * 10);
+    for (let n = 0; n < sine.length; n++)
+      sine[n] = Math.round(3000 * Math.sin((2 * Math.PI * 1000 * n) / 8000));
+    const payload = new Uint8Array(240);
+    const datagram = Buffer.alloc(12 + 240);
+    for (let k = 0; k < 10; k++) {
+      encodeMulaw(sine.subarray(240 * k, 240 * (k + 1)), payload);
+      writeRtpPacket(
+        {
+          marker: k === 0,
+          payloadType: 0,
+          csrcs: [],
+          sequenceNumber: 100 + k,
+          timestamp: 5000 + 240 * k,
+          ssrc: 77,
+        },
+        payload,
+        datagram,
+      );
+      peer.socket.send(datagram, session.localPort, "127.0.0.1");
+      await delay(30);
+    }
+    // The first packet of a new source is on probation and not counted (RFC 3550 A.1).
+    await waitFor(() => session.stats().packetsReceived >= 9, "the packets");
+    const out = new Int16Array(160);
+    const played: Int16Array[] = [];
+    for (let tick = 0; tick < 20; tick++) if (session.readFrame(out) === "frame") played.push(out.slice());
+    assert.ok(played.length >= 12, `15 frames of audio in ten 30 ms packets, ${played.length} played`);
+    for (const frame of played) assert.ok(rms(frame) > 1500, "each frame carries the sine");
+  });
+
   it("does not play audio received while it is not receiving", async () => {
     const [a, b] = await connectedPair();
     b.configure(configuration(a.localPort, { direction: "sendonly" }));
