@@ -1,0 +1,246 @@
+/**
+ * Runs baresip (https://github.com/baresip/baresip) headless on loopback as a real SIP phone for
+ * end-to-end tests: it auto-answers, plays a WAV file as its microphone, records what it hears
+ * (sndfile's dump-*-dec.wav), and takes commands over ctrl_tcp (netstring-framed JSON).
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { connect, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { readWav, tone, writeWav } from "./audio.js";
+import { findBinary, freePorts } from "./sipp.js";
+
+export interface BaresipOptions {
+  /** The tone baresip sends, in Hz. */
+  toneHz: number;
+  /** User part of its account (the number the stack dials reaches it); default "baresip". */
+  user?: string;
+  /** Length of the source WAV: baresip hangs up when it ends. Default 60 s. */
+  toneSeconds?: number;
+}
+
+export interface BaresipEvent {
+  type: string;
+  class?: string;
+  param?: string;
+  peeruri?: string;
+  [key: string]: unknown;
+}
+
+interface Waiter {
+  type: string;
+  resolve: (event: BaresipEvent) => void;
+}
+
+export class Baresip {
+  readonly events: BaresipEvent[] = [];
+  private readonly waiters: Waiter[] = [];
+  private readonly responses = new Map<string, (response: { ok: boolean; data?: string }) => void>();
+  private nextToken = 1;
+  private output = "";
+  private control: Socket | null = null;
+
+  private constructor(
+    private readonly process: ChildProcess,
+    private readonly dir: string,
+    readonly sipPort: number,
+    private readonly controlPort: number,
+    readonly user: string,
+    readonly exited: Promise<number | null>,
+  ) {
+    const collect = (chunk: Buffer) => {
+      this.output = (this.output + chunk.toString()).slice(-50_000);
+    };
+    process.stdout?.on("data", collect);
+    process.stderr?.on("data", collect);
+  }
+
+  /** Its SIP address: the stack's trunk, or the URI it dials when told to. */
+  get uri(): string {
+    return `sip:${this.user}@127.0.0.1:${this.sipPort}`;
+  }
+
+  /** The trunk URI that routes calls to this phone. */
+  get trunk(): string {
+    return `sip:127.0.0.1:${this.sipPort}`;
+  }
+
+  /** Its console output (for failure messages and digit logs). */
+  get log(): string {
+    return this.output;
+  }
+
+  static async start(options: BaresipOptions): Promise<Baresip> {
+    const binary = findBinary("baresip");
+    if (binary === null) throw new Error("baresip is not installed");
+    const dir = mkdtempSync(join(tmpdir(), "baresip-"));
+    // sip_listen P also takes TLS on P+1.
+    const sipPort = await freePorts(1);
+    const controlPort = await freePorts();
+    const rtpBase = await freePorts(9);
+    const user = options.user ?? "baresip";
+    const source = join(dir, "source.wav");
+    writeWav(source, tone(options.toneHz, options.toneSeconds ?? 60));
+    writeFileSync(
+      join(dir, "config"),
+      [
+        "poll_method epoll",
+        `sip_listen 127.0.0.1:${sipPort}`,
+        "net_interface 127.0.0.1",
+        `rtp_ports ${rtpBase}-${rtpBase + 9}`,
+        `audio_source aufile,${source}`,
+        "ausrc_srate 8000",
+        "ausrc_channels 1",
+        "auplay_srate 8000",
+        "auplay_channels 1",
+        "module_path /usr/lib/baresip/modules",
+        "module g711.so",
+        "module aufile.so",
+        "module sndfile.so",
+        "module ctrl_tcp.so",
+        "module_app account.so",
+        "module_app menu.so",
+        `snd_path ${dir}`,
+        `ctrl_tcp_listen 127.0.0.1:${controlPort}`,
+        "",
+      ].join("\n"),
+    );
+    writeFileSync(
+      join(dir, "accounts"),
+      `<sip:${user}@127.0.0.1>;regint=0;answermode=auto;audio_codecs=PCMU,PCMA\n`,
+    );
+
+    const child = spawn(binary, ["-4", "-f", dir], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+    const exited = new Promise<number | null>((resolve, reject) => {
+      child.once("error", reject);
+      child.once("exit", (code) => resolve(code));
+    });
+    const phone = new Baresip(child, dir, sipPort, controlPort, user, exited);
+    try {
+      await phone.connectControl();
+    } catch (error) {
+      await phone.stop();
+      throw error;
+    }
+    return phone;
+  }
+
+  private async connectControl(): Promise<void> {
+    const deadline = Date.now() + 10_000;
+    for (;;) {
+      try {
+        this.control = await new Promise<Socket>((resolve, reject) => {
+          const socket = connect(this.controlPort, "127.0.0.1");
+          socket.once("connect", () => resolve(socket));
+          socket.once("error", reject);
+        });
+        break;
+      } catch (error) {
+        if (this.process.exitCode !== null || Date.now() > deadline) {
+          throw new Error(`baresip control port did not open: ${error}\n${this.output}`);
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+    let buffer = Buffer.alloc(0);
+    this.control.on("error", () => {});
+    this.control.on("data", (chunk: Buffer) => {
+      buffer = Buffer.concat([buffer, chunk]);
+      for (;;) {
+        const colon = buffer.indexOf(":");
+        if (colon < 0) return;
+        const length = Number(buffer.toString("ascii", 0, colon));
+        if (buffer.length < colon + 1 + length + 1) return;
+        const json = buffer.toString("utf8", colon + 1, colon + 1 + length);
+        buffer = buffer.subarray(colon + 1 + length + 1);
+        this.dispatch(JSON.parse(json));
+      }
+    });
+  }
+
+  private dispatch(message: Record<string, unknown>): void {
+    if (message.response === true) {
+      const token = String(message.token);
+      this.responses.get(token)?.({ ok: message.ok === true, data: message.data as string | undefined });
+      this.responses.delete(token);
+      return;
+    }
+    if (message.event !== true) return;
+    const event = message as BaresipEvent;
+    this.events.push(event);
+    for (let i = this.waiters.length - 1; i >= 0; i--) {
+      const waiter = this.waiters[i] as Waiter;
+      if (waiter.type === event.type) {
+        this.waiters.splice(i, 1);
+        waiter.resolve(event);
+      }
+    }
+  }
+
+  /** Sends a ctrl_tcp command (e.g. "dial", "hangup", "sndcode", "quit") and waits for its response. */
+  async command(command: string, params?: string): Promise<{ ok: boolean; data?: string }> {
+    const control = this.control;
+    if (control === null) throw new Error("baresip control connection is not open");
+    const token = String(this.nextToken++);
+    const response = new Promise<{ ok: boolean; data?: string }>((resolve) =>
+      this.responses.set(token, resolve),
+    );
+    control.write(netstring({ command, params, token }));
+    return response;
+  }
+
+  /** Resolves with the first event of `type` (one already seen counts); rejects after `ms`. */
+  waitForEvent(type: string, ms = 15_000): Promise<BaresipEvent> {
+    const seen = this.events.find((event) => event.type === type);
+    if (seen !== undefined) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = {
+        type,
+        resolve: (event) => {
+          clearTimeout(timer);
+          resolve(event);
+        },
+      };
+      const timer = setTimeout(() => {
+        this.waiters.splice(this.waiters.indexOf(waiter), 1);
+        const seenTypes = this.events.map((event) => event.type).join(", ");
+        reject(new Error(`baresip: no ${type} within ${ms} ms (events: ${seenTypes})\n${this.output}`));
+      }, ms);
+      this.waiters.push(waiter);
+    });
+  }
+
+  /** What baresip heard: the decoded audio of its calls (sndfile's dump-*-dec.wav), concatenated. */
+  heard(): Int16Array {
+    const files = readdirSync(this.dir)
+      .filter((name) => name.endsWith("-dec.wav"))
+      .sort();
+    const parts = files.map((name) => readWav(join(this.dir, name)).samples);
+    const all = new Int16Array(parts.reduce((sum, part) => sum + part.length, 0));
+    let offset = 0;
+    for (const part of parts) {
+      all.set(part, offset);
+      offset += part.length;
+    }
+    return all;
+  }
+
+  /** Asks baresip to quit, kills it if it has not within 3 s, and removes its directory. */
+  async stop(): Promise<void> {
+    if (this.process.exitCode === null && this.process.signalCode === null) {
+      if (this.control !== null && !this.control.destroyed)
+        this.control.write(netstring({ command: "quit" }));
+      const timer = setTimeout(() => this.process.kill("SIGKILL"), 3000);
+      await this.exited;
+      clearTimeout(timer);
+    }
+    this.control?.destroy();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+function netstring(message: object): Buffer {
+  const json = Buffer.from(JSON.stringify(message));
+  return Buffer.concat([Buffer.from(`${json.length}:`), json, Buffer.from(",")]);
+}

@@ -1,0 +1,126 @@
+/**
+ * Calls and requests from SIPp (test/fixtures/sipp/uac-*.xml) to the stack: the incoming-call
+ * handler rings, accepts or rejects; the stack itself refuses what it cannot take. SIPp's exit code
+ * 0 means it saw the responses its scenario expects.
+ */
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, test } from "node:test";
+import type { IncomingCall } from "../../../src/telephony/call.js";
+import { Telephony } from "../../../src/telephony/telephony.js";
+import { exchangeAudio, goertzelLevelDb, rtpStream, writeRtpPcap } from "../../helpers/audio.js";
+import { CallRecord, rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
+
+const skip = skipWithout("sipp");
+const CALLED = "+16045550199";
+const pcapDir = mkdtempSync(join(tmpdir(), "bridgeline-pcap-"));
+const running: { stop(): Promise<void> }[] = [];
+after(async () => {
+  for (const peer of running) await peer.stop();
+  rmSync(pcapDir, { recursive: true, force: true });
+});
+
+/** A stack with `handler` taking its calls, and SIPp calling it with `scenario`. */
+async function callIn(
+  scenario: string,
+  handler: ((call: IncomingCall) => void) | null,
+  options: { pauseMs?: number; pcap?: string } = {},
+): Promise<{ telephony: Telephony; peer: Sipp }> {
+  const telephony = await Telephony.start({ bindAddress: "127.0.0.1", sipPort: 0, rtpPorts: rtpPortRange() });
+  running.push({ stop: () => telephony.close() });
+  if (handler !== null) telephony.onIncomingCall(handler);
+  const peer = await Sipp.start({
+    scenario,
+    remote: `127.0.0.1:${telephony.sipPort}`,
+    args: ["-s", CALLED],
+    ...options,
+  });
+  running.push(peer);
+  return { telephony, peer };
+}
+
+/** Resolves with the first incoming call, recorded, after ringing and accepting it. */
+function acceptingHandler(): { handler: (call: IncomingCall) => void; answered: Promise<CallRecord> } {
+  let resolveAnswered: (record: CallRecord) => void = () => {};
+  const answered = new Promise<CallRecord>((resolve) => {
+    resolveAnswered = resolve;
+  });
+  const handler = (call: IncomingCall) => {
+    const record = new CallRecord(call);
+    call.ring();
+    void call.accept().then((ok) => {
+      assert.equal(ok, true, "accept() did not resolve true");
+      resolveAnswered(record);
+    });
+  };
+  return { handler, answered };
+}
+
+describe("calls and requests from SIPp", { skip, concurrency: true }, () => {
+  test("an accepted call gets the digit of the stock dtmf_2833_1.pcap and ends by the caller's BYE", async () => {
+    const { handler, answered } = acceptingHandler();
+    const { peer } = await callIn("uac-call.xml", handler, {
+      pauseMs: 1500,
+      pcap: "/usr/share/sip-tester/dtmf_2833_1.pcap",
+    });
+    const record = await answered;
+    const call = record.call as IncomingCall;
+    assert.equal(call.direction, "inbound");
+    assert.equal(call.from, "+16045550111");
+    assert.equal(call.to, CALLED);
+    await record.reached("ended");
+    assert.equal(record.end?.by, "remote");
+    assert.deepEqual(record.digits, ["1"]);
+    await peer.expectSuccess();
+  });
+
+  test("a call playing a 440 Hz tone then 1, 2, 3, # on one SSRC: tone heard, four digits", async () => {
+    const pcap = join(pcapDir, "tone-digits.pcap");
+    writeRtpPcap(pcap, rtpStream({ payloadType: 0, toneHz: 440, toneSeconds: 1.5, digits: "123#" }));
+    const { handler, answered } = acceptingHandler();
+    const { peer } = await callIn("uac-call.xml", handler, { pauseMs: 3000, pcap });
+    const record = await answered;
+    const { heard } = await exchangeAudio(record.call, 1.2, null);
+    await record.reached("ended");
+    await peer.expectSuccess();
+    // The first 200 ms may precede the stream's start.
+    const tone = heard.subarray(1600);
+    assert.ok(goertzelLevelDb(tone, 440) > -20, `440 Hz at ${goertzelLevelDb(tone, 440).toFixed(1)} dB`);
+    assert.ok(goertzelLevelDb(tone, 880) < -40, `880 Hz at ${goertzelLevelDb(tone, 880).toFixed(1)} dB`);
+    assert.deepEqual(record.digits, ["1", "2", "3", "#"]);
+  });
+
+  test("a call the handler rejects 486 is refused, and the ACK is taken", async () => {
+    let rejected: IncomingCall | undefined;
+    const { peer, telephony } = await callIn("uac-rejected.xml", (call) => {
+      rejected = call;
+      call.ring();
+      call.reject(486);
+    });
+    await peer.expectSuccess();
+    assert.equal(rejected?.from, "+16045550111");
+    assert.equal(rejected?.state, "failed");
+    assert.equal(telephony.activeCalls, 0);
+  });
+
+  test("an offer of G.729 only is refused 488 before the handler sees it", async () => {
+    let handled = false;
+    const { peer } = await callIn("uac-no-common-codec.xml", () => {
+      handled = true;
+    });
+    await peer.expectSuccess();
+    assert.equal(handled, false);
+  });
+
+  test("without an incoming-call handler a call is refused 404", async () => {
+    const { peer } = await callIn("uac-not-answered.xml", null);
+    await peer.expectSuccess();
+  });
+
+  test("OPTIONS 200, unknown method 501, SUBSCRIBE 405 with Allow, BYE outside a dialog 481", async () => {
+    const { peer } = await callIn("uac-requests.xml", null);
+    await peer.expectSuccess();
+  });
+});

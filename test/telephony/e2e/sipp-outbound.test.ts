@@ -1,0 +1,207 @@
+/**
+ * Calls placed by the stack to SIPp playing a trunk (test/fixtures/sipp/uas-*.xml). Every test
+ * checks both sides: what the call API reported, and SIPp's exit code (0 = the call followed the
+ * scenario, which expects our ACKs, CANCELs, BYEs and re-INVITEs).
+ */
+import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
+import { once } from "node:events";
+import { after, describe, test } from "node:test";
+import { Telephony, type TelephonyOptions } from "../../../src/telephony/telephony.js";
+import { exchangeAudio, goertzelLevelDb, rmsLevelDb, ToneGenerator } from "../../helpers/audio.js";
+import { CallRecord, rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
+
+const skip = skipWithout("sipp");
+const running: { stop(): Promise<void> }[] = [];
+after(async () => {
+  for (const peer of running) await peer.stop();
+});
+
+async function sipp(options: Parameters<typeof Sipp.start>[0]): Promise<Sipp> {
+  const peer = await Sipp.start(options);
+  running.push(peer);
+  return peer;
+}
+
+async function telephonyFor(peer: Sipp, options: Partial<TelephonyOptions> = {}): Promise<Telephony> {
+  const telephony = await Telephony.start({
+    bindAddress: "127.0.0.1",
+    sipPort: 0,
+    trunk: `sip:127.0.0.1:${peer.sipPort}`,
+    callerId: "+16045550100",
+    rtpPorts: rtpPortRange(),
+    ...options,
+  });
+  running.push({ stop: () => telephony.close() });
+  return telephony;
+}
+
+describe("outbound calls to a SIPp trunk", { skip, concurrency: true }, () => {
+  test("ringing, answered, the trunk's audio heard, ended by the trunk's BYE", async () => {
+    const peer = await sipp({ scenario: "uas-answer-play.xml", pauseMs: 3000 });
+    const telephony = await telephonyFor(peer);
+    const record = new CallRecord(telephony.placeCall("(604) 555-0123"), () => peer.report());
+
+    await peer.unlessFailed(record.reached("answered"));
+    assert.deepEqual(record.events, ["ringing", "answered"]);
+    assert.equal(record.call.state, "answered");
+    const { heard, framesReceived } = await exchangeAudio(record.call, 2, null);
+    // g711a.pcap is speech in PCMA, 30 ms packets: most 20 ms ticks must play received audio.
+    assert.ok(framesReceived > 50, `only ${framesReceived} of 100 ticks played received audio`);
+    assert.ok(
+      rmsLevelDb(heard) > -40,
+      `received audio is near silence: ${rmsLevelDb(heard).toFixed(1)} dBFS`,
+    );
+
+    await record.reached("ended");
+    assert.deepEqual(record.end?.by, "remote");
+    assert.equal(record.call.state, "ended");
+    await peer.expectSuccess();
+    assert.match(peer.messages(), /INVITE sip:\+16045550123@127\.0\.0\.1:\d+ SIP\/2\.0/);
+  });
+
+  test("the trunk hears our tone and digits (SIPp -rtp_echo sends them back)", async () => {
+    const peer = await sipp({ scenario: "uas-answer.xml", args: ["-rtp_echo"] });
+    const telephony = await telephonyFor(peer);
+    const record = new CallRecord(telephony.placeCall("+16045550123"), () => peer.report());
+    await peer.unlessFailed(record.reached("answered"));
+
+    const exchange = exchangeAudio(record.call, 2.5, new ToneGenerator(880));
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    assert.equal(await record.call.sendDigits("123#"), true);
+    const { heard } = await exchange;
+    record.call.hangup();
+    await record.reached("ended");
+
+    const echoed = heard.subarray(8000 * 0.5);
+    assert.ok(
+      goertzelLevelDb(echoed, 880) > -20,
+      `880 Hz echo at ${goertzelLevelDb(echoed, 880).toFixed(1)} dB`,
+    );
+    assert.ok(
+      goertzelLevelDb(echoed, 440) < -40,
+      `440 Hz present at ${goertzelLevelDb(echoed, 440).toFixed(1)} dB`,
+    );
+    assert.deepEqual(record.digits, ["1", "2", "3", "#"]);
+    assert.equal(record.end?.by, "local");
+    await peer.expectSuccess();
+  });
+
+  test("486 Busy Here fails the call with status 486, and the trunk gets its ACK", async () => {
+    const peer = await sipp({ scenario: "uas-busy.xml" });
+    const telephony = await telephonyFor(peer);
+    const record = new CallRecord(telephony.placeCall("+16045550123"), () => peer.report());
+    await peer.unlessFailed(record.settled());
+    assert.deepEqual(record.events, ["failed"]);
+    assert.equal(record.failure?.status, 486);
+    assert.equal(record.call.state, "failed");
+    await peer.expectSuccess();
+    const invite = /^INVITE [\s\S]*?branch=([^;\s]+)/m.exec(peer.messages());
+    const ack = /^ACK [\s\S]*?branch=([^;\s]+)/m.exec(peer.messages());
+    // RFC 3261 §17.1.1.3: the ACK for a non-2xx final response is part of the INVITE transaction.
+    assert.equal(ack?.[1], invite?.[1]);
+  });
+
+  test("no answer: CANCEL at the ring timeout, 487 ACKed, the call fails 408", async () => {
+    const peer = await sipp({ scenario: "uas-no-answer.xml" });
+    const telephony = await telephonyFor(peer);
+    const record = new CallRecord(telephony.placeCall("+16045550123", { ringTimeoutMs: 1500 }), () =>
+      peer.report(),
+    );
+    await peer.unlessFailed(record.settled());
+    assert.deepEqual(record.events, ["ringing", "failed"]);
+    // The API reports our own reason for giving up, not the 487 the trunk answers the CANCEL with.
+    assert.equal(record.failure?.status, 408);
+    await peer.expectSuccess();
+    assert.match(peer.messages(), /^CANCEL sip:\+16045550123@/m);
+  });
+
+  test("a 200 OK crossing our CANCEL is ACKed and ended with BYE", async () => {
+    const peer = await sipp({ scenario: "uas-cancel-race.xml" });
+    const telephony = await telephonyFor(peer);
+    const record = new CallRecord(telephony.placeCall("+16045550123", { ringTimeoutMs: 1000 }), () =>
+      peer.report(),
+    );
+    await peer.unlessFailed(record.settled());
+    await peer.expectSuccess();
+    assert.equal(record.events[0], "ringing");
+    assert.equal(record.failure?.status, 408);
+    assert.equal(telephony.activeCalls, 0);
+  });
+
+  for (const [code, header] of [
+    [407, "Proxy-Authorization"],
+    [401, "Authorization"],
+  ] as const) {
+    test(`digest challenge ${code}: the INVITE is repeated with ${header} (MD5, qop=auth)`, async () => {
+      const peer = await sipp({ scenario: `uas-auth-${code}.xml` });
+      const telephony = await telephonyFor(peer, { trunkUser: "bridgeline", trunkPassword: "digest-secret" });
+      const record = new CallRecord(telephony.placeCall("+16045550123"), () => peer.report());
+      await peer.unlessFailed(record.reached("answered"));
+      record.call.hangup();
+      await record.reached("ended");
+      await peer.expectSuccess();
+      assertValidDigest(peer.messages(), header, "digest-secret");
+    });
+  }
+
+  test("lost packets (SIPp -lost 10): retransmissions complete 20 calls", async () => {
+    const peer = await sipp({
+      scenario: "uas-answer-lossy.xml",
+      calls: 10,
+      args: ["-lost", "10"],
+      timeoutSeconds: 60,
+    });
+    const telephony = await telephonyFor(peer);
+    const records = Array.from(
+      { length: 10 },
+      () => new CallRecord(telephony.placeCall("+16045550123"), () => peer.report()),
+    );
+    for (const record of records) {
+      await record.reached("answered", 40_000);
+      record.call.hangup();
+    }
+    for (const record of records) await record.reached("ended", 40_000);
+    await peer.expectSuccess(60_000);
+    assert.deepEqual(
+      records.map((record) => record.end?.by),
+      records.map(() => "local"),
+    );
+  });
+
+  test("hold both ways: held events for the trunk's sendonly, our hold offers sendonly", async () => {
+    const peer = await sipp({ scenario: "uas-hold.xml" });
+    const telephony = await telephonyFor(peer);
+    const record = new CallRecord(telephony.placeCall("+16045550123"), () => peer.report());
+    await peer.unlessFailed(record.reached("answered"));
+    await record.reached("held");
+    assert.equal(record.call.held, true);
+    if (record.holds.length < 2) await once(record.call, "held", { signal: AbortSignal.timeout(10_000) });
+    assert.deepEqual(record.holds, [true, false]);
+    assert.equal(await record.call.hold(), true);
+    assert.equal(await record.call.resume(), true);
+    record.call.hangup();
+    await record.reached("ended");
+    await peer.expectSuccess();
+  });
+});
+
+/**
+ * Recomputes the digest response (RFC 2617 §3.2.2.1, qop=auth) of the credentials the stack sent, from
+ * SIPp's message trace, with the password the test knows.
+ */
+function assertValidDigest(trace: string, header: string, password: string): void {
+  const line = new RegExp(`^${header}: Digest (.*)$`, "m").exec(trace)?.[1];
+  assert.ok(line !== undefined, `no ${header} header in the trace:\n${trace}`);
+  const params = Object.fromEntries(
+    [...line.matchAll(/(\w+)=(?:"([^"]*)"|([^,\s]+))/g)].map((m) => [m[1], m[2] ?? m[3]]),
+  );
+  assert.equal(params.realm, "sipp.bridgeline.test");
+  assert.equal(params.nonce, "0ddba11f00dcafe");
+  assert.equal(params.qop, "auth");
+  const md5 = (text: string) => createHash("md5").update(text).digest("hex");
+  const ha1 = md5(`${params.username}:${params.realm}:${password}`);
+  const ha2 = md5(`INVITE:${params.uri}`);
+  const expected = md5(`${ha1}:${params.nonce}:${params.nc}:${params.cnonce}:${params.qop}:${ha2}`);
+  assert.equal(params.response, expected);
+}
