@@ -1,21 +1,25 @@
 /** SIP message parsing (RFC 3261 sections 7 and 18.3), validated in the spirit of RFC 4475. */
 import {
   isAbsoluteUri,
+  isSipUriWithoutHeaders,
   isToken,
+  isValidNameAddr,
+  isValidVia,
+  listItemEnd,
   parseBoundedInteger,
   parseCSeq,
-  parseNameAddr,
   parseSipUri,
-  parseVia,
-  splitHeaderList,
+  trimmedSlice,
 } from "./header-values.js";
 import {
+  appendParsedField,
   knownName,
   SIP_VERSION,
   SipHeaders,
   type SipMessage,
   type SipRequest,
   type SipResponse,
+  spelledKnownName,
 } from "./sip-message.js";
 
 export interface ParseOptions {
@@ -96,29 +100,55 @@ export function parseMessage(bytes: Buffer, options: ParseOptions): ParseResult 
   if (headerEnd < 0 && options.stream && bytes.length - start <= MAX_HEADER_BYTES) {
     return { ok: false, incomplete: true };
   }
-  const lines = bytes.toString("utf8", start, headerEnd < 0 ? bytes.length : headerEnd).split(CRLF);
-  const startLine = lines[0] as string;
-  const isRequest = !startLine.startsWith("SIP/");
+  // The start line and header fields, decoded once and scanned in place
+  const text = bytes.toString("utf8", start, headerEnd < 0 ? bytes.length : headerEnd);
+  let startLineEnd = text.indexOf(CRLF);
+  if (startLineEnd < 0) startLineEnd = text.length;
+  const isRequest = !text.startsWith("SIP/");
   const headers = new SipHeaders();
   if (headerEnd < 0) {
     // Still read the header fields that are there, so that the 400 can be addressed (RFC 4475 3.1.2.15)
-    if (lines[lines.length - 1] === "") lines.pop();
+    const end = text.endsWith(CRLF) && text.length > startLineEnd ? text.length - CRLF.length : text.length;
     const error = new ParseError("no empty line after the header fields");
     try {
-      readHeaderFields(lines, headers);
+      readHeaderFields(text, startLineEnd, end, headers, undefined);
     } catch {
       // the fields read before the malformed line are kept in `headers`
     }
     return failure(error, isRequest, headers);
   }
   try {
-    readHeaderFields(lines, headers);
-    const head = readStartLine(startLine, headers);
-    const contentLength = checkHeaders(head, headers);
+    // Errors take precedence in this order: a malformed header line, the start line, the first
+    // invalid field value, then the field counts; the fields are checked as they are read.
+    const startLine = startLineEnd === text.length ? text : text.slice(0, startLineEnd);
+    let head: MessageHead | undefined;
+    let startLineError: ParseError | undefined;
+    try {
+      head = readStartLine(startLine, headers);
+    } catch (error) {
+      if (!(error instanceof ParseError)) throw error;
+      startLineError = error;
+    }
+    const checks = new FieldChecks(head?.kind === "request" ? head.method : undefined);
+    readHeaderFields(text, startLineEnd, text.length, headers, checks);
+    if (head === undefined) throw startLineError;
+    const contentLength = checks.finish();
     const bodyStart = headerEnd + HEADER_END.length;
     const bodyEnd = frameBody(bytes, bodyStart, contentLength, options.stream);
     if (bodyEnd === undefined) return { ok: false, incomplete: true };
-    return { ok: true, message: { ...head, body: bytes.subarray(bodyStart, bodyEnd) }, consumed: bodyEnd };
+    const body = bytes.subarray(bodyStart, bodyEnd);
+    const message: SipMessage =
+      head.kind === "request"
+        ? { kind: "request", method: head.method, uri: head.uri, version: head.version, headers, body }
+        : {
+            kind: "response",
+            status: head.status,
+            reason: head.reason,
+            version: head.version,
+            headers,
+            body,
+          };
+    return { ok: true, message, consumed: bodyEnd };
   } catch (error) {
     if (error instanceof ParseError) return failure(error, isRequest, headers);
     return failure(new ParseError(`internal error: ${String(error)}`), isRequest, headers);
@@ -146,41 +176,142 @@ function failure(error: ParseError, isRequest: boolean, headers: SipHeaders): Pa
   };
 }
 
-/** Header lines (7.3): unfolds continuation lines (7.3.1), expands compact names, splits lists. */
-function readHeaderFields(lines: string[], headers: SipHeaders): void {
-  let name: string | undefined;
-  let value = "";
-  for (let index = 1; index < lines.length; index++) {
-    const line = lines[index] as string;
-    const first = line.charCodeAt(0);
-    if (first === 0x20 || first === 0x09) {
-      // LWS continuation: the CRLF and leading white space fold into a single SP
-      if (name === undefined) throw new ParseError("continuation line before any header field");
-      value += ` ${line.trim()}`;
-      continue;
+/**
+ * The header lines (7.3) of `text` from `from` (the CRLF ending the start line) to `end`: unfolds
+ * continuation lines (7.3.1), expands compact names, splits lists, and hands each value to `checks`.
+ */
+function readHeaderFields(
+  text: string,
+  from: number,
+  end: number,
+  headers: SipHeaders,
+  checks: FieldChecks | undefined,
+): void {
+  let lineStart = from + CRLF.length;
+  while (lineStart <= end && from < end) {
+    let lineEnd = lineEndAt(text, lineStart, end);
+    // LWS continuation before any field (a folded line is consumed with its field below)
+    if (isLinearWhiteSpace(text.charCodeAt(lineStart))) {
+      throw new ParseError("continuation line before any header field");
     }
-    if (name !== undefined) addHeaderField(headers, name, value);
-    const colon = line.indexOf(":");
-    if (colon < 0) throw new ParseError(`header line without a colon: ${line.slice(0, 40)}`);
+    const colon = text.indexOf(":", lineStart);
+    if (colon < 0 || colon >= lineEnd) {
+      throw new ParseError(`header line without a colon: ${text.slice(lineStart, lineEnd).slice(0, 40)}`);
+    }
     // field-name HCOLON where HCOLON = *( SP / HTAB ) ":" SWS
-    const rawName = line.slice(0, colon).trimEnd();
-    name = knownName(rawName);
-    if (name === undefined) {
-      if (!isToken(rawName)) throw new ParseError(`invalid header field name: ${rawName.slice(0, 40)}`);
-      name = rawName;
+    let nameEnd = colon;
+    while (nameEnd > lineStart && isLinearWhiteSpace(text.charCodeAt(nameEnd - 1))) nameEnd--;
+    let name = spelledKnownName(text, lineStart, nameEnd);
+    let key: string;
+    if (name !== undefined) {
+      key = name;
+    } else {
+      const rawName = text.slice(lineStart, colon).trimEnd();
+      name = knownName(rawName);
+      if (name !== undefined) {
+        key = name;
+      } else {
+        if (!isToken(rawName)) throw new ParseError(`invalid header field name: ${rawName.slice(0, 40)}`);
+        name = rawName;
+        key = rawName.toLowerCase();
+      }
     }
-    value = line.slice(colon + 1);
+    // The CRLF and leading white space of each continuation line fold into a single SP
+    let next = lineEnd + CRLF.length;
+    if (lineEnd < end && isLinearWhiteSpace(text.charCodeAt(next))) {
+      let value = text.slice(colon + 1, lineEnd);
+      while (lineEnd < end && isLinearWhiteSpace(text.charCodeAt(next))) {
+        lineEnd = lineEndAt(text, next, end);
+        value += ` ${trimmedSlice(text, next, lineEnd)}`;
+        next = lineEnd + CRLF.length;
+      }
+      value = value.trim();
+      addHeaderField(headers, checks, name, key, value, 0, value.length);
+    } else {
+      addHeaderField(headers, checks, name, key, text, colon + 1, lineEnd);
+    }
+    if (lineEnd >= end) return;
+    lineStart = next;
   }
-  if (name !== undefined) addHeaderField(headers, name, value);
 }
 
-function addHeaderField(headers: SipHeaders, name: string, rawValue: string): void {
-  const value = rawValue.trim();
-  if (LIST_HEADERS.has(name) && value.includes(",")) {
-    for (const item of splitHeaderList(value)) headers.append(name, item);
-  } else {
-    headers.append(name, value);
+/** The CRLF ending the line at `from`, or `end`; found by its LF, which one-character search finds faster. */
+function lineEndAt(text: string, from: number, end: number): number {
+  let lf = text.indexOf("\n", from + 1);
+  while (lf >= 0 && lf <= end) {
+    if (text.charCodeAt(lf - 1) === 0x0d) return lf - 1;
+    lf = text.indexOf("\n", lf + 1);
   }
+  return end;
+}
+
+function isLinearWhiteSpace(code: number): boolean {
+  return code === 0x20 || code === 0x09;
+}
+
+/**
+ * Appends the field whose value is `source.slice(start, end)`, trimmed, one entry per value of a
+ * list (split at listItemEnd's commas, in place).
+ */
+function addHeaderField(
+  headers: SipHeaders,
+  checks: FieldChecks | undefined,
+  name: string,
+  key: string,
+  source: string,
+  start: number,
+  end: number,
+): void {
+  if (!LIST_HEADERS.has(name) || !hasCommaBefore(source, start, end)) {
+    addHeaderValue(headers, checks, name, key, source, start, end);
+    return;
+  }
+  let itemStart = start;
+  for (;;) {
+    const itemEnd = listItemEnd(source, itemStart, end);
+    addHeaderValue(headers, checks, name, key, source, itemStart, itemEnd);
+    if (itemEnd >= end) return;
+    itemStart = itemEnd + 1;
+  }
+}
+
+function hasCommaBefore(text: string, start: number, end: number): boolean {
+  const comma = text.indexOf(",", start);
+  return comma >= 0 && comma < end;
+}
+
+/** Appends `source.slice(start, end).trim()` and checks it. */
+function addHeaderValue(
+  headers: SipHeaders,
+  checks: FieldChecks | undefined,
+  name: string,
+  key: string,
+  source: string,
+  start: number,
+  end: number,
+): void {
+  let from = start;
+  let to = end;
+  while (from < to && isAsciiWhiteSpace(source.charCodeAt(from))) from++;
+  while (to > from && isAsciiWhiteSpace(source.charCodeAt(to - 1))) to--;
+  let text = source;
+  let value: string;
+  if (from < to && (source.charCodeAt(from) >= 0x80 || source.charCodeAt(to - 1) >= 0x80)) {
+    // only trim() knows the Unicode white space; the value is then checked on its own
+    value = source.slice(from, to).trim();
+    text = value;
+    from = 0;
+    to = value.length;
+  } else {
+    value = source.slice(from, to);
+  }
+  appendParsedField(headers, name, key, value);
+  checks?.check(name, value, text, from, to);
+}
+
+/** White space as String.prototype.trim sees it, among the ASCII characters. */
+function isAsciiWhiteSpace(code: number): boolean {
+  return code === 0x20 || (code >= 0x09 && code <= 0x0d);
 }
 
 type MessageHead = Omit<SipRequest, "body"> | Omit<SipResponse, "body">;
@@ -210,15 +341,31 @@ function readStartLine(line: string, headers: SipHeaders): MessageHead {
   // A single SP between the three elements (RFC 4475 3.1.2.9-11 refuse extra or trailing white space)
   if (uri.length === 0 || version.includes(" ")) throw new ParseError("request line with extra white space");
   checkVersion(version);
-  if (!isAbsoluteUri(uri)) throw new ParseError(`invalid Request-URI: ${uri.slice(0, 60)}`);
-  const scheme = uri.slice(0, uri.indexOf(":")).toLowerCase();
-  if (scheme === "sip" || scheme === "sips") {
-    const sipUri = parseSipUri(uri);
-    if (sipUri === undefined) throw new ParseError(`invalid Request-URI: ${uri.slice(0, 60)}`);
-    // 19.1.1 table 1: the headers component is not allowed in a Request-URI (RFC 4475 3.1.2.12)
-    if (sipUri.headers.size > 0) throw new ParseError("Request-URI with a headers component");
+  if (isSipScheme(uri)) {
+    // A sip or sips URI that parses is an absoluteURI; 19.1.1 table 1: it has no headers component in a
+    // Request-URI (RFC 4475 3.1.2.12)
+    if (!isSipUriWithoutHeaders(uri)) {
+      throw new ParseError(
+        parseSipUri(uri) === undefined
+          ? `invalid Request-URI: ${uri.slice(0, 60)}`
+          : "Request-URI with a headers component",
+      );
+    }
+  } else if (!isAbsoluteUri(uri)) {
+    throw new ParseError(`invalid Request-URI: ${uri.slice(0, 60)}`);
   }
   return { kind: "request", method, uri, version, headers };
+}
+
+/** Whether the scheme of an absoluteURI is sip or sips, in any case. */
+function isSipScheme(uri: string): boolean {
+  const colon = uri.indexOf(":");
+  return (
+    (colon === 3 || (colon === 4 && (uri.charCodeAt(3) | 0x20) === 0x73)) &&
+    (uri.charCodeAt(0) | 0x20) === 0x73 &&
+    (uri.charCodeAt(1) | 0x20) === 0x69 &&
+    (uri.charCodeAt(2) | 0x20) === 0x70
+  );
 }
 
 /** SIP-Version = "SIP" "/" 1*DIGIT "." 1*DIGIT; only 2.0 is supported (answered 505 otherwise, 21.5.7). */
@@ -235,76 +382,91 @@ function checkVersion(version: string): void {
 }
 
 /**
- * The checks RFC 4475 expects of a parser, in one pass over the fields: the mandatory header fields of
- * 8.1.1 (Max-Forwards excepted, for RFC 2543 peers, RFC 4475 3.4.1), no duplicates of single-valued ones
+ * The checks RFC 4475 expects of a parser, field by field: the mandatory header fields of 8.1.1
+ * (Max-Forwards excepted, for RFC 2543 peers, RFC 4475 3.4.1), no duplicates of single-valued ones
  * (RFC 4475 3.3.9, 3.3.10), parseable Via, From, To, Route, Contact, CSeq, Max-Forwards, and a CSeq method
- * equal to the request method (8.1.1.5, RFC 4475 3.1.2.17). Returns the Content-Length value, if any.
+ * equal to the request method (8.1.1.5, RFC 4475 3.1.2.17). The first invalid value is kept, not thrown,
+ * so that the fields after it are still read (and a broken start line still takes precedence).
  */
-function checkHeaders(head: MessageHead, headers: SipHeaders): string | undefined {
-  let vias = 0;
-  let to = 0;
-  let from = 0;
-  let callId = 0;
-  let cseq = 0;
-  let maxForwards = 0;
-  let contentLength: string | undefined;
-  let contentLengths = 0;
-  let contacts = 0;
-  let wildcardContact = false;
-  for (const [name, value] of headers) {
+class FieldChecks {
+  vias = 0;
+  to = 0;
+  from = 0;
+  callId = 0;
+  cseq = 0;
+  maxForwards = 0;
+  contentLength: string | undefined;
+  contentLengths = 0;
+  contacts = 0;
+  wildcardContact = false;
+  error: ParseError | undefined;
+
+  /** `requestMethod`: the method of a request, to compare the CSeq method with. */
+  constructor(readonly requestMethod: string | undefined) {}
+
+  /** Checks one value, which is also `text.slice(start, end)`. */
+  check(name: string, value: string, text: string, start: number, end: number): void {
     switch (name) {
       case "Via":
-        vias++;
-        if (parseVia(value) === undefined)
-          throw new ParseError(`invalid Via header field: ${value.slice(0, 60)}`);
+        this.vias++;
+        if (!isValidVia(text, start, end)) this.fail(`invalid Via header field: ${value.slice(0, 60)}`);
         break;
       case "To":
       case "From":
       case "Route":
       case "Record-Route":
-        if (name === "To") to++;
-        else if (name === "From") from++;
-        if (parseNameAddr(value) === undefined) throw new ParseError(`invalid ${name} header field`);
+        if (name === "To") this.to++;
+        else if (name === "From") this.from++;
+        if (!isValidNameAddr(text, start, end)) this.fail(`invalid ${name} header field`);
         break;
       case "Contact":
-        contacts++;
+        this.contacts++;
         // Contact: "*" is only meaningful alone (20.10)
-        if (value === "*") wildcardContact = true;
-        else if (parseNameAddr(value) === undefined) throw new ParseError("invalid Contact header field");
+        if (value === "*") this.wildcardContact = true;
+        else if (!isValidNameAddr(text, start, end)) this.fail("invalid Contact header field");
         break;
       case "Call-ID":
-        callId++;
-        if (value.length === 0) throw new ParseError("empty Call-ID header field");
+        this.callId++;
+        if (value.length === 0) this.fail("empty Call-ID header field");
         break;
       case "CSeq": {
-        cseq++;
+        this.cseq++;
         const parsed = parseCSeq(value);
-        if (parsed === undefined) throw new ParseError("invalid CSeq header field");
-        if (head.kind === "request" && parsed.method !== head.method) {
-          throw new ParseError("CSeq method does not match the request method");
+        if (parsed === undefined) this.fail("invalid CSeq header field");
+        else if (this.requestMethod !== undefined && parsed.method !== this.requestMethod) {
+          this.fail("CSeq method does not match the request method");
         }
         break;
       }
       case "Max-Forwards":
-        maxForwards++;
-        if (parseBoundedInteger(value, 255) === undefined)
-          throw new ParseError("invalid Max-Forwards header field");
+        this.maxForwards++;
+        if (parseBoundedInteger(value, 255) === undefined) this.fail("invalid Max-Forwards header field");
         break;
       case "Content-Length":
-        contentLengths++;
-        contentLength = value;
+        this.contentLengths++;
+        this.contentLength = value;
         break;
     }
   }
-  if (vias === 0) throw new ParseError("missing Via header field");
-  checkCount("To", to, 1);
-  checkCount("From", from, 1);
-  checkCount("Call-ID", callId, 1);
-  checkCount("CSeq", cseq, 1);
-  checkCount("Max-Forwards", maxForwards, 0);
-  checkCount("Content-Length", contentLengths, 0);
-  if (wildcardContact && contacts > 1) throw new ParseError("Contact: * among other Contact values");
-  return contentLength;
+
+  fail(error: string): void {
+    this.error ??= new ParseError(error);
+  }
+
+  /** Throws the first failed check, then checks the counts. Returns the Content-Length value, if any. */
+  finish(): string | undefined {
+    if (this.error !== undefined) throw this.error;
+    if (this.vias === 0) throw new ParseError("missing Via header field");
+    checkCount("To", this.to, 1);
+    checkCount("From", this.from, 1);
+    checkCount("Call-ID", this.callId, 1);
+    checkCount("CSeq", this.cseq, 1);
+    checkCount("Max-Forwards", this.maxForwards, 0);
+    checkCount("Content-Length", this.contentLengths, 0);
+    if (this.wildcardContact && this.contacts > 1)
+      throw new ParseError("Contact: * among other Contact values");
+    return this.contentLength;
+  }
 }
 
 /** A single-valued field appears at most once, and at least `minimum` times. */

@@ -26,7 +26,8 @@ export function serializeMessage(message: SipMessage): Buffer {
   head += CRLF;
   const headLength = Buffer.byteLength(head);
   const wire = Buffer.allocUnsafe(headLength + message.body.length);
-  wire.write(head, 0, "utf8");
+  // Without multi-byte characters the UTF-8 octets are the latin1 ones, which are written faster
+  wire.write(head, 0, headLength === head.length ? "latin1" : "utf8");
   message.body.copy(wire, headLength);
   return wire;
 }

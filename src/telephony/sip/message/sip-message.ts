@@ -91,6 +91,39 @@ export function knownName(name: string): string | undefined {
   return CANONICAL_NAMES.get(name) ?? CANONICAL_NAMES.get(name.toLowerCase());
 }
 
+/** Spellings in CANONICAL_NAMES by spellingSlot, each followed by its canonical name. */
+const SPELLINGS_BY_SLOT: string[][] = [];
+
+/** Where spellings of this length and first character are kept. */
+function spellingSlot(length: number, firstCode: number): number {
+  return length * 128 + (firstCode & 0x7f);
+}
+
+for (const [spelling, name] of CANONICAL_NAMES) {
+  const slot = spellingSlot(spelling.length, spelling.charCodeAt(0));
+  const candidates = SPELLINGS_BY_SLOT[slot] ?? [];
+  candidates.push(spelling, name);
+  SPELLINGS_BY_SLOT[slot] = candidates;
+}
+
+/**
+ * The canonical name when `text.slice(start, end)` is spelled as CANONICAL_NAMES has it (canonical,
+ * lower-case or compact: the common cases), compared in place so that no string is created or hashed.
+ * Undefined otherwise, including for known names in other cases, which need knownName.
+ */
+export function spelledKnownName(text: string, start: number, end: number): string | undefined {
+  const candidates = SPELLINGS_BY_SLOT[spellingSlot(end - start, text.charCodeAt(start))];
+  if (candidates === undefined) return undefined;
+  const length = end - start;
+  for (let c = 0; c < candidates.length; c += 2) {
+    const spelling = candidates[c] as string;
+    let i = 0;
+    while (i < length && text.charCodeAt(start + i) === spelling.charCodeAt(i)) i++;
+    if (i === length) return candidates[c + 1];
+  }
+  return undefined;
+}
+
 /**
  * What names compare by: the canonical spelling of a known name, else the lower-cased name. The two
  * cannot collide, as every canonical spelling starts with a capital letter.
@@ -105,13 +138,31 @@ export type HeaderField = readonly [name: string, value: string];
  * Header fields in message order (RFC 3261 section 7.3.1: the relative order of same-named fields is
  * significant). A list-valued field such as Via holds one entry per value. Names compare case-insensitively.
  */
+/** Set by SipHeaders' static block: see appendParsedField. */
+let appendField: (headers: SipHeaders, name: string, key: string, value: string) => void;
+
+/**
+ * For the parser, which has already looked the name up: `headers.append(name, value)` where `name` is
+ * what append would store (the canonical name, else the name as received) and `key` its headerKey.
+ */
+export function appendParsedField(headers: SipHeaders, name: string, key: string, value: string): void {
+  appendField(headers, name, key, value);
+}
+
 export class SipHeaders {
   readonly #fields: HeaderField[] = [];
   /** headerKey of each field, parallel to #fields. */
   readonly #keys: string[] = [];
 
-  constructor(fields: Iterable<HeaderField> = []) {
-    for (const [name, value] of fields) this.append(name, value);
+  static {
+    appendField = (headers, name, key, value) => {
+      headers.#fields.push([name, value]);
+      headers.#keys.push(key);
+    };
+  }
+
+  constructor(fields?: Iterable<HeaderField>) {
+    if (fields !== undefined) for (const [name, value] of fields) this.append(name, value);
   }
 
   append(name: string, value: string): void {

@@ -1,15 +1,26 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
+  listItemEnd,
   parseCSeq,
   parseNameAddr,
   parseSipUri,
   parseVia,
-  splitHeaderList,
   unescapeUriPart,
 } from "../../../../src/telephony/sip/message/header-values.js";
 
-describe("splitHeaderList", () => {
+/** The trimmed items of a list-valued field, cut where listItemEnd says. */
+function splitHeaderList(value: string): string[] {
+  const items: string[] = [];
+  for (let start = 0; ; ) {
+    const end = listItemEnd(value, start, value.length);
+    items.push(value.slice(start, end).trim());
+    if (end >= value.length) return items;
+    start = end + 1;
+  }
+}
+
+describe("listItemEnd", () => {
   it("splits at commas outside quoted strings and angle brackets", () => {
     assert.deepEqual(splitHeaderList(' "Doe, John" <sip:a@b;x=1,2>;q=0.5 , <sip:c@d> ,sip:e@f'), [
       '"Doe, John" <sip:a@b;x=1,2>;q=0.5',
