@@ -160,7 +160,11 @@ const SIPP_PCAP = "/usr/share/sip-tester/dtmf_2833_1.pcap";
 describe("SIPp capture", () => {
   it("decodes the digit in dtmf_2833_1.pcap", (t) => {
     if (!existsSync(SIPP_PCAP)) {
-      assert.notEqual(process.env.CI, "true", `${SIPP_PCAP} is missing: the test command installs sip-tester`);
+      assert.notEqual(
+        process.env.CI,
+        "true",
+        `${SIPP_PCAP} is missing: the test command installs sip-tester`,
+      );
       t.skip(`${SIPP_PCAP} not present (installed by the sip-tester package)`);
       return;
     }
