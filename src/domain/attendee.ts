@@ -32,6 +32,27 @@ export interface Attendee extends Versioned {
   duration: number | null;
 }
 
+/**
+ * Connected seconds so far: those of earlier calls plus the current call's, counted from its answer,
+ * so that the API reads the truth while a call runs. Null until the attendee has been connected.
+ */
+export function connectedSeconds(
+  stored: number | null,
+  connectedAt: string | null,
+  now: number,
+): number | null {
+  if (connectedAt === null) return stored;
+  const current = Math.max(0, Math.floor((now - Date.parse(connectedAt)) / 1000));
+  return (stored ?? 0) + current;
+}
+
+/** The attendee state a failed call leaves (RFC 3261 status classes): busy, no answer, or failed. */
+export function stateAfterFailedCall(status: number): AttendeeState {
+  if (status === 486 || status === 600 || status === 603) return "busy";
+  if (status === 408 || status === 480 || status === 487) return "no-answer";
+  return "failed";
+}
+
 export interface AttendeeChanges {
   phoneNumberCountryCode?: string | null;
   phoneNumberSubscriberNumber?: string | null;

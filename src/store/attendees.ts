@@ -4,6 +4,7 @@ import {
   type AttendeeChanges,
   type AttendeeState,
   attendeeProblems,
+  connectedSeconds,
   MAX_ATTENDEES_PER_CONFERENCE,
 } from "../domain/attendee.js";
 import { NotFound, StaleLockVersion, ValidationFailed } from "../domain/errors.js";
@@ -34,7 +35,7 @@ export const ATTENDEE_SEARCH: SearchAttributes<keyof AttendeeTable> = {
   duration: { column: "duration", type: "integer" },
 };
 
-function toAttendee(row: Selectable<AttendeeTable>): Attendee {
+export function toAttendee(row: Selectable<AttendeeTable>): Attendee {
   return withVersion(row, {
     conferenceId: row.conference_id,
     state: row.state as AttendeeState,
@@ -48,7 +49,7 @@ function toAttendee(row: Selectable<AttendeeTable>): Attendee {
     dialIn: Boolean(row.dial_in),
     name: row.name,
     email: row.email,
-    duration: row.duration,
+    duration: connectedSeconds(row.duration, row.connected_at, Date.now()),
   });
 }
 

@@ -33,7 +33,7 @@ export const CONFERENCE_SEARCH: SearchAttributes<keyof ConferenceTable> = {
   moderator_pin: { column: "moderator_pin", type: "text" },
 };
 
-function toConference(row: Selectable<ConferenceTable>): Conference {
+export function toConference(row: Selectable<ConferenceTable>): Conference {
   return withVersion(row, {
     userId: row.user_id,
     name: row.name,

@@ -154,10 +154,29 @@ function initialSchema(dialect: StoreDialect): Migration {
   };
 }
 
+/**
+ * What running conferences need: which instance runs a started conference and when it last said so
+ * (crash recovery), and when an attendee's current call was answered (live duration, failure reason).
+ */
+function conferenceRuntime(dialect: StoreDialect): Migration {
+  const t = columnTypes(dialect);
+  return {
+    async up(db: AnyDb) {
+      await db.schema.alterTable("conferences").addColumn("runner", "text").execute();
+      await db.schema.alterTable("conferences").addColumn("runner_heartbeat_at", t.timestamp).execute();
+      await db.schema.alterTable("attendees").addColumn("connected_at", t.timestamp).execute();
+      await db.schema.alterTable("attendees").addColumn("call_result", "text").execute();
+    },
+  };
+}
+
 export function migrationProvider(dialect: StoreDialect): MigrationProvider {
   return {
     async getMigrations() {
-      return { "0001_initial_schema": initialSchema(dialect) };
+      return {
+        "0001_initial_schema": initialSchema(dialect),
+        "0002_conference_runtime": conferenceRuntime(dialect),
+      };
     },
   };
 }

@@ -84,6 +84,10 @@ export interface ConferenceTable extends Versioned {
   moderator_pin: string;
   send_notification_emails: Flag;
   announce_attendees: Flag;
+  /** The instance running the started conference; null otherwise. */
+  runner: string | null;
+  /** When the runner last confirmed it still runs the conference (crash recovery). */
+  runner_heartbeat_at: Timestamp | null;
 }
 
 export interface AttendeeTable extends Versioned {
@@ -100,6 +104,10 @@ export interface AttendeeTable extends Versioned {
   name: string | null;
   email: string | null;
   duration: number | null;
+  /** When the current call was answered; null when not connected. */
+  connected_at: Timestamp | null;
+  /** How the last call ended, e.g. "486 Busy Here", for the log and the console. */
+  call_result: string | null;
 }
 
 /** Every live PIN, so that a PIN typed on a dial-in call names exactly one room and role. */
