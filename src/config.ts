@@ -1,3 +1,4 @@
+import os from "node:os";
 import path from "node:path";
 
 /** Every setting of the service, read and validated here and nowhere else. */
@@ -19,6 +20,8 @@ export interface Config {
   /** Sign-up attempts per client address within the window before 429. */
   signupLimit: number;
   throttleWindowSeconds: number;
+  /** This instance's name as the runner of its conferences; must stay the same across its restarts. */
+  instanceId: string;
   sip: SipConfig;
 }
 
@@ -176,11 +179,12 @@ export function loadConfig(env: Env = process.env): Config {
     );
   }
   const databaseUrl = env.BRIDGELINE_DATABASE_URL || null;
+  const dataDir = path.resolve(env.BRIDGELINE_DATA_DIR || "./data");
   if (databaseUrl !== null && !/^postgres(ql)?:\/\/\S+$/.test(databaseUrl)) {
     throw new ConfigError("BRIDGELINE_DATABASE_URL", "must be a postgres:// or postgresql:// URL");
   }
   return {
-    dataDir: path.resolve(env.BRIDGELINE_DATA_DIR || "./data"),
+    dataDir,
     databaseUrl,
     host: env.BRIDGELINE_HOST || "0.0.0.0",
     httpsPort: readPort(env, "BRIDGELINE_HTTPS_PORT", 8443) as number,
@@ -192,6 +196,7 @@ export function loadConfig(env: Env = process.env): Config {
     failedLoginLimit: readPositiveInteger(env, "BRIDGELINE_FAILED_LOGIN_LIMIT", 10),
     signupLimit: readPositiveInteger(env, "BRIDGELINE_SIGNUP_LIMIT", 20),
     throttleWindowSeconds: readPositiveInteger(env, "BRIDGELINE_THROTTLE_WINDOW_SECONDS", 900),
+    instanceId: env.BRIDGELINE_INSTANCE_ID || `${os.hostname()}:${dataDir}`,
     sip: readSipConfig(env),
   };
 }

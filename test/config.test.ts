@@ -24,6 +24,7 @@ describe("loadConfig", () => {
       failedLoginLimit: 10,
       signupLimit: 20,
       throttleWindowSeconds: 900,
+      instanceId: `${os.hostname()}:${path.resolve("./data")}`,
       sip: {
         bindAddress: "0.0.0.0",
         port: 5060,
@@ -55,6 +56,7 @@ describe("loadConfig", () => {
         "BRIDGELINE_FAILED_LOGIN_LIMIT",
         "BRIDGELINE_SIGNUP_LIMIT",
         "BRIDGELINE_THROTTLE_WINDOW_SECONDS",
+        "BRIDGELINE_INSTANCE_ID",
         "BRIDGELINE_SIP_ADDRESS",
         "BRIDGELINE_SIP_PORT",
         "BRIDGELINE_PUBLIC_ADDRESS",
@@ -85,6 +87,7 @@ describe("loadConfig", () => {
       BRIDGELINE_FAILED_LOGIN_LIMIT: "5",
       BRIDGELINE_SIGNUP_LIMIT: "7",
       BRIDGELINE_THROTTLE_WINDOW_SECONDS: "60",
+      BRIDGELINE_INSTANCE_ID: "bridgeline-2",
       BRIDGELINE_SIP_ADDRESS: "10.0.0.5",
       BRIDGELINE_SIP_PORT: "5080",
       BRIDGELINE_PUBLIC_ADDRESS: "203.0.113.7",
@@ -110,6 +113,7 @@ describe("loadConfig", () => {
       failedLoginLimit: 5,
       signupLimit: 7,
       throttleWindowSeconds: 60,
+      instanceId: "bridgeline-2",
       sip: {
         bindAddress: "10.0.0.5",
         port: 5080,

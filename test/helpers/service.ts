@@ -71,6 +71,7 @@ export async function startTestService(overrides: Partial<Config> = {}): Promise
     logLevel: "info",
     failedLoginLimit: 1000,
     signupLimit: 1000,
+    instanceId: `test:${dataDir}`,
     sip: { ...loadConfig({}).sip, bindAddress: "127.0.0.1", port: 0 },
     ...overrides,
   };

@@ -1,0 +1,133 @@
+/**
+ * Starts conferences on time. The schedule is the database itself: every poll claims the pending
+ * conferences that are due (so a restart, a reschedule or a delete takes effect at the next poll),
+ * each claimed by exactly one instance. It also keeps this instance's heartbeat on the conferences it
+ * runs and ends the conferences of instances that died.
+ */
+import type { Conference } from "../domain/conference.js";
+import {
+  claimDueConference,
+  type RecoveredConference,
+  recoverAbandonedConferences,
+  renewHeartbeat,
+} from "../store/conference-runtime.js";
+import type { Store } from "../store/database.js";
+
+export interface SchedulerLogger {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
+}
+
+export interface SchedulerOptions {
+  readonly store: Store;
+  /** This instance's name as a conference's runner; stable across restarts of the same instance. */
+  readonly runner: string;
+  readonly logger: SchedulerLogger;
+  /** Runs a conference this instance has just claimed (state started). */
+  readonly startConference: (conference: Conference) => void;
+  /** How often due conferences are looked for; a conference starts at most this late. */
+  readonly pollIntervalMs?: number;
+  readonly heartbeatIntervalMs?: number;
+  /** A runner silent for this long is taken for dead and its conferences ended. */
+  readonly staleAfterMs?: number;
+}
+
+const DEFAULT_POLL_INTERVAL_MS = 250;
+const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
+const DEFAULT_STALE_AFTER_MS = 30_000;
+
+export class Scheduler {
+  readonly #options: SchedulerOptions;
+  #pollTimer: NodeJS.Timeout | undefined;
+  #heartbeatTimer: NodeJS.Timeout | undefined;
+  #running: Promise<void> | undefined;
+  #stopped = false;
+
+  constructor(options: SchedulerOptions) {
+    this.#options = options;
+  }
+
+  /** Ends what an earlier run of this instance left started, then starts polling. */
+  async start(): Promise<void> {
+    const now = new Date();
+    const recovered = await recoverAbandonedConferences(
+      this.#options.store,
+      { ownRunner: this.#options.runner, staleBefore: this.#staleBefore(now) },
+      now,
+    );
+    this.#logRecovered(recovered);
+    this.#schedulePoll(0);
+    this.#heartbeatTimer = setInterval(
+      () => void this.#beat(),
+      this.#options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS,
+    );
+    this.#heartbeatTimer.unref();
+  }
+
+  /** Stops polling; a claim in progress finishes first. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#pollTimer);
+    clearInterval(this.#heartbeatTimer);
+    await this.#running;
+  }
+
+  #schedulePoll(delayMs: number): void {
+    if (this.#stopped) return;
+    this.#pollTimer = setTimeout(() => {
+      this.#running = this.#poll().finally(() =>
+        this.#schedulePoll(this.#options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS),
+      );
+    }, delayMs);
+  }
+
+  async #poll(): Promise<void> {
+    const { store, runner, logger } = this.#options;
+    try {
+      for (;;) {
+        if (this.#stopped) return;
+        const conference = await claimDueConference(store, runner, new Date());
+        if (conference === undefined) return;
+        logger.info({ conferenceId: conference.id }, "conference started");
+        try {
+          this.#options.startConference(conference);
+        } catch (error) {
+          logger.error({ err: error, conferenceId: conference.id }, "conference could not be run");
+        }
+      }
+    } catch (error) {
+      logger.warn({ err: error }, "looking for due conferences failed; trying again");
+    }
+  }
+
+  async #beat(): Promise<void> {
+    const { store, runner, logger } = this.#options;
+    const now = new Date();
+    try {
+      await renewHeartbeat(store, runner, now);
+      this.#logRecovered(
+        await recoverAbandonedConferences(store, { staleBefore: this.#staleBefore(now) }, now),
+      );
+    } catch (error) {
+      logger.warn({ err: error }, "conference heartbeat failed; trying again");
+    }
+  }
+
+  #staleBefore(now: Date): Date {
+    return new Date(now.getTime() - (this.#options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS));
+  }
+
+  #logRecovered(recovered: RecoveredConference[]): void {
+    for (const conference of recovered) {
+      this.#options.logger.warn(
+        {
+          conferenceId: conference.id,
+          runner: conference.runner,
+          disconnectedAttendees: conference.disconnectedAttendees,
+        },
+        "conference ended: the instance running it stopped; its calls were marked disconnected",
+      );
+    }
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * The scheduler through the real service and its store (SQLite, and PostgreSQL in the second half of
+ * the suite): conferences start on time, rescheduling and deleting take effect at once, a conference
+ * is started by exactly one of two instances, and a restart ends what a dead instance left behind.
+ */
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before, describe, it } from "node:test";
+import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
+import { createUser, startTestService, type TestService } from "../helpers/service.js";
+
+type Auth = [string, string];
+
+function field(xml: Record<string, unknown>, name: string): string | undefined {
+  const value = (xml.conference as Record<string, unknown> | undefined)?.[name];
+  if (typeof value === "string") return value;
+  const inner = (value as { "#text"?: unknown } | undefined)?.["#text"];
+  return inner === undefined ? undefined : String(inner);
+}
+
+/** A pending conference without attendees (no moderator) starting at `startAt`; returns its path. */
+async function pendingConference(
+  api: TestService,
+  user: { id: number; auth: Auth },
+  startAt: Date,
+): Promise<string> {
+  const created = await api.request("POST", `/users/${user.id}/conferences`, {
+    auth: user.auth,
+    body: `<conference><name>Planned</name><scheduled-to-start-at>${startAt.toISOString()}</scheduled-to-start-at>
+      <no-moderator type="boolean">true</no-moderator></conference>`,
+  });
+  assert.equal(created.status, 201, created.text);
+  const path = String(created.headers.location);
+  const pending = await api.request("PUT", path, {
+    auth: user.auth,
+    body: "<conference><state>pending</state></conference>",
+  });
+  assert.equal(pending.status, 200, pending.text);
+  return path;
+}
+
+async function stateOf(api: TestService, auth: Auth, path: string): Promise<Record<string, unknown>> {
+  return (await api.request("GET", path, { auth })).xml;
+}
+
+async function waitForState(api: TestService, auth: Auth, path: string, wanted: string, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const xml = await stateOf(api, auth, path);
+    if (field(xml, "state") === wanted) return xml;
+    if (Date.now() > deadline) throw new Error(`${path} still ${field(xml, "state")}, not ${wanted}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+describe("scheduler", () => {
+  let api: TestService;
+  let user: { id: number; auth: Auth };
+  before(async () => {
+    api = await startTestService();
+    user = await createUser(api);
+  });
+  after(() => api.close());
+
+  it("starts a conference within a second of its time, and at once when its time has passed", async () => {
+    const soon = new Date(Math.ceil((Date.now() + 1500) / 1000) * 1000);
+    const path = await pendingConference(api, user, soon);
+    assert.equal(field(await stateOf(api, user.auth, path), "state"), "pending");
+    const started = await waitForState(api, user.auth, path, "started", 5000).catch(() =>
+      waitForState(api, user.auth, path, "ended"),
+    );
+    const startedAt = Date.parse(field(started, "started-at") ?? "");
+    assert.ok(startedAt >= soon.getTime() && startedAt - soon.getTime() <= 1000, `started at ${startedAt}`);
+
+    const past = await pendingConference(api, user, new Date(Date.now() - 3600_000));
+    const late = await waitForState(api, user.auth, past, "ended", 3000);
+    assert.ok(Date.now() - Date.parse(field(late, "started-at") ?? "") < 5000);
+  });
+
+  it("ends a started conference with no one to call at once", async () => {
+    const path = await pendingConference(api, user, new Date());
+    const ended = await waitForState(api, user.auth, path, "ended");
+    assert.ok(field(ended, "ended-at"));
+  });
+
+  it("follows a reschedule at once: earlier starts earlier, later waits", async () => {
+    const earlier = await pendingConference(api, user, new Date(Date.now() + 60_000));
+    const later = await pendingConference(api, user, new Date(Date.now() + 1000));
+    for (const [path, at] of [
+      [earlier, new Date(Date.now() + 500)],
+      [later, new Date(Date.now() + 60_000)],
+    ] as const) {
+      const moved = await api.request("PUT", path, {
+        auth: user.auth,
+        body: `<conference><scheduled-to-start-at>${at.toISOString()}</scheduled-to-start-at></conference>`,
+      });
+      assert.equal(moved.status, 200, moved.text);
+    }
+    await waitForState(api, user.auth, earlier, "ended", 4000);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.equal(field(await stateOf(api, user.auth, later), "state"), "pending");
+  });
+
+  it("never starts a pending conference deleted before its time", async () => {
+    const path = await pendingConference(api, user, new Date(Date.now() + 700));
+    assert.equal((await api.request("DELETE", path, { auth: user.auth })).status, 204);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.ok(
+      !api.logs.some(
+        (line) =>
+          line.includes("conference started") && line.includes(`"conferenceId":${path.split("/").pop()}`),
+      ),
+    );
+  });
+});
+
+describe("crash recovery", () => {
+  let database: TestDatabase | undefined;
+  after(() => database?.drop());
+
+  it("ends a conference its instance left started: calls disconnected with their seconds, a log line, no phantom", async () => {
+    database = TEST_STORE === "postgres" ? await createTestDatabase() : undefined;
+    // The data directory outlives the first instance, as it does across a real restart.
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-restart-"));
+    after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+    const stores = database === undefined ? {} : { databaseUrl: database.url };
+    const first = await startTestService({ dataDir, ...stores });
+    const user = await createUser(first);
+    const conferencePath = await pendingConference(first, user, new Date(Date.now() + 3600_000));
+    const conferenceId = Number(conferencePath.split("/").pop());
+    const created = await first.request("POST", `${conferencePath}/attendees`, {
+      auth: user.auth,
+      body: "<attendee><phone-number>604-555-0150</phone-number></attendee>",
+    });
+    assert.equal(created.status, 201);
+    // What a running instance leaves when it dies: the conference started and run by it, with its
+    // last heartbeat 10 s after the attendee's call was answered.
+    const answeredAt = new Date(Date.now() - 20_000);
+    const heartbeatAt = new Date(answeredAt.getTime() + 10_000);
+    await first.inspect(async (db) => {
+      await db
+        .updateTable("conferences")
+        .set({
+          state: "started",
+          started_at: answeredAt.toISOString(),
+          runner: `test:${first.dataDir}`,
+          runner_heartbeat_at: heartbeatAt.toISOString(),
+        })
+        .where("id", "=", conferenceId)
+        .execute();
+      await db
+        .updateTable("attendees")
+        .set({ state: "connected", connected_at: answeredAt.toISOString(), muted: 0, hand_up: 0 })
+        .where("conference_id", "=", conferenceId)
+        .execute();
+    });
+    const shownWhileDead = await first.request("GET", `${conferencePath}/attendees`, { auth: user.auth });
+    assert.match(shownWhileDead.text, /<state>connected<\/state>/);
+    await first.close();
+
+    const second = await startTestService({ dataDir, ...stores });
+    try {
+      const conference = await stateOf(second, user.auth, conferencePath);
+      assert.equal(field(conference, "state"), "ended");
+      assert.equal(field(conference, "ended-at"), heartbeatAt.toISOString().replace(/\.\d{3}Z$/, "Z"));
+      const attendees = await second.request("GET", `${conferencePath}/attendees`, { auth: user.auth });
+      assert.match(attendees.text, /<state>disconnected<\/state>/);
+      assert.match(attendees.text, /<duration type="integer">10<\/duration>/);
+      assert.ok(
+        second.logs.some(
+          (line) =>
+            line.includes("the instance running it stopped") &&
+            line.includes(`"conferenceId":${conferenceId}`),
+        ),
+      );
+    } finally {
+      await second.close();
+    }
+  });
+});
+
+describe("two instances on one PostgreSQL database", {
+  skip: TEST_STORE !== "postgres" && "needs PostgreSQL",
+}, () => {
+  let database: TestDatabase;
+  let instances: TestService[] = [];
+  before(async () => {
+    database = await createTestDatabase();
+    instances = [
+      await startTestService({ databaseUrl: database.url }),
+      await startTestService({ databaseUrl: database.url }),
+    ];
+  });
+  after(async () => {
+    for (const instance of instances) await instance.close();
+    await database?.drop();
+  });
+
+  it("starts each due conference exactly once, whichever instance claims it", async () => {
+    const [first] = instances as [TestService, TestService];
+    const user = await createUser(first);
+    const at = new Date(Date.now() + 1500);
+    const paths: string[] = [];
+    for (let i = 0; i < 12; i++) paths.push(await pendingConference(first, user, at));
+    for (const path of paths) await waitForState(first, user.auth, path, "ended");
+    const starts = instances.flatMap((instance) =>
+      instance.logs
+        .filter((line) => line.includes('"msg":"conference started"'))
+        .map((line) => JSON.parse(line).conferenceId as number),
+    );
+    const ids = paths.map((path) => Number(path.split("/").pop())).sort((a, b) => a - b);
+    assert.deepEqual(
+      [...starts].sort((a, b) => a - b),
+      ids,
+      "each conference started once in all",
+    );
+  });
+});
