@@ -5,7 +5,9 @@ import type { DestinationStream } from "pino";
 import { buildApi } from "./api/server.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { createLogger } from "./log.js";
+import { Scheduler } from "./scheduler/scheduler.js";
 import { openStore } from "./store/database.js";
+import { ConferenceRuntime } from "./telephony/conference/conference-runtime.js";
 import { Telephony } from "./telephony/telephony.js";
 import { loadTlsMaterial } from "./tls.js";
 
@@ -52,6 +54,17 @@ export async function startService(
   if (sip.trunk === null && sip.routes.length === 0) {
     logger.warn("no SIP trunk configured (BRIDGELINE_SIP_TRUNK): calls cannot be placed");
   }
+  const conferences = new ConferenceRuntime({
+    telephony,
+    store,
+    logger: logger.child({ component: "conferences" }),
+  });
+  const scheduler = new Scheduler({
+    store,
+    runner: config.instanceId,
+    logger: logger.child({ component: "scheduler" }),
+    startConference: (conference) => conferences.run(conference),
+  });
   let plainServer: http.Server | null = null;
   const app = buildApi({
     store,
@@ -78,6 +91,7 @@ export async function startService(
       });
       httpPort = (plain.address() as AddressInfo).port;
     }
+    await scheduler.start();
     const sipPort = telephony.sipPort;
     logger.info(
       { httpsPort, httpPort, sipPort, store: store.dialect, dataDir: config.dataDir },
@@ -89,6 +103,8 @@ export async function startService(
       sipPort,
       telephony,
       async close() {
+        await scheduler.stop();
+        await conferences.close();
         await Promise.all([
           telephony.close(),
           app.close(),
@@ -99,6 +115,8 @@ export async function startService(
       },
     };
   } catch (error) {
+    await scheduler.stop();
+    await conferences.close();
     await app.close();
     await telephony.close();
     await store.close();

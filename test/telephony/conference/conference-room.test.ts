@@ -1,0 +1,260 @@
+/**
+ * Conferences that take place, end to end: created through the API, started by the scheduler,
+ * attendees called through the dial plan to real phones (baresip playing tones, SIPp as a moderator
+ * that answers late and hangs up, SIPp as a busy or unanswered line), the room's audio measured in
+ * what each phone heard, and every state read back through the API.
+ */
+import assert from "node:assert/strict";
+import { after, describe, test } from "node:test";
+import { loadConfig } from "../../../src/config.js";
+import { goertzelLevelDb, rmsLevelDb, SAMPLE_RATE } from "../../helpers/audio.js";
+import { Baresip } from "../../helpers/baresip.js";
+import { createUser, startTestService, type TestService } from "../../helpers/service.js";
+import { rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
+
+const skip = skipWithout("baresip") || skipWithout("sipp");
+const cleanups: Array<() => Promise<unknown>> = [];
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+type Node = Record<string, { "#text"?: string | number | boolean } | string | undefined>;
+
+/** An element's text, whether the parser gave it as a string or (with attributes) as an object. */
+function text(node: Node, field: string): string | undefined {
+  const value = node[field];
+  if (value === undefined || typeof value === "string") return value;
+  return value["#text"] === undefined ? undefined : String(value["#text"]);
+}
+
+async function startService(routes: Array<{ prefix: string; trunk: string }>, ringTimeoutSeconds = 45) {
+  const service = await startTestService({
+    sip: {
+      ...loadConfig({}).sip,
+      bindAddress: "127.0.0.1",
+      port: 0,
+      callerId: "+16045550000",
+      routes,
+      rtpPorts: rtpPortRange(),
+      ringTimeoutSeconds,
+    },
+  });
+  cleanups.push(() => service.close());
+  diagnostics = () =>
+    `\n${service.logs
+      .filter((line) => !line.includes('"req') && !line.includes('"res"'))
+      .slice(-30)
+      .join("\n")}`;
+  return service;
+}
+
+async function phone(user: string, toneHz: number): Promise<Baresip> {
+  const started = await Baresip.start({ user, toneHz });
+  cleanups.push(() => started.stop());
+  return started;
+}
+
+interface Room {
+  conferencePath: string;
+  read(): Promise<{ conference: Node; attendees: Node[] }>;
+}
+
+/** A conference through the API, with attendees, set to pending; it starts `startInSeconds` from now. */
+async function conference(
+  api: TestService,
+  auth: [string, string],
+  userId: number,
+  options: { numbers: string[]; extra?: string; startInSeconds?: number },
+): Promise<Room> {
+  const startAt = new Date(Date.now() + (options.startInSeconds ?? 0) * 1000).toISOString();
+  const created = await api.request("POST", `/users/${userId}/conferences`, {
+    auth,
+    body: `<conference><name>Weekly</name><scheduled-to-start-at>${startAt}</scheduled-to-start-at>
+      <announce-attendees type="boolean">false</announce-attendees>${options.extra ?? ""}</conference>`,
+  });
+  assert.equal(created.status, 201, created.text);
+  const conferencePath = new URL(String(created.headers.location), "http://localhost").pathname;
+  for (const number of options.numbers) {
+    const added = await api.request("POST", `${conferencePath}/attendees`, {
+      auth,
+      body: `<attendee><phone-number>${number}</phone-number></attendee>`,
+    });
+    assert.equal(added.status, 201, added.text);
+  }
+  const pending = await api.request("PUT", conferencePath, {
+    auth,
+    body: "<conference><state>pending</state></conference>",
+  });
+  assert.equal(pending.status, 200, pending.text);
+  return {
+    conferencePath,
+    async read() {
+      const [one, all] = await Promise.all([
+        api.request("GET", conferencePath, { auth }),
+        api.request("GET", `${conferencePath}/attendees`, { auth }),
+      ]);
+      const list = (all.xml.attendees as { attendee?: Node | Node[] }).attendee ?? [];
+      return { conference: one.xml.conference as Node, attendees: Array.isArray(list) ? list : [list] };
+    },
+  };
+}
+
+let diagnostics = () => "";
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${diagnostics()}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+function statesOf(attendees: Node[]): string[] {
+  return attendees.map((attendee) => text(attendee, "state") ?? "?");
+}
+
+function heardDb(samples: Int16Array, fromSecond: number, toSecond: number, hz: number): number {
+  return goertzelLevelDb(samples.subarray(fromSecond * SAMPLE_RATE, toSecond * SAMPLE_RATE), hz);
+}
+
+describe("conferences that take place", { skip, concurrency: true }, () => {
+  test("starts on time, holds until the moderator answers, mixes everyone but oneself, ends when the moderator hangs up", async () => {
+    const moderator = await Sipp.start({
+      scenario: "uas-moderator.xml",
+      pauseMs: 6000,
+      timeoutSeconds: 40,
+    });
+    cleanups.push(() => moderator.stop());
+    const low = await phone("+16045550101", 440);
+    const high = await phone("+16045550102", 880);
+    const api = await startService([
+      { prefix: "+16045550100", trunk: `sip:127.0.0.1:${moderator.sipPort}` },
+      { prefix: "+16045550101", trunk: low.trunk },
+      { prefix: "+16045550102", trunk: high.trunk },
+    ]);
+    const owner = await createUser(
+      api,
+      '<phone-numbers type="array"><phone-number><subscriber-number>604-555-0100</subscriber-number></phone-number></phone-numbers>',
+    );
+    const room = await conference(api, owner.auth, owner.id, {
+      numbers: ["604-555-0101", "604-555-0102"],
+      startInSeconds: 2,
+    });
+    const scheduledAt = Date.parse(text((await room.read()).conference, "scheduled-to-start-at") ?? "");
+
+    await Promise.all([low.waitForEvent("CALL_ESTABLISHED"), high.waitForEvent("CALL_ESTABLISHED")]);
+    const started = await room.read();
+    assert.equal(text(started.conference, "state"), "started");
+    const startedAt = Date.parse(text(started.conference, "started-at") ?? "");
+    assert.ok(startedAt - scheduledAt <= 1000, `started ${startedAt - scheduledAt} ms after its time`);
+
+    const connected = await until("every attendee connected", async () => {
+      const { attendees } = await room.read();
+      return statesOf(attendees).every((state) => state === "connected") ? attendees : undefined;
+    });
+    assert.equal(connected.length, 3);
+    for (const attendee of connected) assert.equal(text(attendee, "muted"), "false");
+
+    await until("live duration", async () => {
+      const { attendees } = await room.read();
+      return attendees.every((attendee) => Number(text(attendee, "duration")) >= 2) ? true : undefined;
+    });
+
+    await Promise.all([low.waitForEvent("CALL_CLOSED"), high.waitForEvent("CALL_CLOSED")]);
+    assert.equal((await moderator.result()).code, 0, moderator.report());
+    const ended = await until("the conference ended", async () => {
+      const read = await room.read();
+      return text(read.conference, "state") === "ended" ? read : undefined;
+    });
+    assert.ok(text(ended.conference, "ended-at"));
+    assert.deepEqual(statesOf(ended.attendees), ["disconnected", "disconnected", "disconnected"]);
+    for (const attendee of ended.attendees) assert.ok(Number(text(attendee, "duration")) >= 4);
+
+    // The first seconds after answering: the moderator is still ringing, so hold music and nobody else.
+    const lowHeard = low.heard();
+    const highHeard = high.heard();
+    assert.ok(rmsLevelDb(lowHeard.subarray(SAMPLE_RATE / 2, 2 * SAMPLE_RATE)) > -40, "hold music is heard");
+    assert.ok(heardDb(lowHeard, 0.5, 2, 880) < -40, "on hold, the other attendee is not heard");
+    // With the moderator in: each hears the other and not itself.
+    assert.ok(heardDb(lowHeard, 4.5, 7.5, 880) > -20, "440 Hz phone hears the 880 Hz phone");
+    assert.ok(heardDb(lowHeard, 4.5, 7.5, 440) < -40, "440 Hz phone does not hear itself");
+    assert.ok(heardDb(highHeard, 4.5, 7.5, 440) > -20, "880 Hz phone hears the 440 Hz phone");
+    assert.ok(heardDb(highHeard, 4.5, 7.5, 880) < -40, "880 Hz phone does not hear itself");
+  });
+
+  test("lecture mode: attendees other than the moderator join muted and reach nobody", async () => {
+    const lead = await phone("+16045550110", 660);
+    const low = await phone("+16045550111", 440);
+    const high = await phone("+16045550112", 880);
+    const api = await startService([
+      { prefix: "+16045550110", trunk: lead.trunk },
+      { prefix: "+16045550111", trunk: low.trunk },
+      { prefix: "+16045550112", trunk: high.trunk },
+    ]);
+    const owner = await createUser(
+      api,
+      '<phone-numbers type="array"><phone-number><subscriber-number>604-555-0110</subscriber-number></phone-number></phone-numbers>',
+    );
+    const room = await conference(api, owner.auth, owner.id, {
+      numbers: ["604-555-0111", "604-555-0112"],
+      extra: '<lecture-mode type="boolean">true</lecture-mode>',
+    });
+    const connected = await until("every attendee connected", async () => {
+      const { attendees } = await room.read();
+      return statesOf(attendees).every((state) => state === "connected") ? attendees : undefined;
+    });
+    assert.deepEqual(
+      connected.map((attendee) => [text(attendee, "moderator"), text(attendee, "muted")]),
+      [
+        ["true", "false"],
+        ["false", "true"],
+        ["false", "true"],
+      ],
+    );
+    await new Promise((resolve) => setTimeout(resolve, 4000));
+    assert.equal((await lead.command("hangup")).ok, true);
+    await Promise.all([low.waitForEvent("CALL_CLOSED"), high.waitForEvent("CALL_CLOSED")]);
+
+    const leadHeard = lead.heard();
+    const lowHeard = low.heard();
+    assert.ok(heardDb(leadHeard, 1, 3.5, 440) < -40, "the moderator does not hear a muted attendee");
+    assert.ok(heardDb(leadHeard, 1, 3.5, 880) < -40, "the moderator does not hear the other muted attendee");
+    assert.ok(heardDb(lowHeard, 1, 3.5, 660) > -20, "a muted attendee hears the moderator");
+    assert.ok(heardDb(lowHeard, 1, 3.5, 880) < -40, "a muted attendee does not hear the other");
+    await until("the conference ended", async () =>
+      text((await room.read()).conference, "state") === "ended" ? true : undefined,
+    );
+  });
+
+  test("busy and unanswered lines end busy and no-answer; with no one left the conference ends", async () => {
+    const busy = await Sipp.start({ scenario: "uas-busy.xml", timeoutSeconds: 30 });
+    const unanswered = await Sipp.start({ scenario: "uas-no-answer.xml", timeoutSeconds: 30 });
+    cleanups.push(
+      () => busy.stop(),
+      () => unanswered.stop(),
+    );
+    const api = await startService(
+      [
+        { prefix: "+16045550121", trunk: `sip:127.0.0.1:${busy.sipPort}` },
+        { prefix: "+16045550122", trunk: `sip:127.0.0.1:${unanswered.sipPort}` },
+      ],
+      2,
+    );
+    const owner = await createUser(api);
+    const room = await conference(api, owner.auth, owner.id, {
+      numbers: ["604-555-0121", "604-555-0122", "604-555-0199"],
+      extra: '<no-moderator type="boolean">true</no-moderator>',
+    });
+    const ended = await until("the conference ended", async () => {
+      const read = await room.read();
+      return text(read.conference, "state") === "ended" ? read : undefined;
+    });
+    // 0199 has no route and there is no default trunk: that call fails.
+    assert.deepEqual(statesOf(ended.attendees), ["busy", "no-answer", "failed"]);
+    assert.equal((await busy.result()).code, 0, busy.report());
+    assert.equal((await unanswered.result()).code, 0, unanswered.report());
+    assert.ok(api.logs.some((line) => line.includes("No trunk configured")));
+  });
+});
