@@ -17,6 +17,7 @@ export interface RunningService {
   /** The SIP port (UDP and TCP). */
   sipPort: number;
   telephony: Telephony;
+  conferences: ConferenceRuntime;
   close(): Promise<void>;
 }
 
@@ -102,6 +103,7 @@ export async function startService(
       httpPort,
       sipPort,
       telephony,
+      conferences,
       async close() {
         await scheduler.stop();
         await conferences.close();
