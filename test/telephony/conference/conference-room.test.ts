@@ -257,4 +257,44 @@ describe("conferences that take place", { skip, concurrency: true }, () => {
     assert.equal((await unanswered.result()).code, 0, unanswered.report());
     assert.ok(api.logs.some((line) => line.includes("No trunk configured")));
   });
+
+  test("an attendee added while it runs is called at once; deleting an attendee or the conference hangs up", async () => {
+    const first = await phone("+16045550131", 440);
+    const second = await phone("+16045550132", 300);
+    const api = await startService([
+      { prefix: "+16045550131", trunk: first.trunk },
+      { prefix: "+16045550132", trunk: second.trunk },
+    ]);
+    const owner = await createUser(api);
+    const room = await conference(api, owner.auth, owner.id, {
+      numbers: ["604-555-0131"],
+      extra:
+        '<no-moderator type="boolean">true</no-moderator><announce-attendees type="boolean">true</announce-attendees>',
+    });
+    await first.waitForEvent("CALL_ESTABLISHED");
+    const added = await api.request("POST", `${room.conferencePath}/attendees`, {
+      auth: owner.auth,
+      body: "<attendee><phone-number>604-555-0132</phone-number></attendee>",
+    });
+    assert.equal(added.status, 201);
+    await second.waitForEvent("CALL_ESTABLISHED", 5000);
+    const secondPath = new URL(String(added.headers.location), "http://localhost").pathname;
+    await until("both connected", async () => {
+      const { attendees } = await room.read();
+      return statesOf(attendees).join() === "connected,connected" ? true : undefined;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+
+    assert.equal((await api.request("DELETE", secondPath, { auth: owner.auth })).status, 204);
+    await second.waitForEvent("CALL_CLOSED", 5000);
+    assert.equal(text((await room.read()).conference, "state"), "started", "the room goes on without it");
+
+    assert.equal((await api.request("DELETE", room.conferencePath, { auth: owner.auth })).status, 204);
+    await first.waitForEvent("CALL_CLOSED", 5000);
+
+    // announce-attendees: the first attendee heard the entry chime (660 then 880 Hz) when the second joined.
+    const heard = first.heard();
+    assert.ok(goertzelLevelDb(heard, 660) > -45, "the entry tone is heard");
+    assert.ok(heardDb(heard, 0.5, 1.5, 660) < -50, "no tone before anyone joins");
+  });
 });
