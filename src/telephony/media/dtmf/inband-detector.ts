@@ -1,0 +1,237 @@
+/**
+ * DTMF keys heard inside 8 kHz 16-bit linear audio, for trunks that leave the tones in the audio
+ * instead of (or as well as) sending RFC 4733 telephone-events.
+ *
+ * Analysis: a Goertzel filter at each of the eight DTMF frequencies and at their second harmonics,
+ * run over a 106-sample window (13.25 ms, 75 Hz resolution) every 20 samples (2.5 ms). 106 samples put
+ * adjacent row tones (73–89 Hz apart) about one resolution step apart, near the first null of the
+ * rectangular window, and keep the loss of a tone off by the allowed 1.5 % under 2 dB; a window much
+ * longer would lose that tone, one much shorter would blur adjacent rows together. Overlapping windows
+ * 2.5 ms apart, rather than back-to-back ones (13.25 ms steps, frames' 20 ms), measure how long a tone
+ * lasts finely enough to tell the 40 ms a digit needs from a 30 ms blip, whatever the tone's alignment
+ * with the frames. Cost: 8 windows per 20 ms frame, each 16 filters over 106 samples, from
+ * coefficients computed once; nothing is allocated per frame.
+ *
+ * Each window is judged with the checks of ITU-T Q.24 style receivers: enough energy, one clear row
+ * and one clear column, the twist between them within limits, most of the window's energy in those two
+ * tones, and no strong second harmonics (speech and music have them, DTMF generators do not). A key
+ * is reported once it has been found steadily for long enough that every 40 ms tone counts and no
+ * 30 ms one does, and once per press: the same key again needs a pause of 40 ms first.
+ */
+
+const SAMPLE_RATE = 8000;
+const WINDOW_LENGTH = 106;
+const HOP_LENGTH = 20;
+
+/** Keys by row (697, 770, 852, 941 Hz) then column (1209, 1336, 1477, 1633 Hz). */
+const KEYS = "123A456B789C*0#D";
+const ROW_FREQUENCIES = [697, 770, 852, 941];
+const COLUMN_FREQUENCIES = [1209, 1336, 1477, 1633];
+const TONE_FREQUENCIES = [...ROW_FREQUENCIES, ...COLUMN_FREQUENCIES];
+const FILTER_FREQUENCIES = [...TONE_FREQUENCIES, ...TONE_FREQUENCIES.map((frequency) => 2 * frequency)];
+const TONE_COUNT = TONE_FREQUENCIES.length;
+const GROUP_SIZE = ROW_FREQUENCIES.length;
+
+/** The power ratio of a level difference in dB. */
+const powerRatio = (db: number) => 10 ** (db / 10);
+
+/**
+ * Mean square of a 0 dBm0 sine: a full-scale sine is +3.17 dBm0 in G.711 μ-law (ITU-T G.711),
+ * and its mean square is half its squared amplitude.
+ */
+const ZERO_DBM0 = ((32767 * 32767) / 2) * powerRatio(-3.17);
+/** Windows quieter than −30 dBm0 in all are silence or line noise, whatever their spectrum. */
+const ENERGY_FLOOR = ZERO_DBM0 * powerRatio(-30);
+/** Row tone stronger than the column tone ("normal" twist, the usual line loss): at most 8 dB. */
+const NORMAL_TWIST = powerRatio(8);
+/** Column tone stronger than the row tone ("reverse" twist): at most 4 dB. */
+const REVERSE_TWIST = powerRatio(4);
+/** The chosen tone leads every other tone of its group by at least 8 dB. */
+const RELATIVE_PEAK = powerRatio(8);
+/**
+ * Least share of the window's energy in the two tones. A full window of DTMF holds nearly all of it
+ * (1.5 % off frequency, still 70 %); noise, speech and music spread theirs. A window a tone only partly
+ * fills holds less, which keeps short tones from counting for longer than they last.
+ */
+const TONE_SHARE = 0.6;
+/** A second harmonic more than 10 dB below its fundamental does not disqualify it. */
+const SECOND_HARMONIC = powerRatio(-10);
+/**
+ * Consecutive windows with the key before it is reported. A window counts once the tone fills most of
+ * it, so these 12 (starts 27.5 ms apart) need about 33 ms of tone: measured over every alignment and
+ * the ±1.5 % tolerance, 40 ms tones are always reported and 30 ms ones never.
+ */
+const DIGIT_WINDOWS = 12;
+/**
+ * Consecutive windows without the key before it can be reported again: measured likewise, a pause of
+ * 40 ms always ends the press, and a dropout of 28 ms or less (a lost packet) never does.
+ */
+const PAUSE_WINDOWS = 16;
+/** The tolerance on DTMF frequencies that receivers must accept (Q.24). */
+const FREQUENCY_TOLERANCE = 0.015;
+const NO_KEY = -1;
+
+/** Power response of a `length`-sample rectangular window to a tone `offset` Hz away, 1 at 0 Hz. */
+function windowResponse(offset: number, length: number): number {
+  const half = (Math.PI * offset) / SAMPLE_RATE;
+  if (Math.abs(Math.sin(half)) < 1e-12) return 1;
+  const ratio = Math.sin(length * half) / (length * Math.sin(half));
+  return ratio * ratio;
+}
+
+/**
+ * How much of tone `toneHz` (measured by its own filter) leaks into the filter at `filterHz`, at worst
+ * over the accepted frequency tolerance. A row's second harmonic lies as little as 58 Hz from a column
+ * tone (2 × 697 = 1394 against 1336), so its filter hears the column tone almost as loudly as a real
+ * harmonic; the harmonic check allows for that leakage instead of rejecting genuine digits.
+ */
+function worstLeakage(toneHz: number, filterHz: number): number {
+  const steps = 30;
+  let worst = 0;
+  for (let step = 0; step <= steps; step++) {
+    const deviation = toneHz * FREQUENCY_TOLERANCE * ((2 * step) / steps - 1);
+    const leaked = windowResponse(toneHz + deviation - filterHz, WINDOW_LENGTH);
+    worst = Math.max(worst, leaked / windowResponse(deviation, WINDOW_LENGTH));
+  }
+  return worst;
+}
+
+/** Amplitude leakage of column `c`'s tone into row `r`'s second-harmonic filter at [r * 4 + c], and the reverse. */
+const ROW_HARMONIC_LEAKAGE = new Float64Array(GROUP_SIZE * GROUP_SIZE);
+const COLUMN_HARMONIC_LEAKAGE = new Float64Array(GROUP_SIZE * GROUP_SIZE);
+for (let row = 0; row < GROUP_SIZE; row++) {
+  for (let column = 0; column < GROUP_SIZE; column++) {
+    const rowHz = ROW_FREQUENCIES[row] as number;
+    const columnHz = COLUMN_FREQUENCIES[column] as number;
+    ROW_HARMONIC_LEAKAGE[row * GROUP_SIZE + column] = Math.sqrt(worstLeakage(columnHz, 2 * rowHz));
+    COLUMN_HARMONIC_LEAKAGE[column * GROUP_SIZE + row] = Math.sqrt(worstLeakage(rowHz, 2 * columnHz));
+  }
+}
+
+const COEFFICIENTS = Float64Array.from(
+  FILTER_FREQUENCIES,
+  (hz) => 2 * Math.cos((2 * Math.PI * hz) / SAMPLE_RATE),
+);
+
+/** Index of the strongest of `powers[start]`…`powers[start + 3]`, or NO_KEY when another is within RELATIVE_PEAK. */
+function clearPeak(powers: Float64Array, start: number): number {
+  let best = start;
+  for (let i = start + 1; i < start + GROUP_SIZE; i++) {
+    if ((powers[i] as number) > (powers[best] as number)) best = i;
+  }
+  const bestPower = powers[best] as number;
+  for (let i = start; i < start + GROUP_SIZE; i++) {
+    if (i !== best && (powers[i] as number) * RELATIVE_PEAK > bestPower) return NO_KEY;
+  }
+  return best - start;
+}
+
+export class InbandDtmfDetector {
+  /** The last WINDOW_LENGTH samples, oldest at `writeIndex`. */
+  private readonly history = new Float64Array(WINDOW_LENGTH);
+  /** Per filter, the tone's mean square: a sine of amplitude A gives A²/2. */
+  private readonly powers = new Float64Array(FILTER_FREQUENCIES.length);
+  private writeIndex = 0;
+  private samplesUntilWindow = HOP_LENGTH;
+  /** Result of the latest windows (a key index or NO_KEY) and how many in a row gave it. */
+  private runKey = NO_KEY;
+  private runLength = 0;
+  /** The key of the press in progress, already reported. */
+  private reportedKey = NO_KEY;
+
+  constructor(private readonly onDigit: (key: string) => void) {}
+
+  /** Feeds audio in order; any length, usually one 20 ms frame of 160 samples. */
+  process(frame: Int16Array): void {
+    for (let i = 0; i < frame.length; i++) {
+      this.history[this.writeIndex] = frame[i] as number;
+      this.writeIndex = this.writeIndex === WINDOW_LENGTH - 1 ? 0 : this.writeIndex + 1;
+      if (--this.samplesUntilWindow === 0) {
+        this.samplesUntilWindow = HOP_LENGTH;
+        this.onWindow(this.classifyWindow());
+      }
+    }
+  }
+
+  /** Forgets all audio heard so far, as at construction. */
+  reset(): void {
+    this.history.fill(0);
+    this.writeIndex = 0;
+    this.samplesUntilWindow = HOP_LENGTH;
+    this.runKey = NO_KEY;
+    this.runLength = 0;
+    this.reportedKey = NO_KEY;
+  }
+
+  private onWindow(key: number): void {
+    if (key === this.runKey) {
+      this.runLength++;
+    } else {
+      this.runKey = key;
+      this.runLength = 1;
+    }
+    if (key === NO_KEY) {
+      if (this.runLength >= PAUSE_WINDOWS) this.reportedKey = NO_KEY;
+    } else if (this.runLength >= DIGIT_WINDOWS && key !== this.reportedKey) {
+      this.reportedKey = key;
+      this.onDigit(KEYS[key] as string);
+    }
+  }
+
+  /** The key whose tones fill the current window, or NO_KEY. */
+  private classifyWindow(): number {
+    const history = this.history;
+    const powers = this.powers;
+    let energy = 0;
+    for (let i = 0; i < WINDOW_LENGTH; i++) {
+      const sample = history[i] as number;
+      energy += sample * sample;
+    }
+    energy /= WINDOW_LENGTH;
+    if (energy < ENERGY_FLOOR) return NO_KEY;
+
+    // Goertzel filters, fed the window oldest sample first.
+    const start = this.writeIndex;
+    for (let filter = 0; filter < COEFFICIENTS.length; filter++) {
+      const coefficient = COEFFICIENTS[filter] as number;
+      let previous = 0;
+      let beforePrevious = 0;
+      for (let i = start; i < WINDOW_LENGTH; i++) {
+        const current = (history[i] as number) + coefficient * previous - beforePrevious;
+        beforePrevious = previous;
+        previous = current;
+      }
+      for (let i = 0; i < start; i++) {
+        const current = (history[i] as number) + coefficient * previous - beforePrevious;
+        beforePrevious = previous;
+        previous = current;
+      }
+      const power =
+        previous * previous + beforePrevious * beforePrevious - coefficient * previous * beforePrevious;
+      powers[filter] = (2 * power) / (WINDOW_LENGTH * WINDOW_LENGTH);
+    }
+
+    const row = clearPeak(powers, 0);
+    const column = clearPeak(powers, GROUP_SIZE);
+    if (row === NO_KEY || column === NO_KEY) return NO_KEY;
+    const rowPower = powers[row] as number;
+    const columnPower = powers[GROUP_SIZE + column] as number;
+    if (rowPower > columnPower * NORMAL_TWIST || columnPower > rowPower * REVERSE_TWIST) return NO_KEY;
+    if (rowPower + columnPower < TONE_SHARE * energy) return NO_KEY;
+
+    const rowHarmonic = Math.sqrt(powers[TONE_COUNT + row] as number);
+    const columnHarmonic = Math.sqrt(powers[TONE_COUNT + GROUP_SIZE + column] as number);
+    const rowAmplitude = Math.sqrt(rowPower);
+    const columnAmplitude = Math.sqrt(columnPower);
+    const harmonicShare = Math.sqrt(SECOND_HARMONIC);
+    const rowHarmonicLimit =
+      harmonicShare * rowAmplitude +
+      (ROW_HARMONIC_LEAKAGE[row * GROUP_SIZE + column] as number) * columnAmplitude;
+    const columnHarmonicLimit =
+      harmonicShare * columnAmplitude +
+      (COLUMN_HARMONIC_LEAKAGE[column * GROUP_SIZE + row] as number) * rowAmplitude;
+    if (rowHarmonic > rowHarmonicLimit || columnHarmonic > columnHarmonicLimit) return NO_KEY;
+
+    return row * GROUP_SIZE + column;
+  }
+}
