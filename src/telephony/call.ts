@@ -325,12 +325,6 @@ export class IncomingCall extends Call {
     this.#invite.ring();
   }
 
-  /** Whether the offer has a codec in common with us (else the call is refused 488 before anyone sees it). */
-  acceptable(): boolean {
-    const probe = { address: this.host.mediaAddress, port: 9, sessionId: "0", sessionVersion: 0 };
-    return answerOffer(this.#invite.invite.body.toString(), probe).ok;
-  }
-
   /** Answers with 200 and our SDP answer; resolves true once the ACK arrives, false when it did not. */
   async accept(): Promise<boolean> {
     if (this.state !== "calling" || this.#invite.answered) return false;

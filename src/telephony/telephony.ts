@@ -196,11 +196,9 @@ export class Telephony implements CallHost {
       session.reject(404, "Not Found");
       return;
     }
+    // The handler decides first (a number not served is 404 whatever the offer); accept() refuses
+    // an offer without a common codec with 488.
     const call = new IncomingCall(this, session, fromUser, toUser);
-    if (!call.acceptable()) {
-      call.reject(488, "Not Acceptable Here");
-      return;
-    }
     this.#calls.add(call);
     this.#options.logger?.info({ from: fromUser, to: toUser }, "incoming call");
     handler(call);

@@ -105,13 +105,15 @@ describe("calls and requests from SIPp", { skip, concurrency: true }, () => {
     assert.equal(telephony.activeCalls, 0);
   });
 
-  test("an offer of G.729 only is refused 488 before the handler sees it", async () => {
-    let handled = false;
-    const { peer } = await callIn("uac-no-common-codec.xml", () => {
-      handled = true;
+  test("an offer of G.729 only is refused 488 when the handler answers it", async () => {
+    let accepted: boolean | undefined;
+    const { peer } = await callIn("uac-no-common-codec.xml", (call) => {
+      void call.accept().then((result) => {
+        accepted = result;
+      });
     });
     await peer.expectSuccess();
-    assert.equal(handled, false);
+    assert.equal(accepted, false);
   });
 
   test("without an incoming-call handler a call is refused 404", async () => {
