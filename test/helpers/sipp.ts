@@ -7,6 +7,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { createSocket } from "node:dgram";
 import { once } from "node:events";
 import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -46,18 +47,28 @@ async function canBindUdp(port: number): Promise<boolean> {
   });
 }
 
+async function canBindTcp(port: number): Promise<boolean> {
+  const server = createServer();
+  return new Promise((resolve) => {
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => server.close(() => resolve(true)));
+  });
+}
+
 /**
- * A UDP port on 127.0.0.1 that is free now, together with the `span` ports above it (SIPp binds
- * -mp and -mp+2; baresip takes TLS on sip port + 1). Random in 30000-59999 so that parallel test
- * processes rarely meet; never the same port twice in one process.
+ * A port on 127.0.0.1 that is free now for UDP and TCP, together with the `span` ports above it
+ * (SIPp binds -mp and -mp+2; baresip listens on its SIP port over UDP and TCP, and TLS on the next).
+ * Random in 30000-32767, below the kernel's ephemeral range (32768 up) so that no outgoing
+ * connection takes it meanwhile, and so that parallel test processes rarely meet; never the same
+ * port twice in one process.
  */
 export async function freePorts(span = 0): Promise<number> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const base = 30000 + 2 * Math.floor(Math.random() * 14990);
+  for (let attempt = 0; attempt < 400; attempt++) {
+    const base = 30000 + 2 * Math.floor(Math.random() * ((2767 - span) / 2));
     const ports = Array.from({ length: span + 1 }, (_, i) => base + i);
     if (ports.some((port) => handedOut.has(port))) continue;
     let free = true;
-    for (const port of ports) free = free && (await canBindUdp(port));
+    for (const port of ports) free = free && (await canBindUdp(port)) && (await canBindTcp(port));
     if (!free) continue;
     for (const port of ports) handedOut.add(port);
     return base;
