@@ -23,12 +23,14 @@ import { attendeeRoutes } from "./routes/attendees.js";
 import { billingPackageRoutes } from "./routes/billing-packages.js";
 import { conferenceRoutes } from "./routes/conferences.js";
 import { contactRoutes } from "./routes/contacts.js";
+import { recordingRoutes } from "./routes/recordings.js";
 import { userRoutes } from "./routes/users.js";
 import { Throttle } from "./throttle.js";
 import { parseDocument, renderDocument, type XmlElement } from "./xml.js";
 
 export const MAX_BODY_BYTES = 64 * 1024;
 const XML_TYPE = "application/xml; charset=utf-8";
+const XML_MEDIA_TYPES = ["application/xml", "text/xml"];
 const METHODS: HTTPMethods[] = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
 
 export interface ApiOptions {
@@ -38,6 +40,8 @@ export interface ApiOptions {
   signupLimit: number;
   throttleWindowSeconds: number;
   trustedProxies: string | null;
+  /** The data directory: recordings are served from its recordings/ folder. */
+  dataDir: string;
   /** Creates the listening server(s) around Fastify's handler: HTTPS, and plain HTTP when enabled. */
   serverFactory?: FastifyServerFactory;
 }
@@ -45,11 +49,27 @@ export interface ApiOptions {
 /** What every route handler works with. */
 export interface ApiContext {
   store: Store;
+  dataDir: string;
   signups: Throttle;
   /** The authenticated user, who must own the /users/{user_id} tree named by the path. */
   owner(request: FastifyRequest): Promise<number>;
   authenticated(request: FastifyRequest): Promise<number>;
-  resource(path: string, handlers: Partial<Record<HTTPMethods, RouteHandler>>): void;
+  resource(
+    path: string,
+    handlers: Partial<Record<HTTPMethods, RouteHandler>>,
+    options?: ResourceOptions,
+  ): void;
+}
+
+export interface ResourceOptions {
+  /** The media types the resource's methods answer with, when not XML; Accept must admit one. */
+  produces?: readonly string[];
+}
+
+declare module "fastify" {
+  interface FastifyContextConfig {
+    produces?: readonly string[];
+  }
 }
 
 export type RouteHandler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
@@ -74,7 +94,11 @@ export function buildApi(options: ApiOptions) {
   });
 
   app.addHook("onRequest", async (request) => {
-    if (!acceptsXml(request.headers.accept))
+    const produces = request.routeOptions.config.produces;
+    if (produces) {
+      if (!accepts(request.headers.accept, produces))
+        throw new HttpError(406, `This resource answers only ${produces.join(", ")}`);
+    } else if (!accepts(request.headers.accept, XML_MEDIA_TYPES))
       throw new HttpError(406, "This API answers only application/xml");
     if ((request.method === "POST" || request.method === "PUT") && !request.headers["content-type"]) {
       throw new HttpError(415, "POST and PUT bodies must be sent as Content-Type: application/xml");
@@ -96,6 +120,7 @@ export function buildApi(options: ApiOptions) {
     authenticator.authenticate(request.headers.authorization, request.ip);
   const context: ApiContext = {
     store: options.store,
+    dataDir: options.dataDir,
     signups: new Throttle(options.signupLimit, windowMs),
     authenticated,
     async owner(request) {
@@ -107,10 +132,11 @@ export function buildApi(options: ApiOptions) {
       }
       return userId;
     },
-    resource(path, handlers) {
+    resource(path, handlers, resourceOptions = {}) {
       const allowed = Object.keys(handlers) as HTTPMethods[];
+      const config = { produces: resourceOptions.produces };
       for (const method of allowed)
-        app.route({ method, url: path, handler: handlers[method] as RouteHandler });
+        app.route({ method, url: path, handler: handlers[method] as RouteHandler, config });
       const allow = [...allowed, ...(allowed.includes("GET") ? ["HEAD"] : [])].join(", ");
       const others = METHODS.filter((method) => !allowed.includes(method));
       app.route({
@@ -128,17 +154,22 @@ export function buildApi(options: ApiOptions) {
   contactRoutes(context);
   conferenceRoutes(context);
   attendeeRoutes(context);
+  recordingRoutes(context);
   return app;
 }
 
-/** True when the Accept header admits XML (absent, wildcards, application/xml or text/xml). */
-function acceptsXml(accept: string | undefined): boolean {
+/** True when the Accept header admits one of `mediaTypes` (absent, a wildcard, or the type itself). */
+function accepts(accept: string | undefined, mediaTypes: readonly string[]): boolean {
   if (!accept) return true;
   return accept.split(",").some((range) => {
     const [type = "", ...params] = range.trim().toLowerCase().split(";");
     const refused = params.some((param) => /^\s*q\s*=\s*0(\.0*)?\s*$/.test(param));
+    const wanted = type.trim();
     return (
-      !refused && ["*/*", "application/*", "text/*", "application/xml", "text/xml"].includes(type.trim())
+      !refused &&
+      mediaTypes.some(
+        (mediaType) => wanted === "*/*" || wanted === mediaType || wanted === `${mediaType.split("/")[0]}/*`,
+      )
     );
   });
 }

@@ -170,12 +170,22 @@ function conferenceRuntime(dialect: StoreDialect): Migration {
   };
 }
 
+/** The recording's file name in the data directory's recordings/ folder; null until one exists. */
+function conferenceRecording(): Migration {
+  return {
+    async up(db: AnyDb) {
+      await db.schema.alterTable("conferences").addColumn("recording_file", "text").execute();
+    },
+  };
+}
+
 export function migrationProvider(dialect: StoreDialect): MigrationProvider {
   return {
     async getMigrations() {
       return {
         "0001_initial_schema": initialSchema(dialect),
         "0002_conference_runtime": conferenceRuntime(dialect),
+        "0003_conference_recording": conferenceRecording(),
       };
     },
   };

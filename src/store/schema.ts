@@ -88,6 +88,8 @@ export interface ConferenceTable extends Versioned {
   runner: string | null;
   /** When the runner last confirmed it still runs the conference (crash recovery). */
   runner_heartbeat_at: Timestamp | null;
+  /** The recording's file name in the data directory's recordings/ folder; null until one exists. */
+  recording_file: string | null;
 }
 
 export interface AttendeeTable extends Versioned {

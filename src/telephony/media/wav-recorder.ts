@@ -1,0 +1,137 @@
+import { type FileHandle, open } from "node:fs/promises";
+import { wavHeader } from "./wav.js";
+
+const SAMPLE_RATE = 8000;
+const BYTES_PER_SAMPLE = 2;
+const HEADER_BYTES = 44;
+const BYTES_PER_SECOND = SAMPLE_RATE * BYTES_PER_SAMPLE;
+/** A second of audio (50 frames of 20 ms) is buffered before it goes to the file. */
+const FLUSH_BYTES = BYTES_PER_SECOND;
+/** The RIFF size field is 32 bits and counts the 36 header bytes after it: about 74 hours at 8 kHz. */
+const MAX_DATA_BYTES = 0xffff_ffff - (HEADER_BYTES - 8) - 1;
+
+/**
+ * Records 16-bit 8000 Hz mono audio to a WAV file while it is produced. Frames are buffered in memory
+ * and appended once a second of audio has gathered, one write at a time; after each append the
+ * header's RIFF and data sizes are rewritten to cover it. The samples always reach the file before
+ * the header that counts them, so a process that dies leaves a playable file of everything up to
+ * the last append. Frames past the 4 GiB a WAV file can describe are dropped.
+ */
+export class WavRecorder {
+  readonly #file: FileHandle;
+  /** Frames not yet handed to the file. */
+  #pending = Buffer.alloc(2 * FLUSH_BYTES);
+  #pendingBytes = 0;
+  /** The buffer the running append writes from; it becomes #pending's successor. */
+  #spare = Buffer.alloc(2 * FLUSH_BYTES);
+  /** Bytes accepted by write(), flushed or not. */
+  #acceptedBytes = 0;
+  /** Bytes in the file's data chunk that the header counts. */
+  #fileDataBytes = 0;
+  /** flush() waits until the file holds this many data bytes. */
+  #flushTarget = 0;
+  /** The loop appending to the file, while one runs. */
+  #appending: Promise<void> | undefined;
+  #failure: Error | undefined;
+  #closed = false;
+
+  private constructor(file: FileHandle) {
+    this.#file = file;
+  }
+
+  /** Creates (or truncates) the file and writes a header for no samples yet. */
+  static async open(filePath: string): Promise<WavRecorder> {
+    const file = await open(filePath, "w");
+    try {
+      await writeFully(file, wavHeader(SAMPLE_RATE, 0), 0);
+    } catch (error) {
+      await file.close();
+      throw error;
+    }
+    return new WavRecorder(file);
+  }
+
+  /** Seconds of audio recorded so far, including what is still buffered. */
+  get seconds(): number {
+    return this.#acceptedBytes / BYTES_PER_SECOND;
+  }
+
+  /** Buffers one frame; the file is written in the background once a second has gathered. */
+  write(frame: Int16Array): void {
+    if (this.#closed) throw new Error("the recording is closed");
+    const bytes = frame.length * BYTES_PER_SAMPLE;
+    if (this.#failure || this.#acceptedBytes + bytes > MAX_DATA_BYTES) return;
+    if (this.#pendingBytes + bytes > this.#pending.length) this.#growPending(this.#pendingBytes + bytes);
+    const pending = this.#pending;
+    let offset = this.#pendingBytes;
+    for (let i = 0; i < frame.length; i++) offset = pending.writeInt16LE(frame[i] as number, offset);
+    this.#pendingBytes = offset;
+    this.#acceptedBytes += bytes;
+    if (this.#pendingBytes >= FLUSH_BYTES) this.#append();
+  }
+
+  /**
+   * Resolves when everything written so far is in the file with a header that counts it; rejects
+   * with the error of a failed background write (after which frames are dropped).
+   */
+  async flush(): Promise<void> {
+    this.#flushTarget = this.#acceptedBytes;
+    // A loop that already ended before seeing the new target is still cleared and started anew.
+    while (this.#fileDataBytes < this.#flushTarget && !this.#failure) await this.#append();
+    if (this.#failure) throw this.#failure;
+  }
+
+  /** Flushes and closes the file; later writes throw. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    try {
+      await this.flush();
+    } finally {
+      await this.#file.close();
+    }
+  }
+
+  /** Starts the append loop unless it runs; it re-checks what is due after each append. */
+  #append(): Promise<void> {
+    this.#appending ??= this.#appendWhileDue().finally(() => {
+      this.#appending = undefined;
+    });
+    return this.#appending;
+  }
+
+  async #appendWhileDue(): Promise<void> {
+    try {
+      while (
+        this.#pendingBytes > 0 &&
+        (this.#pendingBytes >= FLUSH_BYTES || this.#fileDataBytes < this.#flushTarget)
+      ) {
+        const chunk = this.#pending;
+        const chunkBytes = this.#pendingBytes;
+        this.#pending = this.#spare;
+        this.#pendingBytes = 0;
+        this.#spare = chunk;
+        await writeFully(this.#file, chunk.subarray(0, chunkBytes), HEADER_BYTES + this.#fileDataBytes);
+        this.#fileDataBytes += chunkBytes;
+        await writeFully(this.#file, wavHeader(SAMPLE_RATE, this.#fileDataBytes), 0);
+      }
+    } catch (error) {
+      this.#failure = error as Error;
+    }
+  }
+
+  /** Only when the disk falls more than a second behind. */
+  #growPending(needed: number): void {
+    const grown = Buffer.alloc(Math.max(needed, 2 * this.#pending.length));
+    this.#pending.copy(grown, 0, 0, this.#pendingBytes);
+    this.#pending = grown;
+  }
+}
+
+async function writeFully(file: FileHandle, bytes: Buffer, position: number): Promise<void> {
+  let written = 0;
+  while (written < bytes.length) {
+    const { bytesWritten } = await file.write(bytes, written, bytes.length - written, position + written);
+    written += bytesWritten;
+  }
+}
