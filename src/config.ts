@@ -1,5 +1,6 @@
 import os from "node:os";
 import path from "node:path";
+import { normalizeNanpNumber } from "./domain/phone.js";
 
 /** Every setting of the service, read and validated here and nowhere else. */
 export interface Config {
@@ -43,6 +44,8 @@ export interface SipConfig {
   rtpPorts: { min: number; max: number };
   ringTimeoutSeconds: number;
   mediaTimeoutSeconds: number;
+  /** The numbers callers dial in on, E.164 (+1NPANXXXXXX). */
+  accessNumbers: string[];
 }
 
 export interface SipRoute {
@@ -134,6 +137,22 @@ function readPortRange(env: Env): { min: number; max: number } {
   return { min, max };
 }
 
+/** BRIDGELINE_ACCESS_NUMBERS: comma-separated North American numbers, kept as +1NPANXXXXXX. */
+function readAccessNumbers(env: Env): string[] {
+  const raw = env.BRIDGELINE_ACCESS_NUMBERS;
+  if (raw === undefined || raw.trim() === "") return [];
+  return raw.split(",").map((entry) => {
+    const number = normalizeNanpNumber(entry.trim());
+    if (number === null) {
+      throw new ConfigError(
+        "BRIDGELINE_ACCESS_NUMBERS",
+        `each entry must be a North American number such as +16045550199; got "${entry.trim()}"`,
+      );
+    }
+    return `+1${number.subscriberNumber}`;
+  });
+}
+
 function readSipConfig(env: Env): SipConfig {
   const trunkUser = env.BRIDGELINE_SIP_TRUNK_USER || null;
   const trunkPassword = env.BRIDGELINE_SIP_TRUNK_PASSWORD || null;
@@ -159,6 +178,7 @@ function readSipConfig(env: Env): SipConfig {
     rtpPorts: readPortRange(env),
     ringTimeoutSeconds: readPositiveInteger(env, "BRIDGELINE_RING_TIMEOUT_SECONDS", 45),
     mediaTimeoutSeconds: readPositiveInteger(env, "BRIDGELINE_MEDIA_TIMEOUT_SECONDS", 30),
+    accessNumbers: readAccessNumbers(env),
   };
 }
 

@@ -58,6 +58,8 @@ export async function startService(
   const conferences = new ConferenceRuntime({
     telephony,
     store,
+    dataDir: config.dataDir,
+    accessNumbers: sip.accessNumbers,
     logger: logger.child({ component: "conferences" }),
   });
   const scheduler = new Scheduler({
@@ -74,6 +76,7 @@ export async function startService(
     signupLimit: config.signupLimit,
     throttleWindowSeconds: config.throttleWindowSeconds,
     trustedProxies: config.trustedProxies,
+    dataDir: config.dataDir,
     serverFactory: (handler) => {
       if (config.httpPort !== null) plainServer = http.createServer(handler);
       // TLS 1.2 is the floor: SSL 3.0 and TLS 1.0/1.1 are broken (decisions.md, Transport).

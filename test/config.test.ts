@@ -37,6 +37,7 @@ describe("loadConfig", () => {
         rtpPorts: { min: 10000, max: 20000 },
         ringTimeoutSeconds: 45,
         mediaTimeoutSeconds: 30,
+        accessNumbers: [],
       },
     });
   });
@@ -68,6 +69,7 @@ describe("loadConfig", () => {
         "BRIDGELINE_RTP_PORTS",
         "BRIDGELINE_RING_TIMEOUT_SECONDS",
         "BRIDGELINE_MEDIA_TIMEOUT_SECONDS",
+        "BRIDGELINE_ACCESS_NUMBERS",
       ].map((name) => [name, ""]),
     );
     assert.deepEqual(loadConfig(empty), loadConfig({}));
@@ -99,6 +101,7 @@ describe("loadConfig", () => {
       BRIDGELINE_RTP_PORTS: "20000-20999",
       BRIDGELINE_RING_TIMEOUT_SECONDS: "30",
       BRIDGELINE_MEDIA_TIMEOUT_SECONDS: "10",
+      BRIDGELINE_ACCESS_NUMBERS: "+16045550199, (778) 555-0100",
     });
     assert.deepEqual(config, {
       dataDir: "/var/lib/bridgeline",
@@ -130,6 +133,7 @@ describe("loadConfig", () => {
         rtpPorts: { min: 20000, max: 20999 },
         ringTimeoutSeconds: 30,
         mediaTimeoutSeconds: 10,
+        accessNumbers: ["+16045550199", "+17785550100"],
       },
     });
   });
@@ -156,6 +160,7 @@ describe("loadConfig", () => {
     [{ BRIDGELINE_RTP_PORTS: "30000-20000" }, "BRIDGELINE_RTP_PORTS"],
     [{ BRIDGELINE_CALLER_ID: "Bridgeline <sip:x>" }, "BRIDGELINE_CALLER_ID"],
     [{ BRIDGELINE_RING_TIMEOUT_SECONDS: "0" }, "BRIDGELINE_RING_TIMEOUT_SECONDS"],
+    [{ BRIDGELINE_ACCESS_NUMBERS: "+16045550199,911" }, "BRIDGELINE_ACCESS_NUMBERS"],
   ];
   for (const [env, variable] of badValues) {
     it(`refuses ${JSON.stringify(env)}, naming ${variable}`, () => {

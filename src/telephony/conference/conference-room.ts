@@ -1,19 +1,36 @@
 /**
- * One started conference taking place: it calls the attendees, joins the answered calls into one
- * mixed room, plays hold music until the moderator is there, and ends when the moderator (or the last
- * attendee) leaves. Every change of an attendee's call is written to the store as it happens, so the
- * API reads the truth. Changes made through the API (attendees added or deleted, the conference
- * deleted) reach the room through `refresh`, which the runtime calls on every poll.
+ * One started conference taking place: it calls the attendees, greets them (press 1 to join, say
+ * your name) unless the conference dials direct, joins them into one mixed room, plays hold music
+ * until the moderator is there, obeys keypad commands, records, and ends when the moderator (or the
+ * last attendee) leaves. Every change of an attendee's call is written to the store as it happens,
+ * so the API reads the truth. Changes made through the API (attendees added or deleted, the
+ * conference deleted) reach the room through `refresh`, which the runtime calls on every poll.
  */
+import { mkdir } from "node:fs/promises";
+import path from "node:path";
 import type { Attendee } from "../../domain/attendee.js";
 import { stateAfterFailedCall } from "../../domain/attendee.js";
 import type { Conference } from "../../domain/conference.js";
-import { endConference, loadRoom, recordAttendeeCall } from "../../store/conference-runtime.js";
+import { type KeypadCommand, KeypadReader } from "../../domain/keypad.js";
+import { recordingFileName } from "../../domain/recording.js";
+import {
+  endConference,
+  loadRoom,
+  recordAttendeeCall,
+  recordAttendeeControls,
+} from "../../store/conference-runtime.js";
 import type { Store } from "../../store/database.js";
+import { recordConferenceControls } from "../../store/dial-in.js";
+import { recordingsDirectory, setRecordingFile } from "../../store/recordings.js";
 import type { Call } from "../call.js";
+import { DigitMerger } from "../media/dtmf/digit-merger.js";
+import { InbandDtmfDetector } from "../media/dtmf/inband-detector.js";
 import { Mixer, type MixerSlot } from "../media/mixer.js";
+import { concatPrompts, numberPrompt, type PromptName, prompt } from "../media/prompts.js";
 import { entryTone, exitTone, holdMusic, LoopingPlayer } from "../media/tones.js";
+import { WavRecorder } from "../media/wav-recorder.js";
 import type { Telephony } from "../telephony.js";
+import { CallMenu } from "./call-menu.js";
 
 export interface RoomLogger {
   info(fields: object, message: string): void;
@@ -24,6 +41,8 @@ export interface RoomOptions {
   readonly telephony: Telephony;
   readonly store: Store;
   readonly logger: RoomLogger;
+  /** Recordings go to `<dataDir>/recordings/`. */
+  readonly dataDir: string;
   /** Told once the conference has ended and its calls are hung up. */
   readonly onEnded: (room: ConferenceRoom) => void;
 }
@@ -34,19 +53,33 @@ interface Leg {
   readonly moderator: boolean;
   readonly call: Call;
   slot: MixerSlot | undefined;
+  handRaisedAt: number | undefined;
+  /** The caller's recorded name, announced on entry and exit; null for a tone. */
+  name: Int16Array | null;
+  /** The leg is in the press-1 greeting, not yet in the room. */
+  menu: CallMenu | undefined;
 }
 
 const FRAME_SAMPLES = 160;
+/** Tries of the "press 1 to join" greeting before a polite goodbye. */
+const INVITATION_TRIES = 2;
+const INVITATION_WAIT_MS = 6_000;
+const NAME_RECORDING_MS = 4_000;
 
 export class ConferenceRoom {
   readonly #options: RoomOptions;
   #conference: Conference;
-  readonly #mixer = new Mixer();
+  readonly #mixer = new Mixer({
+    onMix: (mix) => {
+      if (this.#recording) this.#recorder?.write(mix);
+    },
+  });
   readonly #legs = new Map<number, Leg>();
   /** Attendees called at least once by this room, so that each is dialled once per conference. */
   readonly #dialled = new Set<number>();
   readonly #holdMusic = new LoopingPlayer(holdMusic());
   readonly #frame = new Int16Array(FRAME_SAMPLES);
+  readonly #scratch = new Int16Array(FRAME_SAMPLES);
   #hasModerator = false;
   #moderatorConnected = false;
   /** The moderator cannot come (its call failed): the room goes on without hold music. */
@@ -54,6 +87,10 @@ export class ConferenceRoom {
   #anyoneConnected = false;
   #hasDialIn = false;
   #ended = false;
+  /** The conference's recording file, opened once; `#recording` says whether the mix goes into it now. */
+  #recorder: WavRecorder | undefined;
+  #recorderOpening = false;
+  #recording = false;
   /** Store writes in the order the calls produced them. */
   #writes: Promise<unknown> = Promise.resolve();
 
@@ -66,6 +103,10 @@ export class ConferenceRoom {
     return this.#conference.id;
   }
 
+  get conference(): Conference {
+    return this.#conference;
+  }
+
   get ended(): boolean {
     return this.#ended;
   }
@@ -75,8 +116,16 @@ export class ConferenceRoom {
     return this.#hasModerator && !this.#moderatorConnected && !this.#moderatorUnreachable;
   }
 
-  /** Calls every attendee that is not dial-in. */
+  /** Attendees in the room (not those still in the greeting). */
+  get participants(): number {
+    let count = 0;
+    for (const leg of this.#legs.values()) if (leg.slot !== undefined) count++;
+    return count;
+  }
+
+  /** Calls every attendee that is not dial-in, and starts the recording if the conference asks for one. */
   async start(): Promise<void> {
+    if (this.#conference.recordAudio) this.#startRecording();
     await this.refresh();
   }
 
@@ -102,6 +151,7 @@ export class ConferenceRoom {
         );
         this.#legs.delete(attendeeId);
         leg.slot?.remove();
+        leg.menu?.detach();
         leg.call.hangup();
       }
     }
@@ -114,24 +164,38 @@ export class ConferenceRoom {
     this.#endIfEmpty();
   }
 
+  /**
+   * Takes a caller who dialled in and entered a PIN: into the room as the attendee the store matched,
+   * as moderator when it used the moderator PIN.
+   */
+  admit(call: Call, attendee: Attendee, moderator: boolean): void {
+    if (this.#ended) {
+      call.hangup();
+      return;
+    }
+    const leg = this.#newLeg(call, attendee.id, moderator);
+    this.#legs.set(attendee.id, leg);
+    this.#followCallEnd(leg);
+    this.#join(leg);
+  }
+
   /** One 20 ms step of the room's audio. */
   tick(): void {
     if (this.#ended) return;
+    for (const leg of this.#legs.values()) leg.menu?.tick();
     if (!this.onHold) {
       this.#mixer.tick();
       return;
     }
-    // Hold: everyone connected hears the music; what they say goes nowhere (but is read, to keep
-    // their jitter buffers drained).
+    // Hold: everyone in the room hears the music; what they say goes nowhere (but is read, to keep
+    // their jitter buffers drained and their keys heard).
     this.#holdMusic.next(this.#frame);
     for (const leg of this.#legs.values()) {
-      if (leg.call.state !== "answered") continue;
+      if (leg.slot === undefined) continue;
       leg.call.readAudio(this.#scratch);
       leg.call.sendAudio(this.#frame);
     }
   }
-
-  readonly #scratch = new Int16Array(FRAME_SAMPLES);
 
   /** Hangs everyone up and ends the conference (graceful shutdown, or the conference ending). */
   close(reason: string): Promise<void> {
@@ -139,34 +203,41 @@ export class ConferenceRoom {
     return this.#writes.then(() => undefined);
   }
 
+  #newLeg(call: Call, attendeeId: number, moderator: boolean): Leg {
+    return {
+      attendeeId,
+      moderator,
+      call,
+      slot: undefined,
+      handRaisedAt: undefined,
+      name: null,
+      menu: undefined,
+    };
+  }
+
   #dial(attendee: Attendee): void {
     const conferenceId = this.#conference.id;
     const number = `+${attendee.phoneNumberCountryCode ?? "1"}${attendee.phoneNumberSubscriberNumber ?? ""}`;
     this.#dialled.add(attendee.id);
     const call = this.#options.telephony.placeCall(number);
-    const leg: Leg = { attendeeId: attendee.id, moderator: attendee.moderator, call, slot: undefined };
+    const leg = this.#newLeg(call, attendee.id, attendee.moderator);
     this.#legs.set(attendee.id, leg);
     this.#record(attendee.id, { kind: "calling" });
     this.#options.logger.info({ conferenceId, attendeeId: attendee.id, number }, "calling attendee");
 
     call.on("answered", () => {
       if (this.#legs.get(attendee.id) !== leg) return;
-      const muted = this.#conference.lectureMode && !attendee.moderator;
-      leg.slot = this.#mixer.addParticipant(
-        {
-          read: (out) => call.readAudio(out) !== "silence",
-          write: (frame) => call.sendAudio(frame),
-        },
-        { muted },
-      );
-      this.#anyoneConnected = true;
-      if (attendee.moderator) this.#moderatorConnected = true;
-      this.#record(attendee.id, { kind: "connected", muted });
-      this.#options.logger.info({ conferenceId, attendeeId: attendee.id }, "attendee connected");
-      if (this.#announces) this.#mixer.play(entryTone());
       const extension = attendee.phoneNumberExtension;
       // "w" (wait for the far end's prompt) is taken as a pause, as "," is.
-      if (extension) void call.sendDigits(extension.replace(/w/gi, ","));
+      const dialled = extension ? call.sendDigits(extension.replace(/w/gi, ",")) : Promise.resolve(true);
+      if (this.#conference.directDial) {
+        this.#join(leg);
+        return;
+      }
+      // The menu listens from the answer on: keys pressed while the extension goes out count.
+      const menu = new CallMenu(call);
+      leg.menu = menu;
+      void dialled.then(() => this.#greet(leg, menu));
     });
     call.on("failed", (failure) => {
       if (this.#legs.get(attendee.id) !== leg) return;
@@ -181,23 +252,248 @@ export class ConferenceRoom {
       if (attendee.moderator && !this.#moderatorConnected) this.#moderatorUnreachable = true;
       this.#endIfEmpty();
     });
-    call.on("ended", (end) => {
-      if (this.#legs.get(attendee.id) !== leg) return;
-      this.#legs.delete(attendee.id);
+    this.#followCallEnd(leg);
+  }
+
+  /**
+   * The greeting of a dialled attendee when the conference does not dial direct: press 1 to join
+   * (twice at most; an answering machine never presses it), then, with announcements, say your name.
+   */
+  async #greet(leg: Leg, menu: CallMenu): Promise<void> {
+    try {
+      let accepted = false;
+      for (let attempt = 0; attempt < INVITATION_TRIES && !accepted; attempt++) {
+        menu.play(prompt("invitation"));
+        const keys = await menu.collect({ maxKeys: 1, timeoutMs: INVITATION_WAIT_MS });
+        menu.stopPlaying();
+        accepted = keys === "1";
+      }
+      if (this.#legs.get(leg.attendeeId) !== leg) return;
+      if (!accepted) {
+        menu.play(concatPrompts(["no-response", "goodbye"]));
+        await menu.drained();
+        this.#legs.delete(leg.attendeeId);
+        this.#record(leg.attendeeId, {
+          kind: "failed",
+          state: "no-answer",
+          result: "answered but did not press 1",
+        });
+        leg.call.hangup();
+        this.#endIfEmpty();
+        return;
+      }
+      if (this.#conference.announceAttendees) {
+        menu.play(prompt("record-name"));
+        await menu.drained();
+        menu.play(entryTone());
+        await menu.drained();
+        const name = await menu.record(NAME_RECORDING_MS, "#");
+        leg.name = name.length > 0 ? name : null;
+      }
+      if (this.#legs.get(leg.attendeeId) !== leg) return;
+      this.#join(leg);
+    } finally {
+      menu.detach();
+      leg.menu = undefined;
+    }
+  }
+
+  /** Into the mix: muted in lecture mode, announced to the others, its keys obeyed. */
+  #join(leg: Leg): void {
+    const conferenceId = this.#conference.id;
+    const muted = this.#conference.lectureMode && !leg.moderator;
+    const detector = new InbandDtmfDetector((key) => merger.fromInband(key));
+    const keypad = new KeypadReader(() => leg.moderator);
+    const merger = new DigitMerger((key) => {
+      const command = keypad.press(key);
+      if (command !== undefined) this.#obey(leg, command);
+    });
+    leg.call.on("digit", (key) => merger.fromTelephoneEvent(key));
+    leg.slot = this.#mixer.addParticipant(
+      {
+        read: (out) => {
+          const kind = leg.call.readAudio(out);
+          if (kind === "frame") detector.process(out);
+          return kind !== "silence";
+        },
+        write: (frame) => leg.call.sendAudio(frame),
+      },
+      { muted },
+    );
+    this.#anyoneConnected = true;
+    if (leg.moderator) this.#moderatorConnected = true;
+    this.#record(leg.attendeeId, { kind: "connected", muted });
+    this.#options.logger.info({ conferenceId, attendeeId: leg.attendeeId }, "attendee connected");
+    if (leg.moderator && leg.call.direction === "inbound")
+      this.#mixer.play(prompt("you-are-moderator"), { to: leg.slot });
+    this.#announce(leg, entryTone());
+  }
+
+  #followCallEnd(leg: Leg): void {
+    leg.call.on("ended", (end) => {
+      if (this.#legs.get(leg.attendeeId) !== leg) return;
+      this.#legs.delete(leg.attendeeId);
       leg.slot?.remove();
-      this.#record(attendee.id, { kind: "disconnected", result: `${end.by}: ${end.reason}` });
+      leg.menu?.detach();
+      this.#record(leg.attendeeId, { kind: "disconnected", result: `${end.by}: ${end.reason}` });
       this.#options.logger.info(
-        { conferenceId, attendeeId: attendee.id, by: end.by },
+        { conferenceId: this.#conference.id, attendeeId: leg.attendeeId, by: end.by },
         "attendee disconnected",
       );
-      if (this.#announces) this.#mixer.play(exitTone());
-      if (attendee.moderator) this.#end("the moderator left");
+      if (leg.slot !== undefined) this.#announce(leg, exitTone());
+      if (leg.moderator && leg.slot !== undefined) this.#end("the moderator left");
       else this.#endIfEmpty();
     });
   }
 
-  get #announces(): boolean {
-    return this.#conference.announceAttendees && !this.#conference.directDial;
+  /** Entry and exit are announced on legs that went through the greeting, when the conference asks. */
+  #announce(leg: Leg, tone: Int16Array): void {
+    if (!this.#conference.announceAttendees || this.#conference.directDial) return;
+    this.#mixer.play(leg.name ?? tone);
+  }
+
+  /** Carries out a keypad command and tells the caller how it went. */
+  #obey(leg: Leg, command: KeypadCommand): void {
+    const slot = leg.slot;
+    if (slot === undefined) return;
+    const reply = this.#carryOut(leg, slot, command);
+    if (reply.length > 0) this.#mixer.play(concatPrompts(reply), { to: slot });
+  }
+
+  /** The prompts the caller hears in reply (none when everyone hears one). */
+  #carryOut(leg: Leg, slot: MixerSlot, command: KeypadCommand): PromptName[] {
+    const now = new Date();
+    switch (command) {
+      case "toggle-mute": {
+        if (this.#conference.lectureMode && !leg.moderator) return ["muting-not-allowed"];
+        slot.muted = !slot.muted;
+        this.#controls(leg, { muted: slot.muted }, now);
+        return [slot.muted ? "muted" : "unmuted"];
+      }
+      case "toggle-hand": {
+        leg.handRaisedAt = leg.handRaisedAt === undefined ? Date.now() : undefined;
+        this.#controls(leg, { handUp: leg.handRaisedAt !== undefined }, now);
+        return [leg.handRaisedAt === undefined ? "hand-lowered" : "hand-raised"];
+      }
+      case "count":
+        return ["participants", numberPrompt(this.participants)];
+      case "help":
+        return leg.moderator ? ["help-member", "help-moderator"] : ["help-member"];
+      case "toggle-lock": {
+        const dialInLocked = !this.#conference.dialInLocked;
+        this.#conference = { ...this.#conference, dialInLocked };
+        this.#queue(() =>
+          recordConferenceControls(this.#options.store, this.conferenceId, { dialInLocked }, now),
+        );
+        return [dialInLocked ? "conference-locked-now" : "conference-unlocked"];
+      }
+      case "toggle-lecture": {
+        const lectureMode = !this.#conference.lectureMode;
+        this.#conference = { ...this.#conference, lectureMode };
+        this.#queue(() =>
+          recordConferenceControls(this.#options.store, this.conferenceId, { lectureMode }, now),
+        );
+        for (const other of this.#legs.values()) {
+          if (other.moderator || other.slot === undefined) continue;
+          other.slot.muted = lectureMode;
+          this.#controls(other, { muted: lectureMode }, now);
+        }
+        return [lectureMode ? "lecture-on" : "lecture-off"];
+      }
+      case "mute-all": {
+        for (const other of this.#legs.values()) {
+          if (other === leg || other.slot === undefined || other.slot.muted) continue;
+          other.slot.muted = true;
+          this.#controls(other, { muted: true }, now);
+        }
+        return ["all-muted"];
+      }
+      case "unmute-next-hand": {
+        let next: Leg | undefined;
+        for (const other of this.#legs.values()) {
+          if (
+            other.handRaisedAt !== undefined &&
+            (next === undefined || other.handRaisedAt < (next.handRaisedAt ?? 0))
+          )
+            next = other;
+        }
+        if (next?.slot === undefined) return [];
+        next.slot.muted = false;
+        next.handRaisedAt = undefined;
+        this.#controls(next, { muted: false, handUp: false }, now);
+        this.#mixer.play(prompt("unmuted"), { to: next.slot });
+        return [];
+      }
+      case "toggle-recording": {
+        const recording = !this.#recording;
+        if (recording) this.#startRecording();
+        else this.#pauseRecording();
+        this.#queue(() =>
+          recordConferenceControls(this.#options.store, this.conferenceId, { recordAudio: recording }, now),
+        );
+        this.#mixer.play(prompt(recording ? "recording-started" : "recording-stopped"));
+        return [];
+      }
+      case "end-conference": {
+        this.#mixer.play(prompt("conference-ending"));
+        // Long enough for everyone to hear why the call ends.
+        setTimeout(() => this.#end("the moderator ended it from the keypad"), 2500).unref();
+        return [];
+      }
+    }
+  }
+
+  #controls(leg: Leg, controls: { muted?: boolean; handUp?: boolean }, now: Date): void {
+    this.#queue(() => recordAttendeeControls(this.#options.store, leg.attendeeId, controls, now));
+  }
+
+  /**
+   * The room's mix to a WAV file named after the conference, in the data directory's recordings/;
+   * after a pause (`*8`) the same file goes on.
+   */
+  #startRecording(): void {
+    this.#recording = true;
+    if (this.#recorder !== undefined || this.#recorderOpening) return;
+    this.#recorderOpening = true;
+    const fileName = recordingFileName(this.#conference);
+    const directory = recordingsDirectory(this.#options.dataDir);
+    const file = path.join(directory, fileName);
+    void mkdir(directory, { recursive: true })
+      .then(() => WavRecorder.open(file))
+      .then(
+        (recorder) => {
+          this.#recorderOpening = false;
+          if (this.#ended) {
+            void recorder.close();
+            return;
+          }
+          this.#recorder = recorder;
+          this.#queue(() => setRecordingFile(this.#options.store, this.conferenceId, fileName));
+          this.#options.logger.info({ conferenceId: this.conferenceId, file }, "recording started");
+        },
+        (error: unknown) => {
+          this.#recorderOpening = false;
+          this.#recording = false;
+          this.#options.logger.warn(
+            { err: error, conferenceId: this.conferenceId, file },
+            "recording could not start",
+          );
+        },
+      );
+  }
+
+  /** Stops writing the mix, with what was written so far on disk. */
+  #pauseRecording(): void {
+    this.#recording = false;
+    const recorder = this.#recorder;
+    if (recorder !== undefined) this.#queue(() => recorder.flush());
+  }
+
+  #closeRecording(): void {
+    this.#recording = false;
+    const recorder = this.#recorder;
+    this.#recorder = undefined;
+    if (recorder !== undefined) this.#queue(() => recorder.close());
   }
 
   /**
@@ -214,12 +510,14 @@ export class ConferenceRoom {
     this.#ended = true;
     for (const leg of this.#legs.values()) {
       leg.slot?.remove();
+      leg.menu?.detach();
       leg.call.hangup();
     }
     const conferenceId = this.#conference.id;
     this.#options.logger.info({ conferenceId, reason }, "conference ended");
     // The hung-up legs' own "ended" events come after this; endConference disconnects them all.
     this.#legs.clear();
+    this.#closeRecording();
     this.#queue(() => endConference(this.#options.store, conferenceId, new Date()));
     void this.#writes.then(() => this.#options.onEnded(this));
   }

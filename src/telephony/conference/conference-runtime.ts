@@ -4,15 +4,22 @@
  * conference deleted).
  */
 import type { Conference } from "../../domain/conference.js";
+import { normalizeNanpNumber } from "../../domain/phone.js";
 import type { Store } from "../../store/database.js";
 import { MediaClock } from "../media/media-clock.js";
 import type { Telephony } from "../telephony.js";
+import type { CallMenu } from "./call-menu.js";
 import { ConferenceRoom, type RoomLogger } from "./conference-room.js";
+import { answerDialIn } from "./dial-in.js";
 
 export interface ConferenceRuntimeOptions {
   readonly telephony: Telephony;
   readonly store: Store;
   readonly logger: RoomLogger;
+  /** Recordings go to `<dataDir>/recordings/`. */
+  readonly dataDir: string;
+  /** The numbers callers dial in on (E.164); calls to other numbers are refused 404. */
+  readonly accessNumbers: readonly string[];
   /** How often rooms re-read their conference and attendees. */
   readonly refreshIntervalMs?: number;
 }
@@ -24,6 +31,10 @@ export class ConferenceRuntime {
   readonly #rooms = new Map<number, ConferenceRoom>();
   readonly #clock: MediaClock;
   readonly #refreshTimer: NodeJS.Timeout;
+  /** Dial-in callers in the PIN menu, ticked with the rooms. */
+  readonly #menus = new Set<CallMenu>();
+  /** The access numbers' 10-digit national numbers. */
+  readonly #accessNumbers: Set<string>;
   #refreshing = false;
 
   constructor(options: ConferenceRuntimeOptions) {
@@ -31,7 +42,32 @@ export class ConferenceRuntime {
     this.#clock = new MediaClock({
       onTick: () => {
         for (const room of this.#rooms.values()) room.tick();
+        for (const menu of this.#menus) menu.tick();
       },
+    });
+    this.#accessNumbers = new Set(
+      options.accessNumbers.map((number) => normalizeNanpNumber(number)?.subscriberNumber ?? number),
+    );
+    options.telephony.onIncomingCall((call) => {
+      // The Request-URI user names the number dialled, with or without +1.
+      if (!this.#accessNumbers.has(normalizeNanpNumber(call.to)?.subscriberNumber ?? call.to)) {
+        call.reject(404, "Not Found");
+        return;
+      }
+      call.ring();
+      this.#clock.start();
+      answerDialIn(call, {
+        store: options.store,
+        logger: options.logger,
+        roomOf: (conferenceId) => this.#rooms.get(conferenceId),
+        register: (menu) => {
+          this.#menus.add(menu);
+          return () => this.#menus.delete(menu);
+        },
+      }).catch((error: unknown) => {
+        options.logger.warn({ err: error, from: call.from }, "dial-in failed");
+        call.hangup();
+      });
     });
     this.#refreshTimer = setInterval(
       () => void this.#refreshAll(),
@@ -57,9 +93,10 @@ export class ConferenceRuntime {
       telephony: this.#options.telephony,
       store: this.#options.store,
       logger: this.#options.logger,
+      dataDir: this.#options.dataDir,
       onEnded: (ended) => {
         if (this.#rooms.get(ended.conferenceId) === ended) this.#rooms.delete(ended.conferenceId);
-        if (this.#rooms.size === 0) this.#clock.stop();
+        if (this.#rooms.size === 0 && this.#menus.size === 0) this.#clock.stop();
       },
     });
     this.#rooms.set(conference.id, room);

@@ -1,0 +1,120 @@
+/**
+ * The store side of callers dialling in and of keypad commands: which room and role a PIN opens,
+ * which attendee a caller is, and the conference options the moderator changes from the keypad.
+ */
+import { type Attendee, MAX_ATTENDEES_PER_CONFERENCE } from "../domain/attendee.js";
+import { toAttendee } from "./attendees.js";
+import type { Store } from "./database.js";
+import { flag, nextLockVersion, timestamp } from "./values.js";
+
+export interface PinTarget {
+  readonly role: "member" | "moderator";
+  /** The conference a conference PIN opens; for a user's own PIN, that user's conference in progress. */
+  readonly conferenceId: number | undefined;
+}
+
+/**
+ * What a typed PIN opens: a conference's member or moderator PIN, or a user's own PIN, which opens
+ * whichever conference of that user is in progress (the latest started). Undefined for no such PIN.
+ */
+export async function findPinTarget(store: Store, pin: string): Promise<PinTarget | undefined> {
+  const row = await store.db
+    .selectFrom("pins")
+    .select(["role", "user_id", "conference_id"])
+    .where("pin", "=", pin)
+    .executeTakeFirst();
+  if (row === undefined) return undefined;
+  const role = row.role === "moderator" ? "moderator" : "member";
+  if (row.conference_id !== null) return { role, conferenceId: row.conference_id };
+  if (row.user_id === null) return undefined;
+  const inProgress = await store.db
+    .selectFrom("conferences")
+    .select("id")
+    .where("user_id", "=", row.user_id)
+    .where("state", "=", "started")
+    .orderBy("started_at", "desc")
+    .limit(1)
+    .executeTakeFirst();
+  return { role, conferenceId: inProgress?.id };
+}
+
+/**
+ * The attendee a caller is: a dial-in attendee of the conference with the caller's number, or (for
+ * the moderator PIN) the conference's dial-in moderator without a number; otherwise a new dial-in
+ * attendee, the moderator when the conference has none and the caller used the moderator PIN.
+ * Undefined when the conference is full.
+ */
+export async function admitCaller(
+  store: Store,
+  conferenceId: number,
+  caller: { countryCode: string; subscriberNumber: string } | null,
+  moderatorPin: boolean,
+  now: Date,
+): Promise<Attendee | undefined> {
+  const at = timestamp(now);
+  return store.db.transaction().execute(async (trx) => {
+    let locked = trx.selectFrom("conferences").select("id").where("id", "=", conferenceId);
+    if (store.dialect === "postgres") locked = locked.forUpdate();
+    if ((await locked.executeTakeFirst()) === undefined) return undefined;
+    const candidates = await trx
+      .selectFrom("attendees")
+      .selectAll()
+      .where("conference_id", "=", conferenceId)
+      .orderBy("id")
+      .execute();
+    const free = candidates.filter((row) => Boolean(row.dial_in) && row.state !== "connected");
+    const match =
+      (caller === null
+        ? undefined
+        : free.find(
+            (row) =>
+              row.phone_number_country_code === caller.countryCode &&
+              row.phone_number_subscriber_number === caller.subscriberNumber,
+          )) ??
+      (moderatorPin
+        ? free.find((row) => Boolean(row.moderator) && row.phone_number_subscriber_number === null)
+        : undefined);
+    if (match !== undefined) return toAttendee(match);
+    if (candidates.length >= MAX_ATTENDEES_PER_CONFERENCE) return undefined;
+    const hasModerator = candidates.some((row) => Boolean(row.moderator));
+    const row = await trx
+      .insertInto("attendees")
+      .values({
+        created_at: at,
+        updated_at: at,
+        lock_version: 0,
+        conference_id: conferenceId,
+        state: "new",
+        phone_number_country_code: caller?.countryCode ?? null,
+        phone_number_subscriber_number: caller?.subscriberNumber ?? null,
+        moderator: flag(moderatorPin && !hasModerator),
+        dial_in: flag(true),
+        name: null,
+        email: null,
+        duration: null,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return toAttendee(row);
+  });
+}
+
+/** The conference options the moderator changes from the keypad. */
+export async function recordConferenceControls(
+  store: Store,
+  conferenceId: number,
+  controls: { dialInLocked?: boolean; lectureMode?: boolean; recordAudio?: boolean },
+  now: Date,
+): Promise<void> {
+  await store.db
+    .updateTable("conferences")
+    .set({
+      updated_at: timestamp(now),
+      lock_version: nextLockVersion(),
+      ...(controls.dialInLocked !== undefined && { dial_in_locked: flag(controls.dialInLocked) }),
+      ...(controls.lectureMode !== undefined && { lecture_mode: flag(controls.lectureMode) }),
+      ...(controls.recordAudio !== undefined && { record_audio: flag(controls.recordAudio) }),
+    })
+    .where("id", "=", conferenceId)
+    .execute();
+}

@@ -1,0 +1,247 @@
+/**
+ * What callers do in a conference, end to end with baresip phones: dial in with a PIN (member,
+ * moderator, wrong three times, locked), press keypad commands, ignore the press-1 greeting, and the
+ * recording the owner downloads afterwards. States are read back through the API.
+ */
+import assert from "node:assert/strict";
+import { after, describe, test } from "node:test";
+import { loadConfig } from "../../../src/config.js";
+import { readWav } from "../../../src/telephony/media/wav.js";
+import { goertzelLevelDb } from "../../helpers/audio.js";
+import { Baresip } from "../../helpers/baresip.js";
+import { createUser, startTestService, type TestService } from "../../helpers/service.js";
+import { rtpPortRange, skipWithout } from "../../helpers/sipp.js";
+
+const skip = skipWithout("baresip");
+const cleanups: Array<() => Promise<unknown>> = [];
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+const ACCESS_NUMBER = "+16045550199";
+type Node = Record<string, unknown>;
+
+function text(node: Node | undefined, field: string): string | undefined {
+  const value = node?.[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "object") return String(value);
+  const inner = (value as { "#text"?: unknown })["#text"];
+  return inner === undefined ? undefined : String(inner);
+}
+
+async function phone(user: string, toneHz: number): Promise<Baresip> {
+  const started = await Baresip.start({ user, toneHz });
+  cleanups.push(() => started.stop());
+  return started;
+}
+
+async function startService(routes: Array<{ prefix: string; trunk: string }>): Promise<TestService> {
+  const service = await startTestService({
+    sip: {
+      ...loadConfig({}).sip,
+      bindAddress: "127.0.0.1",
+      port: 0,
+      routes,
+      rtpPorts: rtpPortRange(),
+      accessNumbers: [ACCESS_NUMBER],
+    },
+  });
+  cleanups.push(() => service.close());
+  return service;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+interface Running {
+  path: string;
+  memberPin: string;
+  moderatorPin: string;
+  attendees(): Promise<Node[]>;
+  conference(): Promise<Node>;
+}
+
+/** A conference of the owner (moderator, dialled at `ownerPhone`) started now. */
+async function runConference(api: TestService, options: { extra?: string } = {}) {
+  const owner = await createUser(
+    api,
+    '<phone-numbers type="array"><phone-number><subscriber-number>604-555-0140</subscriber-number></phone-number></phone-numbers>',
+  );
+  const created = await api.request("POST", `/users/${owner.id}/conferences`, {
+    auth: owner.auth,
+    body: `<conference><name>Board call</name><scheduled-to-start-at>${new Date().toISOString()}</scheduled-to-start-at>
+      <direct-dial type="boolean">true</direct-dial>${options.extra ?? ""}</conference>`,
+  });
+  assert.equal(created.status, 201, created.text);
+  const path = new URL(String(created.headers.location), "http://localhost").pathname;
+  const conference = created.xml.conference as Node;
+  assert.equal(
+    (
+      await api.request("PUT", path, {
+        auth: owner.auth,
+        body: "<conference><state>pending</state></conference>",
+      })
+    ).status,
+    200,
+  );
+  const running: Running = {
+    path,
+    memberPin: text(conference, "member-pin") ?? "",
+    moderatorPin: text(conference, "moderator-pin") ?? "",
+    async attendees() {
+      const list = (await api.request("GET", `${path}/attendees`, { auth: owner.auth })).xml.attendees as {
+        attendee?: Node | Node[];
+      };
+      const all = list.attendee ?? [];
+      return Array.isArray(all) ? all : [all];
+    },
+    async conference() {
+      return (await api.request("GET", path, { auth: owner.auth })).xml.conference as Node;
+    },
+  };
+  return { owner, running };
+}
+
+async function dialIn(caller: Baresip, api: TestService, keys: string): Promise<void> {
+  assert.equal(
+    (await caller.command("dial", `sip:${ACCESS_NUMBER}@127.0.0.1:${api.service.sipPort}`)).ok,
+    true,
+  );
+  await caller.waitForEvent("CALL_ESTABLISHED");
+  // Keys typed while the prompt plays count.
+  assert.equal((await caller.command("sndcode", keys)).ok, true);
+}
+
+describe("callers in a conference", { skip, concurrency: true }, () => {
+  test("a member dials in with the PIN, mutes itself and raises its hand; the moderator ends it from the keypad", async () => {
+    const moderator = await phone("+16045550140", 660);
+    const caller = await phone("+16045550141", 440);
+    const api = await startService([{ prefix: "+16045550140", trunk: moderator.trunk }]);
+    const { owner, running } = await runConference(api, {
+      extra: '<record-audio type="boolean">true</record-audio>',
+    });
+    await moderator.waitForEvent("CALL_ESTABLISHED");
+
+    await dialIn(caller, api, `${running.memberPin}#`);
+    const joined = await until("the caller in the room", async () => {
+      const attendees = await running.attendees();
+      const dialled = attendees.find((attendee) => text(attendee, "dial-in") === "true");
+      return text(dialled, "state") === "connected" ? dialled : undefined;
+    });
+    assert.equal(text(joined, "phone-number-subscriber-number"), "6045550141", "matched by caller ID");
+    assert.equal(text(joined, "moderator"), "false");
+    assert.equal(text(joined, "muted"), "false");
+
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.equal((await caller.command("sndcode", "*6")).ok, true);
+    await until("muted", async () =>
+      text(
+        (await running.attendees()).find((a) => text(a, "dial-in") === "true"),
+        "muted",
+      ) === "true"
+        ? true
+        : undefined,
+    );
+    assert.equal((await caller.command("sndcode", "*7")).ok, true);
+    await until("hand up", async () =>
+      text(
+        (await running.attendees()).find((a) => text(a, "dial-in") === "true"),
+        "hand-up",
+      ) === "true"
+        ? true
+        : undefined,
+    );
+
+    assert.equal((await moderator.command("sndcode", "*9")).ok, true);
+    await caller.waitForEvent("CALL_CLOSED");
+    await moderator.waitForEvent("CALL_CLOSED");
+    const ended = await until("ended", async () => {
+      const conference = await running.conference();
+      return text(conference, "state") === "ended" ? conference : undefined;
+    });
+    assert.ok(text(ended, "ended-at"));
+
+    // record-audio: the room's mix, downloadable by the owner, holds the moderator's 660 Hz and the
+    // caller's 440 Hz from before it muted itself.
+    const authorization = `Basic ${Buffer.from(owner.auth.join(":")).toString("base64")}`;
+    const download = await until("the recording", async () => {
+      const response = await fetch(`${api.httpUrl}${running.path}/recording`, { headers: { authorization } });
+      return response.status === 200 ? response : undefined;
+    });
+    assert.equal(download.headers.get("content-type"), "audio/wav");
+    const recording = readWav(Buffer.from(await download.arrayBuffer()));
+    assert.ok(recording.samples.length > 8000 * 2, `${recording.samples.length} samples recorded`);
+    assert.ok(goertzelLevelDb(recording.samples, 660) > -30, "the moderator is in the recording");
+  });
+
+  test("three wrong PINs end the call; a locked conference refuses members but takes the moderator", async () => {
+    const moderator = await phone("+16045550140", 660);
+    const wrong = await phone("+16045550142", 440);
+    const member = await phone("+16045550143", 440);
+    const second = await phone("+16045550144", 440);
+    const api = await startService([{ prefix: "+16045550140", trunk: moderator.trunk }]);
+    const { running } = await runConference(api, {
+      extra: '<dial-in-locked type="boolean">true</dial-in-locked>',
+    });
+    await moderator.waitForEvent("CALL_ESTABLISHED");
+
+    assert.equal(
+      (await wrong.command("dial", `sip:${ACCESS_NUMBER}@127.0.0.1:${api.service.sipPort}`)).ok,
+      true,
+    );
+    await wrong.waitForEvent("CALL_ESTABLISHED");
+    for (let attempt = 0; attempt < 3; attempt++) {
+      assert.equal((await wrong.command("sndcode", "000000#")).ok, true);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+    }
+    await wrong.waitForEvent("CALL_CLOSED", 30_000);
+
+    await dialIn(member, api, `${running.memberPin}#`);
+    await member.waitForEvent("CALL_CLOSED", 30_000);
+    await dialIn(second, api, `${running.moderatorPin}#`);
+    const admitted = await until("the moderator-PIN caller in the room", async () => {
+      const found = (await running.attendees()).find(
+        (a) => text(a, "phone-number-subscriber-number") === "6045550144",
+      );
+      return text(found, "state") === "connected" ? found : undefined;
+    });
+    assert.ok(admitted);
+    assert.equal(
+      (await running.attendees()).filter((a) => text(a, "phone-number-subscriber-number") === "6045550143")
+        .length,
+      0,
+      "the refused member was not added",
+    );
+  });
+
+  test("an answering machine that never presses 1 is not let in and ends no-answer", async () => {
+    const machine = await phone("+16045550150", 440);
+    const api = await startService([{ prefix: "+16045550150", trunk: machine.trunk }]);
+    const owner = await createUser(api);
+    const created = await api.request("POST", `/users/${owner.id}/conferences`, {
+      auth: owner.auth,
+      body: `<conference><name>Greeting</name><scheduled-to-start-at>${new Date().toISOString()}</scheduled-to-start-at>
+        <no-moderator type="boolean">true</no-moderator></conference>`,
+    });
+    const path = new URL(String(created.headers.location), "http://localhost").pathname;
+    await api.request("POST", `${path}/attendees`, {
+      auth: owner.auth,
+      body: "<attendee><phone-number>604-555-0150</phone-number></attendee>",
+    });
+    await api.request("PUT", path, {
+      auth: owner.auth,
+      body: "<conference><state>pending</state></conference>",
+    });
+    await machine.waitForEvent("CALL_ESTABLISHED");
+    await machine.waitForEvent("CALL_CLOSED", 40_000);
+    const attendees = (await api.request("GET", `${path}/attendees`, { auth: owner.auth })).text;
+    assert.match(attendees, /<state>no-answer<\/state>/);
+  });
+});
