@@ -19,6 +19,8 @@ export interface JitterBufferOptions {
 export type PlayoutKind = "frame" | "concealed" | "silence";
 
 const EMPTY_SLOT = -1;
+/** Frames kept beyond the playout delay when playout has fallen behind (a 60 ms margin for jitter). */
+const TRIM_SLACK_FRAMES = 3;
 
 export class JitterBuffer {
   private readonly samplesPerFrame: number;
@@ -38,7 +40,7 @@ export class JitterBuffer {
   private concealedSamples = 0;
 
   /** Counters for diagnostics and RTCP extended reports. */
-  readonly stats = { played: 0, concealed: 0, late: 0, duplicate: 0, restarts: 0 };
+  readonly stats = { played: 0, concealed: 0, late: 0, duplicate: 0, restarts: 0, trimmed: 0 };
 
   constructor(options: JitterBufferOptions = {}) {
     const { samplesPerFrame = 160, delayFrames = 3, capacityFrames = 32 } = options;
@@ -92,6 +94,9 @@ export class JitterBuffer {
       if (this.primingTicks > 0) this.primingTicks--;
       return this.conceal(out);
     }
+    // Playout fell far behind the arrivals (ticks the media clock skipped, a sender clock faster
+    // than ours): drop the oldest frames back near the playout delay rather than let it grow.
+    if (this.bufferedFrames > this.capacityFrames / 2) this.trimTo(this.delayFrames + TRIM_SLACK_FRAMES);
     const sequence = this.nextSequence;
     this.nextSequence = (sequence + 1) & 0xffff;
     const slot = sequence & (this.capacityFrames - 1);
@@ -108,6 +113,19 @@ export class JitterBuffer {
     this.concealedSamples = 0;
     this.stats.played++;
     return "frame";
+  }
+
+  /** Drops the oldest buffered frames until `frames` remain. */
+  private trimTo(frames: number): void {
+    while (this.bufferedFrames > frames && this.nextSequence !== null) {
+      const oldest = this.nextSequence & (this.capacityFrames - 1);
+      if (this.slotSequence[oldest] === this.nextSequence) {
+        this.slotSequence[oldest] = EMPTY_SLOT;
+        this.bufferedFrames--;
+        this.stats.trimmed++;
+      }
+      this.nextSequence = (this.nextSequence + 1) & 0xffff;
+    }
   }
 
   /** Empties the buffer and plays `sequence` after the playout delay; returns it. */

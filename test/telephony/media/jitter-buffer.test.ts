@@ -36,7 +36,14 @@ describe("JitterBuffer", () => {
     pullAll(buffer, 3); // priming, 65535, then 0 concealed
     assert.equal(buffer.push(0, frame(2)), false);
     assert.deepEqual(pullAll(buffer, 1), [["frame", 3, 3]]);
-    assert.deepEqual(buffer.stats, { played: 2, concealed: 1, late: 1, duplicate: 1, restarts: 0 });
+    assert.deepEqual(buffer.stats, {
+      played: 2,
+      concealed: 1,
+      late: 1,
+      duplicate: 1,
+      restarts: 0,
+      trimmed: 0,
+    });
   });
 
   it("conceals a lost frame by repeating the last one, fading to silence after 60 ms", () => {
@@ -61,6 +68,19 @@ describe("JitterBuffer", () => {
     buffer.push(11, frame(11));
     assert.deepEqual(pullAll(buffer, 2).at(-1), ["frame", 11, 11]);
     assert.equal(buffer.stats.restarts, 1);
+  });
+
+  it("drops the oldest frames when playout falls behind, so the delay stays bounded", () => {
+    const buffer = new JitterBuffer({ delayFrames: 2 });
+    const out = new Int16Array(SAMPLES);
+    buffer.push(0, frame(0));
+    for (let tick = 0; tick < 2; tick++) buffer.pull(out);
+    // Twenty frames arrive while playout was stalled (skipped ticks): more than half the capacity,
+    // so only the newest five (the delay plus three of slack) are kept.
+    for (let sequence = 1; sequence <= 20; sequence++) buffer.push(sequence, frame(sequence));
+    assert.equal(buffer.pull(out), "frame");
+    assert.equal(out[0], 16);
+    assert.equal(buffer.stats.trimmed, 16);
   });
 
   it("rejects a capacity that is not a power of two above the delay", () => {
