@@ -6,6 +6,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { encodeAlaw, encodeMulaw } from "../../src/telephony/media/codec/g711.js";
 import { dtmfDigitPackets } from "../../src/telephony/media/dtmf/rfc4733.js";
 import { rtpPacketLength, writeRtpPacket } from "../../src/telephony/media/rtp/rtp-packet.js";
+import { readWav as decodeWav, writeWav as encodeWav, type WavAudio } from "../../src/telephony/media/wav.js";
 
 export const SAMPLE_RATE = 8000;
 export const FRAME_SAMPLES = 160;
@@ -67,61 +68,14 @@ export function rmsLevelDb(samples: Int16Array): number {
   return 10 * Math.log10(sum / Math.max(samples.length, 1) / (32768 * 32768));
 }
 
-/** Writes mono 16-bit little-endian PCM. */
+/** Writes mono 16-bit PCM to a file (the service's own WAV writer). */
 export function writeWav(path: string, samples: Int16Array, sampleRate = SAMPLE_RATE): void {
-  const dataLength = samples.length * 2;
-  const file = Buffer.alloc(44 + dataLength);
-  file.write("RIFF", 0, "ascii");
-  file.writeUInt32LE(36 + dataLength, 4);
-  file.write("WAVEfmt ", 8, "ascii");
-  file.writeUInt32LE(16, 16);
-  file.writeUInt16LE(1, 20);
-  file.writeUInt16LE(1, 22);
-  file.writeUInt32LE(sampleRate, 24);
-  file.writeUInt32LE(sampleRate * 2, 28);
-  file.writeUInt16LE(2, 32);
-  file.writeUInt16LE(16, 34);
-  file.write("data", 36, "ascii");
-  file.writeUInt32LE(dataLength, 40);
-  for (let i = 0; i < samples.length; i++) file.writeInt16LE(samples[i] as number, 44 + i * 2);
-  writeFileSync(path, file);
+  writeFileSync(path, encodeWav(samples, sampleRate));
 }
 
-export interface Wav {
-  sampleRate: number;
-  channels: number;
-  /** The first channel. */
-  samples: Int16Array;
-}
-
-/** Reads a 16-bit PCM WAV, walking the RIFF chunks (writers differ in what they put before "data"). */
-export function readWav(path: string): Wav {
-  const file = readFileSync(path);
-  if (file.toString("ascii", 0, 4) !== "RIFF" || file.toString("ascii", 8, 12) !== "WAVE") {
-    throw new Error(`${path} is not a WAV file`);
-  }
-  let sampleRate = 0;
-  let channels = 0;
-  let offset = 12;
-  while (offset + 8 <= file.length) {
-    const id = file.toString("ascii", offset, offset + 4);
-    // A writer that stopped early (a peer killed mid-call) leaves a zero or oversized length.
-    const declared = file.readUInt32LE(offset + 4);
-    const body = offset + 8;
-    if (id === "fmt ") {
-      if (file.readUInt16LE(body + 14) !== 16) throw new Error(`${path} is not 16-bit PCM`);
-      channels = file.readUInt16LE(body + 2);
-      sampleRate = file.readUInt32LE(body + 4);
-    } else if (id === "data") {
-      const end = declared === 0 ? file.length : Math.min(file.length, body + declared);
-      const frameCount = Math.floor((end - body) / (2 * Math.max(channels, 1)));
-      const samples = new Int16Array(frameCount);
-      for (let i = 0; i < frameCount; i++) samples[i] = file.readInt16LE(body + i * 2 * channels);
-      return { sampleRate, channels, samples };
-    }
-    offset = body + declared + (declared & 1);
-  }
-  throw new Error(`${path} has no data chunk`);
+/** Reads a 16-bit PCM WAV file, also one a peer killed mid-call left unfinished. */
+export function readWav(path: string): WavAudio {
+  return decodeWav(readFileSync(path));
 }
 
 export interface RtpStreamOptions {

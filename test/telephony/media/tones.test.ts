@@ -1,21 +1,9 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { entryTone, exitTone, holdMusic, LoopingPlayer } from "../../../src/telephony/media/tones.js";
+import { goertzelLevelDb } from "../../helpers/audio.js";
 
 const SAMPLE_RATE = 8000;
-
-/** Power of one frequency in a block of samples (the Goertzel algorithm). */
-function goertzel(samples: Int16Array, frequency: number): number {
-  const coefficient = 2 * Math.cos((2 * Math.PI * frequency) / SAMPLE_RATE);
-  let previous = 0;
-  let beforePrevious = 0;
-  for (const sample of samples) {
-    const current = sample + coefficient * previous - beforePrevious;
-    beforePrevious = previous;
-    previous = current;
-  }
-  return previous * previous + beforePrevious * beforePrevious - coefficient * previous * beforePrevious;
-}
 
 function peakDbfs(samples: Int16Array): number {
   let peak = 0;
@@ -31,11 +19,11 @@ function rmsDbfs(samples: Int16Array): number {
 
 /** The frequency among `candidates` with the most power in `samples`, and how far it leads the next. */
 function dominant(samples: Int16Array, candidates: number[]): { frequency: number; lead: number } {
-  const powers = candidates.map((frequency) => ({ frequency, power: goertzel(samples, frequency) }));
-  powers.sort((a, b) => b.power - a.power);
-  const [first, second] = powers;
+  const levels = candidates.map((frequency) => ({ frequency, level: goertzelLevelDb(samples, frequency) }));
+  levels.sort((a, b) => b.level - a.level);
+  const [first, second] = levels;
   assert.ok(first && second);
-  return { frequency: first.frequency, lead: first.power / second.power };
+  return { frequency: first.frequency, lead: 10 ** ((first.level - second.level) / 10) };
 }
 
 const CANDIDATES = [440, 550, 660, 770, 880, 990, 1320, 1760];
