@@ -139,25 +139,43 @@ describe("callers in a conference", { skip, concurrency: true }, () => {
     assert.equal(text(joined, "moderator"), "false");
     assert.equal(text(joined, "muted"), "false");
 
-    await new Promise((resolve) => setTimeout(resolve, 1500));
-    assert.equal((await caller.command("sndcode", "*6")).ok, true);
-    await until("muted", async () =>
+    // Talk a little first: the recording must hold both voices.
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const callerField = async (field: string) =>
       text(
         (await running.attendees()).find((a) => text(a, "dial-in") === "true"),
-        "muted",
-      ) === "true"
-        ? true
-        : undefined,
-    );
-    assert.equal((await caller.command("sndcode", "*7")).ok, true);
-    await until("hand up", async () =>
-      text(
-        (await running.attendees()).find((a) => text(a, "dial-in") === "true"),
-        "hand-up",
-      ) === "true"
-        ? true
-        : undefined,
-    );
+        field,
+      );
+    const conferenceField = async (field: string) => text(await running.conference(), field);
+    /** Presses keys on a phone, then waits until the API shows `expected`. */
+    const press = async (
+      who: Baresip,
+      keys: string,
+      read: () => Promise<string | undefined>,
+      expected: string,
+    ) => {
+      assert.equal((await who.command("sndcode", keys)).ok, true);
+      await until(`${keys} to give ${expected}`, async () =>
+        (await read()) === expected ? true : undefined,
+      );
+    };
+
+    await press(caller, "*6", () => callerField("muted"), "true");
+    await press(caller, "*6", () => callerField("muted"), "false");
+    await press(caller, "*6", () => callerField("muted"), "true");
+    await press(caller, "*7", () => callerField("hand-up"), "true");
+    // *4: the next raised hand is unmuted and lowered.
+    await press(moderator, "*4", () => callerField("hand-up"), "false");
+    assert.equal(await callerField("muted"), "false");
+    await press(moderator, "*3", () => callerField("muted"), "true");
+    await press(moderator, "*2", () => conferenceField("lecture-mode"), "true");
+    // Lecture mode off unmutes the members.
+    await press(moderator, "*2", () => conferenceField("lecture-mode"), "false");
+    assert.equal(await callerField("muted"), "false");
+    await press(moderator, "*1", () => conferenceField("dial-in-locked"), "true");
+    await press(moderator, "*8", () => conferenceField("record-audio"), "false");
+    await press(moderator, "*8", () => conferenceField("record-audio"), "true");
+    await new Promise((resolve) => setTimeout(resolve, 1000));
 
     assert.equal((await moderator.command("sndcode", "*9")).ok, true);
     await caller.waitForEvent("CALL_CLOSED");
@@ -169,7 +187,7 @@ describe("callers in a conference", { skip, concurrency: true }, () => {
     assert.ok(text(ended, "ended-at"));
 
     // record-audio: the room's mix, downloadable by the owner, holds the moderator's 660 Hz and the
-    // caller's 440 Hz from before it muted itself.
+    // caller's 440 Hz.
     const authorization = `Basic ${Buffer.from(owner.auth.join(":")).toString("base64")}`;
     const download = await until("the recording", async () => {
       const response = await fetch(`${api.httpUrl}${running.path}/recording`, { headers: { authorization } });
@@ -179,6 +197,9 @@ describe("callers in a conference", { skip, concurrency: true }, () => {
     const recording = readWav(Buffer.from(await download.arrayBuffer()));
     assert.ok(recording.samples.length > 8000 * 2, `${recording.samples.length} samples recorded`);
     assert.ok(goertzelLevelDb(recording.samples, 660) > -30, "the moderator is in the recording");
+    assert.ok(goertzelLevelDb(recording.samples, 440) > -30, "the caller is in the recording");
+    // The caller heard the moderator.
+    assert.ok(goertzelLevelDb(caller.heard(), 660) > -30, "the caller hears the moderator");
   });
 
   test("three wrong PINs end the call; a locked conference refuses members but takes the moderator", async () => {
