@@ -3,6 +3,7 @@
  * through the configured trunks and taking the calls that reach it. This is the API the layers above
  * use; it knows calls and numbers, not conferences.
  */
+import { networkInterfaces } from "node:os";
 import { normalizeNanpNumber } from "../domain/phone.js";
 import { type Call, type CallHost, IncomingCall, OutgoingCall } from "./call.js";
 import { RtpPortAllocator } from "./media/rtp/port-allocator.js";
@@ -77,7 +78,7 @@ export class Telephony implements CallHost {
     const transport = await SipTransport.listen({
       bindAddress: options.bindAddress,
       port: options.sipPort,
-      publicAddress: options.publicAddress ?? undefined,
+      publicAddress: options.publicAddress ?? advertisedAddress(options.bindAddress),
       onMessage: (message, source) => agent?.receive(message, source),
       onDrop: (reason, source) => logger?.debug({ source }, `SIP message dropped: ${reason}`),
     });
@@ -92,7 +93,7 @@ export class Telephony implements CallHost {
   }
 
   get mediaAddress(): string {
-    return this.#options.publicAddress ?? this.#transport.sentBy.host;
+    return this.#transport.sentBy.host;
   }
 
   /** Calls in progress (placed or taken, not yet failed or ended). */
@@ -216,4 +217,17 @@ export class Telephony implements CallHost {
       }
     }
   }
+}
+
+/**
+ * The address peers can reach us at when none is configured: the bound one, or, bound to every
+ * interface, the first external IPv4 address (0.0.0.0 in a Via, Contact or c= line reaches nobody).
+ */
+function advertisedAddress(bindAddress: string): string | undefined {
+  if (bindAddress !== "0.0.0.0" && bindAddress !== "::") return undefined;
+  for (const addresses of Object.values(networkInterfaces())) {
+    const external = addresses?.find((address) => address.family === "IPv4" && !address.internal);
+    if (external !== undefined) return external.address;
+  }
+  return "127.0.0.1";
 }

@@ -200,4 +200,26 @@ describe("telephony: placing and taking calls", () => {
     assert.equal(end.by, "media-timeout");
     await once(theirs as IncomingCall, "ended");
   });
+
+  it("advertises a reachable address: the public one when set, else not the wildcard it binds", async () => {
+    const wildcard = await Telephony.start({
+      bindAddress: "0.0.0.0",
+      sipPort: 0,
+      rtpPorts: { min: 42000, max: 42099 },
+    });
+    const behindNat = await Telephony.start({
+      bindAddress: "127.0.0.1",
+      sipPort: 0,
+      publicAddress: "203.0.113.7",
+      rtpPorts: { min: 42100, max: 42199 },
+    });
+    try {
+      assert.notEqual(wildcard.mediaAddress, "0.0.0.0");
+      assert.match(wildcard.mediaAddress, /^\d+\.\d+\.\d+\.\d+$/);
+      assert.equal(behindNat.mediaAddress, "203.0.113.7");
+    } finally {
+      await wildcard.close();
+      await behindNat.close();
+    }
+  });
 });
