@@ -18,6 +18,8 @@ done
 # Real SIP peers for the telephony tests: SIPp (Debian sip-tester) and baresip.
 command -v sipp >/dev/null || apt_install sip-tester
 command -v baresip >/dev/null || apt_install baresip-core
+# Spoken invitations naming the owner and the conference (optional when running, tested here).
+command -v espeak-ng >/dev/null || apt_install espeak-ng
 
 # PostgreSQL for the production-store half of the suite.
 : "${BRIDGELINE_TEST_DATABASE_URL:=postgres://postgres@127.0.0.1:5432/test}"

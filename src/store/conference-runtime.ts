@@ -81,6 +81,12 @@ export async function loadRoom(
   };
 }
 
+/** The name of a conference's owner, for the invitation its attendees hear. */
+export async function ownerName(store: Store, userId: number): Promise<string | undefined> {
+  const row = await store.db.selectFrom("users").select("name").where("id", "=", userId).executeTakeFirst();
+  return row?.name;
+}
+
 export type AttendeeCallEvent =
   | { kind: "calling" }
   | { kind: "connected"; muted: boolean }

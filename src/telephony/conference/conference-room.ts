@@ -16,6 +16,7 @@ import { recordingFileName } from "../../domain/recording.js";
 import {
   endConference,
   loadRoom,
+  ownerName,
   recordAttendeeCall,
   recordAttendeeControls,
 } from "../../store/conference-runtime.js";
@@ -27,6 +28,7 @@ import { DigitMerger } from "../media/dtmf/digit-merger.js";
 import { InbandDtmfDetector } from "../media/dtmf/inband-detector.js";
 import { Mixer, type MixerSlot } from "../media/mixer.js";
 import { concatPrompts, numberPrompt, type PromptName, prompt } from "../media/prompts.js";
+import { speak } from "../media/speech.js";
 import { entryTone, exitTone, holdMusic, LoopingPlayer } from "../media/tones.js";
 import { WavRecorder } from "../media/wav-recorder.js";
 import type { Telephony } from "../telephony.js";
@@ -91,6 +93,7 @@ export class ConferenceRoom {
   #recorder: WavRecorder | undefined;
   #recorderOpening = false;
   #recording = false;
+  #spokenInvitation: Promise<Int16Array> | undefined;
   /** Store writes in the order the calls produced them. */
   #writes: Promise<unknown> = Promise.resolve();
 
@@ -262,8 +265,9 @@ export class ConferenceRoom {
   async #greet(leg: Leg, menu: CallMenu): Promise<void> {
     try {
       let accepted = false;
+      const invitation = await this.#invitation();
       for (let attempt = 0; attempt < INVITATION_TRIES && !accepted; attempt++) {
-        menu.play(prompt("invitation"));
+        menu.play(invitation);
         const keys = await menu.collect({ maxKeys: 1, timeoutMs: INVITATION_WAIT_MS });
         menu.stopPlaying();
         accepted = keys === "1";
@@ -296,6 +300,22 @@ export class ConferenceRoom {
       menu.detach();
       leg.menu = undefined;
     }
+  }
+
+  /**
+   * "<owner> invites you to the conference <name>. Press 1 to join.", spoken when the machine has
+   * espeak-ng (made once per room), else the recorded generic invitation.
+   */
+  #invitation(): Promise<Int16Array> {
+    this.#spokenInvitation ??= ownerName(this.#options.store, this.#conference.userId)
+      .then((owner) =>
+        speak(
+          `${owner ?? "Someone"} invites you to the telephone conference ${this.#conference.name}. Press 1 to join.`,
+        ),
+      )
+      .then((spoken) => spoken ?? prompt("invitation"))
+      .catch(() => prompt("invitation"));
+    return this.#spokenInvitation;
   }
 
   /** Into the mix: muted in lecture mode, announced to the others, its keys obeyed. */

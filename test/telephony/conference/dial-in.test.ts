@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { loadConfig } from "../../../src/config.js";
 import { readWav } from "../../../src/telephony/media/wav.js";
-import { goertzelLevelDb } from "../../helpers/audio.js";
+import { goertzelLevelDb, rmsLevelDb } from "../../helpers/audio.js";
 import { Baresip } from "../../helpers/baresip.js";
 import { createUser, startTestService, type TestService } from "../../helpers/service.js";
 import { rtpPortRange, skipWithout } from "../../helpers/sipp.js";
@@ -264,5 +264,7 @@ describe("callers in a conference", { skip, concurrency: true }, () => {
     await machine.waitForEvent("CALL_CLOSED", 40_000);
     const attendees = (await api.request("GET", `${path}/attendees`, { auth: owner.auth })).text;
     assert.match(attendees, /<state>no-answer<\/state>/);
+    // It heard the invitation (spoken with the owner's and the conference's names) twice.
+    assert.ok(rmsLevelDb(machine.heard()) > -40, "the greeting was played");
   });
 });
