@@ -410,14 +410,15 @@ export class ConferenceRoom {
       case "toggle-lecture": {
         const lectureMode = !this.#conference.lectureMode;
         this.#conference = { ...this.#conference, lectureMode };
-        this.#queue(() =>
-          recordConferenceControls(this.#options.store, this.conferenceId, { lectureMode }, now),
-        );
         for (const other of this.#legs.values()) {
           if (other.moderator || other.slot === undefined) continue;
           other.slot.muted = lectureMode;
           this.#controls(other, { muted: lectureMode }, now);
         }
+        // Written after the members' muted flags, so that the API never shows the mode without them.
+        this.#queue(() =>
+          recordConferenceControls(this.#options.store, this.conferenceId, { lectureMode }, now),
+        );
         return [lectureMode ? "lecture-on" : "lecture-off"];
       }
       case "mute-all": {
