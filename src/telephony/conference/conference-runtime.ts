@@ -76,11 +76,6 @@ export class ConferenceRuntime {
     this.#refreshTimer.unref();
   }
 
-  /** Rooms in progress. */
-  get size(): number {
-    return this.#rooms.size;
-  }
-
   /** The clock's tick lateness, for diagnostics and the media benchmark. */
   get clock(): MediaClock {
     return this.#clock;

@@ -58,11 +58,6 @@ export class TransactionLayer {
     this.#options = options;
   }
 
-  /** Live transactions, for diagnostics and tests. */
-  get size(): { clients: number; servers: number } {
-    return { clients: this.#clients.size, servers: this.#servers.size };
-  }
-
   /** Every message the transport accepted. */
   receive(message: SipMessage, source: MessageSource): void {
     if (message.kind === "response") this.#receiveResponse(message);

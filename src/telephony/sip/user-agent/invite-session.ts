@@ -274,7 +274,6 @@ export abstract class InviteSession {
 /** The UAC side of an INVITE: a call we place. */
 export class OutgoingInviteSession extends InviteSession implements InviteResponseHandler {
   #invite: SipRequest;
-  #transaction: InviteClientTransaction | undefined;
   #provisionalReceived = false;
   #final = false;
   #cancelRequested = false;
@@ -291,7 +290,7 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
   }
 
   start(): void {
-    this.#transaction = this.host.sendInvite(this.#invite, this.destination, this);
+    this.host.sendInvite(this.#invite, this.destination, this);
   }
 
   /** Section 9.1: CANCEL a call not yet answered, once a provisional response has arrived. */
@@ -414,10 +413,6 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
       body: NO_BODY,
     };
     this.host.sendNonInvite(cancel, this.destination);
-  }
-
-  get transaction(): InviteClientTransaction | undefined {
-    return this.#transaction;
   }
 }
 

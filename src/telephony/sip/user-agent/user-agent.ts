@@ -72,8 +72,6 @@ export class UserAgent implements TransactionCore, SessionHost {
   readonly #dialogs = new Map<string, InviteSession>();
   /** Incoming sessions not yet answered, by their INVITE server transaction. */
   readonly #pending = new Map<InviteServerTransaction, IncomingInviteSession>();
-  /** Outgoing sessions by Call-ID, for 2xx responses that create their dialog. */
-  readonly #outgoing = new Map<string, OutgoingInviteSession>();
   #onInvite: ((session: IncomingInviteSession) => void) | undefined;
 
   constructor(transport: SipTransport, options: UserAgentOptions = {}) {
@@ -92,10 +90,6 @@ export class UserAgent implements TransactionCore, SessionHost {
   /** Who answers INVITEs outside a dialog; without one they are refused 404. */
   onInvite(handler: (session: IncomingInviteSession) => void): void {
     this.#onInvite = handler;
-  }
-
-  get activeSessions(): number {
-    return this.#dialogs.size + this.#pending.size + this.#outgoing.size;
   }
 
   /** Places a call: sends the INVITE (section 8.1.1) and returns its session. */
@@ -124,7 +118,6 @@ export class UserAgent implements TransactionCore, SessionHost {
       body,
     };
     const session = new OutgoingInviteSession(this, invite, request.destination, request.credentials);
-    this.#outgoing.set(session.callId, session);
     session.start();
     return session;
   }
@@ -168,14 +161,12 @@ export class UserAgent implements TransactionCore, SessionHost {
   dialogConfirmed(session: InviteSession): void {
     const id = session.dialogId;
     if (id !== undefined) this.#dialogs.set(id, session);
-    if (session instanceof OutgoingInviteSession) this.#outgoing.delete(session.callId);
     if (session instanceof IncomingInviteSession) this.#pending.delete(session.transaction);
   }
 
   sessionEnded(session: InviteSession): void {
     const id = session.dialogId;
     if (id !== undefined) this.#dialogs.delete(id);
-    if (session instanceof OutgoingInviteSession) this.#outgoing.delete(session.callId);
     if (session instanceof IncomingInviteSession) this.#pending.delete(session.transaction);
   }
 
