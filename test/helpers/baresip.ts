@@ -71,7 +71,21 @@ export class Baresip {
     return this.output;
   }
 
+  /**
+   * Starts it, again on other ports when a port it was given was taken meanwhile (test files run in
+   * parallel processes, each choosing ports of its own).
+   */
   static async start(options: BaresipOptions): Promise<Baresip> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await Baresip.startOnce(options);
+      } catch (error) {
+        if (attempt >= 3 || !/Address already in use|errno = 98/.test(String(error))) throw error;
+      }
+    }
+  }
+
+  private static async startOnce(options: BaresipOptions): Promise<Baresip> {
     const binary = findBinary("baresip");
     if (binary === null) throw new Error("baresip is not installed");
     const dir = mkdtempSync(join(tmpdir(), "baresip-"));

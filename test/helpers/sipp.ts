@@ -137,7 +137,21 @@ export class Sipp {
   }
 
   /** Starts SIPp and, for UAS scenarios, resolves once its SIP socket is bound. */
+  /**
+   * Starts it, again on other ports when a port it was given was taken meanwhile (test files run in
+   * parallel processes, each choosing ports of its own).
+   */
   static async start(options: SippOptions): Promise<Sipp> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await Sipp.startOnce(options);
+      } catch (error) {
+        if (attempt >= 3 || !/Address already in use|errno = 98/.test(String(error))) throw error;
+      }
+    }
+  }
+
+  private static async startOnce(options: SippOptions): Promise<Sipp> {
     const binary = findBinary("sipp");
     if (binary === null) throw new Error("sipp is not installed");
     const sipPort = await freePorts();
