@@ -4,6 +4,8 @@
  * knows nothing of conferences.
  */
 import { EventEmitter } from "node:events";
+import { DigitMerger } from "./media/dtmf/digit-merger.js";
+import { InbandDtmfDetector } from "./media/dtmf/inband-detector.js";
 import type { PlayoutKind } from "./media/jitter-buffer.js";
 import type { RtpSession, RtpSessionStats } from "./media/rtp/rtp-session.js";
 import {
@@ -40,6 +42,7 @@ export interface CallEvents {
   answered: [];
   failed: [failure: CallFailure];
   ended: [end: CallEnd];
+  /** A key pressed at the far end, from RFC 4733 events or tones in the audio, once per press. */
   digit: [key: string];
   /** The far end put the call on hold (true) or took it off (false). */
   held: [held: boolean];
@@ -152,8 +155,13 @@ export class Call extends EventEmitter<CallEvents> {
 
   protected async openMedia(): Promise<RtpSession> {
     if (this.#media === undefined) {
-      this.#media = await this.host.openMedia();
-      this.#media.on("digit", (digit) => this.emit("digit", digit.key));
+      const media = await this.host.openMedia();
+      // A key counts once whether it came as an RFC 4733 event, as tones in the audio, or both.
+      const merger = new DigitMerger((key) => this.emit("digit", key));
+      const detector = new InbandDtmfDetector((key) => merger.fromInband(key));
+      media.on("digit", (digit) => merger.fromTelephoneEvent(digit.key));
+      media.onDecodedAudio = (samples, count) => detector.process(samples, count);
+      this.#media = media;
     }
     return this.#media;
   }

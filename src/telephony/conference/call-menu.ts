@@ -1,11 +1,9 @@
 /**
  * A call outside any room, in a voice menu: it hears queued prompts (silence in between), and the
- * keys it presses, as RFC 4733 events or as tones in its audio, are collected once each. The
+ * keys it presses are collected. The
  * runtime's media clock calls `tick` every 20 ms while the menu runs.
  */
 import type { Call } from "../call.js";
-import { DigitMerger } from "../media/dtmf/digit-merger.js";
-import { InbandDtmfDetector } from "../media/dtmf/inband-detector.js";
 
 const FRAME_SAMPLES = 160;
 const FRAME_MS = 20;
@@ -16,20 +14,16 @@ export class CallMenu {
   #position = 0;
   readonly #out = new Int16Array(FRAME_SAMPLES);
   readonly #in = new Int16Array(FRAME_SAMPLES);
-  readonly #detector: InbandDtmfDetector;
-  readonly #merger: DigitMerger;
   #keys = "";
   #keyWaiters: Array<() => void> = [];
   #drainWaiters: Array<() => void> = [];
   /** Audio heard from the caller while recording, else null. */
   #recording: Int16Array[] | null = null;
-  readonly #onTelephoneEvent = (key: string) => this.#merger.fromTelephoneEvent(key);
+  readonly #onDigit = (key: string) => this.#pressed(key);
 
   constructor(call: Call) {
     this.#call = call;
-    this.#merger = new DigitMerger((key) => this.#pressed(key));
-    this.#detector = new InbandDtmfDetector((key) => this.#merger.fromInband(key));
-    call.on("digit", this.#onTelephoneEvent);
+    call.on("digit", this.#onDigit);
   }
 
   get call(): Call {
@@ -38,7 +32,7 @@ export class CallMenu {
 
   /** Stops listening to the call's keys; the menu is done with it. */
   detach(): void {
-    this.#call.off("digit", this.#onTelephoneEvent);
+    this.#call.off("digit", this.#onDigit);
     this.#wake();
   }
 
@@ -123,12 +117,8 @@ export class CallMenu {
       }
     }
     this.#call.sendAudio(this.#out);
-    if (this.#call.readAudio(this.#in) === "frame") {
-      this.#detector.process(this.#in);
-      this.#recording?.push(this.#in.slice());
-    } else {
-      this.#recording?.push(new Int16Array(FRAME_SAMPLES));
-    }
+    const heard = this.#call.readAudio(this.#in) === "frame";
+    this.#recording?.push(heard ? this.#in.slice() : new Int16Array(FRAME_SAMPLES));
   }
 
   get #over(): boolean {

@@ -24,8 +24,6 @@ import type { Store } from "../../store/database.js";
 import { recordConferenceControls } from "../../store/dial-in.js";
 import { recordingsDirectory, setRecordingFile } from "../../store/recordings.js";
 import type { Call } from "../call.js";
-import { DigitMerger } from "../media/dtmf/digit-merger.js";
-import { InbandDtmfDetector } from "../media/dtmf/inband-detector.js";
 import { Mixer, type MixerSlot } from "../media/mixer.js";
 import { concatPrompts, numberPrompt, type PromptName, prompt } from "../media/prompts.js";
 import { speak } from "../media/speech.js";
@@ -322,20 +320,14 @@ export class ConferenceRoom {
   #join(leg: Leg): void {
     const conferenceId = this.#conference.id;
     const muted = this.#conference.lectureMode && !leg.moderator;
-    const detector = new InbandDtmfDetector((key) => merger.fromInband(key));
     const keypad = new KeypadReader(() => leg.moderator);
-    const merger = new DigitMerger((key) => {
+    leg.call.on("digit", (key) => {
       const command = keypad.press(key);
       if (command !== undefined) this.#obey(leg, command);
     });
-    leg.call.on("digit", (key) => merger.fromTelephoneEvent(key));
     leg.slot = this.#mixer.addParticipant(
       {
-        read: (out) => {
-          const kind = leg.call.readAudio(out);
-          if (kind === "frame") detector.process(out);
-          return kind !== "silence";
-        },
+        read: (out) => leg.call.readAudio(out) !== "silence",
         write: (frame) => leg.call.sendAudio(frame),
       },
       { muted },

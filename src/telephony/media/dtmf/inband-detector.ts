@@ -141,9 +141,9 @@ export class InbandDtmfDetector {
 
   constructor(private readonly onDigit: (key: string) => void) {}
 
-  /** Feeds audio in order; any length, usually one 20 ms frame of 160 samples. */
-  process(frame: Int16Array): void {
-    for (let i = 0; i < frame.length; i++) {
+  /** Feeds audio in order: the first `length` samples of `frame`, any number, usually one packet's. */
+  process(frame: Int16Array, length = frame.length): void {
+    for (let i = 0; i < length; i++) {
       this.history[this.writeIndex] = frame[i] as number;
       this.writeIndex = this.writeIndex === WINDOW_LENGTH - 1 ? 0 : this.writeIndex + 1;
       if (--this.samplesUntilWindow === 0) {

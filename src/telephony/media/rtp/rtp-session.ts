@@ -140,6 +140,12 @@ function isReceiving(direction: MediaDirection): boolean {
 }
 
 export class RtpSession extends EventEmitter<RtpSessionEvents> {
+  /**
+   * Told of each received audio packet's samples as it arrives, before the jitter buffer delays,
+   * reorders or trims anything (for in-band tone detection). The samples are the session's: read
+   * `count` of them before returning.
+   */
+  onDecodedAudio: ((samples: Int16Array, count: number) => void) | undefined;
   /** Our synchronization source, random (§8.1). */
   readonly ssrc = randomUint32();
   private readonly rtp: dgram.Socket;
@@ -489,6 +495,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
           ? decodeMulaw(packet.payload, this.decoded.subarray(0, packet.payload.length))
           : decodeAlaw(packet.payload, this.decoded.subarray(0, packet.payload.length));
       this.assembler.push(packet.timestamp, this.decoded, count);
+      this.onDecodedAudio?.(this.decoded, count);
     } else {
       // The sender suppresses audio during the event; the jitter buffer conceals the gap and fades out.
       this.eventReceiver.receive(packet.timestamp, packet.payload);
