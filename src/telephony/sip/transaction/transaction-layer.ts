@@ -97,13 +97,6 @@ export class TransactionLayer {
     });
   }
 
-  /** Sends a response outside any transaction: a statelessly refused request, or a 2xx retransmission. */
-  sendResponse(response: SipResponse): void {
-    this.#sender.sendResponse(response).catch((error: unknown) => {
-      this.#core.onDrop?.(`response not sent: ${asError(error).message}`);
-    });
-  }
-
   #receiveResponse(response: SipResponse): void {
     const key = clientTransactionKey(response);
     const transaction = key === undefined ? undefined : this.#clients.get(key);

@@ -32,7 +32,6 @@ export interface SessionHost {
   ): InviteClientTransaction;
   sendNonInvite(request: SipRequest, destination: Destination, onFinal?: (status: number) => void): void;
   sendAck(ack: SipRequest, destination: Destination): void;
-  sendResponse(response: SipResponse): void;
   dialogConfirmed(session: InviteSession): void;
   sessionEnded(session: InviteSession): void;
 }

@@ -5,7 +5,6 @@
  */
 
 import { dialogId, newBranch, newCallId, newTag, tagOf } from "../dialog/dialog.js";
-import { parseNameAddr } from "../message/header-values.js";
 import { SipHeaders, type SipMessage, type SipRequest, type SipResponse } from "../message/sip-message.js";
 import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
 import type { InviteServerTransaction } from "../transaction/invite-server-transaction.js";
@@ -154,10 +153,6 @@ export class UserAgent implements TransactionCore, SessionHost {
     this.#layer.sendAck(ack, destination);
   }
 
-  sendResponse(response: SipResponse): void {
-    this.#layer.sendResponse(response);
-  }
-
   dialogConfirmed(session: InviteSession): void {
     const id = session.dialogId;
     if (id !== undefined) this.#dialogs.set(id, session);
@@ -235,7 +230,7 @@ export class UserAgent implements TransactionCore, SessionHost {
   #receiveInvite(request: SipRequest, transaction: InviteServerTransaction): void {
     const session = new IncomingInviteSession(this, request, transaction, newTag());
     const handler = this.#onInvite;
-    if (handler === undefined || parseNameAddr(request.headers.get("From") ?? "") === undefined) {
+    if (handler === undefined) {
       session.reject(404, "Not Found");
       return;
     }
