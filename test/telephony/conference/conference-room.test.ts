@@ -119,6 +119,15 @@ function statesOf(attendees: Node[]): string[] {
   return attendees.map((attendee) => text(attendee, "state") ?? "?");
 }
 
+/** The start, in seconds, of the first 100 ms window in which a frequency is clearly heard; Infinity if never. */
+function firstSecondHeard(samples: Int16Array, hz: number): number {
+  const window = SAMPLE_RATE / 10;
+  for (let start = 0; start + window <= samples.length; start += window) {
+    if (goertzelLevelDb(samples.subarray(start, start + window), hz) > -25) return start / SAMPLE_RATE;
+  }
+  return Number.POSITIVE_INFINITY;
+}
+
 /** The level of a frequency in its loudest 100 ms window: a short tone in a long recording. */
 function loudestDb(samples: Int16Array, hz: number): number {
   const window = SAMPLE_RATE / 10;
@@ -186,16 +195,32 @@ describe("conferences that take place", { skip, concurrency: true }, () => {
     assert.deepEqual(statesOf(ended.attendees), ["disconnected", "disconnected", "disconnected"]);
     for (const attendee of ended.attendees) assert.ok(Number(text(attendee, "duration")) >= 4);
 
-    // The first seconds after answering: the moderator is still ringing, so hold music and nobody else.
+    // A phone's recording is its decoded frames, not wall-clock time: find where the other attendee
+    // is first heard, which is when the moderator answered. Before it, about 3 s of hold music.
     const lowHeard = low.heard();
     const highHeard = high.heard();
-    assert.ok(rmsLevelDb(lowHeard.subarray(SAMPLE_RATE / 2, 2 * SAMPLE_RATE)) > -40, "hold music is heard");
-    assert.ok(heardDb(lowHeard, 0.5, 2, 880) < -40, "on hold, the other attendee is not heard");
+    const joined = firstSecondHeard(lowHeard, 880);
+    assert.ok(joined >= 1.5, `the other attendee heard after ${joined} s, before the moderator answered`);
+    assert.ok(
+      rmsLevelDb(lowHeard.subarray(0.3 * SAMPLE_RATE, (joined - 0.3) * SAMPLE_RATE)) > -40,
+      "hold music",
+    );
+    assert.ok(heardDb(lowHeard, 0.3, joined - 0.3, 880) < -40, "on hold, the other attendee is not heard");
     // With the moderator in: each hears the other and not itself.
-    assert.ok(heardDb(lowHeard, 4.5, 7.5, 880) > -20, "440 Hz phone hears the 880 Hz phone");
-    assert.ok(heardDb(lowHeard, 4.5, 7.5, 440) < -40, "440 Hz phone does not hear itself");
-    assert.ok(heardDb(highHeard, 4.5, 7.5, 440) > -20, "880 Hz phone hears the 440 Hz phone");
-    assert.ok(heardDb(highHeard, 4.5, 7.5, 880) < -40, "880 Hz phone does not hear itself");
+    assert.ok(
+      heardDb(lowHeard, joined + 0.5, joined + 2.5, 880) > -20,
+      "440 Hz phone hears the 880 Hz phone",
+    );
+    assert.ok(heardDb(lowHeard, joined + 0.5, joined + 2.5, 440) < -40, "440 Hz phone does not hear itself");
+    const highJoined = firstSecondHeard(highHeard, 440);
+    assert.ok(
+      heardDb(highHeard, highJoined + 0.5, highJoined + 2.5, 440) > -20,
+      "880 Hz phone hears the 440 Hz phone",
+    );
+    assert.ok(
+      heardDb(highHeard, highJoined + 0.5, highJoined + 2.5, 880) < -40,
+      "880 Hz phone does not hear itself",
+    );
   });
 
   test("lecture mode: attendees other than the moderator join muted and reach nobody", async () => {
