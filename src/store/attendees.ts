@@ -8,8 +8,10 @@ import {
   MAX_ATTENDEES_PER_CONFERENCE,
 } from "../domain/attendee.js";
 import { NotFound, StaleLockVersion, ValidationFailed } from "../domain/errors.js";
+import { attendeesHaveBeenInvited } from "../domain/notification.js";
 import type { SearchAttributes, SearchFilter } from "../domain/search.js";
 import type { Store } from "./database.js";
+import { queueAttendeeNotification } from "./notifications.js";
 import type { AttendeeTable, Database } from "./schema.js";
 import { searchCondition } from "./search.js";
 import { flag, nextLockVersion, readFlag, timestamp, withVersion } from "./values.js";
@@ -174,7 +176,11 @@ export async function createAttendee(
       })
       .returningAll()
       .executeTakeFirstOrThrow();
-    return toAttendee(row);
+    const attendee = toAttendee(row);
+    if (attendeesHaveBeenInvited(state)) {
+      await queueAttendeeNotification(trx, conferenceId, attendee, "invitation", now);
+    }
+    return attendee;
   });
 }
 
@@ -212,15 +218,37 @@ export async function updateAttendee(
       .returningAll()
       .executeTakeFirst();
     if (!row) throw new StaleLockVersion("attendee");
-    return toAttendee(row);
+    const updated = toAttendee(row);
+    if (attendeesHaveBeenInvited(state) && joinsDifferently(current, updated)) {
+      await queueAttendeeNotification(trx, conferenceId, updated, "update", now);
+    }
+    return updated;
   });
 }
 
-export async function deleteAttendee(store: Store, conferenceId: number, id: number): Promise<void> {
-  const result = await store.db
-    .deleteFrom("attendees")
-    .where("conference_id", "=", conferenceId)
-    .where("id", "=", id)
-    .executeTakeFirst();
-  if (Number(result.numDeletedRows) !== 1) throw new NotFound("attendee");
+/** Changes that alter what the attendee's invitation says: the number called, dialling in, the role. */
+function joinsDifferently(before: Attendee, after: Attendee): boolean {
+  return (
+    before.phoneNumberSubscriberNumber !== after.phoneNumberSubscriberNumber ||
+    before.phoneNumberExtension !== after.phoneNumberExtension ||
+    before.dialIn !== after.dialIn ||
+    before.moderator !== after.moderator
+  );
+}
+
+/** Deletes the attendee; one who was invited to a conference that has not ended is sent a cancellation. */
+export async function deleteAttendee(
+  store: Store,
+  conferenceId: number,
+  id: number,
+  now: Date,
+): Promise<void> {
+  await store.db.transaction().execute(async (trx) => {
+    const state = await lockConference(trx, store, conferenceId);
+    const attendee = await findAttendee(trx, conferenceId, id);
+    if (attendeesHaveBeenInvited(state)) {
+      await queueAttendeeNotification(trx, conferenceId, attendee, "cancellation", now);
+    }
+    await trx.deleteFrom("attendees").where("id", "=", id).execute();
+  });
 }

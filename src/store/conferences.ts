@@ -6,9 +6,11 @@ import {
   conferenceUpdateProblems,
 } from "../domain/conference.js";
 import { NotFound, StaleLockVersion, ValidationFailed } from "../domain/errors.js";
+import { attendeesHaveBeenInvited, notificationForConferenceChange } from "../domain/notification.js";
 import type { SearchAttributes, SearchFilter } from "../domain/search.js";
 import { compiledOnce } from "./compiled-query.js";
 import type { Store } from "./database.js";
+import { queueConferenceNotifications } from "./notifications.js";
 import { assignPins, claimPins } from "./pins.js";
 import type { ConferenceTable, Database } from "./schema.js";
 import { searchCondition } from "./search.js";
@@ -195,16 +197,30 @@ export async function updateConference(
       .executeTakeFirst();
     // Another instance committed between our read and this write.
     if (!row) throw new StaleLockVersion("conference");
-    return toConference(row);
+    const updated = toConference(row);
+    const notification = notificationForConferenceChange(current, updated);
+    if (notification) await queueConferenceNotifications(trx, id, notification, now);
+    return updated;
   });
 }
 
-/** Deletes the conference; its attendees and PINs go with it (foreign-key cascade). */
-export async function deleteConference(store: Store, userId: number, id: number): Promise<void> {
-  const result = await store.db
-    .deleteFrom("conferences")
-    .where("user_id", "=", userId)
-    .where("id", "=", id)
-    .executeTakeFirst();
-  if (Number(result.numDeletedRows) !== 1) throw new NotFound("conference");
+/**
+ * Deletes the conference; its attendees and PINs go with it (foreign-key cascade). People invited to
+ * a conference that has not ended are sent a cancellation, queued before the rows go.
+ */
+export async function deleteConference(store: Store, userId: number, id: number, now: Date): Promise<void> {
+  await store.db.transaction().execute(async (trx) => {
+    const current = await trx
+      .selectFrom("conferences")
+      .select("state")
+      .where("user_id", "=", userId)
+      .where("id", "=", id)
+      .$if(store.dialect === "postgres", (q) => q.forUpdate())
+      .executeTakeFirst();
+    if (!current) throw new NotFound("conference");
+    if (attendeesHaveBeenInvited(current.state)) {
+      await queueConferenceNotifications(trx, id, "cancellation", now);
+    }
+    await trx.deleteFrom("conferences").where("id", "=", id).execute();
+  });
 }

@@ -179,6 +179,44 @@ function conferenceRecording(): Migration {
   };
 }
 
+/**
+ * The notification outbox: each e-mail to send, queued in the transaction of the change that causes
+ * it, with what it says frozen at that moment (a cancelled conference's row is gone by sending time);
+ * and the conference's iCalendar SEQUENCE, which every message about it moves on.
+ */
+function notificationOutbox(dialect: StoreDialect): Migration {
+  const t = columnTypes(dialect);
+  return {
+    async up(db: AnyDb) {
+      await db.schema
+        .createTable("notifications")
+        .addColumn("id", t.id, t.idColumn)
+        .addColumn("created_at", t.timestamp, (c) => c.notNull())
+        .addColumn("conference_id", "integer", (c) => c.notNull())
+        .addColumn("kind", "text", (c) => c.notNull())
+        .addColumn("recipient", "text", (c) => c.notNull())
+        .addColumn("facts", "text", (c) => c.notNull())
+        .addColumn("state", "text", (c) => c.notNull())
+        .addColumn("attempts", "integer", (c) => c.notNull().defaultTo(0))
+        .addColumn("next_attempt_at", t.timestamp, (c) => c.notNull())
+        .addColumn("claimed_by", "text")
+        .addColumn("claimed_at", t.timestamp)
+        .addColumn("sent_at", t.timestamp)
+        .addColumn("last_error", "text")
+        .execute();
+      await db.schema
+        .alterTable("conferences")
+        .addColumn("notification_sequence", "integer", (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema
+        .createIndex("notifications_due")
+        .on("notifications")
+        .columns(["state", "next_attempt_at"])
+        .execute();
+    },
+  };
+}
+
 export function migrationProvider(dialect: StoreDialect): MigrationProvider {
   return {
     async getMigrations() {
@@ -186,6 +224,7 @@ export function migrationProvider(dialect: StoreDialect): MigrationProvider {
         "0001_initial_schema": initialSchema(dialect),
         "0002_conference_runtime": conferenceRuntime(dialect),
         "0003_conference_recording": conferenceRecording(),
+        "0004_notification_outbox": notificationOutbox(dialect),
       };
     },
   };

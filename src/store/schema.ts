@@ -90,6 +90,8 @@ export interface ConferenceTable extends Versioned {
   runner_heartbeat_at: Timestamp | null;
   /** The recording's file name in the data directory's recordings/ folder; null until one exists. */
   recording_file: string | null;
+  /** How many notification messages about the conference were queued: the next iCalendar SEQUENCE. */
+  notification_sequence: Generated<number>;
 }
 
 export interface AttendeeTable extends Versioned {
@@ -120,6 +122,25 @@ export interface PinTable {
   conference_id: number | null;
 }
 
+/** The notification outbox (see store/notifications.ts). */
+export interface NotificationTable {
+  id: Generated<number>;
+  created_at: Timestamp;
+  conference_id: number;
+  kind: string;
+  recipient: string;
+  /** JSON of the domain's NotificationFacts: everything the message says, as it was when queued. */
+  facts: string;
+  /** queued, sending (claimed by a worker), sent, refused (permanently, by the server) or failed (gave up). */
+  state: string;
+  attempts: number;
+  next_attempt_at: Timestamp;
+  claimed_by: string | null;
+  claimed_at: Timestamp | null;
+  sent_at: Timestamp | null;
+  last_error: string | null;
+}
+
 export interface Database {
   billing_packages: BillingPackageTable;
   users: UserTable;
@@ -130,4 +151,5 @@ export interface Database {
   conferences: ConferenceTable;
   attendees: AttendeeTable;
   pins: PinTable;
+  notifications: NotificationTable;
 }

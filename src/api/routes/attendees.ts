@@ -76,7 +76,7 @@ export function attendeeRoutes(api: ApiContext): void {
     },
     DELETE: async (request, reply) => {
       const { conferenceId } = await ownedConference(api, request);
-      await deleteAttendee(api.store, conferenceId, idParam(request, "attendeeId"));
+      await deleteAttendee(api.store, conferenceId, idParam(request, "attendeeId"), new Date());
       return reply.status(204).send();
     },
   });

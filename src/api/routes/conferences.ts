@@ -98,7 +98,7 @@ export function conferenceRoutes(api: ApiContext): void {
     },
     DELETE: async (request, reply) => {
       const userId = await api.owner(request);
-      await deleteConference(api.store, userId, idParam(request, "conferenceId"));
+      await deleteConference(api.store, userId, idParam(request, "conferenceId"), new Date());
       return reply.status(204).send();
     },
   });

@@ -1,0 +1,304 @@
+/**
+ * The notification outbox. Messages are queued inside the transaction of the change that causes
+ * them, so a change and its e-mails commit or roll back together; a worker on any instance claims
+ * due messages (FOR UPDATE SKIP LOCKED on PostgreSQL), so each is sent by one worker only.
+ */
+import type { Kysely, Selectable } from "kysely";
+import {
+  attendeeRecipient,
+  type NotificationFacts,
+  type NotificationKind,
+  type NotificationRecipient,
+  notificationRecipients,
+  type RecipientCandidate,
+  type RecipientSources,
+} from "../domain/notification.js";
+import type { Store } from "./database.js";
+import type { ConferenceTable, Database, NotificationTable } from "./schema.js";
+import { timestamp } from "./values.js";
+
+export interface QueuedNotification {
+  id: number;
+  createdAt: string;
+  attempts: number;
+  facts: NotificationFacts;
+}
+
+async function recipientSources(
+  trx: Kysely<Database>,
+  conference: Selectable<ConferenceTable>,
+): Promise<RecipientSources> {
+  const [owner, attendees] = await Promise.all([
+    trx
+      .selectFrom("users")
+      .select(["name", "email", "time_zone"])
+      .where("id", "=", conference.user_id)
+      .executeTakeFirstOrThrow(),
+    trx
+      .selectFrom("attendees")
+      .select([
+        "email",
+        "name",
+        "moderator",
+        "dial_in",
+        "phone_number_subscriber_number",
+        "phone_number_extension",
+      ])
+      .where("conference_id", "=", conference.id)
+      .orderBy("id")
+      .execute(),
+  ]);
+  const candidates = attendees.map(toCandidate);
+  return {
+    owner: { name: owner.name, email: owner.email, timeZone: owner.time_zone },
+    attendees: candidates,
+    knownTimeZones: await knownTimeZones(trx, conference.user_id, candidates),
+  };
+}
+
+function toCandidate(row: {
+  email: string | null;
+  name: string | null;
+  moderator: number | boolean;
+  dial_in: number | boolean;
+  phone_number_subscriber_number: string | null;
+  phone_number_extension: string | null;
+}): RecipientCandidate {
+  return {
+    email: row.email,
+    name: row.name,
+    moderator: Boolean(row.moderator),
+    dialIn: Boolean(row.dial_in),
+    phoneNumberSubscriberNumber: row.phone_number_subscriber_number,
+    phoneNumberExtension: row.phone_number_extension,
+  };
+}
+
+/** Time zones of the addresses: a person's own account first, else the owner's contact entry. */
+async function knownTimeZones(
+  trx: Kysely<Database>,
+  ownerId: number,
+  candidates: readonly RecipientCandidate[],
+): Promise<Map<string, string>> {
+  const addresses = [
+    ...new Set(candidates.flatMap((c) => (c.email === null ? [] : [c.email.toLowerCase()]))),
+  ];
+  const zones = new Map<string, string>();
+  if (addresses.length === 0) return zones;
+  const [contacts, users] = await Promise.all([
+    trx
+      .selectFrom("contacts")
+      .select(["email", "time_zone"])
+      .where("user_id", "=", ownerId)
+      .where("time_zone", "is not", null)
+      .where((eb) => eb(eb.fn("lower", ["email"]), "in", addresses))
+      .orderBy("id")
+      .execute(),
+    trx
+      .selectFrom("users")
+      .select(["email", "time_zone"])
+      .where("time_zone", "is not", null)
+      .where((eb) => eb(eb.fn("lower", ["email"]), "in", addresses))
+      .execute(),
+  ]);
+  for (const row of [...contacts, ...users]) {
+    if (row.email !== null && row.time_zone !== null) zones.set(row.email.toLowerCase(), row.time_zone);
+  }
+  return zones;
+}
+
+/** Moves the conference's iCalendar SEQUENCE on and returns the one for this round of messages. */
+async function nextSequence(trx: Kysely<Database>, conferenceId: number): Promise<number> {
+  const row = await trx
+    .updateTable("conferences")
+    .set((eb) => ({ notification_sequence: eb("notification_sequence", "+", 1) }))
+    .where("id", "=", conferenceId)
+    .returning("notification_sequence")
+    .executeTakeFirstOrThrow();
+  return row.notification_sequence - 1;
+}
+
+async function queue(
+  trx: Kysely<Database>,
+  conference: Selectable<ConferenceTable>,
+  ownerName: string,
+  kind: NotificationKind,
+  recipients: NotificationRecipient[],
+  now: Date,
+): Promise<void> {
+  if (recipients.length === 0) return;
+  const sequence = await nextSequence(trx, conference.id);
+  const at = timestamp(now);
+  await trx
+    .insertInto("notifications")
+    .values(
+      recipients.map((recipient) => {
+        const facts: NotificationFacts = {
+          kind,
+          sequence,
+          conference: {
+            id: conference.id,
+            name: conference.name,
+            createdAt: conference.created_at,
+            scheduledToStartAt: conference.scheduled_to_start_at,
+            memberPin: conference.member_pin,
+            moderatorPin: conference.moderator_pin,
+            ownerName,
+          },
+          recipient,
+        };
+        return {
+          created_at: at,
+          conference_id: conference.id,
+          kind,
+          recipient: recipient.email,
+          facts: JSON.stringify(facts),
+          state: "queued",
+          attempts: 0,
+          next_attempt_at: at,
+        };
+      }),
+    )
+    .execute();
+}
+
+async function conferenceRow(trx: Kysely<Database>, conferenceId: number) {
+  return trx.selectFrom("conferences").selectAll().where("id", "=", conferenceId).executeTakeFirstOrThrow();
+}
+
+/**
+ * Queues the message of `kind` to the owner and every attendee with an address, when the conference
+ * sends notification e-mails. Called inside the change's transaction (before the row goes, for a
+ * cancellation).
+ */
+export async function queueConferenceNotifications(
+  trx: Kysely<Database>,
+  conferenceId: number,
+  kind: NotificationKind,
+  now: Date,
+): Promise<void> {
+  const conference = await conferenceRow(trx, conferenceId);
+  if (!conference.send_notification_emails) return;
+  const sources = await recipientSources(trx, conference);
+  await queue(trx, conference, sources.owner.name, kind, notificationRecipients(sources), now);
+}
+
+/** Queues the message of `kind` to one attendee (added, changed or removed), if it has an address. */
+export async function queueAttendeeNotification(
+  trx: Kysely<Database>,
+  conferenceId: number,
+  attendee: RecipientCandidate,
+  kind: NotificationKind,
+  now: Date,
+): Promise<void> {
+  if (attendee.email === null) return;
+  const conference = await conferenceRow(trx, conferenceId);
+  if (!conference.send_notification_emails) return;
+  const sources = await recipientSources(trx, conference);
+  const recipient = attendeeRecipient(sources, attendee);
+  // The owner's own attendee entry leaving does not cancel the owner's conference.
+  if (recipient === null || (kind === "cancellation" && recipient.role === "owner")) return;
+  await queue(trx, conference, sources.owner.name, kind, [recipient], now);
+}
+
+function toQueued(row: Selectable<NotificationTable>): QueuedNotification {
+  return {
+    id: row.id,
+    createdAt: row.created_at,
+    attempts: row.attempts,
+    facts: JSON.parse(row.facts) as NotificationFacts,
+  };
+}
+
+/**
+ * Claims up to `limit` due messages for this worker in one statement, counting the attempt. On
+ * PostgreSQL the rows are picked with FOR UPDATE SKIP LOCKED, so workers polling together never
+ * claim the same message; SQLite has a single writer.
+ */
+export async function claimNotifications(
+  store: Store,
+  worker: string,
+  now: Date,
+  limit: number,
+): Promise<QueuedNotification[]> {
+  const at = timestamp(now);
+  let due = store.db
+    .selectFrom("notifications")
+    .select("id")
+    .where("state", "=", "queued")
+    .where("next_attempt_at", "<=", at)
+    .orderBy("id")
+    .limit(limit);
+  if (store.dialect === "postgres") due = due.forUpdate().skipLocked();
+  const rows = await store.db
+    .updateTable("notifications")
+    .set((eb) => ({ state: "sending", claimed_by: worker, claimed_at: at, attempts: eb("attempts", "+", 1) }))
+    .where("id", "in", due)
+    .where("state", "=", "queued")
+    .returningAll()
+    .execute();
+  return rows.sort((a, b) => a.id - b.id).map(toQueued);
+}
+
+/** Records the outcome of a claimed message; only its claimer may. */
+async function settle(
+  store: Store,
+  id: number,
+  worker: string,
+  changes: Partial<Pick<NotificationTable, "state" | "next_attempt_at" | "sent_at" | "last_error">>,
+): Promise<void> {
+  await store.db
+    .updateTable("notifications")
+    .set({ ...changes, claimed_by: null, claimed_at: null })
+    .where("id", "=", id)
+    .where("state", "=", "sending")
+    .where("claimed_by", "=", worker)
+    .execute();
+}
+
+export function markSent(store: Store, id: number, worker: string, now: Date): Promise<void> {
+  return settle(store, id, worker, { state: "sent", sent_at: timestamp(now), last_error: null });
+}
+
+export function markForRetry(
+  store: Store,
+  id: number,
+  worker: string,
+  at: Date,
+  error: string,
+): Promise<void> {
+  return settle(store, id, worker, { state: "queued", next_attempt_at: timestamp(at), last_error: error });
+}
+
+/** refused: the server said no for good (a 5xx for the address or the message); failed: gave up. */
+export function markUndeliverable(
+  store: Store,
+  id: number,
+  worker: string,
+  state: "refused" | "failed",
+  error: string,
+): Promise<void> {
+  return settle(store, id, worker, { state, last_error: error });
+}
+
+/** Puts claimed messages back in the queue: ours left over from before a restart (the worker's own name). */
+export async function releaseClaims(store: Store, worker: string): Promise<number> {
+  const result = await store.db
+    .updateTable("notifications")
+    .set({ state: "queued", claimed_by: null, claimed_at: null })
+    .where("state", "=", "sending")
+    .where("claimed_by", "=", worker)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
+
+/** Puts back messages whose claimer has been silent since `before` (an instance that died). */
+export async function releaseStaleClaims(store: Store, before: Date): Promise<number> {
+  const result = await store.db
+    .updateTable("notifications")
+    .set({ state: "queued", claimed_by: null, claimed_at: null })
+    .where("state", "=", "sending")
+    .where("claimed_at", "<", timestamp(before))
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}
