@@ -24,6 +24,20 @@ export interface Config {
   /** This instance's name as the runner of its conferences; must stay the same across its restarts. */
   instanceId: string;
   sip: SipConfig;
+  mail: MailConfig;
+}
+
+/** Notification e-mail (BRIDGELINE_SMTP_URL, _MAIL_FROM, _SUPPORT_*, _MAIL_RETRY_SECONDS). */
+export interface MailConfig {
+  /** smtp:// or smtps:// with any credentials; null writes each message as an .eml file in dataDir/mail. */
+  smtpUrl: string | null;
+  /** The From header, e.g. `Bridgeline <conferences@example.com>`. */
+  from: string;
+  /** Support details printed in every message. */
+  supportEmail: string;
+  supportPhone: string | null;
+  /** Wait before the first retry of a message the server could not take; it doubles up to an hour. */
+  retrySeconds: number;
 }
 
 /** The SIP/RTP stack's settings (BRIDGELINE_SIP_*, _RTP_PORTS, _CALLER_ID, _PUBLIC_ADDRESS). */
@@ -182,6 +196,39 @@ function readSipConfig(env: Env): SipConfig {
   };
 }
 
+const MAILBOX = /^[^\s@<>",;]+@[^\s@<>",;]+$/;
+
+/** A mailbox, bare or with a display name: `a@b.example` or `Name <a@b.example>`. */
+function readMailbox(env: Env, name: string, fallback: string): string {
+  const raw = (env[name] || fallback).trim();
+  const address = /<([^<>]*)>$/.exec(raw)?.[1] ?? raw;
+  if (!MAILBOX.test(address) || /[\r\n]/.test(raw)) {
+    throw new ConfigError(
+      name,
+      `must be an e-mail address such as "Bridgeline <conferences@example.com>", got "${raw}"`,
+    );
+  }
+  return raw;
+}
+
+function readMailConfig(env: Env): MailConfig {
+  const smtpUrl = env.BRIDGELINE_SMTP_URL || null;
+  if (smtpUrl !== null && !/^smtps?:\/\/[^\s/]+/.test(smtpUrl)) {
+    throw new ConfigError(
+      "BRIDGELINE_SMTP_URL",
+      "must be an smtp:// or smtps:// URL such as smtps://user:password@mail.example.com:465",
+    );
+  }
+  const from = readMailbox(env, "BRIDGELINE_MAIL_FROM", "Bridgeline <bridgeline@localhost>");
+  return {
+    smtpUrl,
+    from,
+    supportEmail: readMailbox(env, "BRIDGELINE_SUPPORT_EMAIL", /<([^<>]*)>$/.exec(from)?.[1] ?? from),
+    supportPhone: env.BRIDGELINE_SUPPORT_PHONE?.trim() || null,
+    retrySeconds: readPositiveInteger(env, "BRIDGELINE_MAIL_RETRY_SECONDS", 30),
+  };
+}
+
 export function loadConfig(env: Env = process.env): Config {
   const logLevel = (env.BRIDGELINE_LOG_LEVEL || "info") as LogLevel;
   if (!LOG_LEVELS.includes(logLevel)) {
@@ -218,5 +265,6 @@ export function loadConfig(env: Env = process.env): Config {
     throttleWindowSeconds: readPositiveInteger(env, "BRIDGELINE_THROTTLE_WINDOW_SECONDS", 900),
     instanceId: env.BRIDGELINE_INSTANCE_ID || `${os.hostname()}:${dataDir}`,
     sip: readSipConfig(env),
+    mail: readMailConfig(env),
   };
 }

@@ -1,10 +1,13 @@
 import http from "node:http";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
+import path from "node:path";
 import type { DestinationStream } from "pino";
 import { buildApi } from "./api/server.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { createLogger } from "./log.js";
+import { fileDelivery, smtpDelivery } from "./notify/delivery.js";
+import { NotificationWorker } from "./notify/notification-worker.js";
 import { Scheduler } from "./scheduler/scheduler.js";
 import { openStore } from "./store/database.js";
 import { ConferenceRuntime } from "./telephony/conference/conference-runtime.js";
@@ -68,6 +71,21 @@ export async function startService(
     logger: logger.child({ component: "scheduler" }),
     startConference: (conference) => conferences.run(conference),
   });
+  const mail = config.mail;
+  const notifications = new NotificationWorker({
+    store,
+    worker: config.instanceId,
+    delivery:
+      mail.smtpUrl === null ? fileDelivery(path.join(config.dataDir, "mail")) : smtpDelivery(mail.smtpUrl),
+    settings: {
+      from: mail.from,
+      accessNumbers: sip.accessNumbers,
+      supportEmail: mail.supportEmail,
+      supportPhone: mail.supportPhone,
+    },
+    retrySeconds: mail.retrySeconds,
+    logger: logger.child({ component: "notifications" }),
+  });
   let plainServer: http.Server | null = null;
   const app = buildApi({
     store,
@@ -96,6 +114,7 @@ export async function startService(
       httpPort = (plain.address() as AddressInfo).port;
     }
     await scheduler.start();
+    await notifications.start();
     const sipPort = telephony.sipPort;
     logger.info(
       { httpsPort, httpPort, sipPort, store: store.dialect, dataDir: config.dataDir },
@@ -108,7 +127,7 @@ export async function startService(
       telephony,
       conferences,
       async close() {
-        await scheduler.stop();
+        await Promise.all([scheduler.stop(), notifications.stop()]);
         await conferences.close();
         await Promise.all([
           telephony.close(),
@@ -120,7 +139,7 @@ export async function startService(
       },
     };
   } catch (error) {
-    await scheduler.stop();
+    await Promise.all([scheduler.stop(), notifications.stop()]);
     await conferences.close();
     await app.close();
     await telephony.close();

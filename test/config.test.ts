@@ -39,6 +39,13 @@ describe("loadConfig", () => {
         mediaTimeoutSeconds: 30,
         accessNumbers: [],
       },
+      mail: {
+        smtpUrl: null,
+        from: "Bridgeline <bridgeline@localhost>",
+        supportEmail: "bridgeline@localhost",
+        supportPhone: null,
+        retrySeconds: 30,
+      },
     });
   });
 
@@ -102,6 +109,11 @@ describe("loadConfig", () => {
       BRIDGELINE_RING_TIMEOUT_SECONDS: "30",
       BRIDGELINE_MEDIA_TIMEOUT_SECONDS: "10",
       BRIDGELINE_ACCESS_NUMBERS: "+16045550199, (778) 555-0100",
+      BRIDGELINE_SMTP_URL: "smtps://mailer:secret@mail.example.com:465",
+      BRIDGELINE_MAIL_FROM: "Example Calls <calls@example.com>",
+      BRIDGELINE_SUPPORT_EMAIL: "help@example.com",
+      BRIDGELINE_SUPPORT_PHONE: "+1 604 555 0111",
+      BRIDGELINE_MAIL_RETRY_SECONDS: "5",
     });
     assert.deepEqual(config, {
       dataDir: "/var/lib/bridgeline",
@@ -135,11 +147,23 @@ describe("loadConfig", () => {
         mediaTimeoutSeconds: 10,
         accessNumbers: ["+16045550199", "+17785550100"],
       },
+      mail: {
+        smtpUrl: "smtps://mailer:secret@mail.example.com:465",
+        from: "Example Calls <calls@example.com>",
+        supportEmail: "help@example.com",
+        supportPhone: "+1 604 555 0111",
+        retrySeconds: 5,
+      },
     });
   });
 
   const badValues: Array<[Record<string, string>, string]> = [
     [{ BRIDGELINE_HTTPS_PORT: "abc" }, "BRIDGELINE_HTTPS_PORT"],
+    [{ BRIDGELINE_SMTP_URL: "mail.example.com" }, "BRIDGELINE_SMTP_URL"],
+    [{ BRIDGELINE_SMTP_URL: "http://mail.example.com" }, "BRIDGELINE_SMTP_URL"],
+    [{ BRIDGELINE_MAIL_FROM: "Bridgeline" }, "BRIDGELINE_MAIL_FROM"],
+    [{ BRIDGELINE_SUPPORT_EMAIL: "help at example.com" }, "BRIDGELINE_SUPPORT_EMAIL"],
+    [{ BRIDGELINE_MAIL_RETRY_SECONDS: "0" }, "BRIDGELINE_MAIL_RETRY_SECONDS"],
     [{ BRIDGELINE_HTTPS_PORT: "70000" }, "BRIDGELINE_HTTPS_PORT"],
     [{ BRIDGELINE_HTTPS_PORT: "-1" }, "BRIDGELINE_HTTPS_PORT"],
     [{ BRIDGELINE_HTTPS_PORT: "80.5" }, "BRIDGELINE_HTTPS_PORT"],
