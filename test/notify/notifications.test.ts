@@ -331,6 +331,55 @@ describe("notification e-mails through a real SMTP server", () => {
     assert.equal(mailbox.received.length, seen);
   });
 
+  it("shows a separate moderator the moderator PIN, and tells one attendee when how they join changes", async () => {
+    const who = await owner(api);
+    const response = await ok(
+      api.request("POST", `/users/${who.id}/conferences`, {
+        auth: who.auth,
+        body: `<conference><name>Board</name><scheduled-to-start-at>${START}</scheduled-to-start-at>
+          <send-notification-emails type="boolean">true</send-notification-emails>
+          <no-moderator type="boolean">true</no-moderator></conference>`,
+      }),
+      201,
+    );
+    const conference = String(response.headers.location).replace(/^https?:\/\/[^/]+/, "");
+    await addAttendee(
+      api,
+      conference,
+      who.auth,
+      '<name>Mo</name><email>mo@example.com</email><dial-in type="boolean">true</dial-in><moderator type="boolean">true</moderator>',
+    );
+    const member = await addAttendee(
+      api,
+      conference,
+      who.auth,
+      "<name>Max</name><email>max@example.com</email><phone-number>6045550188</phone-number>",
+    );
+    let seen = mailbox.received.length;
+    await setPending(api, conference, who.auth);
+    const mails = byRecipient((await mailbox.waitFor(seen + 3)).slice(seen));
+    const { moderator } = await pins(api, conference, who.auth);
+    assert.ok(
+      textAndHtml(mails.get("mo@example.com") as ReceivedMail).includes(`Moderator PIN: ${moderator}`),
+    );
+    assert.ok(!(mails.get("max@example.com") as ReceivedMail).raw.includes(moderator));
+    // Without a moderator entry of the owner's, the owner dials in.
+    assert.match(mails.get(who.email)?.parsed.text ?? "", /Dial in: call one of the access numbers/);
+
+    seen = mailbox.received.length;
+    await ok(
+      api.request("PUT", member, {
+        auth: who.auth,
+        body: '<attendee><dial-in type="boolean">true</dial-in></attendee>',
+      }),
+      200,
+    );
+    const [update] = (await mailbox.waitFor(seen + 1)).slice(seen);
+    assert.deepEqual(update?.envelope.to, ["max@example.com"]);
+    assert.match(update?.parsed.subject ?? "", /^Updated: Board/);
+    assert.match(update?.parsed.text ?? "", /Dial in: call one of the access numbers/);
+  });
+
   it("refuses an attendee e-mail that is not an address with 422 and queues nothing", async () => {
     const who = await owner(api);
     const conference = await createConference(api, who.id, who.auth);
