@@ -20,6 +20,8 @@ command -v sipp >/dev/null || apt_install sip-tester
 command -v baresip >/dev/null || apt_install baresip-core
 # Spoken invitations naming the owner and the conference (optional when running, tested here).
 command -v espeak-ng >/dev/null || apt_install espeak-ng
+# Headless Chromium for the moderator console's browser tests (driven by playwright-core).
+command -v chromium >/dev/null || apt_install chromium
 
 # PostgreSQL for the production-store half of the suite.
 : "${BRIDGELINE_TEST_DATABASE_URL:=postgres://postgres@127.0.0.1:5432/test}"
