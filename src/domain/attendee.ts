@@ -62,12 +62,15 @@ export interface AttendeeChanges {
   dialIn?: boolean;
   name?: string | null;
   email?: string | null;
+  /** Live controls: only while the conference is started (the running room applies them). */
+  muted?: boolean;
+  handUp?: boolean;
 }
 
 /** Digits, *, #, "," (a one-second pause) and w (wait for the far end's prompt). */
 const EXTENSION_PATTERN = /^[0-9*#,w]{1,40}$/i;
 
-/** Reads an attendee document; name and email are create-only. */
+/** Reads an attendee document; name and email are create-only, muted and hand-up update-only. */
 export function readAttendeeChanges(input: InputMap, mode: "create" | "update"): AttendeeChanges {
   const reader = new FieldReader(input);
   const changes: AttendeeChanges = {};
@@ -97,6 +100,16 @@ export function readAttendeeChanges(input: InputMap, mode: "create" | "update"):
     if (value === null) reader.fail(`${element} must be true or false`);
     else if (value !== undefined) changes[field] = value;
   }
+  if (mode === "update") {
+    for (const [element, field] of [
+      ["muted", "muted"],
+      ["hand-up", "handUp"],
+    ] as const) {
+      const value = reader.boolean(element);
+      if (value === null) reader.fail(`${element} must be true or false`);
+      else if (value !== undefined) changes[field] = value;
+    }
+  }
   if (mode === "create") {
     const name = reader.text("name");
     if (name !== undefined) changes.name = name;
@@ -108,6 +121,17 @@ export function readAttendeeChanges(input: InputMap, mode: "create" | "update"):
   }
   reader.check();
   return changes;
+}
+
+/**
+ * The live controls of a change that would alter the attendee: those a client may send only while
+ * the conference is started (sending them back unchanged, as a whole document, is fine).
+ */
+export function changedLiveControls(current: Attendee, changes: AttendeeChanges): string[] {
+  const changed: string[] = [];
+  if (changes.muted !== undefined && changes.muted !== Boolean(current.muted)) changed.push("muted");
+  if (changes.handUp !== undefined && changes.handUp !== Boolean(current.handUp)) changed.push("hand-up");
+  return changed;
 }
 
 /** Rules that hold for the attendee as it will be after the change; returns the problems. */

@@ -8,9 +8,11 @@ import {
   MAX_ATTENDEES_PER_CONFERENCE,
 } from "../domain/attendee.js";
 import { NotFound, StaleLockVersion, ValidationFailed } from "../domain/errors.js";
+import { attendeeControlEvents } from "../domain/event.js";
 import { attendeesHaveBeenInvited } from "../domain/notification.js";
 import type { SearchAttributes, SearchFilter } from "../domain/search.js";
 import type { Store } from "./database.js";
+import { recordAttendeeEvents } from "./live-events.js";
 import { queueAttendeeNotification } from "./notifications.js";
 import type { AttendeeTable, Database } from "./schema.js";
 import { searchCondition } from "./search.js";
@@ -71,6 +73,8 @@ function attendeeRow(changes: AttendeeChanges) {
     ...(changes.dialIn !== undefined && { dial_in: flag(changes.dialIn) }),
     ...(changes.name !== undefined && { name: changes.name }),
     ...(changes.email !== undefined && { email: changes.email }),
+    ...(changes.muted !== undefined && { muted: flag(changes.muted) }),
+    ...(changes.handUp !== undefined && { hand_up: flag(changes.handUp) }),
   };
 }
 
@@ -177,6 +181,7 @@ export async function createAttendee(
       .returningAll()
       .executeTakeFirstOrThrow();
     const attendee = toAttendee(row);
+    await recordAttendeeEvents(trx, conferenceId, attendee.id, ["attendee-added"], now);
     if (attendeesHaveBeenInvited(state)) {
       await queueAttendeeNotification(trx, conferenceId, attendee, "invitation", now);
     }
@@ -219,6 +224,7 @@ export async function updateAttendee(
       .executeTakeFirst();
     if (!row) throw new StaleLockVersion("attendee");
     const updated = toAttendee(row);
+    await recordAttendeeEvents(trx, conferenceId, id, attendeeControlEvents(current, updated), now);
     if (attendeesHaveBeenInvited(state) && joinsDifferently(current, updated)) {
       await queueAttendeeNotification(trx, conferenceId, updated, "update", now);
     }
@@ -250,5 +256,6 @@ export async function deleteAttendee(
       await queueAttendeeNotification(trx, conferenceId, attendee, "cancellation", now);
     }
     await trx.deleteFrom("attendees").where("id", "=", id).execute();
+    await recordAttendeeEvents(trx, conferenceId, id, ["attendee-removed"], now);
   });
 }

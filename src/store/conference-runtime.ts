@@ -1,15 +1,21 @@
 /**
  * The store side of conferences that take place: claiming due conferences so that exactly one
  * instance starts each, the running instance's heartbeat, attendee call states as calls progress, the
- * end of a conference, and recovery of conferences whose instance died.
+ * end of a conference, and recovery of conferences whose instance died; each change with its events
+ * for live views, in its transaction. Also the API's live controls: what it changes in a started
+ * conference, and its requests to the room (call an attendee again, end the conference).
  */
-import { sql } from "kysely";
+import { type Kysely, sql } from "kysely";
 import type { Attendee, AttendeeState } from "../domain/attendee.js";
 import type { Conference } from "../domain/conference.js";
+import { attendeeControlEvents, conferenceControlEvents } from "../domain/event.js";
 import { toAttendee } from "./attendees.js";
 import { toConference } from "./conferences.js";
 import type { Store, StoreDialect } from "./database.js";
-import { flag, nextLockVersion, timestamp } from "./values.js";
+import { appendEvents } from "./events.js";
+import { type RoomScope, roomEvent } from "./live-events.js";
+import type { Database } from "./schema.js";
+import { flag, nextLockVersion, readFlag, timestamp } from "./values.js";
 
 /** Attendee states that stand for a call in progress. */
 const IN_CALL: AttendeeState[] = ["calling", "connected"];
@@ -34,21 +40,26 @@ export async function claimDueConference(
     .orderBy("scheduled_to_start_at")
     .limit(1);
   if (store.dialect === "postgres") due = due.forUpdate().skipLocked();
-  const row = await store.db
-    .updateTable("conferences")
-    .set({
-      state: "started",
-      started_at: at,
-      runner,
-      runner_heartbeat_at: at,
-      updated_at: at,
-      lock_version: nextLockVersion(),
-    })
-    .where("id", "=", (eb) => eb.selectFrom(due.as("due")).select("due.id"))
-    .where("state", "=", "pending")
-    .returningAll()
-    .executeTakeFirst();
-  return row === undefined ? undefined : toConference(row);
+  return store.db.transaction().execute(async (trx) => {
+    const row = await trx
+      .updateTable("conferences")
+      .set({
+        state: "started",
+        started_at: at,
+        runner,
+        runner_heartbeat_at: at,
+        updated_at: at,
+        lock_version: nextLockVersion(),
+      })
+      .where("id", "=", (eb) => eb.selectFrom(due.as("due")).select("due.id"))
+      .where("state", "=", "pending")
+      .returningAll()
+      .executeTakeFirst();
+    if (row === undefined) return undefined;
+    const scope = { userId: row.user_id, conferenceId: row.id };
+    await appendEvents(trx, [roomEvent(scope, "conference-started")], now);
+    return toConference(row);
+  });
 }
 
 /** The running instance says it still runs its conferences. */
@@ -61,11 +72,18 @@ export async function renewHeartbeat(store: Store, runner: string, now: Date): P
     .execute();
 }
 
-/** A running conference as its runner sees it: the row (undefined once deleted) and its attendees. */
-export async function loadRoom(
-  store: Store,
-  conferenceId: number,
-): Promise<{ conference: Conference | undefined; attendees: Attendee[] }> {
+/** A running conference as its runner sees it, with what the API asked of the room. */
+export interface RoomState {
+  /** The row; undefined once deleted. */
+  conference: Conference | undefined;
+  attendees: Attendee[];
+  /** Set when the API asked the room to end the conference. */
+  endRequestedAt: string | null;
+  /** Attendee id to when the API last asked the room to call it again (or now). */
+  callRequests: Map<number, string>;
+}
+
+export async function loadRoom(store: Store, conferenceId: number): Promise<RoomState> {
   const [conference, attendees] = await Promise.all([
     store.db.selectFrom("conferences").selectAll().where("id", "=", conferenceId).executeTakeFirst(),
     store.db
@@ -75,9 +93,15 @@ export async function loadRoom(
       .orderBy("id")
       .execute(),
   ]);
+  const callRequests = new Map<number, string>();
+  for (const row of attendees)
+    if (row.call_requested_at !== null)
+      callRequests.set(row.id, new Date(row.call_requested_at).toISOString());
   return {
     conference: conference === undefined ? undefined : toConference(conference),
     attendees: attendees.map(toAttendee),
+    endRequestedAt: conference?.end_requested_at ?? null,
+    callRequests,
   };
 }
 
@@ -94,18 +118,37 @@ export type AttendeeCallEvent =
   | { kind: "disconnected"; result: string };
 
 /**
- * Records how an attendee's call goes. Connected starts the live duration (connected-at) with muted
- * and hand-up set; disconnected adds the call's seconds to duration. False when the attendee is gone.
+ * Records how an attendee's call goes, with its event. Connected starts the live duration
+ * (connected-at) with muted and hand-up set; disconnected adds the call's seconds to duration. False
+ * when the attendee is gone.
  */
-export async function recordAttendeeCall(
+export function recordAttendeeCall(
   store: Store,
+  scope: RoomScope,
+  attendeeId: number,
+  event: AttendeeCallEvent,
+  now: Date,
+): Promise<boolean> {
+  return store.db.transaction().execute(async (trx) => {
+    const updated = await updateAttendeeCall(trx, store.dialect, attendeeId, event, now);
+    if (updated) {
+      const reason = event.kind === "failed" || event.kind === "disconnected" ? event.result : null;
+      await appendEvents(trx, [roomEvent(scope, `attendee-${event.kind}`, attendeeId, reason)], now);
+    }
+    return updated;
+  });
+}
+
+async function updateAttendeeCall(
+  db: Kysely<Database>,
+  dialect: StoreDialect,
   attendeeId: number,
   event: AttendeeCallEvent,
   now: Date,
 ): Promise<boolean> {
   const at = timestamp(now);
   const common = { updated_at: at, lock_version: nextLockVersion() };
-  let update = store.db.updateTable("attendees").where("id", "=", attendeeId);
+  let update = db.updateTable("attendees").where("id", "=", attendeeId);
   switch (event.kind) {
     case "calling":
       update = update.set({ ...common, state: "calling", call_result: null });
@@ -127,7 +170,7 @@ export async function recordAttendeeCall(
         ...common,
         state: "disconnected",
         call_result: event.result,
-        duration: connectedDurationSql(store.dialect, at),
+        duration: connectedDurationSql(dialect, at),
         connected_at: null,
       });
       break;
@@ -136,23 +179,83 @@ export async function recordAttendeeCall(
   return Number(result.numUpdatedRows) === 1;
 }
 
-/** Sets muted and hand-up as they are in the room. */
+/** Sets muted and hand-up as they are in the room, with an event for each flag that changes. */
 export async function recordAttendeeControls(
   store: Store,
+  scope: RoomScope,
   attendeeId: number,
   controls: { muted?: boolean; handUp?: boolean },
   now: Date,
 ): Promise<void> {
-  await store.db
-    .updateTable("attendees")
-    .set({
-      updated_at: timestamp(now),
-      lock_version: nextLockVersion(),
-      ...(controls.muted !== undefined && { muted: flag(controls.muted) }),
-      ...(controls.handUp !== undefined && { hand_up: flag(controls.handUp) }),
-    })
-    .where("id", "=", attendeeId)
-    .execute();
+  await store.db.transaction().execute(async (trx) => {
+    const before = await trx
+      .selectFrom("attendees")
+      .select(["muted", "hand_up"])
+      .where("id", "=", attendeeId)
+      .$if(store.dialect === "postgres", (q) => q.forUpdate())
+      .executeTakeFirst();
+    if (before === undefined) return;
+    await trx
+      .updateTable("attendees")
+      .set({
+        updated_at: timestamp(now),
+        lock_version: nextLockVersion(),
+        ...(controls.muted !== undefined && { muted: flag(controls.muted) }),
+        ...(controls.handUp !== undefined && { hand_up: flag(controls.handUp) }),
+      })
+      .where("id", "=", attendeeId)
+      .execute();
+    const old = { muted: readFlag(before.muted), handUp: readFlag(before.hand_up) };
+    const types = attendeeControlEvents(old, {
+      muted: controls.muted ?? old.muted,
+      handUp: controls.handUp ?? old.handUp,
+    });
+    await appendEvents(
+      trx,
+      types.map((type) => roomEvent(scope, type, attendeeId)),
+      now,
+    );
+  });
+}
+
+/** The conference options the moderator changes from the keypad, with an event for each that changes. */
+export async function recordConferenceControls(
+  store: Store,
+  scope: RoomScope,
+  controls: { dialInLocked?: boolean; lectureMode?: boolean; recordAudio?: boolean },
+  now: Date,
+): Promise<void> {
+  await store.db.transaction().execute(async (trx) => {
+    const before = await trx
+      .selectFrom("conferences")
+      .select(["dial_in_locked", "lecture_mode", "record_audio"])
+      .where("id", "=", scope.conferenceId)
+      .$if(store.dialect === "postgres", (q) => q.forUpdate())
+      .executeTakeFirst();
+    if (before === undefined) return;
+    await trx
+      .updateTable("conferences")
+      .set({
+        updated_at: timestamp(now),
+        lock_version: nextLockVersion(),
+        ...(controls.dialInLocked !== undefined && { dial_in_locked: flag(controls.dialInLocked) }),
+        ...(controls.lectureMode !== undefined && { lecture_mode: flag(controls.lectureMode) }),
+        ...(controls.recordAudio !== undefined && { record_audio: flag(controls.recordAudio) }),
+      })
+      .where("id", "=", scope.conferenceId)
+      .execute();
+    const old = {
+      dialInLocked: Boolean(before.dial_in_locked),
+      lectureMode: Boolean(before.lecture_mode),
+      recordAudio: Boolean(before.record_audio),
+    };
+    const types = conferenceControlEvents(old, { ...old, ...controls });
+    await appendEvents(
+      trx,
+      types.map((type) => roomEvent(scope, type)),
+      now,
+    );
+  });
 }
 
 /**
@@ -161,13 +264,15 @@ export async function recordAttendeeControls(
  */
 export async function endConference(
   store: Store,
-  conferenceId: number,
+  scope: RoomScope,
+  reason: string,
   now: Date,
   callsEndedAt: Date = now,
 ): Promise<void> {
   const at = timestamp(now);
+  const conferenceId = scope.conferenceId;
   await store.db.transaction().execute(async (trx) => {
-    await trx
+    const disconnected = await trx
       .updateTable("attendees")
       .set({
         state: "disconnected",
@@ -178,8 +283,9 @@ export async function endConference(
       })
       .where("conference_id", "=", conferenceId)
       .where("state", "in", IN_CALL)
+      .returning("id")
       .execute();
-    await trx
+    const ended = await trx
       .updateTable("conferences")
       .set({
         state: "ended",
@@ -191,7 +297,15 @@ export async function endConference(
       })
       .where("id", "=", conferenceId)
       .where("state", "=", "started")
-      .execute();
+      .executeTakeFirst();
+    await appendEvents(
+      trx,
+      [
+        ...disconnected.map((row) => roomEvent(scope, "attendee-disconnected", row.id, reason)),
+        ...(Number(ended.numUpdatedRows) === 1 ? [roomEvent(scope, "conference-ended", null, reason)] : []),
+      ],
+      now,
+    );
   });
 }
 
@@ -218,7 +332,7 @@ export async function recoverAbandonedConferences(
     const found = await store.db.transaction().execute(async (trx) => {
       let query = trx
         .selectFrom("conferences")
-        .select(["id", "name", "runner", "runner_heartbeat_at", "started_at"])
+        .select(["id", "user_id", "name", "runner", "runner_heartbeat_at", "started_at"])
         .where("state", "=", "started")
         .where((eb) =>
           eb.or([
@@ -233,19 +347,21 @@ export async function recoverAbandonedConferences(
       if (row === undefined) return undefined;
       const lastSeen = row.runner_heartbeat_at ?? row.started_at ?? timestamp(now);
       const at = timestamp(now);
+      const reason = "call lost: the service stopped";
       const disconnected = await trx
         .updateTable("attendees")
         .set({
           state: "disconnected",
           duration: connectedDurationSql(store.dialect, lastSeen),
           connected_at: null,
-          call_result: "call lost: the service stopped",
+          call_result: reason,
           updated_at: at,
           lock_version: nextLockVersion(),
         })
         .where("conference_id", "=", row.id)
         .where("state", "in", IN_CALL)
-        .executeTakeFirst();
+        .returning("id")
+        .execute();
       await trx
         .updateTable("conferences")
         .set({
@@ -258,11 +374,20 @@ export async function recoverAbandonedConferences(
         })
         .where("id", "=", row.id)
         .execute();
+      const scope = { userId: row.user_id, conferenceId: row.id };
+      await appendEvents(
+        trx,
+        [
+          ...disconnected.map((attendee) => roomEvent(scope, "attendee-disconnected", attendee.id, reason)),
+          roomEvent(scope, "conference-ended", null, reason),
+        ],
+        now,
+      );
       return {
         id: row.id,
         name: row.name,
         runner: row.runner,
-        disconnectedAttendees: Number(disconnected.numUpdatedRows),
+        disconnectedAttendees: disconnected.length,
       };
     });
     if (found === undefined) return recovered;
@@ -280,4 +405,67 @@ function connectedDurationSql(dialect: StoreDialect, until: string) {
       ? sql<number>`greatest(0, floor(extract(epoch from (cast(${until} as timestamptz) - connected_at))))::integer`
       : sql<number>`max(0, cast(strftime('%s', ${until}) as integer) - cast(strftime('%s', connected_at) as integer))`;
   return sql<number>`case when connected_at is null then duration else coalesce(duration, 0) + ${seconds} end`;
+}
+
+export type CallRequest =
+  | { outcome: "requested"; attendee: Attendee }
+  | { outcome: "not-started" }
+  | { outcome: "in-call"; attendee: Attendee }
+  | { outcome: "no-number" }
+  | { outcome: "no-attendee" };
+
+/**
+ * Asks the room of a started conference to call an attendee again (or now), unless its call is in
+ * progress: the room dials it on its next refresh, on whichever instance runs it.
+ */
+export async function requestAttendeeCall(
+  store: Store,
+  conferenceId: number,
+  attendeeId: number,
+  now: Date,
+): Promise<CallRequest> {
+  return store.db.transaction().execute(async (trx): Promise<CallRequest> => {
+    const conference = await trx
+      .selectFrom("conferences")
+      .select("state")
+      .where("id", "=", conferenceId)
+      .$if(store.dialect === "postgres", (q) => q.forUpdate())
+      .executeTakeFirst();
+    if (conference?.state !== "started") return { outcome: "not-started" };
+    const current = await trx
+      .selectFrom("attendees")
+      .selectAll()
+      .where("id", "=", attendeeId)
+      .where("conference_id", "=", conferenceId)
+      .executeTakeFirst();
+    if (current === undefined) return { outcome: "no-attendee" };
+    if (IN_CALL.includes(current.state as AttendeeState))
+      return { outcome: "in-call", attendee: toAttendee(current) };
+    if (current.phone_number_subscriber_number === null) return { outcome: "no-number" };
+    const row = await trx
+      .updateTable("attendees")
+      .set({ call_requested_at: now.toISOString() })
+      .where("id", "=", attendeeId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return { outcome: "requested", attendee: toAttendee(row) };
+  });
+}
+
+/** Asks the room of a started conference to end it. Undefined when the conference is not started. */
+export async function requestConferenceEnd(
+  store: Store,
+  userId: number,
+  conferenceId: number,
+  now: Date,
+): Promise<Conference | undefined> {
+  const row = await store.db
+    .updateTable("conferences")
+    .set({ end_requested_at: now.toISOString() })
+    .where("id", "=", conferenceId)
+    .where("user_id", "=", userId)
+    .where("state", "=", "started")
+    .returningAll()
+    .executeTakeFirst();
+  return row === undefined ? undefined : toConference(row);
 }

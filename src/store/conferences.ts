@@ -10,6 +10,7 @@ import { attendeesHaveBeenInvited, notificationForConferenceChange } from "../do
 import type { SearchAttributes, SearchFilter } from "../domain/search.js";
 import { compiledOnce } from "./compiled-query.js";
 import type { Store } from "./database.js";
+import { recordLiveConferenceChange } from "./live-events.js";
 import { queueConferenceNotifications } from "./notifications.js";
 import { assignPins, claimPins } from "./pins.js";
 import type { ConferenceTable, Database } from "./schema.js";
@@ -198,6 +199,7 @@ export async function updateConference(
     // Another instance committed between our read and this write.
     if (!row) throw new StaleLockVersion("conference");
     const updated = toConference(row);
+    await recordLiveConferenceChange(trx, current, updated, now);
     const notification = notificationForConferenceChange(current, updated);
     if (notification) await queueConferenceNotifications(trx, id, notification, now);
     return updated;

@@ -1,11 +1,12 @@
 /**
- * The store side of callers dialling in and of keypad commands: which room and role a PIN opens,
- * which attendee a caller is, and the conference options the moderator changes from the keypad.
+ * The store side of callers dialling in: which room and role a PIN opens, and which attendee a
+ * caller is.
  */
 import { type Attendee, MAX_ATTENDEES_PER_CONFERENCE } from "../domain/attendee.js";
 import { toAttendee } from "./attendees.js";
 import type { Store } from "./database.js";
-import { flag, nextLockVersion, timestamp } from "./values.js";
+import { appendEvents } from "./events.js";
+import { flag, timestamp } from "./values.js";
 
 export interface PinTarget {
   readonly role: "member" | "moderator";
@@ -53,9 +54,10 @@ export async function admitCaller(
 ): Promise<Attendee | undefined> {
   const at = timestamp(now);
   return store.db.transaction().execute(async (trx) => {
-    let locked = trx.selectFrom("conferences").select("id").where("id", "=", conferenceId);
+    let locked = trx.selectFrom("conferences").select(["id", "user_id"]).where("id", "=", conferenceId);
     if (store.dialect === "postgres") locked = locked.forUpdate();
-    if ((await locked.executeTakeFirst()) === undefined) return undefined;
+    const conference = await locked.executeTakeFirst();
+    if (conference === undefined) return undefined;
     const candidates = await trx
       .selectFrom("attendees")
       .selectAll()
@@ -95,26 +97,19 @@ export async function admitCaller(
       })
       .returningAll()
       .executeTakeFirstOrThrow();
+    await appendEvents(
+      trx,
+      [
+        {
+          userId: conference.user_id,
+          conferenceId,
+          attendeeId: row.id,
+          type: "attendee-added",
+          reason: null,
+        },
+      ],
+      now,
+    );
     return toAttendee(row);
   });
-}
-
-/** The conference options the moderator changes from the keypad. */
-export async function recordConferenceControls(
-  store: Store,
-  conferenceId: number,
-  controls: { dialInLocked?: boolean; lectureMode?: boolean; recordAudio?: boolean },
-  now: Date,
-): Promise<void> {
-  await store.db
-    .updateTable("conferences")
-    .set({
-      updated_at: timestamp(now),
-      lock_version: nextLockVersion(),
-      ...(controls.dialInLocked !== undefined && { dial_in_locked: flag(controls.dialInLocked) }),
-      ...(controls.lectureMode !== undefined && { lecture_mode: flag(controls.lectureMode) }),
-      ...(controls.recordAudio !== undefined && { record_audio: flag(controls.recordAudio) }),
-    })
-    .where("id", "=", conferenceId)
-    .execute();
 }

@@ -217,6 +217,40 @@ function notificationOutbox(dialect: StoreDialect): Migration {
   };
 }
 
+/**
+ * The moderator console: the event log that live views follow (kept an hour), console sign-in
+ * sessions, and the markers through which the API asks a running room to call an attendee again or
+ * to end the conference, whichever instance runs it.
+ */
+function consoleEvents(dialect: StoreDialect): Migration {
+  const t = columnTypes(dialect);
+  return {
+    async up(db: AnyDb) {
+      await db.schema
+        .createTable("events")
+        .addColumn("id", t.id, t.idColumn)
+        .addColumn("user_id", "integer", (c) => c.notNull())
+        .addColumn("conference_id", "integer", (c) => c.notNull())
+        .addColumn("attendee_id", "integer")
+        .addColumn("type", "text", (c) => c.notNull())
+        .addColumn("reason", "text")
+        .addColumn("created_at", t.timestamp, (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex("events_created").on("events").column("created_at").execute();
+      await db.schema
+        .createTable("console_sessions")
+        .addColumn("token_hash", "text", (c) => c.primaryKey())
+        .addColumn("user_id", "integer", (c) => c.notNull().references("users.id").onDelete("cascade"))
+        .addColumn("csrf_token", "text", (c) => c.notNull())
+        .addColumn("created_at", t.timestamp, (c) => c.notNull())
+        .addColumn("last_seen_at", t.timestamp, (c) => c.notNull())
+        .execute();
+      await db.schema.alterTable("attendees").addColumn("call_requested_at", t.timestamp).execute();
+      await db.schema.alterTable("conferences").addColumn("end_requested_at", t.timestamp).execute();
+    },
+  };
+}
+
 export function migrationProvider(dialect: StoreDialect): MigrationProvider {
   return {
     async getMigrations() {
@@ -225,6 +259,7 @@ export function migrationProvider(dialect: StoreDialect): MigrationProvider {
         "0002_conference_runtime": conferenceRuntime(dialect),
         "0003_conference_recording": conferenceRecording(),
         "0004_notification_outbox": notificationOutbox(dialect),
+        "0005_console_events": consoleEvents(dialect),
       };
     },
   };

@@ -92,6 +92,8 @@ export interface ConferenceTable extends Versioned {
   recording_file: string | null;
   /** How many notification messages about the conference were queued: the next iCalendar SEQUENCE. */
   notification_sequence: Generated<number>;
+  /** Set through the API to have the running room end the conference. */
+  end_requested_at: Generated<Timestamp | null>;
 }
 
 export interface AttendeeTable extends Versioned {
@@ -112,6 +114,8 @@ export interface AttendeeTable extends Versioned {
   connected_at: Timestamp | null;
   /** How the last call ended, e.g. "486 Busy Here", for the log and the console. */
   call_result: string | null;
+  /** Set through the API to have the running room dial the attendee again (or now). */
+  call_requested_at: Generated<Timestamp | null>;
 }
 
 /** Every live PIN, so that a PIN typed on a dial-in call names exactly one room and role. */
@@ -141,6 +145,26 @@ export interface NotificationTable {
   last_error: string | null;
 }
 
+/** What happened in a conference, for live views (see store/events.ts). */
+export interface EventTable {
+  id: Generated<number>;
+  user_id: number;
+  conference_id: number;
+  attendee_id: number | null;
+  type: string;
+  reason: string | null;
+  created_at: Timestamp;
+}
+
+/** A console sign-in: the cookie's token is kept only as its SHA-256. */
+export interface ConsoleSessionTable {
+  token_hash: string;
+  user_id: number;
+  csrf_token: string;
+  created_at: Timestamp;
+  last_seen_at: Timestamp;
+}
+
 export interface Database {
   billing_packages: BillingPackageTable;
   users: UserTable;
@@ -152,4 +176,6 @@ export interface Database {
   attendees: AttendeeTable;
   pins: PinTable;
   notifications: NotificationTable;
+  events: EventTable;
+  console_sessions: ConsoleSessionTable;
 }

@@ -294,6 +294,9 @@ export async function updateUser(
         .executeTakeFirst();
       // Another instance committed between our read and this write.
       if (Number(result.numUpdatedRows) !== 1) throw new StaleLockVersion("user");
+      // A new password signs every console session out: one that leaked ends with the old password.
+      if (passwordHash !== undefined)
+        await trx.deleteFrom("console_sessions").where("user_id", "=", id).execute();
 
       const touched = { updated_at: at, lock_version: nextLockVersion() };
       const created = { created_at: at, updated_at: at, lock_version: 0, user_id: id };

@@ -1,0 +1,79 @@
+/** What happens in a conference, as live views (the console, the events stream) are told it. */
+
+export const CONFERENCE_EVENT_TYPES = [
+  "conference-started",
+  "conference-ended",
+  "attendee-calling",
+  "attendee-connected",
+  "attendee-disconnected",
+  "attendee-failed",
+  "attendee-muted",
+  "attendee-unmuted",
+  "hand-raised",
+  "hand-lowered",
+  "talking-started",
+  "talking-stopped",
+  "recording-started",
+  "recording-stopped",
+  "dial-in-locked",
+  "dial-in-unlocked",
+  "attendee-added",
+  "attendee-removed",
+  "lecture-mode-on",
+  "lecture-mode-off",
+] as const;
+export type ConferenceEventType = (typeof CONFERENCE_EVENT_TYPES)[number];
+
+/** One event as it is stored and sent. */
+export interface ConferenceEvent {
+  readonly id: number;
+  readonly userId: number;
+  readonly conferenceId: number;
+  readonly attendeeId: number | null;
+  readonly type: ConferenceEventType;
+  /** Why a call failed or ended (e.g. "486 Busy Here"), when known. */
+  readonly reason: string | null;
+  /** ISO 8601 UTC, to the millisecond. */
+  readonly at: string;
+}
+
+/** An event to append: the id and time are the store's. */
+export type NewConferenceEvent = Omit<ConferenceEvent, "id" | "at">;
+
+/** The events a change of a conference's live controls causes, old value to new. */
+export function conferenceControlEvents(
+  before: { dialInLocked: boolean; lectureMode: boolean; recordAudio: boolean },
+  after: { dialInLocked: boolean; lectureMode: boolean; recordAudio: boolean },
+): ConferenceEventType[] {
+  const types: ConferenceEventType[] = [];
+  if (before.dialInLocked !== after.dialInLocked)
+    types.push(after.dialInLocked ? "dial-in-locked" : "dial-in-unlocked");
+  if (before.lectureMode !== after.lectureMode)
+    types.push(after.lectureMode ? "lecture-mode-on" : "lecture-mode-off");
+  if (before.recordAudio !== after.recordAudio)
+    types.push(after.recordAudio ? "recording-started" : "recording-stopped");
+  return types;
+}
+
+/** The events a change of an attendee's muted and hand-up flags causes. */
+export function attendeeControlEvents(
+  before: { muted: boolean | null; handUp: boolean | null },
+  after: { muted: boolean | null; handUp: boolean | null },
+): ConferenceEventType[] {
+  const types: ConferenceEventType[] = [];
+  if (Boolean(before.muted) !== Boolean(after.muted))
+    types.push(after.muted ? "attendee-muted" : "attendee-unmuted");
+  if (Boolean(before.handUp) !== Boolean(after.handUp))
+    types.push(after.handUp ? "hand-raised" : "hand-lowered");
+  return types;
+}
+
+/** The JSON an events stream sends as an event's data. */
+export function eventData(event: ConferenceEvent): string {
+  return JSON.stringify({
+    conferenceId: event.conferenceId,
+    attendeeId: event.attendeeId,
+    at: event.at,
+    ...(event.reason !== null && { reason: event.reason }),
+  });
+}

@@ -1,0 +1,88 @@
+/**
+ * Events for live views that changes through the API cause, appended in the change's transaction,
+ * and how a room names the conference its events are about.
+ */
+import type { Kysely } from "kysely";
+import type { Conference } from "../domain/conference.js";
+import {
+  type ConferenceEventType,
+  conferenceControlEvents,
+  type NewConferenceEvent,
+} from "../domain/event.js";
+import { appendEvents } from "./events.js";
+import type { Database } from "./schema.js";
+import { flag, nextLockVersion, timestamp } from "./values.js";
+
+/** The conference a room's writes are about, as events name it. */
+export interface RoomScope {
+  readonly userId: number;
+  readonly conferenceId: number;
+}
+
+export function roomEvent(
+  scope: RoomScope,
+  type: ConferenceEventType,
+  attendeeId: number | null = null,
+  reason: string | null = null,
+): NewConferenceEvent {
+  return { userId: scope.userId, conferenceId: scope.conferenceId, attendeeId, type, reason };
+}
+
+/**
+ * The live side of a change made through the API to a started conference, in its transaction: an
+ * event for each control that changed, and lecture mode's muting (or unmuting) of the connected
+ * members, which the running room applies on its next refresh.
+ */
+export async function recordLiveConferenceChange(
+  trx: Kysely<Database>,
+  before: Conference,
+  after: Conference,
+  now: Date,
+): Promise<void> {
+  if (after.state !== "started") return;
+  const scope = { userId: after.userId, conferenceId: after.id };
+  const events = conferenceControlEvents(before, after).map((type) => roomEvent(scope, type));
+  if (before.lectureMode !== after.lectureMode) {
+    const members = await trx
+      .selectFrom("attendees")
+      .select(["id", "muted"])
+      .where("conference_id", "=", after.id)
+      .where("moderator", "=", flag(false))
+      .where("state", "=", "connected")
+      .execute();
+    const changed = members.filter((member) => Boolean(member.muted) !== after.lectureMode).map((m) => m.id);
+    if (changed.length > 0) {
+      await trx
+        .updateTable("attendees")
+        .set({ muted: flag(after.lectureMode), updated_at: timestamp(now), lock_version: nextLockVersion() })
+        .where("id", "in", changed)
+        .execute();
+      const type = after.lectureMode ? "attendee-muted" : "attendee-unmuted";
+      // The members' flags come before the mode, as when the moderator switches it from the keypad.
+      events.unshift(...changed.map((id) => roomEvent(scope, type, id)));
+    }
+  }
+  await appendEvents(trx, events, now);
+}
+
+/** An event about an attendee added, changed or removed through the API, in the change's transaction. */
+export async function recordAttendeeEvents(
+  trx: Kysely<Database>,
+  conferenceId: number,
+  attendeeId: number,
+  types: readonly ConferenceEventType[],
+  now: Date,
+): Promise<void> {
+  if (types.length === 0) return;
+  const owner = await trx
+    .selectFrom("conferences")
+    .select("user_id")
+    .where("id", "=", conferenceId)
+    .executeTakeFirstOrThrow();
+  const scope = { userId: owner.user_id, conferenceId };
+  await appendEvents(
+    trx,
+    types.map((type) => roomEvent(scope, type, attendeeId)),
+    now,
+  );
+}
