@@ -3,14 +3,17 @@
  * your name) unless the conference dials direct, joins them into one mixed room, plays hold music
  * until the moderator is there, obeys keypad commands, records, and ends when the moderator (or the
  * last attendee) leaves. Every change of an attendee's call is written to the store as it happens,
- * so the API reads the truth. Changes made through the API (attendees added or deleted, the
- * conference deleted) reach the room through `refresh`, which the runtime calls on every poll.
+ * so the API reads the truth, each with its event for live views (talking started and stopped too).
+ * Changes made through the API (attendees added, deleted, muted or called again, the conference's
+ * controls changed, the conference ended or deleted) reach the room through `refresh`, which the
+ * runtime calls on every poll, so they work whichever instance took the request.
  */
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import type { Attendee } from "../../domain/attendee.js";
 import { stateAfterFailedCall } from "../../domain/attendee.js";
 import type { Conference } from "../../domain/conference.js";
+import type { ConferenceEventType } from "../../domain/event.js";
 import { type KeypadCommand, KeypadReader } from "../../domain/keypad.js";
 import { recordingFileName } from "../../domain/recording.js";
 import {
@@ -19,14 +22,17 @@ import {
   ownerName,
   recordAttendeeCall,
   recordAttendeeControls,
+  recordConferenceControls,
 } from "../../store/conference-runtime.js";
 import type { Store } from "../../store/database.js";
-import { recordConferenceControls } from "../../store/dial-in.js";
+import { appendEvent } from "../../store/events.js";
+import type { RoomScope } from "../../store/live-events.js";
 import { recordingsDirectory, setRecordingFile } from "../../store/recordings.js";
 import type { Call } from "../call.js";
 import { Mixer, type MixerSlot } from "../media/mixer.js";
 import { concatPrompts, numberPrompt, type PromptName, prompt } from "../media/prompts.js";
 import { speak } from "../media/speech.js";
+import { TalkDetector } from "../media/talk-detector.js";
 import { entryTone, exitTone, holdMusic, LoopingPlayer } from "../media/tones.js";
 import { WavRecorder } from "../media/wav-recorder.js";
 import type { Telephony } from "../telephony.js";
@@ -58,6 +64,7 @@ interface Leg {
   name: Int16Array | null;
   /** The leg is in the press-1 greeting, not yet in the room. */
   menu: CallMenu | undefined;
+  readonly talk: TalkDetector;
 }
 
 const FRAME_SAMPLES = 160;
@@ -65,6 +72,8 @@ const FRAME_SAMPLES = 160;
 const INVITATION_TRIES = 2;
 const INVITATION_WAIT_MS = 6_000;
 const NAME_RECORDING_MS = 4_000;
+/** Long enough for everyone to hear why the call ends. */
+const ENDING_ANNOUNCEMENT_MS = 2_500;
 
 export class ConferenceRoom {
   readonly #options: RoomOptions;
@@ -94,6 +103,15 @@ export class ConferenceRoom {
   #spokenInvitation: Promise<Int16Array> | undefined;
   /** Store writes in the order the calls produced them. */
   #writes: Promise<unknown> = Promise.resolve();
+  /**
+   * Counts the room's own changes of state as they are queued: a refresh that read the store while
+   * one was on its way would read it stale, and leaves the room's controls as they are.
+   */
+  #stateWrites = 0;
+  /** The API's call-again requests this room has taken, by attendee, so that each is acted on once. */
+  readonly #callRequestsTaken = new Map<number, string>();
+  /** The conference is ending (announced, about to hang up). */
+  #ending = false;
 
   constructor(conference: Conference, options: RoomOptions) {
     this.#conference = conference;
@@ -102,6 +120,11 @@ export class ConferenceRoom {
 
   get conferenceId(): number {
     return this.#conference.id;
+  }
+
+  /** What the room's writes and events are about. */
+  get #scope(): RoomScope {
+    return { userId: this.#conference.userId, conferenceId: this.#conference.id };
   }
 
   get conference(): Conference {
@@ -136,13 +159,27 @@ export class ConferenceRoom {
    */
   async refresh(): Promise<void> {
     if (this.#ended) return;
-    const { conference, attendees } = await loadRoom(this.#options.store, this.#conference.id);
+    const writesBefore = this.#stateWrites;
+    await this.#writes;
+    const { conference, attendees, endRequestedAt, callRequests } = await loadRoom(
+      this.#options.store,
+      this.#conference.id,
+    );
     if (this.#ended) return;
     if (conference === undefined || conference.state !== "started") {
       this.#end(conference === undefined ? "conference deleted" : `conference ${conference.state}`);
       return;
     }
-    this.#conference = conference;
+    const previous = this.#conference;
+    if (this.#stateWrites === writesBefore) {
+      this.#conference = conference;
+      this.#applyControls(previous, attendees);
+    } else {
+      // The store may not show the room's own latest changes yet; the next refresh applies the rest.
+      const { dialInLocked, lectureMode, recordAudio } = previous;
+      this.#conference = { ...conference, dialInLocked, lectureMode, recordAudio };
+    }
+    if (endRequestedAt !== null) this.#endAfterAnnouncement("ended through the API");
     const present = new Set(attendees.map((attendee) => attendee.id));
     for (const [attendeeId, leg] of this.#legs) {
       if (!present.has(attendeeId)) {
@@ -159,10 +196,52 @@ export class ConferenceRoom {
     this.#hasModerator = attendees.some((attendee) => attendee.moderator);
     this.#hasDialIn = attendees.some((attendee) => attendee.dialIn);
     for (const attendee of attendees) {
-      if (!attendee.dialIn && attendee.state === "new" && !this.#dialled.has(attendee.id))
+      if (!attendee.dialIn && attendee.state === "new" && !this.#dialled.has(attendee.id) && !this.#ending)
+        this.#dial(attendee);
+    }
+    for (const attendee of attendees) {
+      const requestedAt = callRequests.get(attendee.id);
+      if (requestedAt === undefined || this.#callRequestsTaken.get(attendee.id) === requestedAt) continue;
+      this.#callRequestsTaken.set(attendee.id, requestedAt);
+      if (!this.#legs.has(attendee.id) && attendee.phoneNumberSubscriberNumber !== null && !this.#ending)
         this.#dial(attendee);
     }
     this.#endIfEmpty();
+  }
+
+  /**
+   * Brings the room's controls in line with what the API stored: each leg's muted flag and raised
+   * hand, every member muted or not with lecture mode, and recording on or off. (Dial-in lock is
+   * read from the conference.)
+   */
+  #applyControls(previous: Conference, attendees: readonly Attendee[]): void {
+    for (const attendee of attendees) {
+      const leg = this.#legs.get(attendee.id);
+      const slot = leg?.slot;
+      if (leg === undefined || slot === undefined) continue;
+      if (attendee.muted !== null && attendee.muted !== slot.muted) {
+        slot.muted = attendee.muted;
+        this.#mixer.play(prompt(attendee.muted ? "muted" : "unmuted"), { to: slot });
+      }
+      if (attendee.handUp !== null && attendee.handUp !== (leg.handRaisedAt !== undefined))
+        leg.handRaisedAt = attendee.handUp ? Date.now() : undefined;
+    }
+    const { lectureMode } = this.#conference;
+    if (lectureMode !== previous.lectureMode) {
+      // The API muted the members stored as connected; a member whose join the store does not show
+      // yet joined under the old mode, so the room brings it in line itself.
+      const now = new Date();
+      for (const leg of this.#legs.values()) {
+        if (leg.moderator || leg.slot === undefined || leg.slot.muted === lectureMode) continue;
+        leg.slot.muted = lectureMode;
+        this.#controls(leg, { muted: lectureMode }, now);
+      }
+    }
+    if (this.#conference.recordAudio !== previous.recordAudio) {
+      if (this.#conference.recordAudio) this.#startRecording();
+      else this.#pauseRecording();
+      this.#mixer.play(prompt(this.#conference.recordAudio ? "recording-started" : "recording-stopped"));
+    }
   }
 
   /**
@@ -186,6 +265,11 @@ export class ConferenceRoom {
     for (const leg of this.#legs.values()) leg.menu?.tick();
     if (!this.onHold) {
       this.#mixer.tick();
+      for (const leg of this.#legs.values()) {
+        const slot = leg.slot;
+        if (slot !== undefined && leg.talk.update(slot.level, slot.muted))
+          this.#event(leg.talk.talking ? "talking-started" : "talking-stopped", leg.attendeeId);
+      }
       return;
     }
     // Hold: everyone in the room hears the music; what they say goes nowhere (but is read, to keep
@@ -213,6 +297,7 @@ export class ConferenceRoom {
       handRaisedAt: undefined,
       name: null,
       menu: undefined,
+      talk: new TalkDetector(),
     };
   }
 
@@ -347,6 +432,7 @@ export class ConferenceRoom {
       this.#legs.delete(leg.attendeeId);
       leg.slot?.remove();
       leg.menu?.detach();
+      if (leg.talk.talking) this.#event("talking-stopped", leg.attendeeId);
       this.#record(leg.attendeeId, { kind: "disconnected", result: `${end.by}: ${end.reason}` });
       this.#options.logger.info(
         { conferenceId: this.#conference.id, attendeeId: leg.attendeeId, by: end.by },
@@ -394,9 +480,7 @@ export class ConferenceRoom {
       case "toggle-lock": {
         const dialInLocked = !this.#conference.dialInLocked;
         this.#conference = { ...this.#conference, dialInLocked };
-        this.#queue(() =>
-          recordConferenceControls(this.#options.store, this.conferenceId, { dialInLocked }, now),
-        );
+        this.#queue(() => recordConferenceControls(this.#options.store, this.#scope, { dialInLocked }, now));
         return [dialInLocked ? "conference-locked-now" : "conference-unlocked"];
       }
       case "toggle-lecture": {
@@ -408,9 +492,7 @@ export class ConferenceRoom {
           this.#controls(other, { muted: lectureMode }, now);
         }
         // Written after the members' muted flags, so that the API never shows the mode without them.
-        this.#queue(() =>
-          recordConferenceControls(this.#options.store, this.conferenceId, { lectureMode }, now),
-        );
+        this.#queue(() => recordConferenceControls(this.#options.store, this.#scope, { lectureMode }, now));
         return [lectureMode ? "lecture-on" : "lecture-off"];
       }
       case "mute-all": {
@@ -441,23 +523,24 @@ export class ConferenceRoom {
         const recording = !this.#recording;
         if (recording) this.#startRecording();
         else this.#pauseRecording();
+        this.#conference = { ...this.#conference, recordAudio: recording };
         this.#queue(() =>
-          recordConferenceControls(this.#options.store, this.conferenceId, { recordAudio: recording }, now),
+          recordConferenceControls(this.#options.store, this.#scope, { recordAudio: recording }, now),
         );
         this.#mixer.play(prompt(recording ? "recording-started" : "recording-stopped"));
         return [];
       }
       case "end-conference": {
-        this.#mixer.play(prompt("conference-ending"));
-        // Long enough for everyone to hear why the call ends.
-        setTimeout(() => this.#end("the moderator ended it from the keypad"), 2500).unref();
+        this.#endAfterAnnouncement("the moderator ended it from the keypad");
         return [];
       }
     }
   }
 
   #controls(leg: Leg, controls: { muted?: boolean; handUp?: boolean }, now: Date): void {
-    this.#queue(() => recordAttendeeControls(this.#options.store, leg.attendeeId, controls, now));
+    this.#queue(() =>
+      recordAttendeeControls(this.#options.store, this.#scope, leg.attendeeId, controls, now),
+    );
   }
 
   /**
@@ -531,16 +614,38 @@ export class ConferenceRoom {
     // The hung-up legs' own "ended" events come after this; endConference disconnects them all.
     this.#legs.clear();
     this.#closeRecording();
-    this.#queue(() => endConference(this.#options.store, conferenceId, new Date()));
+    const scope = this.#scope;
+    this.#queue(() => endConference(this.#options.store, scope, reason, new Date()));
     void this.#writes.then(() => this.#options.onEnded(this));
   }
 
-  #record(attendeeId: number, event: Parameters<typeof recordAttendeeCall>[2]): void {
+  /** Tells everyone the conference is ending, and ends it a moment later. */
+  #endAfterAnnouncement(reason: string): void {
+    if (this.#ending) return;
+    this.#ending = true;
+    this.#mixer.play(prompt("conference-ending"));
+    setTimeout(() => this.#end(reason), ENDING_ANNOUNCEMENT_MS).unref();
+  }
+
+  #record(attendeeId: number, event: Parameters<typeof recordAttendeeCall>[3]): void {
     const at = new Date();
-    this.#queue(() => recordAttendeeCall(this.#options.store, attendeeId, event, at));
+    const scope = this.#scope;
+    this.#queue(() => recordAttendeeCall(this.#options.store, scope, attendeeId, event, at));
+  }
+
+  /** An event that changes no state (talking), after the writes queued before it. */
+  #event(type: ConferenceEventType, attendeeId: number): void {
+    const event = { ...this.#scope, attendeeId, type, reason: null };
+    const at = new Date();
+    this.#append(() => appendEvent(this.#options.store, event, at));
   }
 
   #queue(write: () => Promise<unknown>): void {
+    this.#stateWrites++;
+    this.#append(write);
+  }
+
+  #append(write: () => Promise<unknown>): void {
     this.#writes = this.#writes.then(write).catch((error: unknown) => {
       this.#options.logger.warn(
         { err: error, conferenceId: this.#conference.id },
