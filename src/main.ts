@@ -95,6 +95,7 @@ export async function startService(
     throttleWindowSeconds: config.throttleWindowSeconds,
     trustedProxies: config.trustedProxies,
     dataDir: config.dataDir,
+    accessNumbers: sip.accessNumbers,
     serverFactory: (handler) => {
       if (config.httpPort !== null) plainServer = http.createServer(handler);
       // TLS 1.2 is the floor: SSL 3.0 and TLS 1.0/1.1 are broken (decisions.md, Transport).

@@ -1,16 +1,33 @@
-import { createHmac, randomBytes } from "node:crypto";
+import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import type { FastifyRequest } from "fastify";
+import { createConsoleSession, deleteConsoleSession, findConsoleSession } from "../store/console-sessions.js";
 import type { Store } from "../store/database.js";
 import { findCredentials } from "../store/users.js";
-import { authenticationRequired, tooManyRequests } from "./http-errors.js";
+import { authenticationRequired, HttpError, tooManyRequests } from "./http-errors.js";
 import { hashPassword, verifyPassword } from "./passwords.js";
 import type { Throttle } from "./throttle.js";
 
 const CACHE_LIMIT = 10_000;
 
+/** The console's session cookie. */
+export const SESSION_COOKIE = "bridgeline_session";
+/** The header that must carry a cookie session's CSRF token on every change. */
+const CSRF_HEADER = "x-csrf-token";
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
+
+/** A console session just opened: the cookie's token and the token its changes must carry. */
+export interface OpenedSession {
+  userId: number;
+  token: string;
+  csrfToken: string;
+}
+
 /**
- * HTTP Basic with the user's e-mail as username. scrypt costs tens of milliseconds by design, so
- * a successful check is remembered under a keyed hash of the credentials together with the
- * stored hash it matched: a password change anywhere invalidates it at the next request.
+ * HTTP Basic with the user's e-mail as username, or the console's session cookie. scrypt costs tens
+ * of milliseconds by design, so a successful check is remembered under a keyed hash of the
+ * credentials together with the stored hash it matched: a password change anywhere invalidates it
+ * at the next request. A cookie session's changes (POST, PUT, DELETE) must carry its CSRF token in
+ * X-CSRF-Token: another site can make a browser send the cookie, but cannot read the token.
  */
 export class Authenticator {
   private readonly cacheKey = randomBytes(32);
@@ -22,32 +39,97 @@ export class Authenticator {
     private readonly failedLogins: Throttle,
   ) {}
 
+  /**
+   * The user a request is made by: HTTP Basic when it has an Authorization header, else its session
+   * cookie (with the CSRF token on changes). Throws 401, 403 for a missing or wrong CSRF token, or
+   * 429 once an address has failed too often.
+   */
+  async authenticateRequest(request: FastifyRequest): Promise<number> {
+    const token = request.cookies[SESSION_COOKIE];
+    if (request.headers.authorization !== undefined || token === undefined)
+      return this.authenticate(request.headers.authorization, request.ip);
+    const session = await findConsoleSession(this.store, hashToken(token), new Date());
+    // No WWW-Authenticate: a browser would answer it with its own password dialog.
+    if (!session) throw new HttpError(401, "The console session has ended; sign in again");
+    if (!SAFE_METHODS.has(request.method) && !sameToken(request.headers[CSRF_HEADER], session.csrfToken))
+      throw new HttpError(403, "X-CSRF-Token is missing or does not match the session");
+    return session.userId;
+  }
+
+  /** The session a request's cookie names, with its CSRF token; undefined when none or ended. */
+  async session(request: FastifyRequest): Promise<{ userId: number; csrfToken: string } | undefined> {
+    const token = request.cookies[SESSION_COOKIE];
+    return token === undefined ? undefined : findConsoleSession(this.store, hashToken(token), new Date());
+  }
+
+  /** Checks an e-mail and password as Basic does (same throttle) and opens a console session. */
+  async openSession(email: string, password: string, clientAddress: string): Promise<OpenedSession> {
+    const retryAfter = this.failedLogins.retryAfter(clientAddress);
+    if (retryAfter > 0) throw tooManyRequests(retryAfter);
+    const userId = await this.verify(email, password, clientAddress, () => {
+      throw new HttpError(401, "Invalid e-mail or password");
+    });
+    const token = randomBytes(32).toString("base64url");
+    const csrfToken = randomBytes(32).toString("base64url");
+    await createConsoleSession(this.store, { tokenHash: hashToken(token), userId, csrfToken }, new Date());
+    return { userId, token, csrfToken };
+  }
+
+  /** Ends the session a request's cookie names, if any. */
+  async closeSession(request: FastifyRequest): Promise<void> {
+    const token = request.cookies[SESSION_COOKIE];
+    if (token !== undefined) await deleteConsoleSession(this.store, hashToken(token));
+  }
+
   /** The authenticated user's id; throws 401, or 429 once an address has failed too often. */
   async authenticate(authorization: string | undefined, clientAddress: string): Promise<number> {
     const retryAfter = this.failedLogins.retryAfter(clientAddress);
     if (retryAfter > 0) throw tooManyRequests(retryAfter);
     const credentials = parseBasic(authorization);
     if (!credentials) throw authenticationRequired();
-    const stored = await findCredentials(this.store, credentials.username);
+    return this.verify(credentials.username, credentials.password, clientAddress, () => {
+      throw authenticationRequired("Invalid e-mail or password");
+    });
+  }
+
+  private async verify(
+    username: string,
+    password: string,
+    clientAddress: string,
+    refuse: () => never,
+  ): Promise<number> {
+    const stored = await findCredentials(this.store, username);
     if (!stored) {
       // The same scrypt cost as a wrong password, so response time does not reveal who has an account.
-      await verifyPassword(credentials.password, await this.decoyHash);
+      await verifyPassword(password, await this.decoyHash);
     } else {
       const key = createHmac("sha256", this.cacheKey)
-        .update(`${credentials.username.toLowerCase()}\0${credentials.password}`)
+        .update(`${username.toLowerCase()}\0${password}`)
         .digest("base64");
       const cached = this.verified.get(key);
       if (cached && cached.userId === stored.id && cached.passwordHash === stored.passwordHash)
         return stored.id;
-      if (await verifyPassword(credentials.password, stored.passwordHash)) {
+      if (await verifyPassword(password, stored.passwordHash)) {
         if (this.verified.size >= CACHE_LIMIT) this.verified.clear();
         this.verified.set(key, { userId: stored.id, passwordHash: stored.passwordHash });
         return stored.id;
       }
     }
     this.failedLogins.record(clientAddress);
-    throw authenticationRequired("Invalid e-mail or password");
+    return refuse();
   }
+}
+
+/** Sessions are stored under the SHA-256 of their token. */
+function hashToken(token: string): string {
+  return createHash("sha256").update(token).digest("hex");
+}
+
+function sameToken(given: string | string[] | undefined, expected: string): boolean {
+  if (typeof given !== "string") return false;
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 function parseBasic(header: string | undefined): { username: string; password: string } | undefined {

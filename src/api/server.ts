@@ -1,3 +1,4 @@
+import fastifyCookie from "@fastify/cookie";
 import Fastify, {
   type FastifyReply,
   type FastifyRequest,
@@ -17,12 +18,17 @@ import { FieldReader, type InputMap } from "../domain/input.js";
 import type { Store } from "../store/database.js";
 import { userExists } from "../store/users.js";
 import { Authenticator } from "./authentication.js";
+import { EventFeed } from "./event-feed.js";
 import { HttpError } from "./http-errors.js";
 import type { Representation } from "./representations.js";
+import { accessNumberRoutes } from "./routes/access-numbers.js";
 import { attendeeRoutes } from "./routes/attendees.js";
 import { billingPackageRoutes } from "./routes/billing-packages.js";
 import { conferenceRoutes } from "./routes/conferences.js";
+import { consoleRoutes } from "./routes/console.js";
 import { contactRoutes } from "./routes/contacts.js";
+import { eventRoutes } from "./routes/events.js";
+import { liveControlRoutes } from "./routes/live-control.js";
 import { recordingRoutes } from "./routes/recordings.js";
 import { userRoutes } from "./routes/users.js";
 import { Throttle } from "./throttle.js";
@@ -42,6 +48,8 @@ export interface ApiOptions {
   trustedProxies: string | null;
   /** The data directory: recordings are served from its recordings/ folder. */
   dataDir: string;
+  /** The numbers callers dial in on, E.164. */
+  accessNumbers: readonly string[];
   /** Creates the listening server(s) around Fastify's handler: HTTPS, and plain HTTP when enabled. */
   serverFactory?: FastifyServerFactory;
 }
@@ -50,6 +58,7 @@ export interface ApiOptions {
 export interface ApiContext {
   store: Store;
   dataDir: string;
+  accessNumbers: readonly string[];
   signups: Throttle;
   /** The authenticated user, who must own the /users/{user_id} tree named by the path. */
   owner(request: FastifyRequest): Promise<number>;
@@ -87,6 +96,10 @@ export function buildApi(options: ApiOptions) {
   });
   const windowMs = options.throttleWindowSeconds * 1000;
   const authenticator = new Authenticator(options.store, new Throttle(options.failedLoginLimit, windowMs));
+  const feed = new EventFeed(options.store, options.logger);
+  // Open event streams would hold the server open.
+  app.addHook("preClose", async () => feed.close());
+  void app.register(fastifyCookie);
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser(["application/xml", "text/xml"], { parseAs: "string" }, (_request, body, done) => {
@@ -100,6 +113,8 @@ export function buildApi(options: ApiOptions) {
         throw new HttpError(406, `This resource answers only ${produces.join(", ")}`);
     } else if (!accepts(request.headers.accept, XML_MEDIA_TYPES))
       throw new HttpError(406, "This API answers only application/xml");
+    // Also for POSTs without a body: a cross-site form or no-cors fetch cannot send this type
+    // without a CORS preflight, which this API never grants.
     if ((request.method === "POST" || request.method === "PUT") && !request.headers["content-type"]) {
       throw new HttpError(415, "POST and PUT bodies must be sent as Content-Type: application/xml");
     }
@@ -116,11 +131,11 @@ export function buildApi(options: ApiOptions) {
     return sendErrors(reply, [`no resource at ${request.method} ${request.url.split("?")[0]}`]);
   });
 
-  const authenticated = (request: FastifyRequest) =>
-    authenticator.authenticate(request.headers.authorization, request.ip);
+  const authenticated = (request: FastifyRequest) => authenticator.authenticateRequest(request);
   const context: ApiContext = {
     store: options.store,
     dataDir: options.dataDir,
+    accessNumbers: options.accessNumbers,
     signups: new Throttle(options.signupLimit, windowMs),
     authenticated,
     async owner(request) {
@@ -150,11 +165,15 @@ export function buildApi(options: ApiOptions) {
   };
 
   billingPackageRoutes(context);
+  accessNumberRoutes(context);
   userRoutes(context);
   contactRoutes(context);
   conferenceRoutes(context);
   attendeeRoutes(context);
   recordingRoutes(context);
+  liveControlRoutes(context);
+  eventRoutes(context, feed);
+  void app.register(consoleRoutes(context, authenticator));
   return app;
 }
 

@@ -1,5 +1,5 @@
 import type { FastifyRequest } from "fastify";
-import { readAttendeeChanges } from "../../domain/attendee.js";
+import { changedLiveControls, readAttendeeChanges } from "../../domain/attendee.js";
 import { parseSearch } from "../../domain/search.js";
 import {
   ATTENDEE_SEARCH,
@@ -10,6 +10,7 @@ import {
   updateAttendee,
 } from "../../store/attendees.js";
 import { getConference } from "../../store/conferences.js";
+import { HttpError } from "../http-errors.js";
 import { attendeeElement } from "../representations.js";
 import {
   type ApiContext,
@@ -22,12 +23,13 @@ import {
   sendDocument,
   sendList,
 } from "../server.js";
+import { notStarted } from "./live-control.js";
 
 /** The conference named by the path, which must belong to the authenticated owner. */
 async function ownedConference(api: ApiContext, request: FastifyRequest) {
   const userId = await api.owner(request);
   const conference = await getConference(api.store, userId, idParam(request, "conferenceId"));
-  return { userId, conferenceId: conference.id };
+  return { userId, conferenceId: conference.id, conferenceState: conference.state };
 }
 
 export function attendeeRoutes(api: ApiContext): void {
@@ -65,12 +67,28 @@ export function attendeeRoutes(api: ApiContext): void {
       return sendDocument(reply, 200, "attendee", attendeeElement(attendee, representationOf(request)));
     },
     PUT: async (request, reply) => {
-      const { conferenceId } = await ownedConference(api, request);
+      const { conferenceId, conferenceState } = await ownedConference(api, request);
       const id = idParam(request, "attendeeId");
       const representation = representationOf(request);
       const input = readBody(request, "attendee");
       const lockVersion = readLockVersion(input);
       const changes = readAttendeeChanges(input, "update");
+      if (changes.muted !== undefined || changes.handUp !== undefined) {
+        const current = await getAttendee(api.store, conferenceId, id);
+        const changed = changedLiveControls(current, changes).join(" and ");
+        if (changed === "") {
+          delete changes.muted;
+          delete changes.handUp;
+        } else if (conferenceState !== "started") {
+          throw notStarted(conferenceState, changed);
+        } else if (current.state !== "connected") {
+          // Only a call in the room has a microphone and a hand; the next call starts afresh.
+          throw new HttpError(
+            409,
+            `the attendee is ${current.state}, not connected: ${changed} can be changed only during its call`,
+          );
+        }
+      }
       const attendee = await updateAttendee(api.store, conferenceId, id, changes, lockVersion, new Date());
       return sendDocument(reply, 200, "attendee", attendeeElement(attendee, representation));
     },

@@ -1,0 +1,131 @@
+/**
+ * Server-Sent Events: a user's conference events as they happen, for one conference or all of them.
+ * A client that reconnects with Last-Event-ID is first sent every stored event after that id. A
+ * client that does not keep up (its socket buffer over a limit) is dropped; it reconnects and
+ * catches up, and nothing upstream ever waits for it.
+ */
+import type { FastifyReply, FastifyRequest } from "fastify";
+import { type ConferenceEvent, eventData } from "../../domain/event.js";
+import { getConference } from "../../store/conferences.js";
+import { eventsAfter, lastEventId } from "../../store/events.js";
+import type { EventFeed, EventScope } from "../event-feed.js";
+import { type ApiContext, idParam } from "../server.js";
+
+const EVENT_STREAM = "text/event-stream";
+const KEEP_ALIVE_MS = 15_000;
+/** Bytes waiting in a client's socket buffer before it counts as not keeping up. */
+const MAX_BUFFERED_BYTES = 256 * 1024;
+const REPLAY_BATCH = 500;
+/** How soon a browser reconnects after the stream drops. */
+const RETRY_MS = 1_000;
+
+export function eventRoutes(api: ApiContext, feed: EventFeed): void {
+  api.resource(
+    "/users/:userId/events",
+    {
+      GET: async (request, reply) => {
+        const userId = await api.owner(request);
+        await stream(api, feed, request, reply, { userId });
+      },
+    },
+    { produces: [EVENT_STREAM] },
+  );
+  api.resource(
+    "/users/:userId/conferences/:conferenceId/events",
+    {
+      GET: async (request, reply) => {
+        const userId = await api.owner(request);
+        const conference = await getConference(api.store, userId, idParam(request, "conferenceId"));
+        await stream(api, feed, request, reply, { userId, conferenceId: conference.id });
+      },
+    },
+    { produces: [EVENT_STREAM] },
+  );
+}
+
+/** Last-Event-ID as the browser's EventSource sends it on reconnection; undefined when absent or bad. */
+function lastEventIdOf(request: FastifyRequest): number | undefined {
+  const value = request.headers["last-event-id"];
+  return typeof value === "string" && /^\d{1,15}$/.test(value.trim()) ? Number(value) : undefined;
+}
+
+async function stream(
+  api: ApiContext,
+  feed: EventFeed,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  scope: EventScope,
+): Promise<void> {
+  const response = reply.raw;
+  /** Events up to this id are the client's already (or, on a first connection, from before it). */
+  let after = lastEventIdOf(request) ?? Number.POSITIVE_INFINITY;
+  let replaying = true;
+  /** Live events that came while the replay was read, and the replayed ids the feed may bring again. */
+  const held: ConferenceEvent[] = [];
+  const replayed = new Set<number>();
+  let closed = false;
+  let unsubscribe = () => {};
+  let keepAlive: NodeJS.Timeout | undefined;
+  const end = () => {
+    if (closed) return;
+    closed = true;
+    clearInterval(keepAlive);
+    unsubscribe();
+    response.end();
+  };
+  const write = (chunk: string) => {
+    if (closed) return;
+    if (response.writableLength > MAX_BUFFERED_BYTES) {
+      request.log.info({ scope }, "events client too slow: dropped");
+      end();
+      return;
+    }
+    response.write(chunk);
+  };
+  const send = (event: ConferenceEvent) =>
+    write(`id: ${event.id}\nevent: ${event.type}\ndata: ${eventData(event)}\n\n`);
+
+  unsubscribe = await feed.subscribe({
+    scope,
+    deliver: (event) => {
+      if (replaying) held.push(event);
+      else if (event.id > after && !replayed.has(event.id)) send(event);
+    },
+    close: end,
+  });
+  reply.hijack();
+  response.writeHead(200, {
+    "content-type": `${EVENT_STREAM}; charset=utf-8`,
+    "cache-control": "no-cache",
+    "x-accel-buffering": "no",
+  });
+  response.on("close", end);
+  // A client that left while we authenticated and subscribed fired "close" before we listened.
+  if (request.raw.destroyed || response.destroyed) {
+    end();
+    return;
+  }
+  write(`retry: ${RETRY_MS}\n: connected\n\n`);
+  keepAlive = setInterval(() => write(": keep-alive\n\n"), KEEP_ALIVE_MS);
+  keepAlive.unref();
+  try {
+    // The feed may not have read the latest events yet: a first connection starts after them.
+    if (after === Number.POSITIVE_INFINITY) after = await lastEventId(api.store);
+    let cursor = after;
+    for (;;) {
+      const batch = await eventsAfter(api.store, cursor, scope, REPLAY_BATCH);
+      for (const event of batch) {
+        send(event);
+        replayed.add(event.id);
+        cursor = event.id;
+      }
+      if (batch.length < REPLAY_BATCH || closed) break;
+    }
+    replaying = false;
+    for (const event of held) if (event.id > after && !replayed.has(event.id)) send(event);
+    held.length = 0;
+  } catch (error) {
+    request.log.warn({ err: error }, "events could not be replayed");
+    end();
+  }
+}

@@ -1,0 +1,58 @@
+/**
+ * Acting on a conference while it takes place: call an attendee again (or now), end the conference.
+ * Both are stored as requests that the running room carries out on its next refresh (within half a
+ * second), whichever instance runs it. Muting, hands and the conference's controls are PUTs of the
+ * resources themselves (attendees.ts, conferences.ts).
+ */
+import { NotFound, ValidationFailed } from "../../domain/errors.js";
+import { requestAttendeeCall, requestConferenceEnd } from "../../store/conference-runtime.js";
+import { getConference } from "../../store/conferences.js";
+import { HttpError } from "../http-errors.js";
+import { attendeeElement, conferenceElement } from "../representations.js";
+import { type ApiContext, idParam, representationOf, sendDocument } from "../server.js";
+
+/** The answer to acting live on a conference that is not taking place. */
+export function notStarted(state: string, what = "it"): HttpError {
+  return new HttpError(
+    409,
+    `the conference is ${state}, not started: ${what} can be changed only while it takes place`,
+  );
+}
+
+export function liveControlRoutes(api: ApiContext): void {
+  api.resource("/users/:userId/conferences/:conferenceId/attendees/:attendeeId/call", {
+    POST: async (request, reply) => {
+      const userId = await api.owner(request);
+      const conference = await getConference(api.store, userId, idParam(request, "conferenceId"));
+      const attendeeId = idParam(request, "attendeeId");
+      const result = await requestAttendeeCall(api.store, conference.id, attendeeId, new Date());
+      switch (result.outcome) {
+        case "not-started":
+          throw notStarted(conference.state === "started" ? "ended" : conference.state);
+        case "no-attendee":
+          throw new NotFound("attendee");
+        case "no-number":
+          throw new ValidationFailed(["phone-number: the attendee has no number to call"]);
+        case "in-call":
+          throw new HttpError(409, `the attendee is already ${result.attendee.state}`);
+        case "requested":
+          return sendDocument(
+            reply,
+            200,
+            "attendee",
+            attendeeElement(result.attendee, representationOf(request)),
+          );
+      }
+    },
+  });
+
+  api.resource("/users/:userId/conferences/:conferenceId/end", {
+    POST: async (request, reply) => {
+      const userId = await api.owner(request);
+      const conference = await getConference(api.store, userId, idParam(request, "conferenceId"));
+      const ending = await requestConferenceEnd(api.store, userId, conference.id, new Date());
+      if (ending === undefined) throw notStarted(conference.state === "started" ? "ended" : conference.state);
+      return sendDocument(reply, 200, "conference", conferenceElement(ending, representationOf(request)));
+    },
+  });
+}
