@@ -1,0 +1,103 @@
+import { useCallback, useEffect, useMemo, useState } from "preact/hooks";
+import { type Conference, items, readConference, type SessionUser, xml } from "./api.js";
+import { dateTimeFormat } from "./format.js";
+import { useDebounced, useEventStream } from "./live.js";
+import { StreamState } from "./stream-state.js";
+
+const GROUPS: Array<{ title: string; states: string[]; empty: string }> = [
+  { title: "Live", states: ["started"], empty: "No conference is running." },
+  { title: "Upcoming", states: ["new", "pending"], empty: "No conference is planned." },
+  { title: "Past", states: ["ended"], empty: "No conference has ended yet." },
+];
+
+function when(conference: Conference): Date | null {
+  return conference.endedAt ?? conference.startedAt ?? conference.scheduledToStartAt;
+}
+
+export function ConferenceList({ user }: { user: SessionUser }) {
+  const [conferences, setConferences] = useState<Conference[] | null>(null);
+  const [error, setError] = useState("");
+  const format = useMemo(() => dateTimeFormat(user.timeZone), [user.timeZone]);
+
+  const load = useCallback(async () => {
+    try {
+      const root = await xml("GET", `/users/${user.id}/conferences`);
+      setConferences(items(root).map(readConference));
+      setError("");
+    } catch (caught) {
+      setError(`The conferences could not be read: ${(caught as Error).message}`);
+    }
+  }, [user.id]);
+  useEffect(() => {
+    load();
+  }, [load]);
+  const reload = useDebounced(load, 100);
+  // The list shows when conferences start and end; what happens inside them is the live view's.
+  const status = useEventStream(
+    `/users/${user.id}/events`,
+    (event) => {
+      if (event.type === "conference-started" || event.type === "conference-ended") reload();
+    },
+    reload,
+  );
+
+  return (
+    <main>
+      <div class="title-row">
+        <h1>Conferences</h1>
+        <StreamState status={status} />
+      </div>
+      <p class="hint">Times are shown in {user.timeZone ?? "this browser's time zone"}.</p>
+      {error !== "" && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
+      {conferences === null
+        ? error === "" && <p>Loading…</p>
+        : GROUPS.map((group) => {
+            const listed = conferences
+              .filter((conference) => group.states.includes(conference.state))
+              .sort((a, b) => {
+                const difference = (when(a)?.getTime() ?? 0) - (when(b)?.getTime() ?? 0);
+                // Past conferences latest first; the others soonest first.
+                return group.title === "Past" ? -difference : difference;
+              });
+            const headingId = `group-${group.title.toLowerCase()}`;
+            return (
+              <section key={group.title} aria-labelledby={headingId}>
+                <h2 id={headingId}>
+                  {group.title} <span class="count">({listed.length})</span>
+                </h2>
+                {listed.length === 0 ? (
+                  <p class="hint">{group.empty}</p>
+                ) : (
+                  <ul class="conferences">
+                    {listed.map((conference) => {
+                      const moment = when(conference);
+                      const label =
+                        conference.state === "ended"
+                          ? "Ended"
+                          : conference.state === "started"
+                            ? "Started"
+                            : conference.state === "pending"
+                              ? "Starts"
+                              : "Scheduled (not yet confirmed)";
+                      return (
+                        <li key={conference.id}>
+                          <a href={`#/conferences/${conference.id}`}>{conference.name}</a>
+                          <span class="hint">
+                            {label}
+                            {moment === null ? "" : ` ${format.format(moment)}`}
+                          </span>
+                        </li>
+                      );
+                    })}
+                  </ul>
+                )}
+              </section>
+            );
+          })}
+    </main>
+  );
+}

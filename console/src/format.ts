@@ -1,0 +1,31 @@
+/** Times and durations as the console shows them. */
+
+/** A formatter of moments in the user's time zone (the browser's when the user has none). */
+export function dateTimeFormat(timeZone: string | null): Intl.DateTimeFormat {
+  const options: Intl.DateTimeFormatOptions = {
+    weekday: "short",
+    year: "numeric",
+    month: "short",
+    day: "numeric",
+    hour: "numeric",
+    minute: "2-digit",
+    timeZoneName: "short",
+  };
+  if (timeZone !== null) options.timeZone = timeZone;
+  try {
+    return new Intl.DateTimeFormat(undefined, options);
+  } catch {
+    // A zone this browser does not know: its own zone, still labelled.
+    options.timeZone = undefined;
+    return new Intl.DateTimeFormat(undefined, options);
+  }
+}
+
+/** "1:05" or "1:02:05". */
+export function clock(totalSeconds: number): string {
+  const seconds = Math.max(0, Math.floor(totalSeconds));
+  const hours = Math.floor(seconds / 3600);
+  const minutes = Math.floor((seconds % 3600) / 60);
+  const rest = String(seconds % 60).padStart(2, "0");
+  return hours > 0 ? `${hours}:${String(minutes).padStart(2, "0")}:${rest}` : `${minutes}:${rest}`;
+}

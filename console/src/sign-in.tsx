@@ -1,0 +1,59 @@
+import { useState } from "preact/hooks";
+import { ApiError, type Session, signIn } from "./api.js";
+
+export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
+  const [email, setEmail] = useState("");
+  const [password, setPassword] = useState("");
+  const [error, setError] = useState("");
+  const [busy, setBusy] = useState(false);
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    setBusy(true);
+    setError("");
+    try {
+      onSignedIn(await signIn(email, password));
+    } catch (caught) {
+      setError(
+        caught instanceof ApiError && caught.status === 401
+          ? "Wrong e-mail address or password."
+          : caught instanceof Error
+            ? caught.message
+            : String(caught),
+      );
+      setBusy(false);
+    }
+  };
+
+  return (
+    <main class="sign-in">
+      <h1>Bridgeline console</h1>
+      <form onSubmit={submit} aria-describedby="sign-in-error">
+        <label for="email">E-mail address</label>
+        <input
+          id="email"
+          type="email"
+          autocomplete="username"
+          required
+          value={email}
+          onInput={(event) => setEmail(event.currentTarget.value)}
+        />
+        <label for="password">Password</label>
+        <input
+          id="password"
+          type="password"
+          autocomplete="current-password"
+          required
+          value={password}
+          onInput={(event) => setPassword(event.currentTarget.value)}
+        />
+        <button type="submit" class="primary" disabled={busy}>
+          {busy ? "Signing in…" : "Sign in"}
+        </button>
+        <p id="sign-in-error" class="error" role="alert">
+          {error}
+        </p>
+      </form>
+    </main>
+  );
+}

@@ -1,0 +1,348 @@
+/**
+ * The moderator console end to end: the real service serving the built page to headless Chromium,
+ * a conference whose attendees are baresip phones on loopback, and every effect checked where it
+ * lands: in the page (without a reload), in the XML API, and in what the phones hear.
+ */
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import type { Browser, Page } from "playwright-core";
+import { loadConfig } from "../../src/config.js";
+import { goertzelLevelDb, SAMPLE_RATE } from "../helpers/audio.js";
+import { Baresip } from "../helpers/baresip.js";
+import { launchChromium, openPage, skipWithoutChromium } from "../helpers/browser.js";
+import { createUser, startTestService, type TestService } from "../helpers/service.js";
+import { rtpPortRange, skipWithout } from "../helpers/sipp.js";
+import { type Auth, itemsOf, textOf, type XmlNode } from "../helpers/xml.js";
+
+const skip = skipWithoutChromium() || skipWithout("baresip");
+const cleanups: Array<() => Promise<unknown>> = [];
+let browser: Browser;
+/** Where the test's screenshots go, replaced on each run; docs/images/console-live.png is a copy of one. */
+const screenshots = join(tmpdir(), "bridgeline-console-screenshots");
+
+before(async () => {
+  if (skip) return;
+  // The page under test is the current source, built as `npm install` builds it.
+  execFileSync(process.execPath, [
+    fileURLToPath(new URL("../../scripts/build-console.mjs", import.meta.url)),
+  ]);
+  mkdirSync(screenshots, { recursive: true });
+  browser = await launchChromium();
+  cleanups.push(() => browser.close());
+});
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+async function phone(user: string, toneHz: number): Promise<Baresip> {
+  const started = await Baresip.start({ user, toneHz });
+  cleanups.push(() => started.stop());
+  return started;
+}
+
+async function startService(routes: Array<{ prefix: string; trunk: string }> = []): Promise<TestService> {
+  const service = await startTestService({
+    sip: {
+      ...loadConfig({}).sip,
+      bindAddress: "127.0.0.1",
+      port: 0,
+      routes,
+      rtpPorts: rtpPortRange(),
+      accessNumbers: ["+16045550199"],
+    },
+  });
+  cleanups.push(() => service.close());
+  return service;
+}
+
+/** Signs in through the page's form. */
+async function signIn(page: Page, auth: Auth, password = auth[1]): Promise<void> {
+  await page.goto("/console/");
+  await page.getByLabel("E-mail address").fill(auth[0]);
+  await page.getByLabel("Password").fill(password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+}
+
+/** A started conference of the owner (the moderator) with the attendees, dialled at once. */
+async function startConference(
+  api: TestService,
+  owner: { id: number; auth: Auth },
+  name: string,
+  attendees: Array<{ name: string; number: string }>,
+): Promise<string> {
+  const created = await api.request("POST", `/users/${owner.id}/conferences`, {
+    auth: owner.auth,
+    body: `<conference><name>${name}</name><scheduled-to-start-at>${new Date().toISOString()}</scheduled-to-start-at>
+      <direct-dial type="boolean">true</direct-dial><announce-attendees type="boolean">false</announce-attendees></conference>`,
+  });
+  assert.equal(created.status, 201, created.text);
+  const path = new URL(String(created.headers.location), "http://localhost").pathname;
+  for (const attendee of attendees) {
+    const added = await api.request("POST", `${path}/attendees`, {
+      auth: owner.auth,
+      body: `<attendee><name>${attendee.name}</name><phone-number>${attendee.number}</phone-number></attendee>`,
+    });
+    assert.equal(added.status, 201, added.text);
+  }
+  const pending = await api.request("PUT", path, {
+    auth: owner.auth,
+    body: "<conference><state>pending</state></conference>",
+  });
+  assert.equal(pending.status, 200, pending.text);
+  return path;
+}
+
+/** The sample where the last 100 ms window in which a frequency is clearly heard ends; 0 if never. */
+function lastSampleHeard(samples: Int16Array, hz: number): number {
+  const window = SAMPLE_RATE / 10;
+  for (let end = samples.length; end - window >= 0; end -= window / 2) {
+    if (goertzelLevelDb(samples.subarray(end - window, end), hz) > -25) return end;
+  }
+  return 0;
+}
+
+function heardDb(samples: Int16Array, fromSample: number, toSample: number, hz: number): number {
+  return goertzelLevelDb(samples.subarray(Math.max(0, fromSample), toSample), hz);
+}
+
+describe("the moderator console", { skip }, () => {
+  test("a moderator signs in, watches phones join and raise a hand, mutes one, and ends the call", async () => {
+    const moderatorPhone = await phone("+16045550150", 660);
+    const ann = await phone("+16045550151", 440);
+    const bob = await phone("+16045550152", 880);
+    const api = await startService([
+      { prefix: "+16045550150", trunk: moderatorPhone.trunk },
+      { prefix: "+16045550151", trunk: ann.trunk },
+      { prefix: "+16045550152", trunk: bob.trunk },
+    ]);
+    const owner = await createUser(
+      api,
+      `<time-zone>Pacific Time (US &amp; Canada)</time-zone>
+       <phone-numbers type="array"><phone-number><subscriber-number>604-555-0150</subscriber-number></phone-number></phone-numbers>`,
+    );
+    const path = await startConference(api, owner, "Weekly sync", [
+      { name: "Ann Low", number: "604-555-0151" },
+    ]);
+    await Promise.all([
+      moderatorPhone.waitForEvent("CALL_ESTABLISHED"),
+      ann.waitForEvent("CALL_ESTABLISHED"),
+    ]);
+    const annJoinedAt = Date.now();
+
+    const { page, problems, close } = await openPage(browser, api.httpsUrl);
+    cleanups.push(close);
+    page.setDefaultTimeout(15_000);
+    await signIn(page, owner.auth);
+
+    // The list: the running conference under Live, its time in the owner's zone (Pacific).
+    const live = page.getByRole("region", { name: /^Live/ });
+    const entry = live.getByRole("listitem").filter({ hasText: "Weekly sync" });
+    await entry.waitFor();
+    assert.match(String(await entry.textContent()), /Started .*P[SD]T/);
+    await entry.getByRole("link", { name: "Weekly sync" }).click();
+
+    await page.getByRole("heading", { level: 1, name: "Weekly sync" }).waitFor();
+    await page.locator("dl.facts").getByText("+16045550199").waitFor();
+    await page
+      .getByRole("status")
+      .filter({ hasText: /^Live$/ })
+      .waitFor();
+    // A mark that a reload would wipe: everything below must happen in this one document.
+    await page.evaluate(() => {
+      (window as unknown as { unreloaded: boolean }).unreloaded = true;
+    });
+    const row = (name: string) => page.locator("tbody tr").filter({ hasText: name });
+    await row("Ann Low").getByText("connected", { exact: true }).waitFor();
+    assert.match(String(await row("Ann Low").textContent()), /\+1 604-555-0151/);
+
+    // Added from the page, Bob is called at once and shows up connected without a reload.
+    await page.getByLabel("Name", { exact: true }).fill("Bob High");
+    await page.getByLabel("Phone number").fill("604-555-0152");
+    await page.getByRole("button", { name: "Add and call" }).click();
+    await bob.waitForEvent("CALL_ESTABLISHED");
+    await row("Bob High").getByText("connected", { exact: true }).waitFor();
+    // Its time on the call ticks without any event.
+    const timeCell = row("Bob High").locator('td[data-label="Time on call"]');
+    const firstReading = await timeCell.textContent();
+    await until("the time on the call to tick", async () =>
+      (await timeCell.textContent()) !== firstReading ? true : undefined,
+    );
+
+    // Bob hangs up; the page shows it and calls him again.
+    assert.equal((await bob.command("hangup")).ok, true);
+    await row("Bob High").getByText("disconnected", { exact: true }).waitFor();
+    await page.getByRole("button", { name: "Call Bob High again" }).click();
+    await until("Bob's phone to answer a second call", async () =>
+      bob.events.filter((event) => event.type === "CALL_ESTABLISHED").length === 2 ? true : undefined,
+    );
+    await row("Bob High").getByText("connected", { exact: true }).waitFor();
+
+    // Ann raises her hand on the keypad.
+    assert.equal((await ann.command("sndcode", "*7")).ok, true);
+    await row("Ann Low").getByText("Raised").waitFor();
+    // Bob's tone is speech to the talk detector.
+    await row("Bob High").getByText("Talking").waitFor();
+
+    await page.screenshot({ path: join(screenshots, "console-live-desktop.png"), fullPage: true });
+    await page.setViewportSize({ width: 375, height: 812 });
+    await page.screenshot({ path: join(screenshots, "console-live-phone.png"), fullPage: true });
+    await page.setViewportSize({ width: 1280, height: 900 });
+
+    // Mute Bob from the keyboard: the API says so, and Ann no longer hears his 880 Hz.
+    await page.getByRole("button", { name: "Mute Bob High" }).focus();
+    await page.keyboard.press("Enter");
+    await page.getByRole("button", { name: "Unmute Bob High" }).waitFor();
+    await page.getByRole("status").filter({ hasText: "Muted Bob High." }).waitFor();
+    const attendees = itemsOf(
+      await api.request("GET", `${path}/attendees`, { auth: owner.auth }),
+      "attendees",
+      "attendee",
+    );
+    const bobXml = attendees.find((attendee) => textOf(attendee, "name") === "Bob High") as XmlNode;
+    assert.equal(textOf(bobXml, "muted"), "true");
+    const mutedAt = Date.now();
+    // Long enough a stretch of the call with Bob muted to tell it from the end of the call.
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+
+    // Room settings from the page reach the API.
+    await page.getByRole("button", { name: "Lock dial-in" }).click();
+    await page.getByRole("button", { name: "Unlock dial-in" }).waitFor();
+    await page.getByRole("button", { name: "Start recording" }).click();
+    await page.getByRole("link", { name: "Download the recording (WAV)" }).waitFor();
+    const settings = (await api.request("GET", path, { auth: owner.auth })).xml.conference as XmlNode;
+    assert.equal(textOf(settings, "dial-in-locked"), "true");
+    assert.equal(textOf(settings, "record-audio"), "true");
+
+    // Hanging up from the page removes Ann from the conference.
+    await page.getByRole("button", { name: "Hang up Ann Low" }).click();
+    await ann.waitForEvent("CALL_CLOSED", 5000);
+    await row("Ann Low").waitFor({ state: "detached" });
+
+    // End it, after the confirm step: every phone hangs up and the page says ended.
+    // The confirm step takes the focus, so Enter confirms.
+    await page.getByRole("button", { name: "End conference" }).click();
+    await page.getByRole("button", { name: "End for everyone" }).waitFor();
+    await page.keyboard.press("Enter");
+    await Promise.all([
+      moderatorPhone.waitForEvent("CALL_CLOSED", 5000),
+      until("Bob's second call to close", async () =>
+        bob.events.filter((event) => event.type === "CALL_CLOSED").length === 2 ? true : undefined,
+      ),
+    ]);
+    await page.locator("dl.facts .state-ended").waitFor();
+    await row("Bob High").getByText("disconnected", { exact: true }).waitFor();
+    const ended = (await api.request("GET", path, { auth: owner.auth })).xml.conference as XmlNode;
+    assert.equal(textOf(ended, "state"), "ended");
+    assert.equal(
+      await page.evaluate(() => (window as unknown as { unreloaded?: boolean }).unreloaded),
+      true,
+      "the page was never reloaded",
+    );
+    assert.deepEqual(problems, []);
+
+    // What Ann heard (her phone writes it out when the call ends): Bob's 880 Hz until the mute, then
+    // only the moderator's 660 Hz. The recording runs on decoded frames, not the wall clock, so the
+    // mute is found in it and checked to lie near where the wall clock puts it.
+    const annHeard = ann.heard();
+    const lastBob = lastSampleHeard(annHeard, 880);
+    const expected = ((mutedAt - annJoinedAt) / 1000) * SAMPLE_RATE;
+    assert.ok(
+      Math.abs(lastBob - expected) < 1.5 * SAMPLE_RATE,
+      `Bob last heard at ${lastBob / SAMPLE_RATE} s of Ann's call, muted at about ${expected / SAMPLE_RATE} s`,
+    );
+    assert.ok(
+      heardDb(annHeard, lastBob - 1.2 * SAMPLE_RATE, lastBob - 0.2 * SAMPLE_RATE, 880) > -20,
+      "Ann heard Bob",
+    );
+    const afterMute = lastBob + 0.3 * SAMPLE_RATE;
+    assert.ok(annHeard.length - afterMute > 2.5 * SAMPLE_RATE, "the call went on for seconds after the mute");
+    assert.ok(heardDb(annHeard, afterMute, annHeard.length, 880) < -40, "muted, Bob reached no one");
+    assert.ok(
+      heardDb(annHeard, afterMute, annHeard.length - 0.3 * SAMPLE_RATE, 660) > -20,
+      "Ann still heard the moderator",
+    );
+  });
+
+  test("sign-in: a wrong password is refused on the page; the cookie is HttpOnly, Secure, SameSite=Strict; changes need the CSRF token", async () => {
+    const api = await startService();
+    const owner = await createUser(api);
+    const { page, close } = await openPage(browser, api.httpsUrl, { width: 375, height: 812 });
+    cleanups.push(close);
+    await signIn(page, owner.auth, "not the password");
+    await page.getByRole("alert").filter({ hasText: "Wrong e-mail address or password." }).waitFor();
+    await signIn(page, owner.auth);
+    await page.getByRole("heading", { level: 1, name: "Conferences" }).waitFor();
+    const [cookie] = await page.context().cookies();
+    assert.equal(cookie?.name, "bridgeline_session");
+    assert.equal(cookie?.httpOnly, true);
+    assert.equal(cookie?.secure, true);
+    assert.equal(cookie?.sameSite, "Strict");
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByLabel("E-mail address").waitFor();
+    assert.deepEqual(await page.context().cookies(), [], "signing out clears the cookie");
+
+    const json = { accept: "application/json", "content-type": "application/json" };
+    const session = await api.request("POST", "/console/session", {
+      https: true,
+      headers: json,
+      body: JSON.stringify({ email: owner.auth[0], password: owner.auth[1] }),
+    });
+    assert.equal(session.status, 200, session.text);
+    const setCookie = String(session.headers["set-cookie"]);
+    for (const attribute of ["HttpOnly", "Secure", "SameSite=Strict", "Path=/"]) {
+      assert.ok(setCookie.includes(attribute), `${attribute} in ${setCookie}`);
+    }
+    const { csrfToken, user } = JSON.parse(session.text) as { csrfToken: string; user: { id: number } };
+    assert.equal(user.id, owner.id);
+    const cookieHeader = setCookie.split(";")[0] as string;
+
+    const conference = await api.request("POST", `/users/${owner.id}/conferences`, {
+      https: true,
+      headers: { cookie: cookieHeader, "x-csrf-token": csrfToken },
+      body: "<conference><name>Planning</name><scheduled-to-start-at>2030-01-01T10:00:00Z</scheduled-to-start-at></conference>",
+    });
+    assert.equal(conference.status, 201, conference.text);
+    const path = new URL(String(conference.headers.location), "http://localhost").pathname;
+    const rename = "<conference><name>Renamed</name></conference>";
+    const withoutToken = await api.request("PUT", path, {
+      https: true,
+      headers: { cookie: cookieHeader },
+      body: rename,
+    });
+    assert.equal(withoutToken.status, 403, withoutToken.text);
+    const wrongToken = await api.request("PUT", path, {
+      https: true,
+      headers: { cookie: cookieHeader, "x-csrf-token": `${csrfToken}x` },
+      body: rename,
+    });
+    assert.equal(wrongToken.status, 403, wrongToken.text);
+    const read = await api.request("GET", path, { https: true, headers: { cookie: cookieHeader } });
+    assert.equal(textOf(read.xml.conference as XmlNode, "name"), "Planning");
+
+    const signedOut = await api.request("DELETE", "/console/session", {
+      https: true,
+      headers: { accept: "application/json", cookie: cookieHeader, "x-csrf-token": csrfToken },
+    });
+    assert.equal(signedOut.status, 204, signedOut.text);
+    const afterSignOut = await api.request("GET", "/console/session", {
+      https: true,
+      headers: { ...json, cookie: cookieHeader },
+    });
+    assert.equal(afterSignOut.status, 401);
+  });
+});
