@@ -77,3 +77,22 @@ export function eventData(event: ConferenceEvent): string {
     ...(event.reason !== null && { reason: event.reason }),
   });
 }
+
+/**
+ * Who is talking as of the last of `events` (oldest first): the talking-started of each attendee not
+ * since stopped, muted, gone, or ended with its conference. A new live view starts from these.
+ */
+export function stillTalking(events: readonly ConferenceEvent[]): ConferenceEvent[] {
+  const talking = new Map<string, ConferenceEvent>();
+  for (const event of events) {
+    if (event.type === "conference-ended") {
+      for (const [key, started] of talking)
+        if (started.conferenceId === event.conferenceId) talking.delete(key);
+    } else if (event.attendeeId !== null) {
+      const key = `${event.conferenceId}:${event.attendeeId}`;
+      if (event.type === "talking-started") talking.set(key, event);
+      else talking.delete(key);
+    }
+  }
+  return [...talking.values()];
+}

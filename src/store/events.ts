@@ -87,6 +87,33 @@ export async function eventsAfter(
   return rows.map(toEvent);
 }
 
+/** The events up to `upToId` that tell who is talking now (see domain stillTalking), oldest first. */
+export async function talkingEvents(
+  store: Store,
+  upToId: number,
+  scope: { userId?: number; conferenceId?: number },
+  now: Date,
+): Promise<ConferenceEvent[]> {
+  const rows = await store.db
+    .selectFrom("events")
+    .selectAll()
+    .where("id", "<=", upToId)
+    .where("created_at", ">=", new Date(now.getTime() - EVENT_RETENTION_MS).toISOString())
+    .where("type", "in", [
+      "talking-started",
+      "talking-stopped",
+      "attendee-muted",
+      "attendee-disconnected",
+      "attendee-removed",
+      "conference-ended",
+    ])
+    .$if(scope.userId !== undefined, (q) => q.where("user_id", "=", scope.userId as number))
+    .$if(scope.conferenceId !== undefined, (q) => q.where("conference_id", "=", scope.conferenceId as number))
+    .orderBy("id")
+    .execute();
+  return rows.map(toEvent);
+}
+
 /** Deletes the events older than the retention period. */
 export async function pruneEvents(store: Store, now: Date): Promise<void> {
   await store.db

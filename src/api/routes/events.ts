@@ -5,9 +5,9 @@
  * catches up, and nothing upstream ever waits for it.
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
-import { type ConferenceEvent, eventData } from "../../domain/event.js";
+import { type ConferenceEvent, eventData, stillTalking } from "../../domain/event.js";
 import { getConference } from "../../store/conferences.js";
-import { eventsAfter, lastEventId } from "../../store/events.js";
+import { eventsAfter, lastEventId, talkingEvents } from "../../store/events.js";
 import type { EventFeed, EventScope } from "../event-feed.js";
 import { type ApiContext, idParam } from "../server.js";
 
@@ -109,8 +109,15 @@ async function stream(
   keepAlive = setInterval(() => write(": keep-alive\n\n"), KEEP_ALIVE_MS);
   keepAlive.unref();
   try {
-    // The feed may not have read the latest events yet: a first connection starts after them.
-    if (after === Number.POSITIVE_INFINITY) after = await lastEventId(api.store);
+    // The feed may not have read the latest events yet: a first connection starts after them, knowing
+    // who is talking. Those are sent without ids, then the id the client stands at, so that a
+    // reconnection resumes from now rather than replaying the past.
+    if (after === Number.POSITIVE_INFINITY) {
+      after = await lastEventId(api.store);
+      const talking = stillTalking(await talkingEvents(api.store, after, scope, new Date()));
+      for (const event of talking) write(`event: ${event.type}\ndata: ${eventData(event)}\n\n`);
+      write(`id: ${after}\n\n`);
+    }
     let cursor = after;
     for (;;) {
       const batch = await eventsAfter(api.store, cursor, scope, REPLAY_BATCH);

@@ -103,6 +103,10 @@ describe("live control of a conference of phones", { skip }, () => {
       // Each phone sends its tone all the time.
       await stream.waitFor("talking-started", of("talking-started", id));
     }
+    // A view opened now learns who is talking without waiting for them to pause.
+    const late = await EventStream.open(`${api.httpUrl}${conferencePath}/events`, { auth: owner.auth });
+    for (const id of attendeeIds) await late.waitFor("talking now", of("talking-started", id));
+    late.close();
 
     // *7 from the keypad raises a hand.
     assert.equal((await high.command("sndcode", "*7")).ok, true);
