@@ -96,8 +96,15 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
         });
         return;
       }
-      if (event.type === "attendee-disconnected" || event.type === "conference-ended") {
-        setTalking(new Set());
+      if (event.type === "conference-ended") setTalking(new Set());
+      else if (
+        event.attendeeId !== null &&
+        (event.type === "attendee-disconnected" ||
+          event.type === "attendee-removed" ||
+          event.type === "attendee-muted")
+      ) {
+        const gone = event.attendeeId;
+        setTalking((before) => new Set([...before].filter((id) => id !== gone)));
       }
       reload();
     },

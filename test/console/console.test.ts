@@ -197,6 +197,9 @@ describe("the moderator console", { skip }, () => {
     await row("Ann Low").getByText("Raised").waitFor();
     // Bob's tone is speech to the talk detector.
     await row("Bob High").getByText("Talking").waitFor();
+    // Those talking before the page opened, and since Bob's hang-up, show it too.
+    await row("Ann Low").getByText("Talking").waitFor();
+    await row("Test User").getByText("Talking").waitFor();
 
     await page.screenshot({ path: join(screenshots, "console-live-desktop.png"), fullPage: true });
     await page.setViewportSize({ width: 375, height: 812 });
