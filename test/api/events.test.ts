@@ -4,6 +4,7 @@
  * Last-Event-ID getting every stored event after that id, then the live ones, each once.
  */
 import assert from "node:assert/strict";
+import net from "node:net";
 import { after, before, describe, it } from "node:test";
 import { appendEvents } from "../../src/store/events.js";
 import { TEST_STORE } from "../helpers/databases.js";
@@ -158,6 +159,50 @@ describe("events stream", () => {
     assert.ok(stream.events.indexOf(slowEvent) > stream.events.indexOf(quickEvent), "and commits second");
     await new Promise((resolve) => setTimeout(resolve, 500));
     assert.equal(stream.events.length, 2, stream.types().join());
+  });
+
+  it("drops a client that does not read, while a reading client gets every event", async () => {
+    const conference = await createConference();
+    const path = `/users/${alice.id}/conferences/${conference}/events`;
+    const reader = await open(path);
+    // A client that sends its request and then never reads: its socket buffers fill up.
+    const stalled = net.connect(Number(new URL(api.httpUrl).port), "127.0.0.1");
+    const credentials = Buffer.from(`${alice.auth[0]}:${alice.auth[1]}`).toString("base64");
+    stalled.write(
+      `GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\nAuthorization: Basic ${credentials}\r\n\r\n`,
+    );
+    stalled.pause();
+    let stalledClosed = false;
+    stalled.on("close", () => {
+      stalledClosed = true;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    // Paced batches of 50 events of 1 KiB, which a reading client keeps up with, until the stalled one
+    // has more waiting than the kernel's socket buffers and the 256 KiB a client may leave unread.
+    const reason = "x".repeat(1024);
+    const dropped = () => api.logs.some((line) => line.includes("events client too slow: dropped"));
+    let sent = 0;
+    while (!dropped() && sent < 40_000) {
+      const events = Array.from({ length: 50 }, (_, index) => ({
+        userId: alice.id,
+        conferenceId: conference,
+        attendeeId: sent + index + 1,
+        type: "attendee-failed" as const,
+        reason,
+      }));
+      await api.inspect((db) => appendEvents(db, events, new Date()));
+      sent += events.length;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    assert.ok(dropped(), `the stalled client was dropped (after ${sent} events)`);
+    await reader.waitFor("the last event", (event) => event.data.attendeeId === sent, 20_000);
+    assert.equal(reader.events.length, sent, "the reading client got every event, each once");
+    // Its connection is closed: reading now, it gets what the kernel held, then the end.
+    stalled.resume();
+    const deadline = Date.now() + 15_000;
+    while (!stalledClosed && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.ok(stalledClosed, "the stalled client's connection was closed");
+    stalled.destroy();
   });
 
   it("authenticates like the API: 401 without credentials, 403 for another user's, 404 for no conference", async () => {

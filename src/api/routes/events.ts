@@ -66,18 +66,19 @@ async function stream(
   let closed = false;
   let unsubscribe = () => {};
   let keepAlive: NodeJS.Timeout | undefined;
-  const end = () => {
+  const end = (how: "end" | "destroy" = "end") => {
     if (closed) return;
     closed = true;
     clearInterval(keepAlive);
     unsubscribe();
-    response.end();
+    response[how]();
   };
   const write = (chunk: string) => {
     if (closed) return;
     if (response.writableLength > MAX_BUFFERED_BYTES) {
       request.log.info({ scope }, "events client too slow: dropped");
-      end();
+      // Not a graceful end, which would wait for the client to read what is buffered.
+      end("destroy");
       return;
     }
     response.write(chunk);
@@ -91,7 +92,7 @@ async function stream(
       if (replaying) held.push(event);
       else if (event.id > after && !replayed.has(event.id)) send(event);
     },
-    close: end,
+    close: () => end(),
   });
   reply.hijack();
   response.writeHead(200, {
@@ -99,7 +100,7 @@ async function stream(
     "cache-control": "no-cache",
     "x-accel-buffering": "no",
   });
-  response.on("close", end);
+  response.on("close", () => end());
   // A client that left while we authenticated and subscribed fired "close" before we listened.
   if (request.raw.destroyed || response.destroyed) {
     end();
