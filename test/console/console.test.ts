@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -15,6 +15,7 @@ import { loadConfig } from "../../src/config.js";
 import { goertzelLevelDb, SAMPLE_RATE } from "../helpers/audio.js";
 import { Baresip } from "../helpers/baresip.js";
 import { launchChromium, openPage, skipWithoutChromium } from "../helpers/browser.js";
+import { createTestDatabase, TEST_STORE } from "../helpers/databases.js";
 import { createUser, startTestService, type TestService } from "../helpers/service.js";
 import { rtpPortRange, skipWithout } from "../helpers/sipp.js";
 import { type Auth, itemsOf, textOf, type XmlNode } from "../helpers/xml.js";
@@ -279,6 +280,37 @@ describe("the moderator console", { skip }, () => {
       heardDb(annHeard, afterMute, annHeard.length - 0.3 * SAMPLE_RATE, 660) > -20,
       "Ann still heard the moderator",
     );
+  });
+
+  test("says plainly when the event stream drops and when it is back, without a reload", async () => {
+    // A service that can come back on the same address and data: its own directory and database.
+    const dataDir = mkdtempSync(join(tmpdir(), "bridgeline-console-"));
+    const database = TEST_STORE === "postgres" ? await createTestDatabase() : undefined;
+    cleanups.push(async () => {
+      await database?.drop();
+      rmSync(dataDir, { recursive: true, force: true });
+    });
+    const stores = { dataDir, ...(database ? { databaseUrl: database.url } : {}) };
+    const first = await startTestService(stores);
+    const owner = await createUser(first);
+    const { page, problems, close } = await openPage(browser, first.httpsUrl);
+    cleanups.push(close);
+    await signIn(page, owner.auth);
+    const state = (text: string) => page.getByRole("status").filter({ hasText: text });
+    await state("Live").waitFor();
+    await page.evaluate(() => {
+      (window as unknown as { unreloaded: boolean }).unreloaded = true;
+    });
+
+    await first.close();
+    await state("Connection lost — reconnecting…").waitFor();
+    const second = await startTestService({ ...stores, httpsPort: first.service.httpsPort });
+    cleanups.push(() => second.close());
+    await state("Reconnected").waitFor({ timeout: 15_000 });
+    await state("Live").waitFor({ timeout: 15_000 });
+    assert.equal(await page.evaluate(() => (window as unknown as { unreloaded?: boolean }).unreloaded), true);
+    await page.getByRole("heading", { level: 1, name: "Conferences" }).waitFor();
+    assert.deepEqual(problems, []);
   });
 
   test("sign-in: a wrong password is refused on the page; the cookie is HttpOnly, Secure, SameSite=Strict; changes need the CSRF token", async () => {
