@@ -234,7 +234,7 @@ describe("the moderator console", { skip }, () => {
 
     // Hanging up from the page removes Ann from the conference.
     await page.getByRole("button", { name: "Hang up Ann Low" }).click();
-    await ann.waitForEvent("CALL_CLOSED", 5000);
+    await ann.waitForEvent("CALL_CLOSED", 15_000);
     await row("Ann Low").waitFor({ state: "detached" });
 
     // End it, after the confirm step: every phone hangs up and the page says ended.
@@ -242,8 +242,10 @@ describe("the moderator console", { skip }, () => {
     await page.getByRole("button", { name: "End conference" }).click();
     await page.getByRole("button", { name: "End for everyone" }).waitFor();
     await page.keyboard.press("Enter");
+    await page.getByRole("status").filter({ hasText: "Conference ended." }).waitFor();
     await Promise.all([
-      moderatorPhone.waitForEvent("CALL_CLOSED", 5000),
+      // The room takes the request on its next refresh, then announces the end for 2.5 s.
+      moderatorPhone.waitForEvent("CALL_CLOSED", 20_000),
       until("Bob's second call to close", async () =>
         bob.events.filter((event) => event.type === "CALL_CLOSED").length === 2 ? true : undefined,
       ),
