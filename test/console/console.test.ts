@@ -241,8 +241,11 @@ describe("the moderator console", { skip }, () => {
     // The confirm step takes the focus, so Enter confirms.
     await page.getByRole("button", { name: "End conference" }).click();
     await page.getByRole("button", { name: "End for everyone" }).waitFor();
+    await page.waitForFunction(() => document.activeElement?.textContent?.trim() === "End for everyone");
     await page.keyboard.press("Enter");
-    await page.getByRole("status").filter({ hasText: "Conference ended." }).waitFor();
+    const outcome = page.getByText(/^(Conference ended\.|Could not end the conference.*)$/);
+    await outcome.waitFor();
+    assert.equal(await outcome.textContent(), "Conference ended.");
     await Promise.all([
       // The room takes the request on its next refresh, then announces the end for 2.5 s.
       moderatorPhone.waitForEvent("CALL_CLOSED", 20_000),
