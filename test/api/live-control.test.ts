@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { EventStream } from "../helpers/event-stream.js";
 import { createUser, startTestService, type TestService } from "../helpers/service.js";
+import { until } from "../helpers/until.js";
 import { type Auth, assertErrorMatches, textOf, type XmlNode } from "../helpers/xml.js";
 
 describe("live control API", () => {
@@ -38,16 +39,6 @@ describe("live control API", () => {
     const added = await api.request("POST", `${conferencePath}/attendees`, { auth: owner.auth, body });
     assert.equal(added.status, 201, added.text);
     return new URL(String(added.headers.location), "http://localhost").pathname;
-  }
-
-  async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const value = await probe();
-      if (value !== undefined) return value;
-      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
   }
 
   async function stateOf(path: string, root: "conference" | "attendee"): Promise<string> {

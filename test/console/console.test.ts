@@ -18,6 +18,7 @@ import { launchChromium, openPage, skipWithoutChromium } from "../helpers/browse
 import { createTestDatabase, TEST_STORE } from "../helpers/databases.js";
 import { createUser, startTestService, type TestService } from "../helpers/service.js";
 import { rtpPortRange, skipWithout } from "../helpers/sipp.js";
+import { until } from "../helpers/until.js";
 import { type Auth, itemsOf, textOf, type XmlNode } from "../helpers/xml.js";
 
 const skip = skipWithoutChromium() || skipWithout("baresip");
@@ -39,16 +40,6 @@ before(async () => {
 after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
 
 async function phone(user: string, toneHz: number): Promise<Baresip> {
   const started = await Baresip.start({ user, toneHz });

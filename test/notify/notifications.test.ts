@@ -8,6 +8,7 @@ import type { Config } from "../../src/config.js";
 import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
 import { createUser, startTestService, type TestService } from "../helpers/service.js";
 import { Mailbox, type ReceivedMail } from "../helpers/smtp.js";
+import { until } from "../helpers/until.js";
 
 const START = "2027-04-01T16:00:00Z";
 const ACCESS_NUMBERS = ["+16045550199", "+12125550188"];
@@ -162,21 +163,6 @@ async function pins(api: TestService, conference: string, auth: Auth) {
 
 async function outbox(api: TestService) {
   return api.inspect((db) => db.selectFrom("notifications").selectAll().orderBy("id").execute());
-}
-
-/** Waits until `check` holds, polling; fails with `what` after `timeoutMs`. */
-async function eventually<T>(
-  what: string,
-  check: () => Promise<T | undefined | false>,
-  timeoutMs = 15_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 describe("notification e-mails through a real SMTP server", () => {
@@ -463,11 +449,13 @@ describe("notification delivery survives outages and restarts", () => {
     try {
       const { conference, auth } = await threeAttendeeConference(api);
       await setPending(api, conference, auth);
-      const failed = await eventually("a failed attempt recorded", async () => {
+      const failed = await until("a failed attempt recorded", async () => {
         const rows = (await outbox(api)).filter(
           (row) => row.conference_id === Number(conference.split("/").pop()),
         );
-        return rows.length === 4 && rows.every((row) => row.attempts >= 1 && row.state === "queued") && rows;
+        return rows.length === 4 && rows.every((row) => row.attempts >= 1 && row.state === "queued")
+          ? rows
+          : undefined;
       });
       assert.ok(
         failed.every((row) => row.last_error !== null),
@@ -562,7 +550,7 @@ describe("notification delivery survives outages and restarts", () => {
       await setPending(api, conference, auth);
       const mails = byRecipient(await mailbox.waitFor(3));
       assert.ok(!mails.has("bob@example.com"));
-      const bob = await eventually("bob's message settled", async () =>
+      const bob = await until("bob's message settled", async () =>
         (await outbox(api)).find(
           (row) =>
             row.conference_id === conferenceId &&
@@ -593,7 +581,7 @@ describe("notification delivery survives outages and restarts", () => {
       const conferenceId = Number(conference.split("/").pop());
       await setPending(api, conference, auth);
       const folder = path.join(dataDir, "mail");
-      const files = await eventually("four .eml files", async () => {
+      const files = await until("four .eml files", async () => {
         const rows = (await outbox(api)).filter(
           (row) => row.conference_id === conferenceId && row.state === "sent",
         );

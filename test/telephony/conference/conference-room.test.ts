@@ -11,6 +11,7 @@ import { goertzelLevelDb, rmsLevelDb, SAMPLE_RATE } from "../../helpers/audio.js
 import { Baresip } from "../../helpers/baresip.js";
 import { createUser, startTestService, type TestService } from "../../helpers/service.js";
 import { rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
+import { until } from "../../helpers/until.js";
 
 const skip = skipWithout("baresip") || skipWithout("sipp");
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -105,14 +106,9 @@ async function conference(
 
 let diagnostics = () => "";
 
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${diagnostics()}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+/** until, with what the peers said when it times out. */
+function untilInRoom<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
+  return until(what, probe, { detail: diagnostics });
 }
 
 function statesOf(attendees: Node[]): string[] {
@@ -173,21 +169,21 @@ describe("conferences that take place", { skip, concurrency: true }, () => {
     const startedAt = Date.parse(text(started.conference, "started-at") ?? "");
     assert.ok(startedAt - scheduledAt <= 1000, `started ${startedAt - scheduledAt} ms after its time`);
 
-    const connected = await until("every attendee connected", async () => {
+    const connected = await untilInRoom("every attendee connected", async () => {
       const { attendees } = await room.read();
       return statesOf(attendees).every((state) => state === "connected") ? attendees : undefined;
     });
     assert.equal(connected.length, 3);
     for (const attendee of connected) assert.equal(text(attendee, "muted"), "false");
 
-    await until("live duration", async () => {
+    await untilInRoom("live duration", async () => {
       const { attendees } = await room.read();
       return attendees.every((attendee) => Number(text(attendee, "duration")) >= 2) ? true : undefined;
     });
 
     await Promise.all([low.waitForEvent("CALL_CLOSED"), high.waitForEvent("CALL_CLOSED")]);
     assert.equal((await moderator.result()).code, 0, moderator.report());
-    const ended = await until("the conference ended", async () => {
+    const ended = await untilInRoom("the conference ended", async () => {
       const read = await room.read();
       return text(read.conference, "state") === "ended" ? read : undefined;
     });
@@ -240,7 +236,7 @@ describe("conferences that take place", { skip, concurrency: true }, () => {
       numbers: ["604-555-0111", "604-555-0112"],
       extra: '<lecture-mode type="boolean">true</lecture-mode>',
     });
-    const connected = await until("every attendee connected", async () => {
+    const connected = await untilInRoom("every attendee connected", async () => {
       const { attendees } = await room.read();
       return statesOf(attendees).every((state) => state === "connected") ? attendees : undefined;
     });
@@ -262,7 +258,7 @@ describe("conferences that take place", { skip, concurrency: true }, () => {
     assert.ok(heardDb(leadHeard, 1, 3.5, 880) < -40, "the moderator does not hear the other muted attendee");
     assert.ok(heardDb(lowHeard, 1, 3.5, 660) > -20, "a muted attendee hears the moderator");
     assert.ok(heardDb(lowHeard, 1, 3.5, 880) < -40, "a muted attendee does not hear the other");
-    await until("the conference ended", async () =>
+    await untilInRoom("the conference ended", async () =>
       text((await room.read()).conference, "state") === "ended" ? true : undefined,
     );
   });
@@ -286,7 +282,7 @@ describe("conferences that take place", { skip, concurrency: true }, () => {
       numbers: ["604-555-0121", "604-555-0122", "604-555-0199"],
       extra: '<no-moderator type="boolean">true</no-moderator>',
     });
-    const ended = await until("the conference ended", async () => {
+    const ended = await untilInRoom("the conference ended", async () => {
       const read = await room.read();
       return text(read.conference, "state") === "ended" ? read : undefined;
     });
@@ -321,7 +317,7 @@ describe("conferences that take place", { skip, concurrency: true }, () => {
     await second.waitForEvent("CALL_ESTABLISHED", 5000);
     assert.equal((await second.command("sndcode", "1#")).ok, true);
     const secondPath = new URL(String(added.headers.location), "http://localhost").pathname;
-    await until("both connected", async () => {
+    await untilInRoom("both connected", async () => {
       const { attendees } = await room.read();
       return statesOf(attendees).join() === "connected,connected" ? true : undefined;
     });

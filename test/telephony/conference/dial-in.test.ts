@@ -11,6 +11,7 @@ import { goertzelLevelDb, rmsLevelDb } from "../../helpers/audio.js";
 import { Baresip } from "../../helpers/baresip.js";
 import { createUser, startTestService, type TestService } from "../../helpers/service.js";
 import { rtpPortRange, skipWithout } from "../../helpers/sipp.js";
+import { until } from "../../helpers/until.js";
 
 const skip = skipWithout("baresip");
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -48,16 +49,6 @@ async function startService(routes: Array<{ prefix: string; trunk: string }>): P
   });
   cleanups.push(() => service.close());
   return service;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
 }
 
 interface Running {

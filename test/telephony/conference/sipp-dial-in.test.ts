@@ -19,6 +19,7 @@ import { rtpPacketLength, writeRtpPacket } from "../../../src/telephony/media/rt
 import { FRAME_SAMPLES, type PcapPacket, SAMPLE_RATE, tone, writeRtpPcap } from "../../helpers/audio.js";
 import { createUser, startTestService, type TestService } from "../../helpers/service.js";
 import { rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
+import { until } from "../../helpers/until.js";
 
 const skip = skipWithout("sipp");
 const ACCESS_NUMBER = "+16045550199";
@@ -63,21 +64,6 @@ function text(node: Node | undefined, field: string): string | undefined {
 }
 
 /** Polls `probe` until it gives a value; on timeout the error ends with `detail()`. */
-async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  detail: () => string = () => "",
-  timeoutMs = 20_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}\n${detail()}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
 /** What the caller sends, in order: PCMU audio, or keys as RFC 4733 events. */
 type Segment = { audio: Int16Array } | { events: string };
 
@@ -238,8 +224,10 @@ async function dialInWith(name: string, stream: (pin: string) => Segment[]): Pro
         );
         return text(found, "state") === "connected" ? found : undefined;
       },
-      () =>
-        `${api.logs.filter((line) => line.includes('"component":"conferences"')).join("\n")}\n${caller.report()}`,
+      {
+        detail: () =>
+          `${api.logs.filter((line) => line.includes('"component":"conferences"')).join("\n")}\n${caller.report()}`,
+      },
     ),
   );
   assert.equal(text(joined, "dial-in"), "true");
