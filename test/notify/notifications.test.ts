@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
+import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import ICAL from "ical.js";
@@ -426,9 +427,26 @@ describe("notification delivery survives outages and restarts", () => {
   before(async () => {
     database = TEST_STORE === "postgres" ? await createTestDatabase() : undefined;
   });
+  const dataDirs: string[] = [];
   after(async () => {
     await database?.drop();
+    for (const dir of dataDirs) fs.rmSync(dir, { recursive: true, force: true });
   });
+
+  /** A data directory that outlives the services of one test (so they can restart on it). */
+  function dataDirectory(): string {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-mail-"));
+    dataDirs.push(dir);
+    return dir;
+  }
+
+  /** A loopback port where no SMTP server listens (one did a moment ago). */
+  async function closedSmtpPort(): Promise<number> {
+    const probe = await Mailbox.start();
+    const port = probe.port;
+    await probe.close();
+    return port;
+  }
 
   /** A service on a data directory (and database) that outlive it, so it can be restarted. */
   async function restartable(dataDir: string, smtpUrl: string | null) {
@@ -440,10 +458,8 @@ describe("notification delivery survives outages and restarts", () => {
   }
 
   it("retries while the SMTP server is down and delivers each message once when it is back", async () => {
-    const dataDir = fs.mkdtempSync(path.join(process.env.TMPDIR ?? "/tmp", "bridgeline-mail-"));
-    const probe = await Mailbox.start();
-    const port = probe.port;
-    await probe.close();
+    const dataDir = dataDirectory();
+    const port = await closedSmtpPort();
     const api = await restartable(dataDir, `smtp://127.0.0.1:${port}`);
     let mailbox: Mailbox | undefined;
     try {
@@ -474,12 +490,11 @@ describe("notification delivery survives outages and restarts", () => {
     } finally {
       await api.close();
       await mailbox?.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
     }
   });
 
   it("sends nothing twice across a restart in the middle of sending, and resumes what was left", async () => {
-    const dataDir = fs.mkdtempSync(path.join(process.env.TMPDIR ?? "/tmp", "bridgeline-mail-"));
+    const dataDir = dataDirectory();
     const mailbox = await Mailbox.start({ dataDelayMs: 400 });
     let api = await restartable(dataDir, mailbox.url());
     try {
@@ -505,15 +520,12 @@ describe("notification delivery survives outages and restarts", () => {
     } finally {
       await api.close();
       await mailbox.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
     }
   });
 
   it("queues again what this instance had claimed when it died, and sends it after the restart", async () => {
-    const dataDir = fs.mkdtempSync(path.join(process.env.TMPDIR ?? "/tmp", "bridgeline-mail-"));
-    const probe = await Mailbox.start();
-    const port = probe.port;
-    await probe.close();
+    const dataDir = dataDirectory();
+    const port = await closedSmtpPort();
     let api = await restartable(dataDir, `smtp://127.0.0.1:${port}`);
     const mailbox = await Mailbox.start();
     try {
@@ -536,12 +548,11 @@ describe("notification delivery survives outages and restarts", () => {
     } finally {
       await api.close();
       await mailbox.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
     }
   });
 
   it("records an address the server refuses for good and does not retry it", async () => {
-    const dataDir = fs.mkdtempSync(path.join(process.env.TMPDIR ?? "/tmp", "bridgeline-mail-"));
+    const dataDir = dataDirectory();
     const mailbox = await Mailbox.start({ refuse: ["bob@example.com"] });
     const api = await restartable(dataDir, mailbox.url());
     try {
@@ -569,12 +580,11 @@ describe("notification delivery survives outages and restarts", () => {
     } finally {
       await api.close();
       await mailbox.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
     }
   });
 
   it("writes each message as an .eml file in the data directory's mail folder without BRIDGELINE_SMTP_URL", async () => {
-    const dataDir = fs.mkdtempSync(path.join(process.env.TMPDIR ?? "/tmp", "bridgeline-mail-"));
+    const dataDir = dataDirectory();
     const api = await restartable(dataDir, null);
     try {
       const { conference, auth, email } = await threeAttendeeConference(api);
@@ -602,7 +612,6 @@ describe("notification delivery survives outages and restarts", () => {
       assert.ok(!fs.readdirSync(folder).some((name) => name.endsWith(".partial")));
     } finally {
       await api.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });
