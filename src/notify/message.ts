@@ -47,7 +47,7 @@ export function mailDomain(from: string): string {
 }
 
 /** The calendar UID stays the same for every message about one conference. */
-export function calendarUid(facts: NotificationFacts, from: string): string {
+function calendarUid(facts: NotificationFacts, from: string): string {
   const created = Date.parse(facts.conference.createdAt);
   return `conference-${facts.conference.id}-${created}@${mailDomain(from)}`;
 }

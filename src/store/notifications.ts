@@ -24,9 +24,11 @@ export interface QueuedNotification {
   facts: NotificationFacts;
 }
 
+/** The owner and the candidates (every attendee of the conference unless one is given), with zones. */
 async function recipientSources(
   trx: Kysely<Database>,
   conference: Selectable<ConferenceTable>,
+  only?: RecipientCandidate,
 ): Promise<RecipientSources> {
   const [owner, attendees] = await Promise.all([
     trx
@@ -34,21 +36,23 @@ async function recipientSources(
       .select(["name", "email", "time_zone"])
       .where("id", "=", conference.user_id)
       .executeTakeFirstOrThrow(),
-    trx
-      .selectFrom("attendees")
-      .select([
-        "email",
-        "name",
-        "moderator",
-        "dial_in",
-        "phone_number_subscriber_number",
-        "phone_number_extension",
-      ])
-      .where("conference_id", "=", conference.id)
-      .orderBy("id")
-      .execute(),
+    only === undefined
+      ? trx
+          .selectFrom("attendees")
+          .select([
+            "email",
+            "name",
+            "moderator",
+            "dial_in",
+            "phone_number_subscriber_number",
+            "phone_number_extension",
+          ])
+          .where("conference_id", "=", conference.id)
+          .orderBy("id")
+          .execute()
+      : [],
   ]);
-  const candidates = attendees.map(toCandidate);
+  const candidates = only === undefined ? attendees.map(toCandidate) : [only];
   return {
     owner: { name: owner.name, email: owner.email, timeZone: owner.time_zone },
     attendees: candidates,
@@ -194,7 +198,8 @@ export async function queueAttendeeNotification(
   if (attendee.email === null) return;
   const conference = await conferenceRow(trx, conferenceId);
   if (!conference.send_notification_emails) return;
-  const sources = await recipientSources(trx, conference);
+  // One attendee's message needs only its own entry and zone, not the whole conference's.
+  const sources = await recipientSources(trx, conference, attendee);
   const recipient = attendeeRecipient(sources, attendee);
   // The owner's own attendee entry leaving does not cancel the owner's conference.
   if (recipient === null || (kind === "cancellation" && recipient.role === "owner")) return;
