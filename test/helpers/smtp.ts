@@ -114,6 +114,13 @@ export class Mailbox {
     return this.received;
   }
 
+  /** The messages that arrive because of `change`: the next `count` after it. */
+  async receiving(count: number, change: () => Promise<unknown>): Promise<ReceivedMail[]> {
+    const seen = this.received.length;
+    await change();
+    return (await this.waitFor(seen + count)).slice(seen);
+  }
+
   close(): Promise<void> {
     return new Promise((resolve) => this.#server.close(() => resolve()));
   }
