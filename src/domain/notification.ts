@@ -147,3 +147,13 @@ export function notificationForConferenceChange(
 export function attendeesHaveBeenInvited(state: string): boolean {
   return state === "pending" || state === "started";
 }
+
+/** Changes that alter what the attendee's invitation says: the number called, dialling in, the role. */
+export function invitationChanged(before: RecipientCandidate, after: RecipientCandidate): boolean {
+  return (
+    before.phoneNumberSubscriberNumber !== after.phoneNumberSubscriberNumber ||
+    before.phoneNumberExtension !== after.phoneNumberExtension ||
+    before.dialIn !== after.dialIn ||
+    before.moderator !== after.moderator
+  );
+}

@@ -9,7 +9,7 @@ import {
 } from "../domain/attendee.js";
 import { NotFound, StaleLockVersion, ValidationFailed } from "../domain/errors.js";
 import { attendeeControlEvents } from "../domain/event.js";
-import { attendeesHaveBeenInvited } from "../domain/notification.js";
+import { attendeesHaveBeenInvited, invitationChanged } from "../domain/notification.js";
 import type { SearchAttributes, SearchFilter } from "../domain/search.js";
 import type { Store } from "./database.js";
 import { recordAttendeeEvents } from "./live-events.js";
@@ -225,21 +225,11 @@ export async function updateAttendee(
     if (!row) throw new StaleLockVersion("attendee");
     const updated = toAttendee(row);
     await recordAttendeeEvents(trx, conferenceId, id, attendeeControlEvents(current, updated), now);
-    if (attendeesHaveBeenInvited(state) && joinsDifferently(current, updated)) {
+    if (attendeesHaveBeenInvited(state) && invitationChanged(current, updated)) {
       await queueAttendeeNotification(trx, conferenceId, updated, "update", now);
     }
     return updated;
   });
-}
-
-/** Changes that alter what the attendee's invitation says: the number called, dialling in, the role. */
-function joinsDifferently(before: Attendee, after: Attendee): boolean {
-  return (
-    before.phoneNumberSubscriberNumber !== after.phoneNumberSubscriberNumber ||
-    before.phoneNumberExtension !== after.phoneNumberExtension ||
-    before.dialIn !== after.dialIn ||
-    before.moderator !== after.moderator
-  );
 }
 
 /** Deletes the attendee; one who was invited to a conference that has not ended is sent a cancellation. */
