@@ -18,6 +18,14 @@ done
 # Real SIP peers for the telephony tests: SIPp (Debian sip-tester) and baresip.
 command -v sipp >/dev/null || apt_install sip-tester
 command -v baresip >/dev/null || apt_install baresip-core
+# Kamailio, the SIP edge in front of several instances (deploy/kamailio, test/deploy).
+command -v kamailio >/dev/null || apt_install kamailio
+# Its TLS module, for the TLS trunk test (test/telephony/e2e/tls-trunk.test.ts).
+dpkg -s kamailio-tls-modules >/dev/null 2>&1 || apt_install kamailio-tls-modules
+# tshark proves what is on the wire (the audio sent to SIPp callers, which record nothing).
+command -v tshark >/dev/null || apt_install tshark
+# openssl makes the test CA and certificates for SIP over TLS.
+command -v openssl >/dev/null || apt_install openssl
 # Spoken invitations naming the owner and the conference (optional when running, tested here).
 command -v espeak-ng >/dev/null || apt_install espeak-ng
 # Headless Chromium for the moderator console's browser tests (driven by playwright-core).

@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { normalizeNanpNumber } from "./domain/phone.js";
@@ -25,6 +26,20 @@ export interface Config {
   instanceId: string;
   sip: SipConfig;
   mail: MailConfig;
+  conferences: ConferencesConfig;
+}
+
+/** How conferences run (BRIDGELINE_EMPTY_GRACE_SECONDS, _NO_SHOW_MINUTES, _MAX_PARTICIPANTS, _WRONG_PIN_*). */
+export interface ConferencesConfig {
+  /** A conference everyone left stays open this long for callers to come back (with dial-in open). */
+  emptyGraceSeconds: number;
+  /** A started conference nobody has joined stays open this long for callers (with dial-in open). */
+  noShowMinutes: number;
+  /** Participants this instance takes on: it claims a due conference only while it has room for its attendees. */
+  maxParticipants: number | null;
+  /** Wrong PINs a caller may type within the window, over any calls, before its calls are refused. */
+  wrongPinLimit: number;
+  wrongPinWindowMinutes: number;
 }
 
 /** Notification e-mail (BRIDGELINE_SMTP_URL, _MAIL_FROM, _SUPPORT_*, _MAIL_RETRY_SECONDS). */
@@ -58,9 +73,29 @@ export interface SipConfig {
   rtpPorts: { min: number; max: number };
   ringTimeoutSeconds: number;
   mediaTimeoutSeconds: number;
+  /** Worker threads for the media (RTP, mixing, playback, recording); 0 keeps it on the main thread. */
+  mediaThreads: number;
   /** The numbers callers dial in on, E.164 (+1NPANXXXXXX). */
   accessNumbers: string[];
+  /** SIP over TLS listener port; null: the SIP port + 1 (5061), a free one when the SIP port is 0. */
+  tlsPort: number | null;
+  /** The SIP TLS listener's own certificate and key; null: the HTTPS pair (BRIDGELINE_TLS_CERT/KEY). */
+  tlsCertFile: string | null;
+  tlsKeyFile: string | null;
+  /** CA certificates (PEM file) that TLS trunks' certificates must chain to; null: the system's. */
+  tlsCaFile: string | null;
+  /** Addresses and CIDRs SIP requests may come from; null: the trunk's and routes' (anyone without). */
+  trusted: string[] | null;
+  /** What a request from an untrusted source gets: 403, or nothing. */
+  untrusted: "refuse" | "drop";
+  /** SRTP for placed calls (a trunk's `;srtp=` overrides it) and for calls taken. */
+  srtp: SrtpPolicy;
+  dialInSrtp: SrtpPolicy;
+  /** Let SRTP keys travel in SIP that is not over TLS. */
+  srtpKeysOverPlainSip: boolean;
 }
+
+export type SrtpPolicy = "off" | "optional" | "required";
 
 export interface SipRoute {
   prefix: string;
@@ -101,6 +136,15 @@ function readPositiveInteger(env: Env, name: string, fallback: number): number {
   return Number(raw);
 }
 
+function readCount(env: Env, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) > 256) {
+    throw new ConfigError(name, `must be a whole number from 0 to 256, got "${raw}"`);
+  }
+  return Number(raw);
+}
+
 function readFile(env: Env, name: string): string | null {
   const raw = env[name];
   return raw === undefined || raw === "" ? null : path.resolve(raw);
@@ -113,7 +157,18 @@ function readSipUri(env: Env, name: string): string | null {
   if (raw === undefined || raw === "") return null;
   if (!SIP_URI.test(raw))
     throw new ConfigError(name, `must be a SIP URI such as sip:127.0.0.1:5070, got "${raw}"`);
+  checkSrtpParameter(name, raw);
   return raw;
+}
+
+/** A trunk's `;srtp=` parameter, when it has one, names a policy. */
+function checkSrtpParameter(name: string, uri: string): void {
+  const value = /;srtp=([^;?]*)/i.exec(uri)?.[1];
+  if (value !== undefined && value !== "off" && value !== "optional" && value !== "required")
+    throw new ConfigError(
+      name,
+      `a trunk's ;srtp= must be off, optional or required, got "${value}" in ${uri}`,
+    );
 }
 
 /** BRIDGELINE_SIP_ROUTES: `prefix=uri;prefix=uri`, e.g. `+1604555=sip:127.0.0.1:5071;+1778=sip:b.example`. */
@@ -132,6 +187,7 @@ function readRoutes(env: Env): SipRoute[] {
           `each entry must be <number prefix>=<SIP URI>, such as +1604555=sip:127.0.0.1:5071; got "${entry}"`,
         );
       }
+      checkSrtpParameter("BRIDGELINE_SIP_ROUTES", match[2] as string);
       return { prefix: match[1] as string, trunk: match[2] as string };
     });
   return routes.sort((a, b) => b.prefix.length - a.prefix.length);
@@ -176,6 +232,14 @@ function readSipConfig(env: Env): SipConfig {
       "BRIDGELINE_SIP_TRUNK_USER and BRIDGELINE_SIP_TRUNK_PASSWORD must be set together",
     );
   }
+  const sipTlsCert = readFile(env, "BRIDGELINE_SIP_TLS_CERT");
+  const sipTlsKey = readFile(env, "BRIDGELINE_SIP_TLS_KEY");
+  if ((sipTlsCert === null) !== (sipTlsKey === null)) {
+    throw new ConfigError(
+      sipTlsCert === null ? "BRIDGELINE_SIP_TLS_CERT" : "BRIDGELINE_SIP_TLS_KEY",
+      "BRIDGELINE_SIP_TLS_CERT and BRIDGELINE_SIP_TLS_KEY must be set together",
+    );
+  }
   const callerId = env.BRIDGELINE_CALLER_ID || "bridgeline";
   if (!/^\+?[A-Za-z0-9._-]+$/.test(callerId)) {
     throw new ConfigError("BRIDGELINE_CALLER_ID", `must be a number such as +16045550100, got "${callerId}"`);
@@ -192,8 +256,61 @@ function readSipConfig(env: Env): SipConfig {
     rtpPorts: readPortRange(env),
     ringTimeoutSeconds: readPositiveInteger(env, "BRIDGELINE_RING_TIMEOUT_SECONDS", 45),
     mediaTimeoutSeconds: readPositiveInteger(env, "BRIDGELINE_MEDIA_TIMEOUT_SECONDS", 30),
+    mediaThreads: readCount(env, "BRIDGELINE_MEDIA_THREADS", os.availableParallelism()),
     accessNumbers: readAccessNumbers(env),
+    tlsPort: readPort(env, "BRIDGELINE_SIP_TLS_PORT", null),
+    tlsCertFile: sipTlsCert,
+    tlsKeyFile: sipTlsKey,
+    tlsCaFile: readFile(env, "BRIDGELINE_SIP_TLS_CA"),
+    trusted: readTrusted(env),
+    untrusted: readUntrusted(env),
+    srtp: readSrtpPolicy(env, "BRIDGELINE_SRTP"),
+    dialInSrtp: readSrtpPolicy(env, "BRIDGELINE_DIAL_IN_SRTP"),
+    srtpKeysOverPlainSip: readBoolean(env, "BRIDGELINE_SRTP_KEYS_OVER_PLAIN_SIP", false),
   };
+}
+
+function readSrtpPolicy(env: Env, name: string): SrtpPolicy {
+  const raw = env[name] || "optional";
+  if (raw !== "off" && raw !== "optional" && raw !== "required")
+    throw new ConfigError(name, `must be off, optional or required, got "${raw}"`);
+  return raw;
+}
+
+function readBoolean(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (raw !== "true" && raw !== "false") throw new ConfigError(name, `must be true or false, got "${raw}"`);
+  return raw === "true";
+}
+
+/** BRIDGELINE_SIP_TRUSTED: comma-separated IPv4/IPv6 addresses and CIDRs, e.g. `203.0.113.0/24,2001:db8::1`. */
+function readTrusted(env: Env): string[] | null {
+  const raw = env.BRIDGELINE_SIP_TRUSTED;
+  if (raw === undefined || raw.trim() === "") return null;
+  return raw.split(",").map((entry) => {
+    const trimmed = entry.trim();
+    const [address = "", prefix, extra] = trimmed.split("/");
+    const family = isIP(address);
+    const maxPrefix = family === 6 ? 128 : 32;
+    if (
+      family === 0 ||
+      extra !== undefined ||
+      (prefix !== undefined && (!/^\d+$/.test(prefix) || Number(prefix) > maxPrefix))
+    )
+      throw new ConfigError(
+        "BRIDGELINE_SIP_TRUSTED",
+        `must be IP addresses or CIDRs such as 203.0.113.0/24, got "${trimmed}"`,
+      );
+    return trimmed;
+  });
+}
+
+function readUntrusted(env: Env): "refuse" | "drop" {
+  const raw = env.BRIDGELINE_SIP_UNTRUSTED || "refuse";
+  if (raw !== "refuse" && raw !== "drop")
+    throw new ConfigError("BRIDGELINE_SIP_UNTRUSTED", `must be refuse or drop, got "${raw}"`);
+  return raw;
 }
 
 const MAILBOX = /^[^\s@<>",;]+@[^\s@<>",;]+$/;
@@ -266,5 +383,14 @@ export function loadConfig(env: Env = process.env): Config {
     instanceId: env.BRIDGELINE_INSTANCE_ID || `${os.hostname()}:${dataDir}`,
     sip: readSipConfig(env),
     mail: readMailConfig(env),
+    conferences: {
+      emptyGraceSeconds: readPositiveInteger(env, "BRIDGELINE_EMPTY_GRACE_SECONDS", 120),
+      noShowMinutes: readPositiveInteger(env, "BRIDGELINE_NO_SHOW_MINUTES", 60),
+      maxParticipants: env.BRIDGELINE_MAX_PARTICIPANTS
+        ? readPositiveInteger(env, "BRIDGELINE_MAX_PARTICIPANTS", 0)
+        : null,
+      wrongPinLimit: readPositiveInteger(env, "BRIDGELINE_WRONG_PIN_LIMIT", 10),
+      wrongPinWindowMinutes: readPositiveInteger(env, "BRIDGELINE_WRONG_PIN_WINDOW_MINUTES", 15),
+    },
   };
 }

@@ -4,15 +4,17 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import type { DestinationStream } from "pino";
 import { buildApi } from "./api/server.js";
+import { ConferenceRuntime } from "./conference/conference-runtime.js";
+import { conferenceStore } from "./conference/store.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { createLogger } from "./log.js";
 import { fileDelivery, smtpDelivery } from "./notify/delivery.js";
 import { NotificationWorker } from "./notify/notification-worker.js";
 import { Scheduler } from "./scheduler/scheduler.js";
 import { openStore } from "./store/database.js";
-import { ConferenceRuntime } from "./telephony/conference/conference-runtime.js";
+import { speak } from "./telephony/media/speech.js";
 import { Telephony } from "./telephony/telephony.js";
-import { loadTlsMaterial } from "./tls.js";
+import { loadSipTlsMaterial, loadTlsMaterial, type TlsMaterial } from "./tls.js";
 
 export interface RunningService {
   httpsPort: number;
@@ -24,16 +26,30 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
+export interface ServiceOptions {
+  /** Lets a room's mix be made to fail on purpose (tests of fault isolation). */
+  readonly allowMediaFaultInjection?: boolean;
+}
+
 /** Wires the store, the API and the listeners; the one place that knows them all. */
 export async function startService(
   config: Config,
   logDestination?: DestinationStream,
+  options: ServiceOptions = {},
 ): Promise<RunningService> {
   const logger = createLogger(config.logLevel, logDestination);
   const store = await openStore(config, (error) =>
     logger.warn({ err: error }, "idle database connection failed; the pool replaces it"),
   );
-  const tls = await loadTlsMaterial(config);
+  let tls: TlsMaterial;
+  let sipTls: ReturnType<typeof loadSipTlsMaterial>;
+  try {
+    tls = await loadTlsMaterial(config);
+    sipTls = loadSipTlsMaterial(config, tls);
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
   const sip = config.sip;
   let telephony: Telephony;
   try {
@@ -49,6 +65,13 @@ export async function startService(
       rtpPorts: sip.rtpPorts,
       ringTimeoutMs: sip.ringTimeoutSeconds * 1000,
       mediaTimeoutMs: sip.mediaTimeoutSeconds * 1000,
+      mediaThreads: sip.mediaThreads,
+      allowMediaFaultInjection: options.allowMediaFaultInjection,
+      tls: { port: sip.tlsPort ?? (sip.port === 0 ? 0 : sip.port + 1), ...sipTls.material },
+      tlsCa: sipTls.ca,
+      trustedSources: sip.trusted,
+      untrustedRequests: sip.untrusted,
+      srtp: { placed: sip.srtp, dialIn: sip.dialInSrtp, keysOverPlainSignalling: sip.srtpKeysOverPlainSip },
       logger: logger.child({ component: "telephony" }),
     });
   } catch (error) {
@@ -59,17 +82,31 @@ export async function startService(
     logger.warn("no SIP trunk configured (BRIDGELINE_SIP_TRUNK): calls cannot be placed");
   }
   const conferences = new ConferenceRuntime({
-    telephony,
-    store,
+    telephone: telephony,
+    store: conferenceStore(store),
+    speak,
     dataDir: config.dataDir,
     accessNumbers: sip.accessNumbers,
+    emptyPeriods: {
+      emptyGraceMs: config.conferences.emptyGraceSeconds * 1000,
+      noShowMs: config.conferences.noShowMinutes * 60_000,
+    },
+    pinFailures: {
+      limit: config.conferences.wrongPinLimit,
+      windowMs: config.conferences.wrongPinWindowMinutes * 60_000,
+    },
     logger: logger.child({ component: "conferences" }),
   });
   const scheduler = new Scheduler({
     store,
     runner: config.instanceId,
     logger: logger.child({ component: "scheduler" }),
-    startConference: (conference) => conferences.run(conference),
+    sipUri: telephony.sipUri,
+    room: () => {
+      const limit = config.conferences.maxParticipants;
+      return limit === null ? null : limit - conferences.participants;
+    },
+    startConference: (conference, attendees) => conferences.run(conference, attendees),
   });
   const mail = config.mail;
   const notifications = new NotificationWorker({
@@ -118,7 +155,14 @@ export async function startService(
     await notifications.start();
     const sipPort = telephony.sipPort;
     logger.info(
-      { httpsPort, httpPort, sipPort, store: store.dialect, dataDir: config.dataDir },
+      {
+        httpsPort,
+        httpPort,
+        sipPort,
+        sipTlsPort: telephony.sipTlsPort,
+        store: store.dialect,
+        dataDir: config.dataDir,
+      },
       "bridgeline started",
     );
     return {
@@ -177,4 +221,21 @@ export async function runFromEnvironment(): Promise<void> {
   };
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGTERM", () => stop("SIGTERM"));
+  // A promise nobody awaited that failed: the operation it belonged to is lost, the rest is sound.
+  process.on("unhandledRejection", (reason) => {
+    process.stderr.write(
+      `bridgeline: an operation failed and nothing handled it (the service goes on): ${reason instanceof Error ? (reason.stack ?? reason.message) : String(reason)}\n`,
+    );
+  });
+  // An exception thrown out of the main thread's own code leaves its state unknown: stop cleanly,
+  // hanging up the calls, and exit non-zero so a supervisor restarts it. (Media faults never reach
+  // here: a room's or a media thread's failure ends only what it ran.)
+  process.on("uncaughtException", (error) => {
+    process.stderr.write(`bridgeline: fatal error, stopping: ${error.stack ?? error.message}\n`);
+    if (stopping) process.exit(1);
+    stopping = true;
+    const forced = setTimeout(() => process.exit(1), 10_000);
+    forced.unref();
+    service.close().finally(() => process.exit(1));
+  });
 }

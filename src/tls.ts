@@ -47,6 +47,22 @@ export async function loadTlsMaterial(config: Config): Promise<TlsMaterial> {
   return { cert: generated.cert, key: generated.private };
 }
 
+/** SIP over TLS: its own pair when configured, else the HTTPS one; and the CAs trunks must chain to. */
+export function loadSipTlsMaterial(
+  config: Config,
+  https: TlsMaterial,
+): { material: TlsMaterial; ca: string | undefined } {
+  const { tlsCertFile, tlsKeyFile, tlsCaFile } = config.sip;
+  const material =
+    tlsCertFile !== null && tlsKeyFile !== null
+      ? {
+          cert: readRequired(tlsCertFile, "BRIDGELINE_SIP_TLS_CERT"),
+          key: readRequired(tlsKeyFile, "BRIDGELINE_SIP_TLS_KEY"),
+        }
+      : https;
+  return { material, ca: tlsCaFile === null ? undefined : readRequired(tlsCaFile, "BRIDGELINE_SIP_TLS_CA") };
+}
+
 function readRequired(file: string, variable: string): string {
   try {
     return fs.readFileSync(file, "utf8");

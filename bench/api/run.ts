@@ -14,7 +14,7 @@ import { type ChildProcess, fork } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import autocannon from "autocannon";
 import Fastify from "fastify";
 import pg from "pg";
@@ -25,14 +25,15 @@ import { signupXml } from "../../test/helpers/service.js";
 
 const CONNECTIONS = 100;
 const WARMUP_SECONDS = 2;
-const LOAD_GENERATOR_ARG = "--load-generator";
+/** Forking this file with this argument makes the child a load generator (see `runInLoadGenerator`). */
+export const LOAD_GENERATOR_ARG = "--load-generator";
 const TARGET_CEILING_RATIO = 0.5;
 const TARGET_P99_MS = 20;
 /** The POST scenario gets conferences for this many times the GET conference rate. */
 const POST_CAPACITY_MARGIN = 2;
 
 /** One scenario, as sent to the load generator. */
-interface LoadJob {
+export interface LoadJob {
   url: string;
   method: "GET" | "POST";
   headers: Record<string, string>;
@@ -42,7 +43,7 @@ interface LoadJob {
   cycle?: { paths: string[]; requestsPerPath: number };
 }
 
-interface LoadOutcome {
+export interface LoadOutcome {
   requestsPerSecond: number;
   p50Ms: number;
   p99Ms: number;
@@ -53,6 +54,9 @@ interface LoadOutcome {
   statusCodes: Record<string, number>;
   /** True when the POST scenario issued more requests than its conferences can hold. */
   cycleExhausted: boolean;
+  /** When the measured run (after the warm-up) started and finished, in epoch milliseconds. */
+  measuredFrom: number;
+  measuredTo: number;
 }
 
 interface ScenarioResult extends LoadOutcome {
@@ -108,6 +112,8 @@ async function runLoadJob(job: LoadJob): Promise<LoadOutcome> {
     errors: warmup.errors + measured.errors,
     statusCodes,
     cycleExhausted: job.cycle !== undefined && built > capacity,
+    measuredFrom: new Date(measured.start).getTime(),
+    measuredTo: new Date(measured.finish).getTime(),
   };
 }
 
@@ -123,8 +129,8 @@ function serveLoadJobs(): void {
   });
 }
 
-/** Sends one job to the child and waits for its outcome. */
-function runInLoadGenerator(child: ChildProcess, job: LoadJob): Promise<LoadOutcome> {
+/** Sends one job to the child (this file forked with LOAD_GENERATOR_ARG) and waits for its outcome. */
+export function runInLoadGenerator(child: ChildProcess, job: LoadJob): Promise<LoadOutcome> {
   return new Promise((resolve, reject) => {
     const onExit = (code: number | null) => reject(new Error(`load generator exited with ${code}`));
     child.once("exit", onExit);
@@ -383,8 +389,9 @@ async function createBenchDatabase(): Promise<{ url: string; drop(): Promise<voi
   return { url: url.toString(), drop: () => admin(`drop database if exists ${name} with (force)`) };
 }
 
+// bench/media/room.ts imports the load generator's helpers: the benchmark runs only as the entry point.
 if (process.argv.includes(LOAD_GENERATOR_ARG)) {
   serveLoadJobs();
-} else {
+} else if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   await main();
 }

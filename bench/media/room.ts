@@ -1,17 +1,28 @@
 /**
  * End-to-end conference media: `node --import tsx bench/media/room.ts`. For each participant count
  * (BENCH_PARTICIPANTS, default "100,200,300,500") the real service runs in a child process of its own
- * (so CPU and resident memory are its alone) and holds that many calls in conferences of 10, placed
- * through the dial plan to SIPp trunks that answer and echo every RTP packet back (-rtp_echo,
- * test/fixtures/sipp/bench-leg.xml), a continuous stream both ways through G.711, the jitter buffer
- * and the mixer. Once every call is answered and has run for a warm-up, it measures for
+ * (so CPU and resident memory are its alone, its media threads included) and holds that many calls in
+ * conferences of 10 that dial direct (no press-1 greeting: SIPp presses nothing), placed through the
+ * dial plan to SIPp trunks that answer and echo every RTP packet back (-rtp_echo,
+ * test/fixtures/sipp/bench-leg.xml), a continuous stream both ways through G.711, the jitter buffer and
+ * the mixer. Once the API shows every attendee connected and a warm-up has passed, it measures for
  * BENCH_SECONDS (default 20), then closes the service, which hangs every call up.
  *
- * Each row: CPU of the service process, of the SIPp trunks and of everything else on the machine
- * (each in percent of one core), resident memory, the conference clock's tick lateness over the
- * window, skipped ticks, frames the mixer owed but did not send, RTP received and lost on our side,
- * and the kernel's UDP receive drops at our sockets and machine-wide. The run is invalid (exit
- * status 1) when a call failed or dropped, or a SIPp trunk saw a call leave its script.
+ * BENCH_MEDIA_THREADS sets the service's `sip.mediaThreads` (default: the service's own default, one
+ * per core; 0 runs the media on the main thread). BENCH_API_LOAD=1 runs the API benchmark's GET
+ * conference load (autocannon, 100 connections, flat out, in a process of its own: bench/api/run.ts)
+ * through the whole window, and reports its rate and p99 beside the media figures.
+ *
+ * Each row: CPU of the service process, of the SIPp trunks, of the API load generator and of
+ * everything else on the machine (each in percent of one core), resident memory, the media threads'
+ * tick lateness over the window (the worst thread's), skipped ticks, frames the mixes owed but did not
+ * send, RTP received, lost, late and concealed on our side, all read through the public
+ * `telephony.media.stats()`; the kernel's UDP receive drops at our sockets and machine-wide, and how
+ * many attendees the API showed connected at the window's start and end. The run is invalid (exit
+ * status 1) unless every leg was in its room for the whole window: every attendee `connected` and
+ * every conference `started` (through the API) right before the window and right after it; when a
+ * SIPp trunk saw a call leave its script; and, with the API load, when the API answered anything but
+ * 2xx, a request failed, or the load did not cover the window.
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { once } from "node:events";
@@ -21,17 +32,21 @@ import path from "node:path";
 import { Writable } from "node:stream";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
+import { XMLParser } from "fast-xml-parser";
 import { loadConfig } from "../../src/config.js";
 import { startService } from "../../src/main.js";
-import type { Call } from "../../src/telephony/call.js";
-import { ConferenceRoom } from "../../src/telephony/conference/conference-room.js";
-import { LATENESS_WINDOW } from "../../src/telephony/media/media-clock.js";
-import type { PlaceCallOptions } from "../../src/telephony/telephony.js";
+import type { MediaPlaneStats } from "../../src/telephony/media/plane/media-plane.js";
+import type { StreamStats } from "../../src/telephony/media/plane/protocol.js";
 import { signupXml } from "../../test/helpers/service.js";
 import { Sipp } from "../../test/helpers/sipp.js";
+import { LOAD_GENERATOR_ARG, type LoadOutcome, runInLoadGenerator } from "../api/run.js";
 
 const PARTICIPANTS = (process.env.BENCH_PARTICIPANTS ?? "100,200,300,500").split(",").map(Number);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
+/** The service's media threads: BENCH_MEDIA_THREADS, read the way the service reads its own setting. */
+const MEDIA_THREADS = loadConfig({ BRIDGELINE_MEDIA_THREADS: process.env.BENCH_MEDIA_THREADS }).sip
+  .mediaThreads;
+const API_LOAD = process.env.BENCH_API_LOAD === "1";
 const ROOM_SIZE = 10;
 /** Legs per SIPp process: one process echoes all its calls' RTP on one port, in one thread. */
 const LEGS_PER_SIPP = 100;
@@ -41,37 +56,55 @@ const MAX_PARTICIPANTS = 10 * LEGS_PER_SIPP;
 const CONFERENCES_PER_SECOND = 20;
 const WARM_UP_MS = 2000;
 const ANSWER_TIMEOUT_MS = 60_000;
-const TICK_MS = 20;
+/** How often the API is asked whether every attendee is connected yet. */
+const ANSWER_POLL_MS = 1000;
 const TARGET_P99_MS = 5;
+/** The media threads keep lateness for their last 3000 ticks (60 s) since the last reset. */
+const LATENESS_SPAN_SECONDS = 60;
+/**
+ * The API load's measured run starts after its own 2 s warm-up (during ours) and this margin, and runs
+ * this much longer than the window, to cover the API checks around it; its timestamps must cover it.
+ */
+const API_LOAD_LEAD_MS = 1500;
+const API_LOAD_EXTRA_SECONDS = 5;
 const CHILD_ENV = "BENCH_ROOM_PARTICIPANTS";
 /** The service's RTP ports; the SIPp helper takes its ports from 30000 up. */
 const RTP_PORTS = { min: 20000, max: 29999 };
 
+/** The API load over the window, as the load generator measured it. */
+interface ApiLoad extends LoadOutcome {
+  /** The load generator's CPU over the media window, in percent of one core. */
+  cpuPercent: number;
+  /** Whether its measured run covered the media window. */
+  coveredWindow: boolean;
+}
+
 /** What the child measured over the window, sent to the parent. */
-interface Measurement {
+interface Measurement extends Omit<MediaFigures, "notes"> {
   participants: number;
+  /** `sip.mediaThreads` as configured (0: media on the main thread). */
+  mediaThreads: number;
+  /** Attendees the API showed connected when the wait for them ended. */
   answered: number;
-  /** Calls that failed or ended before the window closed. */
-  dropped: string[];
-  ticks: number;
+  /** Attendees the API showed `connected`, in conferences it showed `started`, right before the window. */
+  connectedAtStart: number;
+  /** The same right after the window. */
+  connectedAtEnd: number;
+  /** Why not every leg was connected at the window's start or end (the first few). */
+  notConnected: string[];
+  /** Anything odd in the media figures (a thread replaced, legs changing), reported, not judged. */
+  mediaNotes: string[];
   cpuPercent: number;
   /** The SIPp trunks' CPU, in percent of one core. */
   sippCpuPercent: number;
   /** Every other process on the machine (other work), in percent of one core. */
   othersCpuPercent: number;
   rssMb: number;
-  lateP50: number;
-  lateP99: number;
-  lateMax: number;
-  skipped: number;
-  framesNotSent: number;
-  packetsSent: number;
-  packetsReceived: number;
-  packetsLost: number;
   /** Datagrams the kernel dropped at the service's own SIP and RTP sockets. */
   udpDropsOurs: number;
   /** The same, machine-wide (SIPp's sockets and anyone else's included). */
   udpReceiveBufferDrops: number;
+  apiLoad: ApiLoad | null;
   warnings: string[];
 }
 
@@ -79,10 +112,6 @@ interface Row extends Measurement {
   sippProcesses: number;
   /** SIPp exit codes that were not 0 (a call left the script), or a note when it had to be killed. */
   sippFailures: string[];
-}
-
-function percentile(sorted: Float64Array, fraction: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(fraction * sorted.length))] ?? Number.NaN;
 }
 
 /** Busy and total jiffies of all CPUs, from the first line of /proc/stat. */
@@ -95,21 +124,34 @@ function machineJiffies(): { busy: number; total: number } {
   return { busy: total - (values[3] ?? 0) - (values[4] ?? 0), total };
 }
 
+/** The fields of /proc/<pid>/stat after the command name, starting with state, ppid; null once gone. */
+function procStat(pid: number | string): { command: string; fields: string[] } | null {
+  let stat: string;
+  try {
+    stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return null;
+  }
+  return {
+    command: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")),
+    fields: stat.slice(stat.lastIndexOf(")") + 2).split(" "),
+  };
+}
+
+/** CPU jiffies (user + system) of one process. */
+function processJiffies(pid: number): number {
+  const stat = procStat(pid);
+  return stat === null ? 0 : Number(stat.fields[11]) + Number(stat.fields[12]);
+}
+
 /** CPU jiffies (user + system) of the SIPp processes started by `parent`, from /proc/<pid>/stat. */
 function sippJiffies(parent: number): number {
   let jiffies = 0;
   for (const entry of fs.readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
-    let stat: string;
-    try {
-      stat = fs.readFileSync(`/proc/${entry}/stat`, "utf8");
-    } catch {
-      continue;
-    }
-    // The command name is in parentheses; the fields after it start with state, ppid.
-    if (!stat.includes("(sipp)")) continue;
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    if (Number(fields[1]) === parent) jiffies += Number(fields[11]) + Number(fields[12]);
+    const stat = procStat(entry);
+    if (stat?.command === "sipp" && Number(stat.fields[1]) === parent)
+      jiffies += Number(stat.fields[11]) + Number(stat.fields[12]);
   }
   return jiffies;
 }
@@ -138,24 +180,6 @@ function udpDropsAt(ours: (port: number) => boolean): number {
 
 // ---- Child: the service under load ----
 
-interface RtpTotals {
-  sent: number;
-  received: number;
-  lost: number;
-}
-
-function rtpTotals(calls: readonly Call[]): RtpTotals {
-  const totals = { sent: 0, received: 0, lost: 0 };
-  for (const call of calls) {
-    const stats = call.stats();
-    if (stats === null) continue;
-    totals.sent += stats.packetsSent;
-    totals.received += stats.packetsReceived;
-    totals.lost += stats.packetsLost;
-  }
-  return totals;
-}
-
 /** A small client for the service's plain-HTTP API, as the conference owner. */
 class Api {
   authorization = "";
@@ -177,6 +201,15 @@ class Api {
     return response;
   }
 
+  async get(urlPath: string): Promise<string> {
+    const response = await fetch(`${this.baseUrl}${urlPath}`, {
+      headers: { accept: "application/xml", authorization: this.authorization },
+    });
+    const body = await response.text();
+    if (response.status !== 200) throw new Error(`GET ${urlPath} answered ${response.status}: ${body}`);
+    return body;
+  }
+
   async create(urlPath: string, body: string): Promise<string> {
     const response = await this.send("POST", urlPath, body, 201);
     await response.arrayBuffer();
@@ -184,10 +217,154 @@ class Api {
   }
 }
 
+const xmlParser = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "@_", parseTagValue: false });
+
+/** An element's text, whether the parser gave it as a string or as an element with attributes. */
+function textOf(element: unknown): string | undefined {
+  if (typeof element === "string") return element;
+  if (typeof element !== "object" || element === null) return undefined;
+  const node = element as Record<string, unknown>;
+  return node["@_nil"] === "true" ? undefined : String(node["#text"] ?? "");
+}
+
+interface RoomCheck {
+  /** Attendees `connected` in a conference that is `started`. */
+  connected: number;
+  /** Every attendee not connected, and every conference not started. */
+  problems: string[];
+}
+
+/**
+ * Whether every leg is in its room, as the public API shows it: each conference `started` and each of
+ * its attendees `connected` (GET the conference, GET its attendees).
+ */
+async function checkRooms(api: Api, conferencePaths: readonly string[]): Promise<RoomCheck> {
+  const rooms = await Promise.all(
+    conferencePaths.map(async (conferencePath) => {
+      const [conference, attendees] = await Promise.all([
+        api.get(conferencePath),
+        api.get(`${conferencePath}/attendees`),
+      ]);
+      const conferenceState = textOf(
+        (xmlParser.parse(conference) as { conference?: { state?: unknown } }).conference?.state,
+      );
+      const list = (xmlParser.parse(attendees) as { attendees?: { attendee?: unknown } }).attendees?.attendee;
+      const items = ([] as unknown[]).concat(list ?? []) as {
+        state?: unknown;
+        "phone-number-subscriber-number"?: unknown;
+      }[];
+      const problems: string[] = [];
+      if (conferenceState !== "started")
+        problems.push(`${conferencePath} is ${conferenceState}, not started`);
+      let connected = 0;
+      for (const attendee of items) {
+        const state = textOf(attendee.state);
+        if (state === "connected") connected++;
+        else
+          problems.push(
+            `${conferencePath}: attendee ${textOf(attendee["phone-number-subscriber-number"])} is ${state}`,
+          );
+      }
+      return { connected: conferenceState === "started" ? connected : 0, problems };
+    }),
+  );
+  return {
+    connected: rooms.reduce((sum, room) => sum + room.connected, 0),
+    problems: rooms.flatMap((room) => room.problems),
+  };
+}
+
 function attendeeNumber(participant: number): string {
   const trunk = Math.floor(participant / LEGS_PER_SIPP);
   const line = participant % LEGS_PER_SIPP;
   return `+1 604 555 ${trunk}${String(line).padStart(3, "0")}`;
+}
+
+/** What the media threads did between two readings of `telephony.media.stats()`. */
+interface MediaFigures {
+  /** Ticks run over the window, summed over threads. */
+  ticks: number;
+  skipped: number;
+  lateP50: number;
+  lateP99: number;
+  lateMax: number;
+  framesNotSent: number;
+  packetsSent: number;
+  packetsReceived: number;
+  packetsLost: number;
+  packetsLate: number;
+  framesConcealed: number;
+  notes: string[];
+}
+
+type Counter = "packetsSent" | "packetsReceived" | "packetsLost" | "packetsLate" | "framesConcealed";
+const COUNTERS: Counter[] = [
+  "packetsSent",
+  "packetsReceived",
+  "packetsLost",
+  "packetsLate",
+  "framesConcealed",
+];
+
+/**
+ * Differences of the media threads' counters from `before` (read with `resetLateness`) to `after`;
+ * lateness is the worst thread's (highest p99) since the reset. A thread's frames not sent are its
+ * legs × its due ticks (run or skipped) less the packets its streams sent: every stream here is in a
+ * mix (direct dial, no greeting), which the notes check.
+ */
+function mediaFigures(before: MediaPlaneStats, after: MediaPlaneStats): MediaFigures {
+  const figures: MediaFigures = {
+    ticks: 0,
+    skipped: 0,
+    lateP50: 0,
+    lateP99: -1,
+    lateMax: 0,
+    framesNotSent: 0,
+    packetsSent: 0,
+    packetsReceived: 0,
+    packetsLost: 0,
+    packetsLate: 0,
+    framesConcealed: 0,
+    notes: [],
+  };
+  for (const [index, end] of after.threads.entries()) {
+    const start = before.threads[index];
+    if (start === undefined || end.ticks < start.ticks) {
+      figures.notes.push(`media thread ${index} was replaced during the window`);
+      continue;
+    }
+    const ticks = end.ticks - start.ticks;
+    const skipped = end.skippedTicks - start.skippedTicks;
+    figures.ticks += ticks;
+    figures.skipped += skipped;
+    if (end.lateness.p99 > figures.lateP99) {
+      figures.lateP50 = end.lateness.p50;
+      figures.lateP99 = end.lateness.p99;
+      figures.lateMax = end.lateness.max;
+    }
+    if (start.legs !== end.legs || start.mixes !== end.mixes) {
+      figures.notes.push(
+        `media thread ${index}: ${start.legs} legs in ${start.mixes} mixes at the window's start, ${end.legs} in ${end.mixes} at its end`,
+      );
+    }
+    if (end.streams.length !== end.legs) {
+      figures.notes.push(`media thread ${index}: ${end.streams.length} streams but ${end.legs} in a mix`);
+    }
+    const startStreams = new Map<number, StreamStats>(
+      start.streams.map((stream) => [stream.streamId, stream]),
+    );
+    let sent = 0;
+    for (const stream of end.streams) {
+      const earlier = startStreams.get(stream.streamId);
+      for (const counter of COUNTERS) {
+        const delta = stream[counter] - (earlier?.[counter] ?? 0);
+        figures[counter] += delta;
+        if (counter === "packetsSent") sent += delta;
+      }
+    }
+    figures.framesNotSent += end.legs * (ticks + skipped) - sent;
+  }
+  return figures;
 }
 
 async function measure(
@@ -203,6 +380,10 @@ async function measure(
       done();
     },
   });
+  // Started first, so that its own start-up (loading the TypeScript) is over before anything is measured.
+  const loadGenerator = API_LOAD
+    ? fork(fileURLToPath(new URL("../api/run.ts", import.meta.url)), [LOAD_GENERATOR_ARG])
+    : undefined;
   const service = await startService(
     {
       ...loadConfig({}),
@@ -220,59 +401,15 @@ async function measure(
         callerId: "+16045550000",
         routes,
         rtpPorts: RTP_PORTS,
+        mediaThreads: MEDIA_THREADS,
       },
     },
     logStream,
   );
   try {
-    const { telephony, conferences } = service;
-    const clock = conferences.clock;
-
-    // Telephony does not expose its calls: keep those the rooms place, for their RTP statistics.
-    const calls: Call[] = [];
-    const dropped: string[] = [];
-    let answered = 0;
-    let allAnswered: () => void = () => {};
-    const everyoneAnswered = new Promise<void>((resolve) => {
-      allAnswered = resolve;
-    });
-    const placeCall = telephony.placeCall.bind(telephony);
-    telephony.placeCall = (number: string, options?: PlaceCallOptions) => {
-      const call = placeCall(number, options);
-      calls.push(call);
-      call.on("answered", () => {
-        answered++;
-        if (answered === participants) allAnswered();
-      });
-      call.on("failed", (failure) => dropped.push(`${number} failed: ${failure.status} ${failure.reason}`));
-      call.on("ended", (end) => dropped.push(`${number} ended by ${end.by}: ${end.reason}`));
-      return call;
-    };
-
-    // The clock keeps lateness for its last LATENESS_WINDOW ticks, call setup included, and cannot be reset:
-    // the window's own lateness is taken the way the clock takes it (time of the tick's first room
-    // against its due time, start + n × 20 ms), and checked against the clock's figures at the end.
-    let clockOrigin = 0;
-    const startClock = clock.start.bind(clock);
-    clock.start = () => {
-      if (!clock.running) clockOrigin = performance.now();
-      startClock();
-    };
-    const lateness = new Float64Array(Math.ceil(((SECONDS * 1000 + ANSWER_TIMEOUT_MS) * 2) / TICK_MS));
-    let recorded = 0;
-    let lastTick = -1;
-    const roomTick = ConferenceRoom.prototype.tick;
-    ConferenceRoom.prototype.tick = function (this: ConferenceRoom) {
-      // Within one run of the clock, ticks + skipped is the number of the tick running now.
-      const tick = clock.ticks + clock.skipped;
-      if (tick !== lastTick && recorded < lateness.length) {
-        lastTick = tick;
-        lateness[recorded++] = performance.now() - (clockOrigin + tick * TICK_MS);
-      }
-      roomTick.call(this);
-    };
-
-    const api = new Api(`http://127.0.0.1:${service.httpPort}`);
+    const { telephony } = service;
+    const baseUrl = `http://127.0.0.1:${service.httpPort}`;
+    const api = new Api(baseUrl);
     const email = "bench-room@example.com";
     const password = "bench password";
     const ownerPath = await api.create("/users", signupXml(email, password));
@@ -285,6 +422,7 @@ async function measure(
         `${ownerPath}/conferences`,
         `<conference><name>Bench ${room}</name><scheduled-to-start-at>${startsAt}</scheduled-to-start-at>
           <no-moderator type="boolean">true</no-moderator>
+          <direct-dial type="boolean">true</direct-dial>
           <announce-attendees type="boolean">false</announce-attendees></conference>`,
       );
       const first = room * ROOM_SIZE;
@@ -308,77 +446,106 @@ async function measure(
       await response.arrayBuffer();
       await sleep(1000 / CONFERENCES_PER_SECOND);
     }
-    await Promise.race([
-      everyoneAnswered,
-      new Promise((resolve) => setTimeout(resolve, ANSWER_TIMEOUT_MS).unref()),
-    ]);
-    await sleep(WARM_UP_MS);
+    // Every call answered and in its room, as the API shows it.
+    const answerDeadline = performance.now() + ANSWER_TIMEOUT_MS;
+    let answered = (await checkRooms(api, conferencePaths)).connected;
+    while (answered < participants && performance.now() < answerDeadline) {
+      await sleep(ANSWER_POLL_MS);
+      answered = (await checkRooms(api, conferencePaths)).connected;
+    }
 
-    const windowStart = recorded;
-    const ticksBefore = clock.ticks;
-    const skippedBefore = clock.skipped;
-    const rtpBefore = rtpTotals(calls);
+    // The API load: its own 2 s warm-up runs during ours, its measured run covers the window.
+    let apiLoadOutcome: Promise<LoadOutcome> | undefined;
+    if (loadGenerator !== undefined) {
+      apiLoadOutcome = runInLoadGenerator(loadGenerator, {
+        url: `${baseUrl}${conferencePaths[0]}`,
+        method: "GET",
+        headers: { accept: "application/xml", authorization: api.authorization },
+        durationSeconds: SECONDS + API_LOAD_EXTRA_SECONDS,
+      });
+      // Caught here, reported below: a failed load must not leave the rejection unhandled meanwhile.
+      apiLoadOutcome.catch(() => undefined);
+    }
+    await sleep(WARM_UP_MS + (loadGenerator === undefined ? 0 : API_LOAD_LEAD_MS));
+
+    // Every leg must be in its room for the whole window: checked through the API right before it
+    // starts and right after it ends (outside the measured span).
+    const atStart = await checkRooms(api, conferencePaths);
+    const mediaBefore = await telephony.media.stats({ resetLateness: true });
     const isOurs = (port: number) =>
       port === service.sipPort || (port >= RTP_PORTS.min && port <= RTP_PORTS.max);
     const ourDropsBefore = udpDropsAt(isOurs);
     const udpDropsBefore = udpReceiveBufferErrors();
     const machineBefore = machineJiffies();
     const sippBefore = sippJiffies(process.ppid);
+    const loadBefore = loadGenerator?.pid === undefined ? 0 : processJiffies(loadGenerator.pid);
     const cpuBefore = process.cpuUsage();
+    const windowFrom = Date.now();
     const wallBefore = performance.now();
     await sleep(SECONDS * 1000);
+    // process.cpuUsage() counts every thread of the process, the media threads included.
     const cpu = process.cpuUsage(cpuBefore);
     const wallMs = performance.now() - wallBefore;
+    const windowTo = Date.now();
     const machine = machineJiffies();
     const sipp = sippJiffies(process.ppid) - sippBefore;
+    const load = loadGenerator?.pid === undefined ? 0 : processJiffies(loadGenerator.pid) - loadBefore;
     const udpDrops = udpReceiveBufferErrors() - udpDropsBefore;
     const ourDrops = udpDropsAt(isOurs) - ourDropsBefore;
-    const rtp = rtpTotals(calls);
-    const ticks = clock.ticks - ticksBefore;
-    const skipped = clock.skipped - skippedBefore;
-    const windowEnd = recorded;
+    const mediaAfter = await telephony.media.stats();
     const rssMb = process.memoryUsage().rss / 2 ** 20;
-    const activeCalls = telephony.activeCalls;
+    const atEnd = await checkRooms(api, conferencePaths);
+    const notConnected = [
+      ...(atStart.connected === participants
+        ? []
+        : [
+            `window start: ${atStart.connected} of ${participants} connected`,
+            ...atStart.problems.slice(0, 5),
+          ]),
+      ...(atEnd.connected === participants
+        ? []
+        : [`window end: ${atEnd.connected} of ${participants} connected`, ...atEnd.problems.slice(0, 5)]),
+    ];
 
-    if (recorded === lateness.length) throw new Error("more ticks than the lateness record holds");
-    // The reconstruction must agree with the clock over the clock's own span (its last ticks).
-    const clockFigures = clock.latenessPercentiles();
-    const clockSpan = lateness.slice(Math.max(0, recorded - LATENESS_WINDOW), recorded).sort();
-    if (Math.abs(percentile(clockSpan, 0.99) - clockFigures.p99) > 0.5) {
-      throw new Error(
-        `tick lateness as measured (p99 ${percentile(clockSpan, 0.99).toFixed(2)} ms) disagrees with the clock's (${clockFigures.p99.toFixed(2)} ms)`,
-      );
-    }
-    const window = lateness.slice(windowStart, windowEnd).sort();
-    const sent = rtp.sent - rtpBefore.sent;
     // Jiffies of one core over the window: all CPUs' jiffies shared out.
     const coreJiffies = (machine.total - machineBefore.total) / os.cpus().length;
     const cpuPercent = ((cpu.user + cpu.system) / 1000 / wallMs) * 100;
     const sippCpuPercent = (sipp / coreJiffies) * 100;
+    const loadCpuPercent = (load / coreJiffies) * 100;
     const machineCpuPercent = ((machine.busy - machineBefore.busy) / coreJiffies) * 100;
+    let apiLoad: ApiLoad | null = null;
+    if (apiLoadOutcome !== undefined) {
+      const outcome = await apiLoadOutcome;
+      apiLoad = {
+        ...outcome,
+        cpuPercent: loadCpuPercent,
+        coveredWindow: outcome.measuredFrom <= windowFrom && outcome.measuredTo >= windowTo,
+      };
+    }
+    const { notes, ...media } = mediaFigures(mediaBefore, mediaAfter);
+    if (SECONDS > LATENESS_SPAN_SECONDS) {
+      notes.push(`lateness covers the window's last ${LATENESS_SPAN_SECONDS} s only`);
+    }
     return {
       participants,
+      mediaThreads: MEDIA_THREADS,
       answered,
-      dropped: dropped.slice(0, 10),
-      ticks,
+      connectedAtStart: atStart.connected,
+      connectedAtEnd: atEnd.connected,
+      notConnected,
+      mediaNotes: notes,
+      ...media,
       cpuPercent,
       sippCpuPercent,
-      othersCpuPercent: Math.max(0, machineCpuPercent - cpuPercent - sippCpuPercent),
+      othersCpuPercent: Math.max(0, machineCpuPercent - cpuPercent - sippCpuPercent - loadCpuPercent),
       rssMb,
-      lateP50: percentile(window, 0.5),
-      lateP99: percentile(window, 0.99),
-      lateMax: window[window.length - 1] ?? Number.NaN,
-      skipped,
-      // Every answered call is owed one frame per due tick, run or skipped.
-      framesNotSent: activeCalls * (ticks + skipped) - sent,
-      packetsSent: sent,
-      packetsReceived: rtp.received - rtpBefore.received,
-      packetsLost: rtp.lost - rtpBefore.lost,
       udpDropsOurs: ourDrops,
       udpReceiveBufferDrops: udpDrops,
+      apiLoad,
       warnings,
     };
   } finally {
+    loadGenerator?.kill();
     await service.close();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
@@ -433,10 +600,29 @@ async function runOne(participants: number): Promise<Row> {
   }
 }
 
+/** Why the run is not valid (empty when it is): what failed, whatever the figures. */
+function problemsOf(row: Row): string[] {
+  const load = row.apiLoad;
+  return [
+    ...(row.answered === row.participants
+      ? []
+      : [
+          `only ${row.answered} of ${row.participants} attendees connected within ${ANSWER_TIMEOUT_MS / 1000} s`,
+        ]),
+    ...row.notConnected,
+    ...row.sippFailures,
+    ...(load === null || (load.non2xx === 0 && load.errors === 0)
+      ? []
+      : [
+          `the API answered ${load.non2xx} non-2xx and had ${load.errors} errors under load (status codes ${JSON.stringify(load.statusCodes)})`,
+        ]),
+    ...(load === null || load.coveredWindow ? [] : ["the API load did not cover the whole window"]),
+  ];
+}
+
 function holds(row: Row): boolean {
   return (
-    row.answered === row.participants &&
-    row.dropped.length === 0 &&
+    problemsOf(row).length === 0 &&
     row.lateP99 < TARGET_P99_MS &&
     row.skipped === 0 &&
     row.framesNotSent === 0 &&
@@ -445,13 +631,18 @@ function holds(row: Row): boolean {
 }
 
 function table(rows: Row[]): string {
+  const withLoad = rows.some((row) => row.apiLoad !== null);
   const header = [
     "participants",
+    "media threads",
     "SIPp",
     "answered",
+    "connected start",
+    "connected end",
     "ticks",
     "CPU %",
     "SIPp CPU %",
+    ...(withLoad ? ["load gen CPU %"] : []),
     "others CPU %",
     "RSS MB",
     "late p50 ms",
@@ -461,17 +652,24 @@ function table(rows: Row[]): string {
     "frames not sent",
     "RTP received",
     "RTP lost",
+    "RTP late",
+    "concealed",
     "UDP drops ours",
     "UDP drops machine",
+    ...(withLoad ? ["API req/s", "API p99 ms", "API non-2xx", "API errors"] : []),
     "target",
   ];
   const cells = rows.map((row) => [
     String(row.participants),
+    String(row.mediaThreads),
     String(row.sippProcesses),
     String(row.answered),
+    String(row.connectedAtStart),
+    String(row.connectedAtEnd),
     String(row.ticks),
     row.cpuPercent.toFixed(1),
     row.sippCpuPercent.toFixed(0),
+    ...(withLoad ? [row.apiLoad?.cpuPercent.toFixed(0) ?? "-"] : []),
     row.othersCpuPercent.toFixed(0),
     row.rssMb.toFixed(0),
     row.lateP50.toFixed(2),
@@ -481,8 +679,18 @@ function table(rows: Row[]): string {
     String(row.framesNotSent),
     String(row.packetsReceived),
     String(row.packetsLost),
+    String(row.packetsLate),
+    String(row.framesConcealed),
     String(row.udpDropsOurs),
     String(row.udpReceiveBufferDrops),
+    ...(withLoad
+      ? [
+          row.apiLoad?.requestsPerSecond.toFixed(0) ?? "-",
+          row.apiLoad?.p99Ms.toFixed(1) ?? "-",
+          String(row.apiLoad?.non2xx ?? "-"),
+          String(row.apiLoad?.errors ?? "-"),
+        ]
+      : []),
     holds(row) ? "holds" : "misses",
   ]);
   const widths = header.map((title, column) =>
@@ -500,6 +708,12 @@ async function main(): Promise<void> {
       throw new Error(`BENCH_PARTICIPANTS: each count must be 1 to ${MAX_PARTICIPANTS}, got ${participants}`);
     }
   }
+  process.stderr.write(
+    `media threads: ${MEDIA_THREADS}${MEDIA_THREADS === 0 ? " (media on the main thread)" : ""}; API load: ${API_LOAD ? "GET conference, flat out" : "none"}; load average ${os
+      .loadavg()
+      .map((value) => value.toFixed(2))
+      .join(" ")}\n`,
+  );
   const rows: Row[] = [];
   let valid = true;
   for (const participants of PARTICIPANTS) {
@@ -513,11 +727,14 @@ async function main(): Promise<void> {
       continue;
     }
     rows.push(row);
-    const problems = [
-      ...(row.answered === participants ? [] : [`only ${row.answered} of ${participants} calls answered`]),
-      ...row.dropped,
-      ...row.sippFailures,
-    ];
+    process.stderr.write(
+      `  done; load average ${os
+        .loadavg()
+        .map((value) => value.toFixed(2))
+        .join(" ")}\n`,
+    );
+    if (row.mediaNotes.length > 0) process.stderr.write(`  note: ${row.mediaNotes.join("\n  note: ")}\n`);
+    const problems = problemsOf(row);
     if (problems.length > 0) {
       valid = false;
       process.stderr.write(
@@ -531,13 +748,13 @@ async function main(): Promise<void> {
   const firstMiss = ascending.findIndex((row) => !holds(row));
   const largest = ascending[(firstMiss === -1 ? ascending.length : firstMiss) - 1]?.participants;
   process.stdout.write(
-    `target (p99 tick lateness < ${TARGET_P99_MS} ms, no tick skipped, every frame sent, no datagram dropped at our sockets): ${
+    `target (p99 tick lateness < ${TARGET_P99_MS} ms, no tick skipped, every frame sent, no datagram dropped at our sockets${API_LOAD ? ", the API load answered 2xx throughout" : ""}): ${
       largest === undefined ? "held at no count" : `held up to ${largest} participants`
     }\n`,
   );
   if (!valid) {
     process.stderr.write(
-      "\n*** INVALID RUN: some calls failed or dropped, or a trunk saw a call leave its script ***\n",
+      "\n*** INVALID RUN: not every leg was connected in its room for the whole window, a trunk saw a call leave its script, or the API load failed (see INVALID above) ***\n",
     );
     process.exitCode = 1;
   }

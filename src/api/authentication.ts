@@ -1,11 +1,11 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { FastifyRequest } from "fastify";
+import type { Throttle } from "../domain/throttle.js";
 import { createConsoleSession, deleteConsoleSession, findConsoleSession } from "../store/console-sessions.js";
 import type { Store } from "../store/database.js";
 import { findCredentials } from "../store/users.js";
 import { authenticationRequired, HttpError, tooManyRequests } from "./http-errors.js";
 import { hashPassword, verifyPassword } from "./passwords.js";
-import type { Throttle } from "./throttle.js";
 
 const CACHE_LIMIT = 10_000;
 

@@ -15,6 +15,7 @@ import {
   ValidationFailed,
 } from "../domain/errors.js";
 import { FieldReader, type InputMap } from "../domain/input.js";
+import { Throttle } from "../domain/throttle.js";
 import type { Store } from "../store/database.js";
 import { userExists } from "../store/users.js";
 import { Authenticator } from "./authentication.js";
@@ -31,7 +32,6 @@ import { eventRoutes } from "./routes/events.js";
 import { liveControlRoutes } from "./routes/live-control.js";
 import { recordingRoutes } from "./routes/recordings.js";
 import { userRoutes } from "./routes/users.js";
-import { Throttle } from "./throttle.js";
 import { parseDocument, renderDocument, type XmlElement } from "./xml.js";
 
 export const MAX_BODY_BYTES = 64 * 1024;

@@ -114,3 +114,65 @@ export function conferenceUpdateProblems(current: Conference, changes: Conferenc
   }
   return problems;
 }
+
+/**
+ * Lecture mode: only the moderator speaks. The muted flag the mode gives an attendee: members are
+ * muted while it is on and unmuted when it goes off (so a member joins muted in lecture mode); the
+ * moderator is left as they are (undefined), and so joins unmuted. The room (on join, on `*2` and on
+ * the API's change) and the store (the API's change) both follow it.
+ */
+export function lectureModeMuting(lectureMode: boolean, moderator: boolean): boolean | undefined {
+  return moderator ? undefined : lectureMode;
+}
+
+/** Whether an attendee may mute or unmute themselves (`*6`): not a member in lecture mode. */
+export function mayMuteThemselves(lectureMode: boolean, moderator: boolean): boolean {
+  return lectureModeMuting(lectureMode, moderator) !== true;
+}
+
+/** How long a started conference with nobody on a call stays open for callers. */
+export interface EmptyConferencePeriods {
+  /** After the last person left, so that a caller whose line dropped can call back. */
+  readonly emptyGraceMs: number;
+  /** After the start, while nobody has joined yet. */
+  readonly noShowMs: number;
+}
+
+export interface EmptyConference {
+  /** Callers can still come: there are access numbers (a locked conference still takes moderators). */
+  readonly dialInOpen: boolean;
+  /** When the conference started (its room opened). */
+  readonly startedAt: Date;
+  /** When the last person left; undefined while nobody has joined yet. */
+  readonly emptiedAt: Date | undefined;
+}
+
+/**
+ * When a started conference with nobody on a call ends, and why. When nobody can dial in, at once.
+ * Otherwise it waits for callers: the grace period after the last person left, or until the no-show
+ * period after the start while nobody has joined (a PIN-only conference opens empty).
+ */
+export function emptyConferenceEnd(
+  conference: EmptyConference,
+  periods: EmptyConferencePeriods,
+): { readonly at: Date; readonly reason: string } {
+  const { dialInOpen, startedAt, emptiedAt } = conference;
+  if (emptiedAt !== undefined)
+    return {
+      at: dialInOpen ? new Date(emptiedAt.getTime() + periods.emptyGraceMs) : emptiedAt,
+      reason: "no attendee left",
+    };
+  return {
+    at: dialInOpen ? new Date(startedAt.getTime() + periods.noShowMs) : startedAt,
+    reason: dialInOpen ? "nobody joined" : "no attendee left",
+  };
+}
+
+/**
+ * Whether a moderator hanging up ends the conference for everyone: a moderator the service called
+ * does (the room was held for them); one who dialled in does not, as a dropped line must not end a
+ * call everyone dialled into (they can call back, or end it for everyone with `*9`).
+ */
+export function moderatorLeavingEnds(dialledIn: boolean): boolean {
+  return !dialledIn;
+}

@@ -23,9 +23,16 @@ export interface SchedulerOptions {
   readonly store: Store;
   /** This instance's name as a conference's runner; stable across restarts of the same instance. */
   readonly runner: string;
+  /** Where this instance takes calls for the rooms it runs, stored with each conference it claims. */
+  readonly sipUri?: string | null;
+  /**
+   * How many more participants this instance can take on now; null for no limit. A conference is
+   * claimed only when its attendees fit, so a full instance leaves it to another.
+   */
+  readonly room?: () => number | null;
   readonly logger: SchedulerLogger;
-  /** Runs a conference this instance has just claimed (state started). */
-  readonly startConference: (conference: Conference) => void;
+  /** Runs a conference this instance has just claimed (state started), with its attendee count. */
+  readonly startConference: (conference: Conference, attendees: number) => void;
   /** How often due conferences are looked for; a conference starts at most this late. */
   readonly pollIntervalMs?: number;
   readonly heartbeatIntervalMs?: number;
@@ -87,11 +94,17 @@ export class Scheduler {
     try {
       for (;;) {
         if (this.#stopped) return;
-        const conference = await claimDueConference(store, runner, new Date());
-        if (conference === undefined) return;
+        const claimant = {
+          runner,
+          sipUri: this.#options.sipUri ?? null,
+          room: this.#options.room?.() ?? null,
+        };
+        const claimed = await claimDueConference(store, claimant, new Date());
+        if (claimed === undefined) return;
+        const { conference, attendees } = claimed;
         logger.info({ conferenceId: conference.id }, "conference started");
         try {
-          this.#options.startConference(conference);
+          this.#options.startConference(conference, attendees);
         } catch (error) {
           logger.error({ err: error, conferenceId: conference.id }, "conference could not be run");
         }

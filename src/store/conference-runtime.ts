@@ -20,18 +20,36 @@ import { flag, nextLockVersion, readFlag, timestamp } from "./values.js";
 /** Attendee states that stand for a call in progress. */
 const IN_CALL: AttendeeState[] = ["calling", "connected"];
 
+/** A conference just claimed, with how many attendees it has (the room it takes). */
+export interface ClaimedConference {
+  readonly conference: Conference;
+  readonly attendees: number;
+}
+
+/** Who claims a conference. */
+export interface Claimant {
+  /** The instance's name as the runner. */
+  readonly runner: string;
+  /** Where the instance takes calls for its rooms. */
+  readonly sipUri: string | null;
+  /** Participants it can still take on: it claims only a conference whose attendees fit; null for no limit. */
+  readonly room: number | null;
+}
+
 /**
  * Starts the next pending conference whose time has come, if any: state started, started-at, and
  * this instance as its runner, in one statement. On PostgreSQL the row is picked with FOR UPDATE SKIP
  * LOCKED, so instances polling together each get a different conference and none gets one twice;
- * SQLite has a single writer.
+ * SQLite has a single writer. With a limit on room, a conference takes room for each attendee (for
+ * one caller at least, when it has none): one that does not fit is left to another instance.
  */
 export async function claimDueConference(
   store: Store,
-  runner: string,
+  claimant: Claimant,
   now: Date,
-): Promise<Conference | undefined> {
+): Promise<ClaimedConference | undefined> {
   const at = timestamp(now);
+  const { runner, room } = claimant;
   let due = store.db
     .selectFrom("conferences")
     .select("id")
@@ -39,6 +57,18 @@ export async function claimDueConference(
     .where("scheduled_to_start_at", "<=", at)
     .orderBy("scheduled_to_start_at")
     .limit(1);
+  if (room !== null) {
+    if (room < 1) return undefined;
+    due = due.where(
+      (eb) =>
+        eb
+          .selectFrom("attendees")
+          .select((count) => count.fn.countAll<number>().as("attendees"))
+          .whereRef("attendees.conference_id", "=", "conferences.id"),
+      "<=",
+      room,
+    );
+  }
   if (store.dialect === "postgres") due = due.forUpdate().skipLocked();
   return store.db.transaction().execute(async (trx) => {
     const row = await trx
@@ -47,6 +77,7 @@ export async function claimDueConference(
         state: "started",
         started_at: at,
         runner,
+        runner_sip_uri: claimant.sipUri,
         runner_heartbeat_at: at,
         updated_at: at,
         lock_version: nextLockVersion(),
@@ -58,7 +89,12 @@ export async function claimDueConference(
     if (row === undefined) return undefined;
     const scope = { userId: row.user_id, conferenceId: row.id };
     await appendEvents(trx, [roomEvent(scope, "conference-started")], now);
-    return toConference(row);
+    const { attendees } = await trx
+      .selectFrom("attendees")
+      .select((eb) => eb.fn.countAll<number>().as("attendees"))
+      .where("conference_id", "=", row.id)
+      .executeTakeFirstOrThrow();
+    return { conference: toConference(row), attendees: Number(attendees) };
   });
 }
 

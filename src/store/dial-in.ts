@@ -1,7 +1,9 @@
 /**
- * The store side of callers dialling in: which room and role a PIN opens, and which attendee a
- * caller is.
+ * The store side of callers dialling in: which room and role a PIN opens, which attendee a caller
+ * is, where the room runs, and the tokens that hand a caller from the instance that answered to the
+ * one that runs the room.
  */
+import { randomBytes } from "node:crypto";
 import { type Attendee, MAX_ATTENDEES_PER_CONFERENCE } from "../domain/attendee.js";
 import { toAttendee } from "./attendees.js";
 import type { Store } from "./database.js";
@@ -112,4 +114,72 @@ export async function admitCaller(
     );
     return toAttendee(row);
   });
+}
+
+/** Where a started conference's room takes calls. */
+export interface RoomLocation {
+  /** The runner's SIP URI; null when it did not record one. */
+  readonly sipUri: string | null;
+  readonly dialInLocked: boolean;
+}
+
+/** Where the room of a started conference runs; undefined when the conference is not started. */
+export async function roomLocation(store: Store, conferenceId: number): Promise<RoomLocation | undefined> {
+  const row = await store.db
+    .selectFrom("conferences")
+    .select(["runner_sip_uri", "dial_in_locked"])
+    .where("id", "=", conferenceId)
+    .where("state", "=", "started")
+    .executeTakeFirst();
+  return row === undefined
+    ? undefined
+    : { sipUri: row.runner_sip_uri, dialInLocked: Boolean(row.dial_in_locked) };
+}
+
+/** A caller handed to the instance that runs their room. */
+export interface DialInHandoff {
+  readonly conferenceId: number;
+  readonly attendeeId: number;
+  readonly moderator: boolean;
+}
+
+/** A handoff's token is good for this long: the internal call is placed at once. */
+export const HANDOFF_LIFETIME_MS = 60_000;
+
+/** Records a handoff and returns its token (128 random bits); expired tokens are swept meanwhile. */
+export async function createHandoff(store: Store, handoff: DialInHandoff, now: Date): Promise<string> {
+  const token = randomBytes(16).toString("base64url");
+  await store.db.transaction().execute(async (trx) => {
+    await trx
+      .deleteFrom("dial_in_handoffs")
+      .where("created_at", "<", timestamp(new Date(now.getTime() - HANDOFF_LIFETIME_MS)))
+      .execute();
+    await trx
+      .insertInto("dial_in_handoffs")
+      .values({
+        token,
+        conference_id: handoff.conferenceId,
+        attendee_id: handoff.attendeeId,
+        moderator: flag(handoff.moderator),
+        created_at: timestamp(now),
+      })
+      .execute();
+  });
+  return token;
+}
+
+/** Takes a handoff by its token, once: undefined when there is none or it expired. */
+export async function takeHandoff(
+  store: Store,
+  token: string,
+  now: Date,
+): Promise<DialInHandoff | undefined> {
+  const row = await store.db
+    .deleteFrom("dial_in_handoffs")
+    .where("token", "=", token)
+    .returningAll()
+    .executeTakeFirst();
+  if (row === undefined || new Date(row.created_at).getTime() < now.getTime() - HANDOFF_LIFETIME_MS)
+    return undefined;
+  return { conferenceId: row.conference_id, attendeeId: row.attendee_id, moderator: Boolean(row.moderator) };
 }

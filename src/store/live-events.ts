@@ -3,7 +3,7 @@
  * and how a room names the conference its events are about.
  */
 import type { Kysely } from "kysely";
-import type { Conference } from "../domain/conference.js";
+import { type Conference, lectureModeMuting } from "../domain/conference.js";
 import {
   type ConferenceEventType,
   conferenceControlEvents,
@@ -43,24 +43,31 @@ export async function recordLiveConferenceChange(
   const scope = { userId: after.userId, conferenceId: after.id };
   const events = conferenceControlEvents(before, after).map((type) => roomEvent(scope, type));
   if (before.lectureMode !== after.lectureMode) {
-    const members = await trx
+    const connected = await trx
       .selectFrom("attendees")
-      .select(["id", "muted"])
+      .select(["id", "muted", "moderator"])
       .where("conference_id", "=", after.id)
-      .where("moderator", "=", flag(false))
       .where("state", "=", "connected")
+      .orderBy("id")
       .execute();
-    const changed = members.filter((member) => Boolean(member.muted) !== after.lectureMode).map((m) => m.id);
-    if (changed.length > 0) {
+    const changed: { id: number; muted: boolean }[] = [];
+    for (const attendee of connected) {
+      const muted = lectureModeMuting(after.lectureMode, Boolean(attendee.moderator));
+      if (muted !== undefined && Boolean(attendee.muted) !== muted) changed.push({ id: attendee.id, muted });
+    }
+    for (const muted of [true, false]) {
+      const ids = changed.filter((attendee) => attendee.muted === muted).map((attendee) => attendee.id);
+      if (ids.length === 0) continue;
       await trx
         .updateTable("attendees")
-        .set({ muted: flag(after.lectureMode), updated_at: timestamp(now), lock_version: nextLockVersion() })
-        .where("id", "in", changed)
+        .set({ muted: flag(muted), updated_at: timestamp(now), lock_version: nextLockVersion() })
+        .where("id", "in", ids)
         .execute();
-      const type = after.lectureMode ? "attendee-muted" : "attendee-unmuted";
-      // The members' flags come before the mode, as when the moderator switches it from the keypad.
-      events.unshift(...changed.map((id) => roomEvent(scope, type, id)));
     }
+    // The members' flags come before the mode, as when the moderator switches it from the keypad.
+    events.unshift(
+      ...changed.map(({ id, muted }) => roomEvent(scope, muted ? "attendee-muted" : "attendee-unmuted", id)),
+    );
   }
   await appendEvents(trx, events, now);
 }

@@ -251,6 +251,29 @@ function consoleEvents(dialect: StoreDialect): Migration {
   };
 }
 
+/**
+ * Dial-in across instances: where each running conference's room takes calls, and the one-time
+ * tokens of callers handed from the instance that answered them to the one that runs their room.
+ */
+function dialInHandoffs(dialect: StoreDialect): Migration {
+  const t = columnTypes(dialect);
+  return {
+    async up(db: AnyDb) {
+      await db.schema.alterTable("conferences").addColumn("runner_sip_uri", "text").execute();
+      await db.schema
+        .createTable("dial_in_handoffs")
+        .addColumn("token", "text", (c) => c.primaryKey())
+        .addColumn("conference_id", "integer", (c) =>
+          c.notNull().references("conferences.id").onDelete("cascade"),
+        )
+        .addColumn("attendee_id", "integer", (c) => c.notNull())
+        .addColumn("moderator", t.flag, (c) => c.notNull())
+        .addColumn("created_at", t.timestamp, (c) => c.notNull())
+        .execute();
+    },
+  };
+}
+
 export function migrationProvider(dialect: StoreDialect): MigrationProvider {
   return {
     async getMigrations() {
@@ -260,6 +283,7 @@ export function migrationProvider(dialect: StoreDialect): MigrationProvider {
         "0003_conference_recording": conferenceRecording(),
         "0004_notification_outbox": notificationOutbox(dialect),
         "0005_console_events": consoleEvents(dialect),
+        "0006_dial_in_handoffs": dialInHandoffs(dialect),
       };
     },
   };

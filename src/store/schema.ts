@@ -86,6 +86,8 @@ export interface ConferenceTable extends Versioned {
   announce_attendees: Flag;
   /** The instance running the started conference; null otherwise. */
   runner: string | null;
+  /** Where the runner takes calls for the conference's room (other instances carry callers there). */
+  runner_sip_uri: string | null;
   /** When the runner last confirmed it still runs the conference (crash recovery). */
   runner_heartbeat_at: Timestamp | null;
   /** The recording's file name in the data directory's recordings/ folder; null until one exists. */
@@ -165,6 +167,18 @@ export interface ConsoleSessionTable {
   last_seen_at: Timestamp;
 }
 
+/**
+ * A caller admitted by one instance to a room that runs on another: the internal call that carries
+ * them there shows the token, which the running instance takes once.
+ */
+export interface DialInHandoffTable {
+  token: string;
+  conference_id: number;
+  attendee_id: number;
+  moderator: Flag;
+  created_at: Timestamp;
+}
+
 export interface Database {
   billing_packages: BillingPackageTable;
   users: UserTable;
@@ -178,4 +192,5 @@ export interface Database {
   notifications: NotificationTable;
   events: EventTable;
   console_sessions: ConsoleSessionTable;
+  dial_in_handoffs: DialInHandoffTable;
 }

@@ -3,11 +3,12 @@
  * audio in and out, DTMF both ways, hold, hang-up. It joins one INVITE session to one RTP session and
  * knows nothing of conferences.
  */
+import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { DigitMerger } from "./media/dtmf/digit-merger.js";
-import { InbandDtmfDetector } from "./media/dtmf/inband-detector.js";
 import type { PlayoutKind } from "./media/jitter-buffer.js";
-import type { RtpSession, RtpSessionStats } from "./media/rtp/rtp-session.js";
+import type { MediaMix, MediaStream } from "./media/plane/media-plane.js";
+import type { MediaSound } from "./media/plane/protocol.js";
+import { SRTP_SUITES } from "./media/rtp/srtp.js";
 import {
   acceptAnswer,
   answerOffer,
@@ -26,6 +27,9 @@ import type {
 
 export type CallState = "calling" | "ringing" | "answered" | "failed" | "ended";
 
+/** SRTP for a call: none, offered and either answer taken, or nothing else accepted (488). */
+export type SrtpPolicy = "off" | "optional" | "required";
+
 export interface CallFailure {
   /** The SIP status: the final response, 408 for no answer or timeout, 503 when the trunk is unreachable. */
   readonly status: number;
@@ -33,7 +37,7 @@ export interface CallFailure {
 }
 
 export interface CallEnd {
-  readonly by: SessionEndedBy | "media-timeout";
+  readonly by: SessionEndedBy | "media-timeout" | "media-failed";
   readonly reason: string;
 }
 
@@ -46,33 +50,47 @@ export interface CallEvents {
   digit: [key: string];
   /** The far end put the call on hold (true) or took it off (false). */
   held: [held: boolean];
+  /** While in a mix: the caller started (true) or stopped (false) talking. */
+  talking: [talking: boolean];
 }
 
 /** What a call needs of the telephony service that made it. */
 export interface CallHost {
-  /** Media for the call, opened on demand. */
-  openMedia(): Promise<RtpSession>;
+  /** Media for the call, opened on demand, on the thread of what it will work with when given. */
+  openMedia(near?: MediaMix | MediaStream): Promise<MediaStream>;
   readonly mediaAddress: string;
+  readonly logger?: { warn(fields: object, message: string): void };
   callFinished(call: Call): void;
 }
 
 export class Call extends EventEmitter<CallEvents> {
   #state: CallState = "calling";
-  #media: RtpSession | undefined;
+  #media: MediaStream | undefined;
   #local: LocalMedia | undefined;
   #held = false;
   #finished = false;
-  #answeredAt: number | null = null;
   protected session: InviteSession | undefined;
+
+  /** SRTP for this call: off, or offered/answered with keys of its own. */
+  readonly #srtp: SrtpPolicy;
 
   constructor(
     protected readonly host: CallHost,
     readonly direction: "outbound" | "inbound",
     /** The far end's number or user: who we call, or who calls us. */
     readonly remoteNumber: string,
+    srtp: SrtpPolicy = "off",
   ) {
     super();
+    this.#srtp = srtp;
   }
+
+  /** Whether the media is SRTP (once negotiated). */
+  get encrypted(): boolean {
+    return this.#encrypted;
+  }
+
+  #encrypted = false;
 
   get state(): CallState {
     return this.#state;
@@ -83,28 +101,21 @@ export class Call extends EventEmitter<CallEvents> {
     return this.#held;
   }
 
-  /** Monotonic milliseconds (performance.now) when the call was answered, null before. */
-  get answeredAt(): number | null {
-    return this.#answeredAt;
-  }
-
-  /** Monotonic milliseconds of the last RTP packet received, null before the first. */
-  get lastMediaAt(): number | null {
-    return this.#media?.lastPacketAt ?? null;
-  }
-
-  /** Sends one 20 ms frame (160 samples); the caller keeps the 20 ms pace. Ignored unless answered. */
+  /**
+   * Sends one 20 ms frame (160 samples); the caller keeps the 20 ms pace. Ignored unless answered.
+   * Raw frames need the media on this thread (no media threads): elsewhere, play and record.
+   */
   sendAudio(frame: Int16Array): void {
-    if (this.#state === "answered") this.#media?.sendFrame(frame);
+    if (this.#state === "answered") this.#localSession().sendFrame(frame);
   }
 
-  /** Pulls the next 20 ms of what the far end says; silence before answer or after the end. */
+  /** Pulls the next 20 ms of what the far end says; silence before answer or after the end. As sendAudio. */
   readAudio(out: Int16Array): PlayoutKind {
     if (this.#media === undefined || this.#state !== "answered") {
       out.fill(0);
       return "silence";
     }
-    return this.#media.readFrame(out);
+    return this.#localSession().readFrame(out);
   }
 
   /** Sends RFC 4733 digits (`,` pauses one second); resolves true once sent, false when the call ended. */
@@ -113,8 +124,55 @@ export class Call extends EventEmitter<CallEvents> {
     return this.#media.sendDigits(keys);
   }
 
-  stats(): RtpSessionStats | null {
-    return this.#media?.stats() ?? null;
+  /**
+   * Plays to this caller alone, after what is queued for it (in a mix: over the mix). Resolves once
+   * heard, stopped, or the call is over.
+   */
+  play(sound: MediaSound): Promise<void> {
+    if (this.#state !== "answered" || this.#media === undefined) return Promise.resolve();
+    return this.#media.play(sound);
+  }
+
+  stopPlaying(): void {
+    this.#media?.stopPlaying();
+  }
+
+  /** What the caller says for at most `maxMs`, or until stopRecordingVoice. */
+  recordVoice(maxMs: number): Promise<Int16Array> {
+    if (this.#state !== "answered" || this.#media === undefined) return Promise.resolve(new Int16Array(0));
+    return this.#media.recordVoice(maxMs);
+  }
+
+  stopRecordingVoice(): void {
+    this.#media?.stopRecordingVoice();
+  }
+
+  /** Into a mix: hears everyone else in it, heard by them unless muted. */
+  join(mix: MediaMix, options: { readonly muted: boolean }): void {
+    if (this.#state === "answered") this.#media?.join(mix, options.muted);
+  }
+
+  setMuted(muted: boolean): void {
+    this.#media?.setMuted(muted);
+  }
+
+  /**
+   * Carries this call's audio and keys to `other` and back, packet for packet, until either call
+   * ends (a caller taken on to a room that runs elsewhere). Both must be answered.
+   */
+  relay(other: Call): void {
+    if (this.#state !== "answered" || other.#state !== "answered") return;
+    const peer = other.#media;
+    if (peer !== undefined) this.#media?.relayWith(peer);
+  }
+
+  /** The call's media stream once opened, so that another call's can open next to it. */
+  get mediaStream(): MediaStream | undefined {
+    return this.#media;
+  }
+
+  leave(): void {
+    this.#media?.leave();
   }
 
   /** Puts the far end on hold with a re-INVITE offering sendonly (RFC 3264 section 8.4). */
@@ -153,17 +211,25 @@ export class Call extends EventEmitter<CallEvents> {
     };
   }
 
-  protected async openMedia(): Promise<RtpSession> {
+  protected async openMedia(near?: MediaMix | MediaStream): Promise<MediaStream> {
     if (this.#media === undefined) {
-      const media = await this.host.openMedia();
-      // A key counts once whether it came as an RFC 4733 event, as tones in the audio, or both.
-      const merger = new DigitMerger((key) => this.emit("digit", key));
-      const detector = new InbandDtmfDetector((key) => merger.fromInband(key));
-      media.on("digit", (digit) => merger.fromTelephoneEvent(digit.key));
-      media.onDecodedAudio = (samples, count) => detector.process(samples, count);
+      const media = await this.host.openMedia(near);
+      media.on("digit", (key) => this.emit("digit", key));
+      media.on("talking", (talking) => this.emit("talking", talking));
+      media.on("timeout", () => this.#endForMediaTimeout());
+      media.on("failed", (reason) => this.#mediaFailed(reason));
       this.#media = media;
+      // A call that ended while its media opened closes it at once.
+      if (this.#finished) media.close();
     }
     return this.#media;
+  }
+
+  #localSession() {
+    const session = this.#media?.localSession;
+    if (session === undefined)
+      throw new Error("raw audio frames need the call's media on this thread: play and record instead");
+    return session;
   }
 
   /** Our side of the session description, made once per call; re-offers and answers change its version. */
@@ -173,6 +239,15 @@ export class Call extends EventEmitter<CallEvents> {
       port: this.#media?.localPort ?? 0,
       sessionId: String(Date.now()),
       sessionVersion: 1,
+      // Fresh keys for every call, one per suite (RFC 4568 §6.1); never logged.
+      ...(this.#srtp === "off"
+        ? {}
+        : {
+            srtp: {
+              policy: this.#srtp,
+              keys: SRTP_SUITES.map((suite) => ({ suite, inline: randomBytes(30).toString("base64") })),
+            },
+          }),
     };
     return this.#local;
   }
@@ -185,11 +260,12 @@ export class Call extends EventEmitter<CallEvents> {
       remoteAddress: media.remoteAddress,
       remotePort: media.remotePort,
       direction: media.direction,
+      srtp: media.srtp,
     });
+    this.#encrypted = media.srtp !== undefined;
   }
 
   protected confirmed(_remoteSdp: string): void {
-    this.#answeredAt = performance.now();
     this.#setState("answered");
     this.emit("answered");
   }
@@ -202,10 +278,20 @@ export class Call extends EventEmitter<CallEvents> {
   }
 
   /** Ends the call because no RTP arrived for too long: BYE, reported as a media timeout. */
-  endForMediaTimeout(): void {
-    if (this.#state !== "answered") return;
+  #endForMediaTimeout(): void {
+    if (this.#state !== "answered" || this.#held) return;
+    this.host.logger?.warn({ number: this.remoteNumber }, "call ended: no media");
     this.#ended({ by: "media-timeout", reason: "no media" });
     this.session?.bye();
+  }
+
+  /** The media broke under the call (its thread died): nothing can be heard, so it ends. */
+  #mediaFailed(reason: string): void {
+    this.host.logger?.warn({ number: this.remoteNumber, reason }, "call ended: its media failed");
+    if (this.#state === "answered") {
+      this.#ended({ by: "media-failed", reason });
+      this.session?.bye();
+    } else this.hangup();
   }
 
   #ringing(): void {
@@ -257,8 +343,7 @@ export class Call extends EventEmitter<CallEvents> {
   #finish(): void {
     if (this.#finished) return;
     this.#finished = true;
-    const media = this.#media;
-    if (media !== undefined) void media.close();
+    this.#media?.close();
     this.host.callFinished(this);
   }
 }
@@ -274,9 +359,13 @@ export class OutgoingCall extends Call {
   }
 
   /** Opens media, sends the INVITE with our offer, and arms the ring timeout. */
-  async start(send: (offer: string) => OutgoingInviteSession, ringTimeoutMs: number): Promise<void> {
+  async start(
+    send: (offer: string) => OutgoingInviteSession,
+    ringTimeoutMs: number,
+    near: MediaMix | MediaStream | undefined,
+  ): Promise<void> {
     try {
-      await this.openMedia();
+      await this.openMedia(near);
     } catch (error) {
       this.fail({ status: 503, reason: `no media port: ${error instanceof Error ? error.message : error}` });
       return;
@@ -323,14 +412,20 @@ export class IncomingCall extends Call {
     readonly from: string,
     /** The Request-URI's user part: the number called. */
     readonly to: string,
+    srtp: SrtpPolicy = "off",
   ) {
-    super(host, "inbound", from);
+    super(host, "inbound", from, srtp);
     this.#invite = session;
     this.attach(session);
   }
 
   ring(): void {
     this.#invite.ring();
+  }
+
+  /** A header of the INVITE (the first, when it has several). */
+  header(name: string): string | undefined {
+    return this.#invite.invite.headers.get(name);
   }
 
   /** Answers with 200 and our SDP answer; resolves true once the ACK arrives, false when it did not. */

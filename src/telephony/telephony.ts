@@ -3,14 +3,15 @@
  * through the configured trunks and taking the calls that reach it. This is the API the layers above
  * use; it knows calls and numbers, not conferences.
  */
+import { lookup } from "node:dns/promises";
+import { BlockList, isIP, isIPv6 } from "node:net";
 import { networkInterfaces } from "node:os";
 import { normalizeNanpNumber } from "../domain/phone.js";
-import { type Call, type CallHost, IncomingCall, OutgoingCall } from "./call.js";
-import { RtpPortAllocator } from "./media/rtp/port-allocator.js";
-import { RtpSession } from "./media/rtp/rtp-session.js";
+import { Call, type CallHost, IncomingCall, OutgoingCall, type SrtpPolicy } from "./call.js";
+import { type MediaMix, MediaPlane, type MediaStream } from "./media/plane/media-plane.js";
 import { destinationOf } from "./sip/dialog/dialog.js";
 import { parseNameAddr, parseSipUri } from "./sip/message/header-values.js";
-import { SipTransport } from "./sip/transport/sip-transport.js";
+import { type SipTlsOptions, SipTransport } from "./sip/transport/sip-transport.js";
 import type { IncomingInviteSession } from "./sip/user-agent/invite-session.js";
 import { UserAgent } from "./sip/user-agent/user-agent.js";
 
@@ -18,6 +19,7 @@ import { UserAgent } from "./sip/user-agent/user-agent.js";
 export interface TelephonyLogger {
   info(fields: object, message: string): void;
   warn(fields: object, message: string): void;
+  error(fields: object, message: string): void;
   debug(fields: object, message: string): void;
 }
 
@@ -39,25 +41,50 @@ export interface TelephonyOptions {
   readonly ringTimeoutMs?: number;
   /** An answered call with no RTP for this long is hung up (not while held). */
   readonly mediaTimeoutMs?: number;
+  /** Media threads (RTP, mixing, playback, recording); 0, the default, keeps the media on this thread. */
+  readonly mediaThreads?: number;
+  /** Lets a mix be made to fail on purpose (tests of fault isolation). */
+  readonly allowMediaFaultInjection?: boolean;
+  /** SIP over TLS: a listener with this certificate (calls out over TLS need none). */
+  readonly tls?: SipTlsOptions;
+  /** What peers' TLS certificates must chain to (PEM); default the system's CAs. */
+  readonly tlsCa?: string | Buffer;
+  /**
+   * Addresses and CIDRs (IPv4 or IPv6) requests may come from; default the trunk's and routes'
+   * addresses, or anyone when neither is configured.
+   */
+  readonly trustedSources?: readonly string[] | null;
+  /** What a request from anywhere else gets: 403 ("refuse", the default) or nothing ("drop"). */
+  readonly untrustedRequests?: "refuse" | "drop";
+  /**
+   * SRTP for placed calls (a trunk or route's `;srtp=` parameter overrides it) and for calls taken;
+   * default optional. Keys travel only in SIP over TLS unless `keysOverPlainSignalling`: without
+   * TLS, optional means off and required refuses the call.
+   */
+  readonly srtp?: {
+    readonly placed: SrtpPolicy;
+    readonly dialIn: SrtpPolicy;
+    readonly keysOverPlainSignalling: boolean;
+  };
   readonly logger?: TelephonyLogger;
 }
 
 export interface PlaceCallOptions {
   readonly callerId?: string;
   readonly ringTimeoutMs?: number;
+  /** The mix the call will join: its media opens on the same thread. */
+  readonly room?: MediaMix;
 }
 
 const DEFAULT_RING_TIMEOUT_MS = 45_000;
 const DEFAULT_MEDIA_TIMEOUT_MS = 30_000;
-const MEDIA_CHECK_INTERVAL_MS = 1_000;
 
 export class Telephony implements CallHost {
   readonly #transport: SipTransport;
   readonly #agent: UserAgent;
   readonly #options: TelephonyOptions;
-  readonly #allocator: RtpPortAllocator;
+  readonly #media: MediaPlane;
   readonly #calls = new Set<Call>();
-  readonly #mediaCheck: NodeJS.Timeout;
   #onIncomingCall: ((call: IncomingCall) => void) | undefined;
   #closing: Promise<void> | undefined;
 
@@ -65,25 +92,43 @@ export class Telephony implements CallHost {
     this.#transport = transport;
     this.#agent = agent;
     this.#options = options;
-    const ports = options.rtpPorts ?? { min: 10_000, max: 20_000 };
-    this.#allocator = new RtpPortAllocator(ports.min, ports.max);
+    this.#media = new MediaPlane({
+      threads: options.mediaThreads ?? 0,
+      bindAddress: options.bindAddress,
+      rtpPorts: options.rtpPorts ?? { min: 10_000, max: 20_000 },
+      mediaTimeoutMs: options.mediaTimeoutMs ?? DEFAULT_MEDIA_TIMEOUT_MS,
+      allowFaultInjection: options.allowMediaFaultInjection,
+      logger: options.logger,
+    });
     agent.onInvite((session) => this.#receiveInvite(session));
-    this.#mediaCheck = setInterval(() => this.#checkMedia(), MEDIA_CHECK_INTERVAL_MS);
-    this.#mediaCheck.unref();
   }
 
   static async start(options: TelephonyOptions): Promise<Telephony> {
     let agent: UserAgent | undefined;
     const logger = options.logger;
+    const trusted = await trustedSources(options);
+    if (trusted === undefined)
+      logger?.warn({}, "SIP requests are taken from anywhere: no trunk and no BRIDGELINE_SIP_TRUSTED");
     const transport = await SipTransport.listen({
       bindAddress: options.bindAddress,
       port: options.sipPort,
       publicAddress: options.publicAddress ?? advertisedAddress(options.bindAddress),
+      tls: options.tls,
+      tlsCa: options.tlsCa,
       onMessage: (message, source) => agent?.receive(message, source),
       onDrop: (reason, source) => logger?.debug({ source }, `SIP message dropped: ${reason}`),
     });
     agent = new UserAgent(transport, {
       onDrop: (reason) => logger?.debug({}, `SIP: ${reason}`),
+      trusted:
+        trusted === undefined
+          ? undefined
+          : { sources: trusted, others: options.untrustedRequests ?? "refuse" },
+      onUntrusted: (source, method) =>
+        logger?.info(
+          { source: `${source.address}:${source.port}`, method },
+          `SIP request from an untrusted source ${options.untrustedRequests === "drop" ? "dropped" : "refused"}`,
+        ),
     });
     return new Telephony(transport, agent, options);
   }
@@ -92,8 +137,27 @@ export class Telephony implements CallHost {
     return this.#transport.port;
   }
 
+  /** The SIP over TLS port; undefined without a TLS listener. */
+  get sipTlsPort(): number | undefined {
+    return this.#transport.tlsPort;
+  }
+
   get mediaAddress(): string {
     return this.#transport.sentBy.host;
+  }
+
+  get logger(): TelephonyLogger | undefined {
+    return this.#options.logger;
+  }
+
+  /** The media threads, their figures and their calls' streams. */
+  get media(): MediaPlane {
+    return this.#media;
+  }
+
+  /** A new mix for a room, on the least loaded media thread. */
+  openRoom(): MediaMix {
+    return this.#media.openMix();
   }
 
   /** Calls in progress (placed or taken, not yet failed or ended). */
@@ -114,7 +178,15 @@ export class Telephony implements CallHost {
   placeCall(number: string, options: PlaceCallOptions = {}): OutgoingCall {
     const nanp = normalizeNanpNumber(number);
     const e164 = nanp === null ? number : `+1${nanp.subscriberNumber}`;
-    const call = new OutgoingCall(this, "outbound", e164);
+    const trunk = nanp === null ? undefined : this.#trunkFor(e164);
+    const trunkUri = trunk === undefined ? undefined : parseSipUri(trunk);
+    const destination = trunk === undefined ? undefined : destinationOf(trunk);
+    const asked = trunkUri?.params.get("srtp") ?? this.#options.srtp?.placed ?? "optional";
+    const srtp = this.#srtpOver(
+      destination?.transport ?? "UDP",
+      asked === "off" || asked === "required" ? asked : "optional",
+    );
+    const call = new OutgoingCall(this, "outbound", e164, srtp === "refuse" ? "off" : srtp);
     this.#calls.add(call);
     const failLater = (status: number, reason: string) =>
       queueMicrotask(() => {
@@ -125,16 +197,22 @@ export class Telephony implements CallHost {
       failLater(484, "Address Incomplete");
       return call;
     }
-    const trunk = this.#trunkFor(e164);
-    const trunkUri = trunk === undefined ? undefined : parseSipUri(trunk);
-    const destination = trunk === undefined ? undefined : destinationOf(trunk);
     if (trunkUri === undefined || destination === undefined) {
       failLater(503, "No trunk configured");
       return call;
     }
+    if (srtp === "refuse") {
+      failLater(488, "SRTP is required but the trunk is not SIP over TLS: keys would travel in plain text");
+      return call;
+    }
     const port = trunkUri.port === undefined ? "" : `:${trunkUri.port}`;
-    const transport = destination.transport === "TCP" ? ";transport=tcp" : "";
-    const requestUri = `sip:${e164}@${trunkUri.host}${port}${transport}`;
+    // The trunk's scheme and transport carry over: a sips: or TLS trunk is called over TLS only.
+    const scheme = trunkUri.scheme === "sips" ? "sips" : "sip";
+    const transport =
+      destination.transport === "UDP" || scheme === "sips"
+        ? ""
+        : `;transport=${destination.transport.toLowerCase()}`;
+    const requestUri = `${scheme}:${e164}@${trunkUri.host}${port}${transport}`;
     const user = this.#options.trunkUser;
     const password = this.#options.trunkPassword;
     const credentials =
@@ -151,30 +229,77 @@ export class Telephony implements CallHost {
           credentials,
         }),
       options.ringTimeoutMs ?? this.#options.ringTimeoutMs ?? DEFAULT_RING_TIMEOUT_MS,
+      options.room,
     );
     return call;
+  }
+
+  /**
+   * Calls a SIP URI directly rather than a number through a trunk (another instance of this service),
+   * with `headers` added to the INVITE. Its media opens next to `nextTo`'s, so the two can be relayed.
+   */
+  callUri(
+    uri: string,
+    options: {
+      readonly headers?: readonly (readonly [string, string])[];
+      /** A call of this service's (anything else is ignored). */
+      readonly nextTo?: object;
+      readonly ringTimeoutMs?: number;
+    } = {},
+  ): OutgoingCall {
+    const call = new OutgoingCall(this, "outbound", uri);
+    this.#calls.add(call);
+    const destination = destinationOf(uri);
+    if (destination === undefined) {
+      queueMicrotask(() => call.notPlaced(416, "Unsupported URI Scheme"));
+      return call;
+    }
+    void call.start(
+      (offer) =>
+        this.#agent.call({
+          requestUri: uri,
+          fromUser: this.#options.callerId ?? "bridgeline",
+          destination,
+          offer,
+          headers: options.headers,
+        }),
+      options.ringTimeoutMs ?? this.#options.ringTimeoutMs ?? DEFAULT_RING_TIMEOUT_MS,
+      options.nextTo instanceof Call ? options.nextTo.mediaStream : undefined,
+    );
+    return call;
+  }
+
+  /** This instance's own SIP address, for other instances to call it. */
+  get sipUri(): string {
+    const { host } = this.#transport.sentBy;
+    return `sip:${host.includes(":") ? `[${host}]` : host}:${this.#transport.port}`;
   }
 
   /** Hangs up every call, then closes the sockets. Idempotent. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      clearInterval(this.#mediaCheck);
       for (const call of [...this.#calls]) call.hangup();
       // Let the BYEs and CANCELs leave before the socket closes.
       await new Promise((resolve) => setTimeout(resolve, 50));
-      await this.#transport.close();
+      await Promise.all([this.#transport.close(), this.#media.close()]);
     })();
     return this.#closing;
   }
 
   // CallHost
 
-  openMedia(): Promise<RtpSession> {
-    return RtpSession.open({ allocator: this.#allocator, bindAddress: this.#options.bindAddress });
+  openMedia(near?: MediaMix | MediaStream): Promise<MediaStream> {
+    return this.#media.openStream(near);
   }
 
   callFinished(call: Call): void {
     this.#calls.delete(call);
+  }
+
+  /** The SRTP a call gets over a transport: keys go only over TLS unless allowed otherwise. */
+  #srtpOver(transport: "UDP" | "TCP" | "TLS", policy: SrtpPolicy): SrtpPolicy | "refuse" {
+    if (policy === "off" || transport === "TLS" || this.#options.srtp?.keysOverPlainSignalling) return policy;
+    return policy === "required" ? "refuse" : "off";
   }
 
   #trunkFor(e164: string): string | undefined {
@@ -197,25 +322,22 @@ export class Telephony implements CallHost {
       session.reject(404, "Not Found");
       return;
     }
+    // Keys go back only over the transport the INVITE truly came on (a Via can claim TLS over UDP).
+    const srtp = this.#srtpOver(session.transport, this.#options.srtp?.dialIn ?? "optional");
+    if (srtp === "refuse") {
+      session.reject(488, "Not Acceptable Here");
+      this.#options.logger?.info(
+        { from: fromUser, to: toUser },
+        "call refused: SRTP is required, and needs SIP over TLS",
+      );
+      return;
+    }
     // The handler decides first (a number not served is 404 whatever the offer); accept() refuses
-    // an offer without a common codec with 488.
-    const call = new IncomingCall(this, session, fromUser, toUser);
+    // an offer without a common codec (or, with SRTP required, without a key) with 488.
+    const call = new IncomingCall(this, session, fromUser, toUser, srtp);
     this.#calls.add(call);
     this.#options.logger?.info({ from: fromUser, to: toUser }, "incoming call");
     handler(call);
-  }
-
-  #checkMedia(): void {
-    const limit = this.#options.mediaTimeoutMs ?? DEFAULT_MEDIA_TIMEOUT_MS;
-    const now = performance.now();
-    for (const call of this.#calls) {
-      if (call.state !== "answered" || call.held) continue;
-      const last = call.lastMediaAt ?? call.answeredAt;
-      if (last !== null && now - last > limit) {
-        this.#options.logger?.warn({ number: call.remoteNumber }, "call ended: no media");
-        call.endForMediaTimeout();
-      }
-    }
   }
 }
 
@@ -230,4 +352,44 @@ function advertisedAddress(bindAddress: string): string | undefined {
     if (external !== undefined) return external.address;
   }
   return "127.0.0.1";
+}
+
+/**
+ * The sources requests are taken from: those configured, else the trunk's and routes' hosts (looked
+ * up once, at start); undefined (anyone) when there are neither.
+ */
+async function trustedSources(options: TelephonyOptions): Promise<BlockList | undefined> {
+  let entries = options.trustedSources ?? undefined;
+  if (entries === undefined) {
+    const trunks = [options.trunk, ...(options.routes ?? []).map((route) => route.trunk)];
+    const hosts = trunks.flatMap((trunk) => {
+      const host = trunk === null || trunk === undefined ? undefined : destinationOf(trunk)?.host;
+      return host === undefined ? [] : [host];
+    });
+    if (hosts.length === 0) return undefined;
+    entries = (
+      await Promise.all(
+        hosts.map(async (host) => {
+          if (isIP(host) !== 0) return [host];
+          try {
+            return (await lookup(host, { all: true })).map((found) => found.address);
+          } catch (error) {
+            options.logger?.warn(
+              { host, err: error },
+              "a trunk's host could not be looked up: requests from it are not trusted (set BRIDGELINE_SIP_TRUSTED)",
+            );
+            return [];
+          }
+        }),
+      )
+    ).flat();
+  }
+  const list = new BlockList();
+  for (const entry of entries) {
+    const [address = "", prefix] = entry.split("/");
+    const family = isIPv6(address) ? "ipv6" : "ipv4";
+    if (prefix === undefined) list.addAddress(address, family);
+    else list.addSubnet(address, Number(prefix), family);
+  }
+  return list;
 }

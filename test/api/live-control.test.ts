@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { loadConfig } from "../../src/config.js";
 import { EventStream } from "../helpers/event-stream.js";
 import { createUser, startTestService, type TestService } from "../helpers/service.js";
 import { until } from "../helpers/until.js";
@@ -17,7 +18,11 @@ describe("live control API", () => {
   const streams: EventStream[] = [];
 
   before(async () => {
-    api = await startTestService();
+    // With an access number the owner, who has no number to be called on, can dial in: a started
+    // conference whose calls all failed stays open for callers.
+    api = await startTestService({
+      sip: { ...loadConfig({}).sip, bindAddress: "127.0.0.1", port: 0, accessNumbers: ["+16045550199"] },
+    });
     owner = await createUser(api);
   });
   after(async () => {

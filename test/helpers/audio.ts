@@ -229,3 +229,16 @@ export function exchangeAudio(
     }, 20);
   });
 }
+
+/** Above this a tone counts as heard; below NOT_HEARD_DB as absent (dBFS, Goertzel). */
+const HEARD_DB = -20;
+const NOT_HEARD_DB = -40;
+
+/** Asserts that `who` heard `present` Hz and not `absent` Hz (its own tone, say) in `samples`. */
+export function assertTone(samples: Int16Array, present: number, absent: number, who: string): void {
+  const presentDb = goertzelLevelDb(samples, present);
+  const absentDb = goertzelLevelDb(samples, absent);
+  if (!(presentDb > HEARD_DB))
+    throw new Error(`${who} heard ${present} Hz only at ${presentDb.toFixed(1)} dBFS`);
+  if (!(absentDb < NOT_HEARD_DB)) throw new Error(`${who} heard ${absent} Hz at ${absentDb.toFixed(1)} dBFS`);
+}

@@ -18,6 +18,10 @@ export interface BaresipOptions {
   user?: string;
   /** Length of the source WAV: baresip hangs up when it ends. Default 60 s. */
   toneSeconds?: number;
+  /** SIP over TLS on sipPort + 1: a PEM file with its certificate and key, and the CAs it trusts. */
+  tls?: { certificate: string; cafile?: string };
+  /** Media encryption (its srtp module): "srtp" offers it, "srtp-mand" insists on RTP/SAVP. */
+  mediaenc?: "srtp" | "srtp-mand";
 }
 
 export interface BaresipEvent {
@@ -64,6 +68,11 @@ export class Baresip {
   /** The trunk URI that routes calls to this phone. */
   get trunk(): string {
     return `sip:127.0.0.1:${this.sipPort}`;
+  }
+
+  /** Its SIP over TLS port (with a certificate). */
+  get tlsPort(): number {
+    return this.sipPort + 1;
   }
 
   /** Its console output (for failure messages and digit logs). */
@@ -113,16 +122,23 @@ export class Baresip {
         "module aufile.so",
         "module sndfile.so",
         "module ctrl_tcp.so",
+        ...(options.mediaenc === undefined ? [] : ["module srtp.so"]),
         "module_app account.so",
         "module_app menu.so",
         `snd_path ${dir}`,
+        ...(options.tls === undefined
+          ? []
+          : [
+              `sip_certificate ${options.tls.certificate}`,
+              ...(options.tls.cafile === undefined ? [] : [`sip_cafile ${options.tls.cafile}`]),
+            ]),
         `ctrl_tcp_listen 127.0.0.1:${controlPort}`,
         "",
       ].join("\n"),
     );
     writeFileSync(
       join(dir, "accounts"),
-      `<sip:${user}@127.0.0.1>;regint=0;answermode=auto;audio_codecs=PCMU,PCMA\n`,
+      `<sip:${user}@127.0.0.1>;regint=0;answermode=auto;audio_codecs=PCMU,PCMA${options.mediaenc === undefined ? "" : `;mediaenc=${options.mediaenc}`}\n`,
     );
 
     const child = spawn(binary, ["-4", "-f", dir], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });

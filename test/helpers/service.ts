@@ -6,7 +6,7 @@ import { XMLParser } from "fast-xml-parser";
 import type { Kysely } from "kysely";
 import { Agent, request } from "undici";
 import { type Config, loadConfig } from "../../src/config.js";
-import { type RunningService, startService } from "../../src/main.js";
+import { type RunningService, type ServiceOptions, startService } from "../../src/main.js";
 import { openStore } from "../../src/store/database.js";
 import type { Database } from "../../src/store/schema.js";
 import { createTestDatabase, TEST_STORE, type TestDatabase } from "./databases.js";
@@ -56,7 +56,10 @@ const insecureAgent = new Agent({ connect: { rejectUnauthorized: false } });
  * When the suite runs against PostgreSQL, each service gets a database of its own unless the test
  * passes `databaseUrl` (several instances on one database).
  */
-export async function startTestService(overrides: Partial<Config> = {}): Promise<TestService> {
+export async function startTestService(
+  overrides: Partial<Config> = {},
+  options: ServiceOptions = {},
+): Promise<TestService> {
   const ownsDataDir = overrides.dataDir === undefined;
   const dataDir = overrides.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-test-"));
   const database: TestDatabase | null =
@@ -82,7 +85,7 @@ export async function startTestService(overrides: Partial<Config> = {}): Promise
       done();
     },
   });
-  const service = await startService(config, logStream);
+  const service = await startService(config, logStream, options);
   const httpUrl = `http://127.0.0.1:${service.httpPort}`;
   const httpsUrl = `https://127.0.0.1:${service.httpsPort}`;
   return {

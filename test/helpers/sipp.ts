@@ -34,7 +34,8 @@ export function findBinary(name: string): string | null {
 export function skipWithout(binary: string): string | false {
   if (findBinary(binary) !== null) return false;
   if (process.env.CI === "true") throw new Error(`${binary} is not installed, and CI=true requires it`);
-  return `${binary} is not installed (Debian: apt-get install ${binary === "sipp" ? "sip-tester" : "baresip-core"})`;
+  const debianPackage: Record<string, string> = { sipp: "sip-tester", baresip: "baresip-core" };
+  return `${binary} is not installed (Debian: apt-get install ${debianPackage[binary] ?? binary})`;
 }
 
 const handedOut = new Set<number>();
@@ -97,6 +98,11 @@ export interface SippOptions {
   scenario: string;
   /** UAC scenarios: the host:port to call. UAS scenarios leave it out. */
   remote?: string;
+  /**
+   * The SIP port to bind, for a peer whose address another peer must know before it starts (an
+   * instance listed in a proxy's dispatcher list); default: a free port.
+   */
+  sipPort?: number;
   /** Total calls (-m); default 1. */
   calls?: number;
   /** Calls per second (-r) for UAC scenarios. */
@@ -154,7 +160,7 @@ export class Sipp {
   private static async startOnce(options: SippOptions): Promise<Sipp> {
     const binary = findBinary("sipp");
     if (binary === null) throw new Error("sipp is not installed");
-    const sipPort = await freePorts();
+    const sipPort = options.sipPort ?? (await freePorts());
     const mediaPort = await freePorts(3);
     const controlPort = await freePorts();
     const dir = mkdtempSync(join(tmpdir(), "sipp-"));

@@ -8,6 +8,7 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
+import { loadConfig } from "../../src/config.js";
 import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
 import { createUser, startTestService, type TestService } from "../helpers/service.js";
 
@@ -20,11 +21,15 @@ function field(xml: Record<string, unknown>, name: string): string | undefined {
   return inner === undefined ? undefined : String(inner);
 }
 
-/** A pending conference without attendees (no moderator) starting at `startAt`; returns its path. */
+/**
+ * A pending conference without a moderator starting at `startAt`, with the attendees `prepare` adds
+ * before it is set pending (none by default); returns its path.
+ */
 async function pendingConference(
   api: TestService,
   user: { id: number; auth: Auth },
   startAt: Date,
+  prepare: (path: string) => Promise<void> = async () => {},
 ): Promise<string> {
   const created = await api.request("POST", `/users/${user.id}/conferences`, {
     auth: user.auth,
@@ -33,6 +38,7 @@ async function pendingConference(
   });
   assert.equal(created.status, 201, created.text);
   const path = String(created.headers.location);
+  await prepare(path);
   const pending = await api.request("PUT", path, {
     auth: user.auth,
     body: "<conference><state>pending</state></conference>",
@@ -216,5 +222,54 @@ describe("two instances on one PostgreSQL database", {
       ids,
       "each conference started once in all",
     );
+  });
+});
+
+describe("BRIDGELINE_MAX_PARTICIPANTS on one of two instances", {
+  skip: TEST_STORE !== "postgres" && "needs PostgreSQL",
+}, () => {
+  let database: TestDatabase;
+  let full: TestService;
+  let roomy: TestService;
+  before(async () => {
+    database = await createTestDatabase();
+    const conferences = loadConfig({}).conferences;
+    full = await startTestService({
+      databaseUrl: database.url,
+      conferences: { ...conferences, maxParticipants: 2 },
+    });
+    roomy = await startTestService({
+      databaseUrl: database.url,
+      conferences: { ...conferences, maxParticipants: null },
+    });
+  });
+  after(async () => {
+    await full?.close();
+    await roomy?.close();
+    await database?.drop();
+  });
+
+  it("an instance without room for a conference's attendees leaves it to the other", async () => {
+    const user = await createUser(full);
+    const at = new Date(Date.now() + 1000);
+    const paths: string[] = [];
+    for (let i = 0; i < 6; i++) {
+      // Three dial-in attendees: more than the limited instance takes on.
+      const path = await pendingConference(full, user, at, async (conference) => {
+        for (let n = 0; n < 3; n++) {
+          const added = await full.request("POST", `${conference}/attendees`, {
+            auth: user.auth,
+            body: '<attendee><dial-in type="boolean">true</dial-in></attendee>',
+          });
+          assert.equal(added.status, 201, added.text);
+        }
+      });
+      paths.push(path);
+    }
+    for (const path of paths) await waitForState(full, user.auth, path, "ended");
+    const startedBy = (instance: TestService) =>
+      instance.logs.filter((line) => line.includes('"msg":"conference started"')).length;
+    assert.equal(startedBy(full), 0, "the limited instance claimed none");
+    assert.equal(startedBy(roomy), paths.length);
   });
 });

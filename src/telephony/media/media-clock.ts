@@ -83,6 +83,12 @@ export class MediaClock {
     }
   }
 
+  /** Starts a new lateness record: the percentiles cover the ticks from now on. */
+  resetLateness(): void {
+    this.#latenessCount = 0;
+    this.#latenessNext = 0;
+  }
+
   latenessPercentiles(): LatenessPercentiles {
     const count = this.#latenessCount;
     if (count === 0) return { p50: 0, p99: 0, max: 0 };

@@ -1,10 +1,19 @@
 /**
  * SDP offer/answer (RFC 3264) for one G.711 audio stream: PCMU (PT 0), PCMA (PT 8) and RFC 4733
- * telephone-events, 20 ms packets, with the stream directions that put calls on hold (§8.4).
- * Parsing and writing are sdp-transform's; this module checks what it parsed and negotiates.
+ * telephone-events, 20 ms packets, with the stream directions that put calls on hold (§8.4), and
+ * SRTP keys by SDES (RFC 4568): `required` offers RTP/SAVP with a=crypto, `optional` RTP/AVP with
+ * a=crypto (either answer is taken). Parsing and writing are sdp-transform's; this module checks
+ * what it parsed and negotiates.
  */
 import { isIPv6 } from "node:net";
 import { type MediaDescription, parse, type SessionDescription, write } from "sdp-transform";
+import {
+  MASTER_KEY_LENGTH,
+  MASTER_SALT_LENGTH,
+  SRTP_SUITES,
+  type SrtpKeyMaterial,
+  type SrtpSuite,
+} from "../media/rtp/srtp.js";
 
 export type AudioCodec = "PCMU" | "PCMA";
 
@@ -23,6 +32,8 @@ export interface LocalMedia {
   sessionId: string;
   /** o= sess-version: must grow by one with every changed description we send (RFC 3264 §8). */
   sessionVersion: number;
+  /** SRTP: whether it must be had, and our keys, one per suite, offered in this order. */
+  srtp?: { readonly policy: "optional" | "required"; readonly keys: readonly SrtpKeyMaterial[] };
 }
 
 export interface NegotiatedMedia {
@@ -38,6 +49,8 @@ export interface NegotiatedMedia {
   direction: Direction;
   /** The packetization in ms the remote asked to receive (a=ptime, RFC 4566 §6); 20 when it did not say. */
   ptime: number;
+  /** SRTP keys when negotiated: ours protects what we send, theirs opens what we receive. */
+  srtp?: { send: SrtpKeyMaterial; receive: SrtpKeyMaterial };
 }
 
 export type AnswerResult =
@@ -55,6 +68,7 @@ const OFFERED_TELEPHONE_EVENT_PAYLOAD_TYPE = 101;
 const TELEPHONE_EVENTS = "0-16";
 const PTIME = 20;
 const RTP_PROFILE = "RTP/AVP";
+const SRTP_PROFILE = "RTP/SAVP";
 
 const SENDS: Readonly<Record<Direction, boolean>> = {
   sendrecv: true,
@@ -82,6 +96,14 @@ export function createOffer(local: LocalMedia): string {
     OFFERED_TELEPHONE_EVENT_PAYLOAD_TYPE,
     local.direction ?? "sendrecv",
   );
+  if (local.srtp !== undefined) {
+    media.protocol = local.srtp.policy === "required" ? SRTP_PROFILE : RTP_PROFILE;
+    media.crypto = local.srtp.keys.map((key, i) => ({
+      id: i + 1,
+      suite: key.suite,
+      config: `inline:${key.inline}`,
+    }));
+  }
   return write(sessionOf(local, [media]));
 }
 
@@ -116,7 +138,10 @@ export function answerOffer(offerText: string, local: LocalMedia): AnswerResult 
   let index = -1;
   let choice: CodecChoice | undefined;
   for (const [i, offered] of offer.media.entries()) {
-    choice = isActiveRtpAudio(offered) ? preferredCodec(offered, preferences) : undefined;
+    const usable =
+      isActiveRtpAudio(offered) ||
+      (offered.protocol === SRTP_PROFILE && local.srtp !== undefined && isActive(offered));
+    choice = usable ? preferredCodec(offered, preferences) : undefined;
     if (choice !== undefined) {
       index = i;
       break;
@@ -126,6 +151,13 @@ export function answerOffer(offerText: string, local: LocalMedia): AnswerResult 
     return { ok: false, status: 488, reason: "no audio stream offers PCMU or PCMA over RTP/AVP" };
   }
   const offered = offer.media[index] as MediaDescription;
+  // RFC 4568 §7.1.1: take the first crypto line with a suite we know, answering with our own key.
+  const theirs = offered.crypto?.map(cryptoOf).find((crypto) => crypto !== undefined);
+  const ours = theirs === undefined ? undefined : local.srtp?.keys.find((key) => key.suite === theirs.suite);
+  if (local.srtp?.policy === "required" && ours === undefined)
+    return { ok: false, status: 488, reason: "SRTP is required and the offer has no key we can use" };
+  if (offered.protocol === SRTP_PROFILE && ours === undefined)
+    return { ok: false, status: 488, reason: "an RTP/SAVP offer without a crypto suite we support" };
   const remoteAddress = connectionAddress(offered, offer);
   if (remoteAddress === undefined) {
     return { ok: false, status: 400, reason: "the audio stream has no c= line" };
@@ -138,6 +170,9 @@ export function answerOffer(offerText: string, local: LocalMedia): AnswerResult 
     remoteAddress,
   );
   const accepted = audioMedia(local, [choice], telephoneEventPayloadType, direction);
+  accepted.protocol = offered.protocol;
+  if (ours !== undefined && theirs !== undefined)
+    accepted.crypto = [{ id: theirs.id, suite: ours.suite, config: `inline:${ours.inline}` }];
   // §6: the answer has as many m= lines as the offer, in the same order
   const media = offer.media.map((m, i) => (i === index ? accepted : rejectedMedia(m)));
   return {
@@ -151,6 +186,7 @@ export function answerOffer(offerText: string, local: LocalMedia): AnswerResult 
       remotePort: offered.port,
       direction,
       ptime: ptimeOf(offered),
+      ...(ours !== undefined && theirs !== undefined ? { srtp: { send: ours, receive: theirs.key } } : {}),
     },
   };
 }
@@ -170,14 +206,23 @@ export function acceptAnswer(offerWeSent: string, answerText: string): AcceptRes
       reason: `the answer has ${answer.media.length} m= lines for the offer's ${offer.media.length}`,
     };
   }
-  const index = offer.media.findIndex(isActiveRtpAudio);
+  const index = offer.media.findIndex((media) => media.type === "audio" && isActive(media));
   if (index < 0) return { ok: false, reason: "our offer has no audio stream" };
   const offered = offer.media[index] as MediaDescription;
   const answered = answer.media[index] as MediaDescription;
   if (answered.port === 0) return { ok: false, reason: "the audio stream was rejected" };
-  if (answered.type !== "audio" || answered.protocol !== RTP_PROFILE) {
-    return { ok: false, reason: `the answer's m= line ${index + 1} is not RTP/AVP audio` };
+  if (answered.type !== "audio" || answered.protocol !== offered.protocol) {
+    return { ok: false, reason: `the answer's m= line ${index + 1} is not ${offered.protocol} audio` };
   }
+  // RFC 4568 §7.1.2: the answer's crypto line names the one of ours it took, by tag, with its key.
+  const answeredCrypto = answered.crypto?.map(cryptoOf).find((crypto) => crypto !== undefined);
+  const ourCrypto = offered.crypto?.map(cryptoOf).find((crypto) => crypto?.id === answeredCrypto?.id);
+  const srtp =
+    answeredCrypto !== undefined && ourCrypto !== undefined && ourCrypto.suite === answeredCrypto.suite
+      ? { send: ourCrypto.key, receive: answeredCrypto.key }
+      : undefined;
+  if (srtp === undefined && offered.protocol === SRTP_PROFILE)
+    return { ok: false, reason: "SRTP is required and the answer has no key for it" };
   const offeredCodecs = payloadTypesOf(offered).map((payloadType) => codecOf(offered, payloadType));
   let choice: CodecChoice | undefined;
   for (const payloadType of payloadTypesOf(answered)) {
@@ -205,8 +250,23 @@ export function acceptAnswer(offerWeSent: string, answerText: string): AcceptRes
         remoteAddress,
       ),
       ptime: ptimeOf(answered),
+      ...(srtp === undefined ? {} : { srtp }),
     },
   };
+}
+
+/** An a=crypto line we can use: a known suite and one 30-byte inline key, no lifetime or MKI games. */
+function cryptoOf(crypto: {
+  id: number;
+  suite: string;
+  config: string;
+  sessionConfig?: string;
+}): { id: number; suite: SrtpSuite; key: SrtpKeyMaterial } | undefined {
+  const suite = SRTP_SUITES.find((known) => known === crypto.suite);
+  const inline = /^inline:([A-Za-z0-9+/]+={0,2})(?:\|.*)?$/.exec(crypto.config)?.[1];
+  if (suite === undefined || inline === undefined || crypto.sessionConfig !== undefined) return undefined;
+  if (Buffer.from(inline, "base64").length !== MASTER_KEY_LENGTH + MASTER_SALT_LENGTH) return undefined;
+  return { id: crypto.id, suite, key: { suite, inline } };
 }
 
 interface CodecChoice {
@@ -293,7 +353,11 @@ function rejectedMedia(offered: MediaDescription): MediaDescription {
 }
 
 function isActiveRtpAudio(media: MediaDescription): boolean {
-  return media.type === "audio" && media.port !== 0 && media.protocol === RTP_PROFILE;
+  return media.type === "audio" && isActive(media) && media.protocol === RTP_PROFILE;
+}
+
+function isActive(media: MediaDescription): boolean {
+  return media.port !== 0;
 }
 
 /** The m= line's formats; sdp-transform turns a lone numeric format into a number. */

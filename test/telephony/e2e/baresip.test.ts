@@ -7,7 +7,7 @@ import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import type { IncomingCall } from "../../../src/telephony/call.js";
 import { Telephony } from "../../../src/telephony/telephony.js";
-import { exchangeAudio, goertzelLevelDb, SAMPLE_RATE, ToneGenerator } from "../../helpers/audio.js";
+import { assertTone, exchangeAudio, SAMPLE_RATE, ToneGenerator } from "../../helpers/audio.js";
 import { Baresip } from "../../helpers/baresip.js";
 import { CallRecord, rtpPortRange, skipWithout } from "../../helpers/sipp.js";
 
@@ -16,16 +16,6 @@ const running: { stop(): Promise<void> }[] = [];
 after(async () => {
   for (const peer of running) await peer.stop();
 });
-
-const HEARD_DB = -20;
-const NOT_HEARD_DB = -40;
-
-function assertTone(samples: Int16Array, present: number, absent: number, who: string): void {
-  const presentDb = goertzelLevelDb(samples, present);
-  const absentDb = goertzelLevelDb(samples, absent);
-  assert.ok(presentDb > HEARD_DB, `${who} heard ${present} Hz only at ${presentDb.toFixed(1)} dBFS`);
-  assert.ok(absentDb < NOT_HEARD_DB, `${who} heard ${absent} Hz at ${absentDb.toFixed(1)} dBFS`);
-}
 
 async function start(user: string): Promise<{ phone: Baresip; telephony: Telephony }> {
   const phone = await Baresip.start({ toneHz: 440, user });

@@ -92,6 +92,15 @@ describe("calls and requests from SIPp", { skip, concurrency: true }, () => {
     assert.deepEqual(record.digits, ["1", "2", "3", "#"]);
   });
 
+  test("a caller behind NAT (its Contact unreachable) gets our BYE where its packets came from", async () => {
+    const { handler, answered } = acceptingHandler();
+    const { peer } = await callIn("uac-behind-nat.xml", handler);
+    const record = await answered;
+    record.call.hangup();
+    await record.reached("ended");
+    await peer.expectSuccess();
+  });
+
   test("a call the handler rejects 486 is refused, and the ACK is taken", async () => {
     let rejected: IncomingCall | undefined;
     const { peer, telephony } = await callIn("uac-rejected.xml", (call) => {

@@ -1,13 +1,8 @@
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, it } from "node:test";
-import {
-  concatPrompts,
-  numberPrompt,
-  PROMPT_NAMES,
-  type PromptName,
-  prompt,
-} from "../../../src/telephony/media/prompts.js";
+import { numberPrompt, PROMPT_NAMES, type PromptName } from "../../../src/domain/prompt.js";
+import { concatPrompts, prompt } from "../../../src/telephony/media/prompts.js";
 import { readWav } from "../../../src/telephony/media/wav.js";
 
 const SAMPLE_RATE = 8000;

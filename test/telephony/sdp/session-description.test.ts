@@ -535,3 +535,84 @@ describe("offer/answer round trips", () => {
     assert.equal(holdMedia({ ...bridge, direction: "sendonly" }).direction, "sendonly");
   });
 });
+
+describe("SRTP keys by SDES (RFC 4568)", () => {
+  const key80 = { suite: "AES_CM_128_HMAC_SHA1_80" as const, inline: Buffer.alloc(30, 1).toString("base64") };
+  const key32 = { suite: "AES_CM_128_HMAC_SHA1_32" as const, inline: Buffer.alloc(30, 2).toString("base64") };
+  const theirs80 = Buffer.alloc(30, 9).toString("base64");
+  const base = { address: "192.0.2.10", port: 40000, sessionId: "1", sessionVersion: 1 };
+  const peerOffer = (profile: string, crypto: string[]) =>
+    [
+      "v=0",
+      "o=- 2 2 IN IP4 198.51.100.5",
+      "s=-",
+      "c=IN IP4 198.51.100.5",
+      "t=0 0",
+      `m=audio 50000 ${profile} 0 101`,
+      "a=rtpmap:0 PCMU/8000",
+      "a=rtpmap:101 telephone-event/8000",
+      ...crypto,
+      "",
+    ].join("\r\n");
+
+  it("required offers RTP/SAVP with a crypto line per key; optional offers them in RTP/AVP", () => {
+    const required = createOffer({ ...base, srtp: { policy: "required", keys: [key80, key32] } });
+    assert.match(required, /m=audio 40000 RTP\/SAVP 0 8 101/);
+    assert.match(
+      required,
+      new RegExp(`a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:${key80.inline.replace(/[+/]/g, "\\$&")}`),
+    );
+    assert.match(required, /a=crypto:2 AES_CM_128_HMAC_SHA1_32 inline:/);
+    assert.match(
+      createOffer({ ...base, srtp: { policy: "optional", keys: [key80] } }),
+      /m=audio 40000 RTP\/AVP .*[\s\S]*a=crypto:1 /,
+    );
+    assert.doesNotMatch(createOffer(base), /a=crypto/);
+  });
+
+  it("answers the first crypto line with a suite it knows, in the offer's profile, with its own key of that suite", () => {
+    const result = answerOffer(
+      peerOffer("RTP/SAVP", [
+        `a=crypto:1 F8_128_HMAC_SHA1_80 inline:${theirs80}`,
+        `a=crypto:2 AES_CM_128_HMAC_SHA1_80 inline:${theirs80}`,
+      ]),
+      { ...base, srtp: { policy: "optional", keys: [key32, key80] } },
+    );
+    assert.ok(result.ok);
+    assert.match(result.answer, /m=audio 40000 RTP\/SAVP 0 101/);
+    assert.match(result.answer, /a=crypto:2 AES_CM_128_HMAC_SHA1_80 inline:/);
+    assert.deepEqual(result.media.srtp, {
+      send: key80,
+      receive: { suite: "AES_CM_128_HMAC_SHA1_80", inline: theirs80 },
+    });
+  });
+
+  it("required refuses a plain offer with 488; off or optional answers it plain; an RTP/SAVP offer needs a key we can use", () => {
+    const plain = peerOffer("RTP/AVP", []);
+    const required = answerOffer(plain, { ...base, srtp: { policy: "required", keys: [key80] } });
+    assert.equal(required.ok, false);
+    assert.equal(!required.ok && required.status, 488);
+    const optional = answerOffer(plain, { ...base, srtp: { policy: "optional", keys: [key80] } });
+    assert.ok(optional.ok);
+    assert.equal(optional.media.srtp, undefined);
+    assert.doesNotMatch(optional.answer, /a=crypto/);
+    const savp = answerOffer(
+      peerOffer("RTP/SAVP", [`a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:${theirs80}`]),
+      base,
+    );
+    assert.equal(!savp.ok && savp.status, 488);
+  });
+
+  it("reads the key the answer chose by tag; required fails an answer without one", () => {
+    const offer = createOffer({ ...base, srtp: { policy: "required", keys: [key80, key32] } });
+    const answer = peerOffer("RTP/SAVP", [`a=crypto:2 AES_CM_128_HMAC_SHA1_32 inline:${theirs80}`]);
+    const accepted = acceptAnswer(offer, answer);
+    assert.ok(accepted.ok);
+    assert.deepEqual(accepted.media.srtp, {
+      send: key32,
+      receive: { suite: "AES_CM_128_HMAC_SHA1_32", inline: theirs80 },
+    });
+    const plain = acceptAnswer(offer, peerOffer("RTP/SAVP", []));
+    assert.equal(plain.ok, false);
+  });
+});

@@ -93,6 +93,24 @@ export class RtpPortAllocator {
     throw new Error(`no free RTP port pair in ${this.firstPort}-${last} on ${address}`);
   }
 
+  /**
+   * Binds the pair at `port` (even, RTCP above it), in the range or not: a stream moving here from
+   * another allocator keeps its port. Throws when it cannot be bound.
+   */
+  async bindExactPair(address: string, port: number): Promise<BoundPortPair> {
+    if (this.inUse.has(port)) throw new Error(`RTP port ${port} is already in use here`);
+    this.inUse.add(port);
+    const pair = await this.tryBind(address, port).catch((error: unknown) => {
+      this.inUse.delete(port);
+      throw error;
+    });
+    if (pair === null) {
+      this.inUse.delete(port);
+      throw new Error(`RTP port pair ${port}-${port + 1} on ${address} is taken`);
+    }
+    return pair;
+  }
+
   /** Makes a port handed out by bindPair available again, after its sockets are closed. */
   release(port: number): void {
     this.inUse.delete(port);

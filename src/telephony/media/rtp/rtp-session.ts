@@ -34,8 +34,15 @@ import {
   writeSenderReport,
   writeSourceDescription,
 } from "./rtcp-packet.js";
-import { parseRtpPacket, RTP_FIXED_HEADER_LENGTH, type RtpHeader, writeRtpPacket } from "./rtp-packet.js";
+import {
+  parseRtpPacket,
+  RTP_FIXED_HEADER_LENGTH,
+  type RtpHeader,
+  type RtpPacket,
+  writeRtpPacket,
+} from "./rtp-packet.js";
 import { ReceptionStatistics } from "./sequence.js";
+import { type SrtpKeyMaterial, SrtpReceiver, SrtpSender, type SrtpState } from "./srtp.js";
 
 export type G711Codec = "PCMU" | "PCMA";
 
@@ -52,11 +59,17 @@ export interface RtpSessionConfiguration {
   /** Default remotePort + 1 (RFC 3550 §11). */
   remoteRtcpPort?: number;
   direction: MediaDirection;
+  /** SRTP (RFC 3711): our key for what we send, theirs for what we receive; absent for plain RTP. */
+  srtp?: { readonly send: SrtpKeyMaterial; readonly receive: SrtpKeyMaterial };
 }
 
 export interface RtpSessionOptions {
   allocator: RtpPortAllocator;
   bindAddress: string;
+  /** Bind this port pair instead of the allocator's next free one (a stream carried on from elsewhere). */
+  port?: number;
+  /** Carries on a stream another session sent and received until now. */
+  handover?: RtpHandover;
   /** Monotonic milliseconds; default performance.now. */
   clock?: () => number;
   /** Mean interval between RTCP reports, default 5000 ms; each is randomised to 0.5–1.5 times it (§6.2). */
@@ -87,6 +100,43 @@ export interface RtpSessionStats {
   remoteJitterMs: number | null;
   /** From the LSR and DLSR of the remote's last report block (§6.4.1); null until one refers to our SR. */
   roundTripMs: number | null;
+  /** Received packets that came too late for their playout tick. */
+  packetsLate: number;
+  packetsDuplicate: number;
+  /** Packets that arrived after one with a higher sequence number (reordered or duplicated). */
+  packetsOutOfOrder: number;
+  /** Playout ticks with no frame, filled by concealment. */
+  framesConcealed: number;
+}
+
+/**
+ * What a session hands to the one that carries its stream on (on another thread, on the same port):
+ * our source keeps its SSRC, sequence numbers and timestamps, so the far end sees one stream.
+ */
+export interface RtpHandover {
+  readonly ssrc: number;
+  readonly sequenceNumber: number;
+  readonly timestamp: number;
+  readonly cname: string;
+  readonly config: RtpSessionConfiguration | null;
+  readonly rtp: { readonly address: string; readonly port: number; readonly latched: boolean };
+  readonly rtcp: { readonly address: string; readonly port: number; readonly latched: boolean };
+  readonly lastPacketAgoMs: number | null;
+  /** Counters so far, carried on in stats. */
+  readonly totals: RtpTotals;
+  /** Where SRTP stands (rollover counters), when it is on. */
+  readonly srtp?: { readonly sender: SrtpState; readonly receiver: SrtpState };
+}
+
+interface RtpTotals {
+  packetsSent: number;
+  octetsSent: number;
+  packetsReceived: number;
+  packetsLost: number;
+  packetsLate: number;
+  packetsDuplicate: number;
+  packetsOutOfOrder: number;
+  framesConcealed: number;
 }
 
 export interface RtpSessionEvents {
@@ -115,6 +165,12 @@ const DEFAULT_RTCP_INTERVAL_MS = 5000;
 /** The most G.711 samples one datagram can carry (a 1500-byte MTU less IP, UDP and RTP headers). */
 const MAX_PAYLOAD_SAMPLES = 1500 - 20 - 8 - RTP_FIXED_HEADER_LENGTH;
 const NO_EVENT_PACKETS: TelephoneEventPacket[] = [];
+/** Plain RTP moves to a new source after this many packets in a row from it... */
+const RELATCH_PACKETS = 3;
+/** ...sent after the latched source has been silent this long (ms). */
+const RELATCH_SILENCE_MS = 1000;
+/** The longest SRTP authentication tag we write (80 bits). */
+const SRTP_MAX_TAG_LENGTH = 10;
 
 interface DtmfJob {
   keys: string;
@@ -147,7 +203,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
    */
   onDecodedAudio: ((samples: Int16Array, count: number) => void) | undefined;
   /** Our synchronization source, random (§8.1). */
-  readonly ssrc = randomUint32();
+  readonly ssrc: number;
   private readonly rtp: dgram.Socket;
   private readonly rtcp: dgram.Socket;
   private readonly port: number;
@@ -163,6 +219,14 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   private rtpAddress = "";
   private rtpPort = 0;
   private rtpLatched = false;
+  /** Another source sending with a new SSRC, and how many packets in a row it has sent. */
+  private relatchCandidate: {
+    address: string;
+    port: number;
+    ssrc: number;
+    sequenceNumber: number;
+    packets: number;
+  } | null = null;
   private rtcpAddress = "";
   private rtcpPort = 0;
   private rtcpLatched = false;
@@ -171,22 +235,27 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   private readonly header: RtpHeader = {
     marker: false,
     payloadType: 0,
-    sequenceNumber: randomUint32() & 0xffff,
+    sequenceNumber: 0,
     timestamp: 0,
-    ssrc: this.ssrc,
+    ssrc: 0,
     csrcs: [],
   };
-  private sequenceNumber = this.header.sequenceNumber;
+  private sequenceNumber = randomUint32() & 0xffff;
   private timestamp = randomUint32();
   /** When `timestamp` last advanced, to extrapolate the SR's RTP timestamp. */
   private timestampAdvancedAt: number;
   /** §5.1: the marker bit is set on the first packet of a talkspurt, here the first after (re)starting to send. */
   private markNextFrame = true;
   private readonly sendBuffers = Array.from({ length: SEND_BUFFER_COUNT }, () =>
-    Buffer.alloc(RTP_FIXED_HEADER_LENGTH + SAMPLES_PER_FRAME),
+    Buffer.alloc(RTP_FIXED_HEADER_LENGTH + MAX_PAYLOAD_SAMPLES + SRTP_MAX_TAG_LENGTH),
   );
+  // SRTP, when negotiated: what protects what we send and opens what we receive.
+  private srtpSender: SrtpSender | null = null;
+  private srtpReceiver: SrtpReceiver | null = null;
   private nextSendBuffer = 0;
   private readonly encoded = new Uint8Array(SAMPLES_PER_FRAME);
+  /** A relayed packet's payload turned into our G.711 law. */
+  private readonly transcoded = new Uint8Array(MAX_PAYLOAD_SAMPLES);
   private packetsSent = 0;
   private octetsSent = 0;
   private sentSinceReport = false;
@@ -198,6 +267,15 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   private pauseTicks = 0;
   private dtmfTimer: NodeJS.Timeout | null = null;
 
+  // Relaying: the session whose received packets this one sends on, and how their sequence numbers
+  // and timestamps map onto ours (the far end sees one stream from us, whoever's audio it carries).
+  /** Where this session's received packets go, instead of its own playout; null when played out here. */
+  private relayPeer: RtpSession | null = null;
+  /** The relayed source our offsets were taken for; null before the first relayed packet. */
+  private relayedSsrc: number | null = null;
+  private relaySequenceOffset = 0;
+  private relayTimestampOffset = 0;
+
   // Receiving, from one remote source at a time.
   /** Decoded samples of one packet: up to a full datagram's payload, whatever the packet length. */
   private readonly decoded = new Int16Array(MAX_PAYLOAD_SAMPLES);
@@ -208,9 +286,20 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   private reception: ReceptionStatistics | null = null;
   private jitterBuffer: JitterBuffer;
   private eventReceiver: TelephoneEventReceiver;
-  /** Received and lost counts of earlier remote sources, so stats survive an SSRC change. */
-  private earlierReceived = 0;
-  private earlierLost = 0;
+  /**
+   * Counts of earlier remote sources, jitter buffers and sessions (a handover), so stats survive an
+   * SSRC change or a move.
+   */
+  private readonly earlier: RtpTotals = {
+    packetsSent: 0,
+    octetsSent: 0,
+    packetsReceived: 0,
+    packetsLost: 0,
+    packetsLate: 0,
+    packetsDuplicate: 0,
+    packetsOutOfOrder: 0,
+    framesConcealed: 0,
+  };
   private lastPacketTime: number | null = null;
 
   // RTCP.
@@ -227,7 +316,10 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
 
   /** Binds an RTP/RTCP port pair from the allocator. */
   static async open(options: RtpSessionOptions): Promise<RtpSession> {
-    const pair = await options.allocator.bindPair(options.bindAddress);
+    const pair =
+      options.port === undefined
+        ? await options.allocator.bindPair(options.bindAddress)
+        : await options.allocator.bindExactPair(options.bindAddress, options.port);
     return new RtpSession(pair, options);
   }
 
@@ -239,11 +331,15 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     this.allocator = options.allocator;
     this.clock = options.clock ?? (() => performance.now());
     this.rtcpIntervalMs = options.rtcpIntervalMs ?? DEFAULT_RTCP_INTERVAL_MS;
-    this.cname = options.cname ?? randomUUID();
+    const handover = options.handover;
+    this.ssrc = handover?.ssrc ?? randomUint32();
+    this.header.ssrc = this.ssrc;
+    this.cname = handover?.cname ?? options.cname ?? randomUUID();
     this.jitterBufferOptions = options.jitterBuffer ?? {};
     this.jitterBuffer = new JitterBuffer(this.jitterBufferOptions);
     this.eventReceiver = this.newEventReceiver();
     this.timestampAdvancedAt = this.clock();
+    if (handover !== undefined) this.carryOn(handover);
     this.rtp.on("message", (datagram, source) => this.receiveRtp(datagram, source));
     this.rtcp.on("message", (datagram, source) => this.receiveRtcp(datagram, source));
     const onSocketError = (error: Error) => this.emit("socketError", error);
@@ -288,6 +384,11 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       this.rtcpLatched = false;
     }
     if (previous === null || !isSending(previous.direction)) this.markNextFrame = true;
+    // New keys (a new offer/answer) make new contexts; the same keys keep their rollover counters.
+    if (config.srtp?.send.inline !== previous?.srtp?.send.inline)
+      this.srtpSender = config.srtp === undefined ? null : new SrtpSender(config.srtp.send);
+    if (config.srtp?.receive.inline !== previous?.srtp?.receive.inline)
+      this.srtpReceiver = config.srtp === undefined ? null : new SrtpReceiver(config.srtp.receive);
     this.config = { ...config };
     if (this.rtcpTimer === null) this.scheduleReport();
   }
@@ -331,22 +432,111 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     });
   }
 
+  /**
+   * Relays: every packet this session receives from now on is sent out of `peer` as `peer`'s own
+   * stream (its SSRC, its sequence numbers and timestamps carried on, its payload types; the payload
+   * as it came, or turned into the other G.711 law when the two calls use different ones), instead
+   * of being played out here. Keys and talking are then the far end's business. null stops it.
+   */
+  relayTo(peer: RtpSession | null): void {
+    this.relayPeer = peer;
+    if (peer !== null) peer.relayedSsrc = null;
+  }
+
   /** Writes the next 20 ms of received audio (160 samples) into `out`. */
   readFrame(out: Int16Array): PlayoutKind {
     return this.jitterBuffer.pull(out);
   }
 
   stats(): RtpSessionStats {
-    const reception = this.reception;
+    const totals = this.totals();
     return {
-      packetsSent: this.packetsSent,
-      packetsReceived: this.earlierReceived + (reception?.received ?? 0),
-      packetsLost: this.earlierLost + (reception?.lost ?? 0),
+      packetsSent: totals.packetsSent,
+      packetsReceived: totals.packetsReceived,
+      packetsLost: totals.packetsLost,
       fractionLost: this.lastFractionLost,
-      jitterMs: (reception?.jitter ?? 0) / TIMESTAMP_UNITS_PER_MS,
+      jitterMs: (this.reception?.jitter ?? 0) / TIMESTAMP_UNITS_PER_MS,
       remoteFractionLost: this.remoteFractionLost,
       remoteJitterMs: this.remoteJitterMs,
       roundTripMs: this.roundTripMs,
+      packetsLate: totals.packetsLate,
+      packetsDuplicate: totals.packetsDuplicate,
+      packetsOutOfOrder: totals.packetsOutOfOrder,
+      framesConcealed: totals.framesConcealed,
+    };
+  }
+
+  /**
+   * Stops the session without a word to the far end (no RTCP BYE: the stream goes on elsewhere),
+   * closes the sockets, and returns what the session carrying it on needs. The port stays taken in
+   * this allocator until `release`d by whoever ends the stream.
+   */
+  async handOver(): Promise<RtpHandover> {
+    const handover: RtpHandover = {
+      ssrc: this.ssrc,
+      sequenceNumber: this.sequenceNumber,
+      timestamp: this.timestamp,
+      cname: this.cname,
+      config: this.config,
+      rtp: { address: this.rtpAddress, port: this.rtpPort, latched: this.rtpLatched },
+      rtcp: { address: this.rtcpAddress, port: this.rtcpPort, latched: this.rtcpLatched },
+      lastPacketAgoMs: this.lastPacketTime === null ? null : this.clock() - this.lastPacketTime,
+      totals: this.totals(),
+      srtp:
+        this.srtpSender === null || this.srtpReceiver === null
+          ? undefined
+          : { sender: this.srtpSender.state, receiver: this.srtpReceiver.state },
+    };
+    this.closing = new Promise((resolve) => {
+      if (this.rtcpTimer !== null) clearTimeout(this.rtcpTimer);
+      this.stopDtmf();
+      let open = 2;
+      const closed = () => {
+        if (--open === 0) resolve();
+      };
+      this.rtp.close(closed);
+      this.rtcp.close(closed);
+    });
+    await this.closing;
+    this.allocator.release(this.port);
+    return handover;
+  }
+
+  private carryOn(handover: RtpHandover): void {
+    this.sequenceNumber = handover.sequenceNumber;
+    this.timestamp = handover.timestamp;
+    Object.assign(this.earlier, handover.totals);
+    if (handover.lastPacketAgoMs !== null) this.lastPacketTime = this.clock() - handover.lastPacketAgoMs;
+    if (handover.config === null) return;
+    this.configure(handover.config);
+    const srtp = handover.config.srtp;
+    if (srtp !== undefined && handover.srtp !== undefined) {
+      this.srtpSender = new SrtpSender(srtp.send, handover.srtp.sender);
+      this.srtpReceiver = new SrtpReceiver(srtp.receive, handover.srtp.receiver);
+    }
+    // The stream goes on: no new talkspurt for the far end.
+    this.markNextFrame = false;
+    this.rtpAddress = handover.rtp.address;
+    this.rtpPort = handover.rtp.port;
+    this.rtpLatched = handover.rtp.latched;
+    this.rtcpAddress = handover.rtcp.address;
+    this.rtcpPort = handover.rtcp.port;
+    this.rtcpLatched = handover.rtcp.latched;
+  }
+
+  private totals(): RtpTotals {
+    const reception = this.reception;
+    const earlier = this.earlier;
+    const playout = this.jitterBuffer.stats;
+    return {
+      packetsSent: earlier.packetsSent + this.packetsSent,
+      octetsSent: earlier.octetsSent + this.octetsSent,
+      packetsReceived: earlier.packetsReceived + (reception?.received ?? 0),
+      packetsLost: earlier.packetsLost + (reception?.lost ?? 0),
+      packetsLate: earlier.packetsLate + playout.late,
+      packetsDuplicate: earlier.packetsDuplicate + playout.duplicate,
+      packetsOutOfOrder: earlier.packetsOutOfOrder + (reception?.misordered ?? 0),
+      framesConcealed: earlier.framesConcealed + playout.concealed,
     };
   }
 
@@ -370,7 +560,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       const buffer = Buffer.alloc(RTCP_BUFFER_LENGTH);
       const reportLength = this.writeReport(buffer);
       const length = writeGoodbye({ type: "BYE", ssrcs: [this.ssrc], reason: null }, buffer, reportLength);
-      this.rtcp.send(buffer, 0, length, this.rtcpPort, this.rtcpAddress, finish);
+      this.sendRtcp(buffer, length, finish);
     });
     return this.closing;
   }
@@ -384,16 +574,23 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     this.timestampAdvancedAt = this.clock();
   }
 
-  private sendRtp(payloadType: number, timestamp: number, payload: Uint8Array, marker: boolean): void {
+  private sendRtp(
+    payloadType: number,
+    timestamp: number,
+    payload: Uint8Array,
+    marker: boolean,
+    sequenceNumber = this.sequenceNumber,
+  ): void {
     const header = this.header;
     header.marker = marker;
     header.payloadType = payloadType;
-    header.sequenceNumber = this.sequenceNumber;
+    header.sequenceNumber = sequenceNumber;
     header.timestamp = timestamp;
-    this.sequenceNumber = (this.sequenceNumber + 1) & 0xffff;
+    this.sequenceNumber = (sequenceNumber + 1) & 0xffff;
     const buffer = this.sendBuffers[this.nextSendBuffer] as Buffer;
     this.nextSendBuffer = (this.nextSendBuffer + 1) % SEND_BUFFER_COUNT;
-    const length = writeRtpPacket(header, payload, buffer);
+    const plainLength = writeRtpPacket(header, payload, buffer);
+    const length = this.srtpSender === null ? plainLength : this.srtpSender.protectRtp(buffer, plainLength);
     this.rtp.send(buffer, 0, length, this.rtpPort, this.rtpAddress);
     this.packetsSent++;
     this.octetsSent += payload.length;
@@ -463,20 +660,29 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     for (const job of this.dtmfJobs.splice(0)) job.resolve(false);
   }
 
-  private receiveRtp(datagram: Buffer, source: dgram.RemoteInfo): void {
+  private receiveRtp(received: Buffer, source: dgram.RemoteInfo): void {
     const config = this.config;
     if (config === null || this.closing !== null) return;
+    // Under SRTP anything that does not authenticate (plain RTP, a stranger, a replay) is dropped
+    // before it can latch, be heard or be counted.
+    const datagram = this.srtpReceiver === null ? received : this.srtpReceiver.unprotectRtp(received);
+    if (datagram === undefined) return;
     const packet = parseRtpPacket(datagram);
     if (packet === null) return;
     const isAudio = packet.payloadType === config.payloadType;
     if (!isAudio && packet.payloadType !== config.telephoneEventPayloadType) return;
+    const now = this.clock();
     if (!this.rtpLatched) {
       // Symmetric RTP (RFC 4961): answer where the first valid packet came from.
       this.rtpLatched = true;
       this.rtpAddress = source.address;
       this.rtpPort = source.port;
+    } else if (source.port !== this.rtpPort || source.address !== this.rtpAddress) {
+      if (!this.mayMoveTo(source, packet.ssrc, packet.sequenceNumber, now)) return;
+      this.rtpAddress = source.address;
+      this.rtpPort = source.port;
+      this.relatchCandidate = null;
     }
-    const now = this.clock();
     this.lastPacketTime = now;
     if (packet.ssrc !== this.remoteSsrc || this.reception === null)
       this.startRemoteSource(packet.ssrc, packet.sequenceNumber);
@@ -487,6 +693,10 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       isAudio,
     );
     if (!isReceiving(config.direction)) return;
+    if (this.relayPeer !== null) {
+      this.relayPeer.sendRelayed(packet, isAudio, config.codec);
+      return;
+    }
     if (isAudio) {
       // Any packet length: the assembler cuts the samples into 20 ms frames by timestamp.
       if (packet.payload.length > MAX_PAYLOAD_SAMPLES) return;
@@ -502,11 +712,82 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     }
   }
 
+  /** Sends a packet another session received, as the next of our own stream (see relayTo). */
+  private sendRelayed(packet: RtpPacket, isAudio: boolean, codec: G711Codec): void {
+    const config = this.config;
+    if (config === null || this.closing !== null || !isSending(config.direction)) return;
+    const payloadType = isAudio ? config.payloadType : config.telephoneEventPayloadType;
+    if (payloadType === undefined || packet.payload.length > MAX_PAYLOAD_SAMPLES) return;
+    let marker = packet.marker;
+    if (packet.ssrc !== this.relayedSsrc) {
+      // A new source: its numbers continue ours (§5.1), and its first packet starts a talkspurt.
+      this.relayedSsrc = packet.ssrc;
+      this.relaySequenceOffset = (this.sequenceNumber - packet.sequenceNumber) & 0xffff;
+      this.relayTimestampOffset = (this.timestamp - packet.timestamp) >>> 0;
+      marker = true;
+    }
+    let payload: Uint8Array = packet.payload;
+    if (isAudio && codec !== config.codec) {
+      const count = packet.payload.length;
+      const samples = this.decoded.subarray(0, count);
+      if (codec === "PCMU") decodeMulaw(packet.payload, samples);
+      else decodeAlaw(packet.payload, samples);
+      payload = this.transcoded.subarray(0, count);
+      if (config.codec === "PCMU") encodeMulaw(samples, payload);
+      else encodeAlaw(samples, payload);
+    }
+    const sequenceNumber = (packet.sequenceNumber + this.relaySequenceOffset) & 0xffff;
+    const timestamp = (packet.timestamp + this.relayTimestampOffset) >>> 0;
+    this.sendRtp(payloadType, timestamp, payload, marker, sequenceNumber);
+    if (isAudio) {
+      this.timestamp = (timestamp + payload.length) >>> 0;
+      this.timestampAdvancedAt = this.clock();
+    }
+  }
+
+  /**
+   * Whether a packet from another source than the latched one moves the stream there (a phone that
+   * changed networks). Under SRTP it authenticated, so yes. Plain RTP could come from anyone: it moves
+   * the stream only with a new SSRC, once the latched source has been silent for RELATCH_SILENCE_MS
+   * and the new one has since sent RELATCH_PACKETS packets in sequence; until then it is dropped
+   * unheard.
+   */
+  private mayMoveTo(source: dgram.RemoteInfo, ssrc: number, sequenceNumber: number, now: number): boolean {
+    if (this.srtpReceiver !== null) return true;
+    if (
+      ssrc === this.remoteSsrc ||
+      now - (this.lastPacketTime ?? Number.NEGATIVE_INFINITY) < RELATCH_SILENCE_MS
+    ) {
+      this.relatchCandidate = null;
+      return false;
+    }
+    const candidate = this.relatchCandidate;
+    if (
+      candidate !== null &&
+      candidate.address === source.address &&
+      candidate.port === source.port &&
+      candidate.ssrc === ssrc &&
+      sequenceNumber === ((candidate.sequenceNumber + 1) & 0xffff)
+    ) {
+      candidate.packets++;
+      candidate.sequenceNumber = sequenceNumber;
+      return candidate.packets >= RELATCH_PACKETS;
+    }
+    this.relatchCandidate = { address: source.address, port: source.port, ssrc, sequenceNumber, packets: 1 };
+    return false;
+  }
+
   /** A new remote SSRC (first packet, or the peer restarted): fresh statistics, playout and DTMF state. */
   private startRemoteSource(ssrc: number, sequenceNumber: number): void {
     if (this.reception !== null) {
-      this.earlierReceived += this.reception.received;
-      this.earlierLost += this.reception.lost;
+      const earlier = this.earlier;
+      const playout = this.jitterBuffer.stats;
+      earlier.packetsReceived += this.reception.received;
+      earlier.packetsLost += this.reception.lost;
+      earlier.packetsOutOfOrder += this.reception.misordered;
+      earlier.packetsLate += playout.late;
+      earlier.packetsDuplicate += playout.duplicate;
+      earlier.framesConcealed += playout.concealed;
       this.jitterBuffer = new JitterBuffer(this.jitterBufferOptions);
       this.eventReceiver = this.newEventReceiver();
       this.assembler.reset();
@@ -515,8 +796,10 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     this.reception = new ReceptionStatistics(sequenceNumber);
   }
 
-  private receiveRtcp(datagram: Buffer, source: dgram.RemoteInfo): void {
+  private receiveRtcp(received: Buffer, source: dgram.RemoteInfo): void {
     if (this.config === null || this.closing !== null) return;
+    const datagram = this.srtpReceiver === null ? received : this.srtpReceiver.unprotectRtcp(received);
+    if (datagram === undefined) return;
     const packets = parseRtcpCompound(datagram);
     if (packets === null) return;
     if (!this.rtcpLatched) {
@@ -572,7 +855,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     this.rtcpTimer = setTimeout(
       () => {
         const length = this.writeReport(this.rtcpBuffer);
-        this.rtcp.send(this.rtcpBuffer, 0, length, this.rtcpPort, this.rtcpAddress);
+        this.sendRtcp(this.rtcpBuffer, length);
         this.scheduleReport();
       },
       this.rtcpIntervalMs * (0.5 + Math.random()),
@@ -583,6 +866,15 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
    * Writes the head of a compound packet (§6.1): an SR when we sent RTP since the last report,
    * otherwise an RR, with a report block about the remote source once it is valid, then SDES CNAME.
    */
+  /** Sends an RTCP compound packet, as SRTCP when SRTP is on. */
+  private sendRtcp(buffer: Buffer, length: number, sent?: () => void): void {
+    if (this.srtpSender === null) this.rtcp.send(buffer, 0, length, this.rtcpPort, this.rtcpAddress, sent);
+    else {
+      const protectedPacket = this.srtpSender.protectRtcp(buffer.subarray(0, length));
+      this.rtcp.send(protectedPacket, 0, protectedPacket.length, this.rtcpPort, this.rtcpAddress, sent);
+    }
+  }
+
   private writeReport(out: Buffer): number {
     const now = this.clock();
     const reports = this.reportBlocks(now);
@@ -598,8 +890,9 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
             ntpSeconds: ntp.seconds,
             ntpFraction: ntp.fraction,
             rtpTimestamp: (this.timestamp + elapsed) >>> 0,
-            packetCount: this.packetsSent,
-            octetCount: this.octetsSent,
+            // The counts of our SSRC since it started, on whichever thread it started.
+            packetCount: (this.earlier.packetsSent + this.packetsSent) >>> 0,
+            octetCount: (this.earlier.octetsSent + this.octetsSent) >>> 0,
           },
           reports,
         },

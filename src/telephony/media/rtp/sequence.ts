@@ -26,6 +26,7 @@ export class ReceptionStatistics {
   private badSeq = RTP_SEQ_MOD + 1;
   private probation = MIN_SEQUENTIAL;
   private receivedCount = 0;
+  private misorderedCount = 0;
   private expectedPrior = 0;
   private receivedPrior = 0;
   /** Relative transit time of the previous packet, in timestamp units; null before the first. */
@@ -53,6 +54,11 @@ export class ReceptionStatistics {
 
   get received(): number {
     return this.receivedCount;
+  }
+
+  /** Packets that arrived after a packet with a higher sequence number. */
+  get misordered(): number {
+    return this.misorderedCount;
   }
 
   /** A.3: the extended highest sequence number received (32 bits: cycles and sequence number). */
@@ -132,8 +138,10 @@ export class ReceptionStatistics {
       }
       // Two sequential packets: assume the other side restarted without telling us, so resync.
       this.initSequence(seq);
+    } else {
+      // A packet from behind the highest one (reordered or a duplicate): counted, the highest stays.
+      this.misorderedCount++;
     }
-    // Otherwise a duplicate or reordered packet: counted, but the highest sequence number stays.
     this.receivedCount++;
     return true;
   }

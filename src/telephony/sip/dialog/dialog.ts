@@ -8,7 +8,7 @@ import { parseCSeq, parseNameAddr, parseSipUri } from "../message/header-values.
 import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
 import { MAGIC_COOKIE } from "../transaction/transaction-key.js";
 import type { Destination, TransportName } from "../transport/sip-transport.js";
-import { DEFAULT_SIP_PORT, normalizeHost } from "../transport/via.js";
+import { DEFAULT_SIP_PORT, DEFAULT_SIPS_PORT, normalizeHost } from "../transport/via.js";
 
 export function newTag(): string {
   return randomBytes(6).toString("hex");
@@ -47,10 +47,13 @@ export function destinationOf(uri: string): Destination | undefined {
   if (parsed === undefined || parsed.scheme === "tel") return undefined;
   const maddr = parsed.params.get("maddr");
   const transportParam = parsed.params.get("transport")?.toUpperCase();
-  const transport: TransportName = transportParam === "TCP" ? "TCP" : "UDP";
+  // A sips: URI, or transport=tls, is TLS all the way (RFC 3261 section 26.2.1; RFC 5630): never
+  // anything in plain text.
+  const transport: TransportName =
+    parsed.scheme === "sips" || transportParam === "TLS" ? "TLS" : transportParam === "TCP" ? "TCP" : "UDP";
   return {
     host: normalizeHost(maddr ?? parsed.host),
-    port: parsed.port ?? DEFAULT_SIP_PORT,
+    port: parsed.port ?? (transport === "TLS" ? DEFAULT_SIPS_PORT : DEFAULT_SIP_PORT),
     transport,
   };
 }
@@ -122,9 +125,12 @@ export class Dialog {
 
   /**
    * Section 12.1.1, the UAS side: from a received INVITE and the tag we put in our To. The route set is
-   * the request's Record-Route in order; the remote target its Contact.
+   * the request's Record-Route in order; the remote target its Contact. Given where the INVITE came
+   * from (`source`), a caller behind NAT (its Contact names another address or port than the one its
+   * packets come from, and no proxy record-routes) is sent its in-dialog requests back to that
+   * source, as symmetric signalling does (RFC 3581's idea for requests).
    */
-  static forUas(invite: SipRequest, localTag: string): Dialog | undefined {
+  static forUas(invite: SipRequest, localTag: string, source?: Destination): Dialog | undefined {
     const remoteTag = tagOf(invite.headers.get("From"));
     const callId = invite.headers.get("Call-ID");
     const contact = invite.headers.get("Contact");
@@ -143,18 +149,21 @@ export class Dialog {
       return undefined;
     }
     const localParty = tagOf(to) === undefined ? `${to};tag=${localTag}` : to;
-    return new Dialog(
-      callId,
-      localTag,
-      remoteTag,
-      localParty,
-      from,
-      invite.headers.getAll("Record-Route"),
-      target,
-      0,
-      cseq.seq,
-    );
+    const routeSet = invite.headers.getAll("Record-Route");
+    const contactDestination = destinationOf(target);
+    const behindNat =
+      source !== undefined &&
+      routeSet.length === 0 &&
+      (contactDestination === undefined ||
+        normalizeHost(contactDestination.host) !== normalizeHost(source.host) ||
+        contactDestination.port !== source.port);
+    const dialog = new Dialog(callId, localTag, remoteTag, localParty, from, routeSet, target, 0, cseq.seq);
+    if (behindNat) dialog.#flow = source;
+    return dialog;
   }
+
+  /** Where a caller behind NAT is reached: where its INVITE came from. */
+  #flow: Destination | undefined;
 
   get id(): string {
     return dialogId(this.callId, this.localTag, this.remoteTag);
@@ -162,6 +171,7 @@ export class Dialog {
 
   /** Section 12.2.1.1: the next hop is the first route (loose routing) or else the remote target. */
   get destination(): Destination | undefined {
+    if (this.#flow !== undefined) return this.#flow;
     const firstRoute = this.routeSet[0];
     const next = firstRoute === undefined ? this.remoteTarget : uriOf(firstRoute);
     return next === undefined ? undefined : destinationOf(next);

@@ -29,15 +29,29 @@ export function clientTransactionKey(message: SipRequest | SipResponse): string 
 
 /**
  * Section 17.2.3: with a branch starting with the magic cookie, a request matches a server transaction
- * by branch, sent-by of the top Via, and method, an ACK matching the INVITE it acknowledges (the
+ * by branch, sent-by of the top Via, and method (and Call-ID and CSeq number, see below), an ACK matching the INVITE it acknowledges (the
  * transaction of an INVITE answered with a non-2xx). A CANCEL keeps its own method, so its transaction
- * differs from the INVITE's. Undefined for requests without a compliant branch (RFC 2543 matching is
- * not done here).
+ * differs from the INVITE's. Without such a branch (RFC 2543 elements, RFC 4475 3.1.1.1) a request
+ * matches by Request-URI, From tag, Call-ID, CSeq number, the whole top Via and method, an ACK again
+ * as its INVITE; the To tag is left out so that the ACK, carrying the tag of our response, still
+ * matches. Every key ends with "|method". Undefined without a top Via, Call-ID or CSeq.
  */
 export function serverTransactionKey(request: SipRequest): string | undefined {
   const via = topVia(request);
-  if (via?.branch === undefined || !via.branch.startsWith(MAGIC_COOKIE)) return undefined;
-  const sentBy = `${via.host.toLowerCase()}${via.port === undefined ? "" : `:${via.port}`}`;
+  if (via === undefined) return undefined;
   const method = request.method === "ACK" ? "INVITE" : request.method;
-  return `${via.branch}|${sentBy}|${method}`;
+  const callId = request.headers.get("Call-ID");
+  const cseq = parseCSeq(request.headers.get("CSeq") ?? "");
+  if (via.branch?.startsWith(MAGIC_COOKIE)) {
+    const sentBy = `${via.host.toLowerCase()}${via.port === undefined ? "" : `:${via.port}`}`;
+    // Call-ID and CSeq number are the same in every retransmission, ACK and CANCEL of a request;
+    // with them, a client that reuses a branch for new requests (RFC 4475 does) is not mistaken
+    // for retransmitting.
+    return `${via.branch}|${sentBy}|${callId ?? ""}|${cseq?.seq ?? ""}|${method}`;
+  }
+  if (callId === undefined || cseq === undefined) return undefined;
+  const fromTag = /;\s*tag\s*=\s*([^;\s>]+)/i.exec(request.headers.get("From") ?? "")?.[1] ?? "";
+  // The Via as sent: without what our transport stamped (received, rport's value).
+  const sentVia = `${via.transport} ${via.host.toLowerCase()}:${via.port ?? ""};${via.branch ?? ""}`;
+  return `rfc2543|${request.uri}|${fromTag}|${callId}|${cseq.seq}|${sentVia}|${method}`;
 }

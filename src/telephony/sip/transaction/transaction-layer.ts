@@ -69,7 +69,7 @@ export class TransactionLayer {
    * The transaction's user hears of responses, timeouts and transport errors.
    */
   sendRequest(request: SipRequest, destination: Destination, user: TransactionUser): ClientTransaction {
-    const reliable = destination.transport === "TCP";
+    const reliable = destination.transport !== "UDP";
     let transaction: ClientTransaction | undefined;
     const transport = {
       reliable,
@@ -107,7 +107,7 @@ export class TransactionLayer {
   #receiveRequest(request: SipRequest, source: MessageSource): void {
     const key = serverTransactionKey(request);
     if (key === undefined) {
-      this.#core.onDrop?.(`${request.method} without an RFC 3261 branch dropped`);
+      this.#core.onDrop?.(`${request.method} without a Via, Call-ID or CSeq to match it by dropped`);
       return;
     }
     const existing = this.#servers.get(key);
@@ -137,7 +137,7 @@ export class TransactionLayer {
   #createServerTransaction(request: SipRequest, source: MessageSource): ServerTransaction {
     let transaction: ServerTransaction | undefined;
     const transport = {
-      reliable: source.transport === "TCP",
+      reliable: source.transport !== "UDP",
       send: (message: SipRequest | SipResponse) => {
         this.#sender
           .sendResponse(message as SipResponse)
@@ -193,6 +193,10 @@ export function responseTo(
   if (callId !== undefined) headers.append("Call-ID", callId);
   const cseq = request.headers.get("CSeq");
   if (cseq !== undefined) headers.append("CSeq", cseq);
+  // Section 12.1.1: a response that may establish a dialog (101-299) carries the request's
+  // Record-Route, all of it and in order, so the far end's route set runs through the same proxies.
+  if (status > 100 && status < 300)
+    for (const value of request.headers.getAll("Record-Route")) headers.append("Record-Route", value);
   for (const [name, value] of options.headers ?? []) headers.append(name, value);
   const body = options.body ?? Buffer.alloc(0);
   headers.append("Content-Length", String(body.length));

@@ -1,10 +1,12 @@
 /**
- * The SIP transport layer (RFC 3261 section 18, RFC 3581): UDP and TCP on one address and port. It frames,
- * stamps and routes messages; it knows nothing of transactions, dialogs or conferences.
+ * The SIP transport layer (RFC 3261 sections 18 and 26, RFC 3581): UDP and TCP on one address and
+ * port, and TLS on a port of its own when given a certificate (connections out over TLS need none).
+ * It frames, stamps and routes messages; it knows nothing of transactions, dialogs or conferences.
  */
 import { randomBytes } from "node:crypto";
 import { createSocket, type Socket as DatagramSocket } from "node:dgram";
-import { createServer, isIPv6, type Server, type Socket, connect as tcpConnect } from "node:net";
+import { createServer, isIP, isIPv6, type Server, type Socket, connect as tcpConnect } from "node:net";
+import { createServer as createTlsServer, type Server as TlsServer, connect as tlsConnect } from "node:tls";
 import { parseNameAddr, parseVia, type Via } from "../message/header-values.js";
 import { type ParseResult, type PartialRequest, parseMessage } from "../message/parser.js";
 import { serializeMessage } from "../message/serializer.js";
@@ -12,6 +14,8 @@ import type { SipMessage } from "../message/sip-message.js";
 import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
 import {
   DEFAULT_SIP_PORT,
+  DEFAULT_SIPS_PORT,
+  formatHost,
   formatVia,
   normalizeHost,
   responseTarget,
@@ -19,7 +23,19 @@ import {
   withTopVia,
 } from "./via.js";
 
-export type TransportName = "UDP" | "TCP";
+export type TransportName = "UDP" | "TCP" | "TLS";
+
+/** The transports that run over a connection. */
+type StreamTransport = "TCP" | "TLS";
+
+/** SIP over TLS (RFC 3261 section 26.2.1). */
+export interface SipTlsOptions {
+  /** The TLS listener's port; 0 picks a free one. */
+  readonly port: number;
+  /** PEM certificate chain and key this side presents. */
+  readonly cert: string | Buffer;
+  readonly key: string | Buffer;
+}
 
 /** Where a received message came from. */
 export interface MessageSource {
@@ -52,6 +68,18 @@ export interface SipTransportOptions {
   readonly maxStreamBuffer?: number;
   /** A UDP request larger than this goes over TCP instead (18.1.1: path MTU 1500 minus 200). */
   readonly udpSizeThreshold?: number;
+  /** A TLS listener; without it, TLS is used only for connections this side opens. */
+  readonly tls?: SipTlsOptions;
+  /**
+   * The certificates that peers' TLS certificates must chain to (PEM); default the system's. A peer
+   * whose certificate does not verify, or does not name the host connected to, is never sent to.
+   */
+  readonly tlsCa?: string | Buffer;
+  /**
+   * How often a connection this side opened sends a double-CRLF keep-alive (RFC 5626 section 3.5.1),
+   * so that NATs and firewalls keep it for calls that last; default 30 s.
+   */
+  readonly keepAliveIntervalMs?: number;
 }
 
 export interface TransportStats {
@@ -68,7 +96,11 @@ const UDP_RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
 const DEFAULT_UDP_SIZE_THRESHOLD = 1300;
 /** How many server-transaction branches a connection remembers for routing responses back over it. */
 const MAX_BRANCHES_PER_CONNECTION = 1024;
+/** How many datagram requests whose Via named a stream transport are remembered for their answers. */
+const MAX_STRAY_DATAGRAM_SOURCES = 4096;
 const CRLF = Buffer.from("\r\n");
+const DOUBLE_CRLF = Buffer.from("\r\n\r\n");
+const DEFAULT_KEEP_ALIVE_INTERVAL_MS = 30_000;
 
 /** One stream connection, accepted or opened by us. */
 class Connection {
@@ -77,7 +109,10 @@ class Connection {
   readonly keys = new Set<string>();
   readonly closed: Promise<void>;
 
-  constructor(readonly socket: Socket) {
+  constructor(
+    readonly socket: Socket,
+    readonly transport: StreamTransport,
+  ) {
     this.closed = new Promise((resolve) => socket.once("close", () => resolve()));
   }
 
@@ -87,15 +122,19 @@ class Connection {
 
   get source(): MessageSource {
     return {
-      transport: "TCP",
+      transport: this.transport,
       address: normalizeHost(this.socket.remoteAddress ?? ""),
       port: this.socket.remotePort ?? 0,
     };
   }
 }
 
-function endpointKey(host: string, port: number): string {
-  return `${normalizeHost(host)}|${port}`;
+function endpointKey(transport: StreamTransport, host: string, port: number): string {
+  return `${transport}|${normalizeHost(host)}|${port}`;
+}
+
+function isStream(transport: string): transport is StreamTransport {
+  return transport === "TCP" || transport === "TLS";
 }
 
 function branchKey(via: Via): string {
@@ -122,24 +161,50 @@ export class SipTransport {
   readonly #udp: DatagramSocket;
   readonly #server: Server;
   readonly #port: number;
+  readonly #tlsServer: TlsServer | undefined;
+  readonly #tlsPort: number | undefined;
   /** Open connections by every remote endpoint they are known by. */
   readonly #connections = new Map<string, Connection>();
   readonly #connecting = new Map<string, Promise<Connection>>();
   /** Connections by the branch and sent-by of the requests received over them (18.2.2). */
   readonly #byBranch = new Map<string, Connection>();
   readonly #all = new Set<Connection>();
+  /**
+   * Where datagram requests came from whose top Via names TCP or TLS (RFC 4475 has many): there is no
+   * connection to answer on, so the answer goes back as a datagram to the source, by branch.
+   */
+  readonly #strayDatagrams = new Map<string, { address: string; port: number }>();
   #closing: Promise<void> | undefined;
 
-  private constructor(options: SipTransportOptions, udp: DatagramSocket, server: Server, port: number) {
+  private constructor(
+    options: SipTransportOptions,
+    udp: DatagramSocket,
+    server: Server,
+    port: number,
+    tlsServer: TlsServer | undefined,
+  ) {
     this.#options = options;
     this.#udp = udp;
     this.#server = server;
     this.#port = port;
+    this.#tlsServer = tlsServer;
+    const tlsAddress = tlsServer?.address();
+    this.#tlsPort = typeof tlsAddress === "object" && tlsAddress !== null ? tlsAddress.port : undefined;
+    tlsServer?.on("secureConnection", (socket) => this.#guard(() => this.#adopt(socket, "TLS")));
+    // A handshake that fails (a scanner, a peer that does not trust us) never becomes a connection.
+    tlsServer?.on("tlsClientError", (error, socket) =>
+      this.#drop(`TLS handshake failed: ${error.message}`, {
+        transport: "TLS",
+        address: normalizeHost(socket.remoteAddress ?? ""),
+        port: socket.remotePort ?? 0,
+      }),
+    );
+    tlsServer?.on("error", (error) => this.#drop(`TLS server error: ${error.message}`, undefined));
     udp.on("message", (bytes, info) =>
       this.#guard(() => this.#onDatagram(bytes, normalizeHost(info.address), info.port)),
     );
     udp.on("error", (error) => this.#drop(`UDP socket error: ${error.message}`, undefined));
-    server.on("connection", (socket) => this.#guard(() => this.#adopt(socket)));
+    server.on("connection", (socket) => this.#guard(() => this.#adopt(socket, "TCP")));
     server.on("error", (error) => this.#drop(`TCP server error: ${error.message}`, undefined));
   }
 
@@ -168,18 +233,24 @@ export class SipTransport {
       const port = udp.address().port;
       const server = createServer({ noDelay: true });
       try {
-        await new Promise<void>((resolve, reject) => {
-          server.once("error", reject);
-          server.listen({ port, host: options.bindAddress }, () => {
-            server.off("error", reject);
-            resolve();
-          });
-        });
-        return new SipTransport(options, udp, server, port);
+        await listenOn(server, port, options.bindAddress);
       } catch (error) {
         lastError = error;
         await new Promise<void>((resolve) => udp.close(() => resolve()));
+        continue;
       }
+      let tlsServer: TlsServer | undefined;
+      if (options.tls !== undefined) {
+        tlsServer = createTlsServer({ cert: options.tls.cert, key: options.tls.key, minVersion: "TLSv1.2" });
+        try {
+          await listenOn(tlsServer, options.tls.port, options.bindAddress);
+        } catch (error) {
+          await new Promise<void>((resolve) => server.close(() => resolve()));
+          await new Promise<void>((resolve) => udp.close(() => resolve()));
+          throw error;
+        }
+      }
+      return new SipTransport(options, udp, server, port, tlsServer);
     }
     throw lastError;
   }
@@ -189,12 +260,21 @@ export class SipTransport {
     return this.#port;
   }
 
-  /** The sent-by this transport writes into requests and expects atop responses (18.1.1, 18.1.2). */
+  /** The TLS listener's port; undefined without one. */
+  get tlsPort(): number | undefined {
+    return this.#tlsPort;
+  }
+
+  /** The sent-by this transport writes into UDP and TCP requests and expects atop their responses (18.1.1, 18.1.2). */
   get sentBy(): { host: string; port: number } {
-    return {
-      host: this.#options.publicAddress ?? this.#options.bindAddress,
-      port: this.#options.publicPort ?? this.#port,
-    };
+    return this.sentByFor("UDP");
+  }
+
+  /** The sent-by for a transport: TLS has a port of its own. */
+  sentByFor(transport: TransportName): { host: string; port: number } {
+    const host = this.#options.publicAddress ?? this.#options.bindAddress;
+    if (transport === "TLS") return { host, port: this.#tlsPort ?? DEFAULT_SIPS_PORT };
+    return { host, port: this.#options.publicPort ?? this.#port };
   }
 
   /**
@@ -212,7 +292,7 @@ export class SipTransport {
     if (transport === "UDP" && wire.length > threshold) {
       const overTcp = this.#stampRequest(request, "TCP");
       try {
-        await this.#sendStream(serializeMessage(overTcp), destination.host, destination.port);
+        await this.#sendStream(serializeMessage(overTcp), destination.host, destination.port, "TCP");
         return overTcp;
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
@@ -223,7 +303,7 @@ export class SipTransport {
       }
     }
     if (transport === "UDP") await this.#sendDatagram(wire, destination.host, destination.port);
-    else await this.#sendStream(wire, destination.host, destination.port);
+    else await this.#sendStream(wire, destination.host, destination.port, transport);
     return sent;
   }
 
@@ -243,7 +323,13 @@ export class SipTransport {
       await this.#sendDatagram(wire, target.host, target.port);
       return;
     }
-    if (via.transport !== "TCP") throw new Error(`unsupported transport ${via.transport}`);
+    const stray = this.#strayDatagrams.get(branchKey(via));
+    if (stray !== undefined) {
+      await this.#sendDatagram(wire, stray.address, stray.port);
+      return;
+    }
+    const transport = via.transport;
+    if (!isStream(transport)) throw new Error(`unsupported transport ${transport}`);
     const existing = this.#byBranch.get(branchKey(via));
     if (existing?.open) {
       await this.#write(existing, wire);
@@ -251,19 +337,24 @@ export class SipTransport {
     }
     const host = normalizeHost(via.received ?? via.host);
     if (typeof via.rport === "number") {
-      const byRport = this.#connections.get(endpointKey(host, via.rport));
+      const byRport = this.#connections.get(endpointKey(transport, host, via.rport));
       if (byRport?.open) {
         await this.#write(byRport, wire);
         return;
       }
     }
-    await this.#sendStream(wire, host, via.port ?? DEFAULT_SIP_PORT);
+    const defaultPort = transport === "TLS" ? DEFAULT_SIPS_PORT : DEFAULT_SIP_PORT;
+    await this.#sendStream(wire, host, via.port ?? defaultPort, transport);
   }
 
   /** Closes the socket, the server and every connection; resolves when all are closed. Idempotent. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
       const serverClosed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
+      const tlsServer = this.#tlsServer;
+      const tlsClosed = new Promise<void>((resolve) =>
+        tlsServer === undefined ? resolve() : tlsServer.close(() => resolve()),
+      );
       const udpClosed = new Promise<void>((resolve) => {
         try {
           this.#udp.close(() => resolve());
@@ -272,7 +363,7 @@ export class SipTransport {
         }
       });
       for (const connection of this.#all) connection.socket.destroy();
-      await Promise.all([serverClosed, udpClosed, ...[...this.#all].map((c) => c.closed)]);
+      await Promise.all([serverClosed, tlsClosed, udpClosed, ...[...this.#all].map((c) => c.closed)]);
     })();
     return this.#closing;
   }
@@ -298,7 +389,7 @@ export class SipTransport {
     };
     const params = new Map(base.params);
     if (!params.has("rport")) params.set("rport", undefined);
-    const value = formatVia({ ...base, transport }, params, this.sentBy);
+    const value = formatVia({ ...base, transport }, params, this.sentByFor(transport));
     return { ...request, headers: withTopVia(request.headers, value) };
   }
 
@@ -314,8 +405,8 @@ export class SipTransport {
     }
   }
 
-  #adopt(socket: Socket): Connection {
-    const connection = new Connection(socket);
+  #adopt(socket: Socket, transport: StreamTransport): Connection {
+    const connection = new Connection(socket, transport);
     this.#all.add(connection);
     socket.setNoDelay(true);
     socket.on("error", (error) => this.#drop(`connection error: ${error.message}`, connection.source));
@@ -323,7 +414,7 @@ export class SipTransport {
     socket.once("close", () => this.#forget(connection));
     if (this.#closing !== undefined) socket.destroy();
     else if (socket.remoteAddress !== undefined && socket.remotePort !== undefined) {
-      this.#remember(connection, endpointKey(socket.remoteAddress, socket.remotePort));
+      this.#remember(connection, endpointKey(transport, socket.remoteAddress, socket.remotePort));
     }
     return connection;
   }
@@ -390,14 +481,19 @@ export class SipTransport {
         return;
       }
       if (stamped !== top) delivered = { ...message, headers: withTopVia(message.headers, stamped) };
+      const via = parseVia(stamped);
       if (connection !== undefined) {
-        const via = parseVia(stamped);
         if (via !== undefined) this.#rememberBranch(connection, branchKey(via));
+      } else if (via !== undefined && via.transport !== "UDP") {
+        this.#strayDatagrams.delete(branchKey(via));
+        this.#strayDatagrams.set(branchKey(via), { address: source.address, port: source.port });
+        if (this.#strayDatagrams.size > MAX_STRAY_DATAGRAM_SOURCES)
+          this.#strayDatagrams.delete(this.#strayDatagrams.keys().next().value as string);
       }
     } else {
       // 18.1.2: a response whose top Via is not ours is discarded
       const via = top === undefined ? undefined : parseVia(top);
-      const sentBy = this.sentBy;
+      const sentBy = this.sentByFor(source.transport);
       if (
         via === undefined ||
         normalizeHost(via.host) !== normalizeHost(sentBy.host) ||
@@ -463,8 +559,8 @@ export class SipTransport {
     });
   }
 
-  async #sendStream(wire: Buffer, host: string, port: number): Promise<void> {
-    const connection = await this.#connectionTo(host, port);
+  async #sendStream(wire: Buffer, host: string, port: number, transport: StreamTransport): Promise<void> {
+    const connection = await this.#connectionTo(host, port, transport);
     await this.#write(connection, wire);
   }
 
@@ -485,30 +581,55 @@ export class SipTransport {
   }
 
   /** An open connection to the endpoint: an existing one (accepted or opened), else a new one. */
-  async #connectionTo(host: string, port: number): Promise<Connection> {
-    const key = endpointKey(host, port);
+  async #connectionTo(host: string, port: number, transport: StreamTransport): Promise<Connection> {
+    const key = endpointKey(transport, host, port);
     const existing = this.#connections.get(key);
     if (existing?.open) return existing;
     const pending = this.#connecting.get(key);
     if (pending !== undefined) return pending;
-    const opening = this.#open(host, port).finally(() => this.#connecting.delete(key));
+    const opening = this.#open(host, port, transport).finally(() => this.#connecting.delete(key));
     this.#connecting.set(key, opening);
     return opening;
   }
 
-  #open(host: string, port: number): Promise<Connection> {
+  /**
+   * Opens a connection. Over TLS the peer's certificate must chain to the trusted CAs and name the
+   * host (its DNS name, or its IP address for an address): anything else fails the send, and nothing
+   * is ever sent in plain text instead (26.2.1).
+   */
+  #open(host: string, port: number, transport: StreamTransport): Promise<Connection> {
     this.#checkOpen();
     return new Promise((resolve, reject) => {
-      const socket = tcpConnect({ host, port, noDelay: true });
+      const socket =
+        transport === "TLS"
+          ? tlsConnect({
+              host,
+              port,
+              servername: isIP(host) === 0 ? host : undefined,
+              ca: this.#options.tlsCa,
+              rejectUnauthorized: true,
+              minVersion: "TLSv1.2",
+            })
+          : tcpConnect({ host, port, noDelay: true });
       const onError = (error: Error): void => {
         socket.destroy();
-        reject(error);
+        reject(
+          transport === "TLS"
+            ? new Error(`TLS to ${formatHost(host)}:${port} failed: ${error.message}`, { cause: error })
+            : error,
+        );
       };
       socket.once("error", onError);
-      socket.once("connect", () => {
+      socket.once(transport === "TLS" ? "secureConnect" : "connect", () => {
         socket.off("error", onError);
-        const connection = this.#adopt(socket);
-        this.#remember(connection, endpointKey(host, port));
+        socket.setNoDelay(true);
+        const connection = this.#adopt(socket, transport);
+        this.#remember(connection, endpointKey(transport, host, port));
+        const keepAlive = setInterval(() => {
+          if (connection.open) socket.write(DOUBLE_CRLF);
+        }, this.#options.keepAliveIntervalMs ?? DEFAULT_KEEP_ALIVE_INTERVAL_MS);
+        keepAlive.unref();
+        socket.once("close", () => clearInterval(keepAlive));
         resolve(connection);
       });
     });
@@ -560,4 +681,14 @@ export function buildRefusal(partial: PartialRequest, status: number, source: Me
     headers,
     body: Buffer.alloc(0),
   };
+}
+
+function listenOn(server: Server | TlsServer, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen({ port, host }, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
 }

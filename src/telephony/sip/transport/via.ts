@@ -5,6 +5,8 @@ import { type HeaderField, SipHeaders } from "../message/sip-message.js";
 
 /** The port a sent-by without one means for UDP and TCP (RFC 3261 18.1.1, 19.1.2). */
 export const DEFAULT_SIP_PORT = 5060;
+/** SIP over TLS (RFC 3261 section 26.2.1, sips: URIs). */
+export const DEFAULT_SIPS_PORT = 5061;
 
 /** An IPv4-mapped IPv6 address as its IPv4 form, an IPv6 reference without brackets, lower-cased. */
 export function normalizeHost(host: string): string {

@@ -7,14 +7,14 @@
  */
 
 import { Dialog } from "../dialog/dialog.js";
-import { parseCSeq } from "../message/header-values.js";
+import { parseCSeq, parseVia } from "../message/header-values.js";
 import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
 import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
 import type { InviteServerTransaction } from "../transaction/invite-server-transaction.js";
 import { T1, T2, TIMER_H, type TimerClock, type TimerHandle } from "../transaction/timers.js";
 import type { ServerTransaction } from "../transaction/transaction-layer.js";
 import { responseTo } from "../transaction/transaction-layer.js";
-import type { Destination } from "../transport/sip-transport.js";
+import type { Destination, MessageSource } from "../transport/sip-transport.js";
 import { chooseChallenge, digestAuthorization } from "./digest.js";
 
 /** What the session needs of the user agent core that owns it. */
@@ -206,7 +206,7 @@ export abstract class InviteSession {
   }
 
   protected okResponse(request: SipRequest, sdp: string): SipResponse {
-    const transport = request.headers.get("Via")?.includes("/TCP") ? "TCP" : "UDP";
+    const transport = transportOf(request.headers.get("Via"));
     return responseTo(request, 200, "OK", {
       headers: [
         ["Contact", this.host.contact(transport)],
@@ -330,7 +330,8 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     if (this.#final) return;
     this.#final = true;
     this.end("error", error.message);
-    this.listener.failed?.(503, "Service Unavailable");
+    // The reason says what failed (a refused connection, a TLS certificate that did not verify).
+    this.listener.failed?.(503, `Service Unavailable: ${error.message}`);
   }
 
   #confirm(response: SipResponse): void {
@@ -461,6 +462,8 @@ export class IncomingInviteSession extends InviteSession {
     readonly invite: SipRequest,
     readonly transaction: InviteServerTransaction,
     localTag: string,
+    /** Where the INVITE came from (a caller behind NAT is reached there). */
+    private readonly source?: MessageSource,
   ) {
     super(host, invite.headers.get("Call-ID") ?? "");
     this.#localTag = localTag;
@@ -476,7 +479,7 @@ export class IncomingInviteSession extends InviteSession {
     this.transaction.respond(
       responseTo(this.invite, 180, "Ringing", {
         toTag: this.#localTag,
-        headers: [["Contact", this.host.contact(this.#transportName)]],
+        headers: [["Contact", this.host.contact(this.transport)]],
       }),
     );
   }
@@ -484,7 +487,14 @@ export class IncomingInviteSession extends InviteSession {
   /** 200 (OK) with the answer; the session is confirmed when the ACK arrives. */
   accept(answerSdp: string): boolean {
     if (this.#final) return false;
-    const dialog = Dialog.forUas(this.invite, this.#localTag);
+    const source = this.source;
+    const dialog = Dialog.forUas(
+      this.invite,
+      this.#localTag,
+      source === undefined
+        ? undefined
+        : { host: source.address, port: source.port, transport: source.transport },
+    );
     if (dialog === undefined) {
       this.reject(400, "Bad Request");
       return false;
@@ -494,7 +504,7 @@ export class IncomingInviteSession extends InviteSession {
     const ok = responseTo(this.invite, 200, "OK", {
       toTag: this.#localTag,
       headers: [
-        ["Contact", this.host.contact(this.#transportName)],
+        ["Contact", this.host.contact(this.transport)],
         ["Allow", this.host.allow],
         ["Content-Type", "application/sdp"],
         ["User-Agent", this.host.userAgent],
@@ -533,7 +543,18 @@ export class IncomingInviteSession extends InviteSession {
     }
   }
 
-  get #transportName(): Destination["transport"] {
-    return this.transaction.reliable ? "TCP" : "UDP";
+  /** The transport the INVITE came over: our Contact names it, so the dialog stays on it. */
+  /**
+   * The transport the INVITE came over (what our Contact names, so the dialog stays on it): where it
+   * is known, the one it truly arrived on, not what its Via claims.
+   */
+  get transport(): Destination["transport"] {
+    return this.source?.transport ?? transportOf(this.invite.headers.get("Via"));
   }
+}
+
+/** The transport a request came over, from its top Via. */
+function transportOf(via: string | undefined): Destination["transport"] {
+  const transport = via === undefined ? undefined : parseVia(via)?.transport;
+  return transport === "TCP" || transport === "TLS" ? transport : "UDP";
 }

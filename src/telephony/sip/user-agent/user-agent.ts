@@ -4,6 +4,7 @@
  * and stray 2xx responses to their INVITE sessions, and starts sessions both ways.
  */
 
+import { type BlockList, isIPv6 } from "node:net";
 import { dialogId, newBranch, newCallId, newTag, tagOf } from "../dialog/dialog.js";
 import { SipHeaders, type SipMessage, type SipRequest, type SipResponse } from "../message/sip-message.js";
 import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
@@ -48,6 +49,13 @@ export interface UserAgentOptions {
   readonly clock?: TimerClock;
   /** Told of dropped messages and protocol oddities, for logging. */
   readonly onDrop?: (reason: string) => void;
+  /**
+   * Who may send us requests: a request from anywhere else is refused 403 ("refuse") or dropped
+   * without a word ("drop"). Undefined: anyone.
+   */
+  readonly trusted?: { readonly sources: BlockList; readonly others: "refuse" | "drop" };
+  /** Told of each request refused or dropped for its source, for the operator's log. */
+  readonly onUntrusted?: (source: MessageSource, method: string) => void;
 }
 
 export interface OutgoingCallRequest {
@@ -58,6 +66,8 @@ export interface OutgoingCallRequest {
   readonly destination: Destination;
   readonly offer: string;
   readonly credentials?: Credentials;
+  /** Further headers for the INVITE, e.g. what another instance needs to know of the call. */
+  readonly headers?: readonly (readonly [string, string])[];
 }
 
 export class UserAgent implements TransactionCore, SessionHost {
@@ -67,6 +77,8 @@ export class UserAgent implements TransactionCore, SessionHost {
   readonly #transport: SipTransport;
   readonly #layer: TransactionLayer;
   readonly #onDrop: ((reason: string) => void) | undefined;
+  readonly #trusted: UserAgentOptions["trusted"];
+  readonly #onUntrusted: UserAgentOptions["onUntrusted"];
   /** Sessions by dialog identifier, once they have one. */
   readonly #dialogs = new Map<string, InviteSession>();
   /** Incoming sessions not yet answered, by their INVITE server transaction. */
@@ -78,11 +90,28 @@ export class UserAgent implements TransactionCore, SessionHost {
     this.clock = options.clock ?? systemClock;
     this.userAgent = options.product ?? "Bridgeline";
     this.#onDrop = options.onDrop;
+    this.#trusted = options.trusted;
+    this.#onUntrusted = options.onUntrusted;
     this.#layer = new TransactionLayer(transport, this, { clock: this.clock });
   }
 
   /** The transport's messages come here. */
   receive(message: SipMessage, source: MessageSource): void {
+    const trusted = this.#trusted;
+    if (
+      message.kind === "request" &&
+      trusted !== undefined &&
+      !trusted.sources.check(source.address, isIPv6(source.address) ? "ipv6" : "ipv4")
+    ) {
+      this.#onUntrusted?.(source, message.method);
+      if (trusted.others === "drop" || message.method === "ACK") return;
+      // Refused 403 outside any transaction: a retransmission is refused again, and nothing else
+      // (no transaction, dialog or call) is kept for a stranger.
+      this.#transport
+        .sendResponse(responseTo(message, 403, "Forbidden", { toTag: newTag() }))
+        .catch(() => undefined);
+      return;
+    }
     this.#layer.receive(message, source);
   }
 
@@ -105,6 +134,7 @@ export class UserAgent implements TransactionCore, SessionHost {
     headers.append("Contact", this.contact(transportName));
     headers.append("Allow", this.allow);
     headers.append("User-Agent", this.userAgent);
+    for (const [name, value] of request.headers ?? []) headers.append(name, value);
     headers.append("Content-Type", "application/sdp");
     const body = Buffer.from(request.offer);
     headers.append("Content-Length", String(body.length));
@@ -124,13 +154,14 @@ export class UserAgent implements TransactionCore, SessionHost {
   // SessionHost
 
   via(transport: TransportName): string {
-    const { host, port } = this.#transport.sentBy;
+    const { host, port } = this.#transport.sentByFor(transport);
     return `SIP/2.0/${transport} ${formatHost(host)}:${port};branch=${newBranch()};rport`;
   }
 
   contact(transport: TransportName): string {
-    const { host, port } = this.#transport.sentBy;
-    return `<sip:bridgeline@${formatHost(host)}:${port}${transport === "TCP" ? ";transport=tcp" : ""}>`;
+    const { host, port } = this.#transport.sentByFor(transport);
+    const param = transport === "UDP" ? "" : `;transport=${transport.toLowerCase()}`;
+    return `<sip:bridgeline@${formatHost(host)}:${port}${param}>`;
   }
 
   sendInvite(
@@ -167,7 +198,21 @@ export class UserAgent implements TransactionCore, SessionHost {
 
   // TransactionCore
 
-  receiveRequest(request: SipRequest, transaction: ServerTransaction, _source: MessageSource): void {
+  /**
+   * Section 8.2, in its order: the method (405/501 with Allow), the Request-URI's scheme (416), any
+   * Require (420 with Unsupported), then an INVITE's body and what it accepts back (415 with Accept,
+   * 406); then the request is for a dialog, or for us.
+   */
+  receiveRequest(request: SipRequest, transaction: ServerTransaction, source: MessageSource): void {
+    if (!ALLOWED.includes(request.method)) {
+      this.#refuseMethod(request, transaction);
+      return;
+    }
+    // Section 8.2.2.1: we are reached by sip: and sips: URIs only.
+    if (!/^sips?:/i.test(request.uri)) {
+      transaction.respond(responseTo(request, 416, "Unsupported URI Scheme", { toTag: newTag() }));
+      return;
+    }
     // Section 8.2.2.3: a Require we do not support is refused 420 with Unsupported.
     const required = request.headers.getAll("Require");
     if (required.length > 0 && request.method !== "CANCEL") {
@@ -176,6 +221,13 @@ export class UserAgent implements TransactionCore, SessionHost {
       );
       return;
     }
+    if (request.method === "INVITE") {
+      const refusal = contentRefusal(request);
+      if (refusal !== undefined) {
+        transaction.respond(responseTo(request, refusal.status, refusal.reason, refusal));
+        return;
+      }
+    }
     const toTag = tagOf(request.headers.get("To"));
     if (toTag !== undefined) {
       this.#receiveInDialog(request, transaction, toTag);
@@ -183,7 +235,7 @@ export class UserAgent implements TransactionCore, SessionHost {
     }
     switch (request.method) {
       case "INVITE":
-        this.#receiveInvite(request, transaction as InviteServerTransaction);
+        this.#receiveInvite(request, transaction as InviteServerTransaction, source);
         return;
       case "OPTIONS":
         transaction.respond(
@@ -200,8 +252,6 @@ export class UserAgent implements TransactionCore, SessionHost {
       case "BYE":
         transaction.respond(responseTo(request, 481, "Call/Transaction Does Not Exist", { toTag: newTag() }));
         return;
-      default:
-        this.#refuseMethod(request, transaction);
     }
   }
 
@@ -227,8 +277,8 @@ export class UserAgent implements TransactionCore, SessionHost {
     this.#onDrop?.(reason);
   }
 
-  #receiveInvite(request: SipRequest, transaction: InviteServerTransaction): void {
-    const session = new IncomingInviteSession(this, request, transaction, newTag());
+  #receiveInvite(request: SipRequest, transaction: InviteServerTransaction, source: MessageSource): void {
+    const session = new IncomingInviteSession(this, request, transaction, newTag(), source);
     const handler = this.#onInvite;
     if (handler === undefined) {
       session.reject(404, "Not Found");
@@ -267,4 +317,32 @@ export class UserAgent implements TransactionCore, SessionHost {
     if (callId === undefined || fromTag === undefined || toTag === undefined) return undefined;
     return this.#dialogs.get(dialogId(callId, toTag, fromTag));
   }
+}
+
+/**
+ * Section 8.2.3 and 21.4.7: an INVITE whose body is not SDP gets 415 with Accept; one whose Accept
+ * leaves out SDP (the only answer we give) gets 406. Undefined when it is acceptable.
+ */
+function contentRefusal(
+  invite: SipRequest,
+): { status: number; reason: string; toTag: string; headers?: [string, string][] } | undefined {
+  const type = invite.headers.get("Content-Type")?.split(";")[0]?.trim().toLowerCase();
+  if (invite.body.length > 0 && type !== undefined && type !== "application/sdp")
+    return {
+      status: 415,
+      reason: "Unsupported Media Type",
+      toTag: newTag(),
+      headers: [["Accept", "application/sdp"]],
+    };
+  const accepted = invite.headers
+    .getAll("Accept")
+    .flatMap((value) => value.split(","))
+    .map((range) => range.split(";")[0]?.trim().toLowerCase() ?? "")
+    .filter((range) => range !== "");
+  if (
+    accepted.length > 0 &&
+    !accepted.some((range) => range === "application/sdp" || range === "application/*" || range === "*/*")
+  )
+    return { status: 406, reason: "Not Acceptable", toTag: newTag() };
+  return undefined;
 }

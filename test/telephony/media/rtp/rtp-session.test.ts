@@ -156,6 +156,51 @@ describe("RtpSession", () => {
     });
   }
 
+  it("under SRTP carries the sine both ways, sends nothing readable, and drops plain or foreign packets", async () => {
+    const key = (fill: number) => ({
+      suite: "AES_CM_128_HMAC_SHA1_80" as const,
+      inline: Buffer.alloc(30, fill).toString("base64"),
+    });
+    const a = await open();
+    const b = await open();
+    a.configure(configuration(b.localPort, { srtp: { send: key(1), receive: key(2) } }));
+    b.configure(configuration(a.localPort, { srtp: { send: key(2), receive: key(1) } }));
+    for (let k = 0; k < 10; k++) a.sendFrame(sineFrame(k));
+    await waitFor(() => b.stats().packetsReceived >= 9, "the frames");
+    const out = new Int16Array(160);
+    let kind = b.readFrame(out);
+    while (kind !== "frame") kind = b.readFrame(out);
+    assert.ok(correlation(sineFrame(0), out) > 0.99, "the first frame decrypts to the sine");
+
+    // What goes on the wire: not the G.711 of the sine, and 10 bytes of tag longer.
+    const spy = dgram.createSocket("udp4");
+    rawSockets.push(spy);
+    await new Promise<void>((resolve) => spy.bind(0, "127.0.0.1", resolve));
+    const wire = new Promise<Buffer>((resolve) => spy.once("message", resolve));
+    const tap = await open();
+    tap.configure(configuration(spy.address().port, { srtp: { send: key(1), receive: key(2) } }));
+    tap.sendFrame(sineFrame(0));
+    const datagram = await wire;
+    assert.equal(datagram.length, 12 + 160 + 10);
+    const plain = new Uint8Array(160);
+    encodeMulaw(sineFrame(0), plain);
+    assert.notDeepEqual(new Uint8Array(datagram.subarray(12, 172)), plain);
+
+    // A plain RTP packet (or one under another key) sent to b is dropped unheard.
+    const before = b.stats().packetsReceived;
+    const intruder = dgram.createSocket("udp4");
+    rawSockets.push(intruder);
+    const packet = Buffer.alloc(12 + 160);
+    writeRtpPacket(
+      { marker: false, payloadType: 0, sequenceNumber: 7, timestamp: 7, ssrc: 7, csrcs: [] },
+      plain,
+      packet,
+    );
+    await new Promise<void>((resolve) => intruder.send(packet, b.localPort, "127.0.0.1", () => resolve()));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(b.stats().packetsReceived, before);
+  });
+
   it("delivers each DTMF key once, repeated keys included", async () => {
     const [a, b] = await connectedPair();
     const digits: string[] = [];
@@ -251,6 +296,57 @@ describe("RtpSession", () => {
     const report = parseRtcpCompound(peerRtcp.received[0] as Buffer);
     assert.ok(report?.[0]?.type === "SR" || report?.[0]?.type === "RR");
     assert.equal(configured.received.length, 1);
+  });
+
+  it("moves to a new source only when it sends a new SSRC in sequence after the latched one went silent", async () => {
+    const phone = await rawSocket();
+    const moved = await rawSocket();
+    const stranger = await rawSocket();
+    let now = 1_000_000;
+    const session = await RtpSession.open({
+      allocator,
+      bindAddress: "127.0.0.1",
+      rtcpIntervalMs: 60_000,
+      clock: () => now,
+    });
+    openSessions.push(session);
+    session.configure(configuration(phone.port));
+    const send = async (from: { socket: dgram.Socket }, ssrc: number, first: number, count: number) => {
+      for (let i = 0; i < count; i++)
+        from.socket.send(
+          rtpDatagram({ sequenceNumber: first + i, timestamp: 160 * (first + i), ssrc }),
+          session.localPort,
+          "127.0.0.1",
+        );
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    };
+    const sentTo = async (peer: { received: Buffer[] }) => {
+      const before = rtpPackets(peer.received).length;
+      session.sendFrame(sineFrame(0));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      return rtpPackets(peer.received).length > before;
+    };
+    await send(phone, 42, 100, 3);
+    const heard = session.stats().packetsReceived;
+    assert.ok(heard >= 2);
+    assert.ok(await sentTo(phone), "latched to the phone");
+
+    // A stranger with a new SSRC while the phone still talks: dropped, nothing moves.
+    await send(stranger, 99, 1, 5);
+    assert.equal(session.stats().packetsReceived, heard, "the stranger's packets are not heard");
+    assert.ok(await sentTo(phone));
+    // The phone's own SSRC from elsewhere, even after silence: not a move.
+    now += 2_000;
+    await send(stranger, 42, 103, 5);
+    assert.equal(session.stats().packetsReceived, heard);
+    // Out of sequence packets with a new SSRC after silence: not yet.
+    await send(stranger, 77, 10, 1);
+    await send(stranger, 77, 20, 1);
+    await send(stranger, 77, 30, 1);
+    assert.ok(await sentTo(phone));
+    // The phone reappears from a new address with a new SSRC, three packets in sequence: the stream moves.
+    await send(moved, 43, 500, 3);
+    assert.ok(await sentTo(moved), "our audio follows the phone to its new address");
   });
 
   it("exchanges RTCP reports with packet counts, jitter and round-trip time", async () => {

@@ -98,6 +98,44 @@ describe("Dialog (RFC 3261 section 12)", () => {
     assert.deepEqual(bye.headers.getAll("Route"), ["<sip:gw@198.51.100.9>"]);
   });
 
+  it("UAS: a caller behind NAT (Contact elsewhere than its packets' source, no proxy) is reached at the source", () => {
+    const received = (contact: string, recordRoute?: string): SipRequest => ({
+      ...invite,
+      headers: headers([
+        ["Via", "SIP/2.0/UDP 10.0.0.5:5060;branch=z9hG4bKn;rport=40123;received=203.0.113.7"],
+        ...(recordRoute === undefined ? [] : ([["Record-Route", recordRoute]] as [string, string][])),
+        ["From", "<sip:phone@10.0.0.5>;tag=phone"],
+        ["To", "<sip:+16045550199@192.0.2.1>"],
+        ["Call-ID", "nat-1"],
+        ["CSeq", "1 INVITE"],
+        ["Contact", contact],
+      ]),
+    });
+    const source = { host: "203.0.113.7", port: 40123, transport: "UDP" as const };
+    assert.deepEqual(
+      Dialog.forUas(received("<sip:phone@10.0.0.5:5060>"), "mine", source)?.destination,
+      source,
+    );
+    assert.deepEqual(
+      Dialog.forUas(received("<sip:phone@203.0.113.7:40123>"), "mine", source)?.destination,
+      source,
+    );
+    assert.deepEqual(
+      Dialog.forUas(received("<sip:phone@10.0.0.5:5060>", "<sip:edge.example;lr>"), "mine", source)
+        ?.destination,
+      {
+        host: "edge.example",
+        port: 5060,
+        transport: "UDP",
+      },
+    );
+    assert.deepEqual(Dialog.forUas(received("<sip:phone@10.0.0.5:5060>"), "mine")?.destination, {
+      host: "10.0.0.5",
+      port: 5060,
+      transport: "UDP",
+    });
+  });
+
   it("UAS: the route set is the request's Record-Route in order; lower CSeqs are refused; re-INVITE refreshes the target", () => {
     const received: SipRequest = {
       ...invite,

@@ -1,24 +1,12 @@
 /** RFC 4475 torture messages from shared/sip-torture (see its README.md for the index.json fields). */
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { parseMessage } from "../../../../src/telephony/sip/message/parser.js";
 import { serializeMessage } from "../../../../src/telephony/sip/message/serializer.js";
 import type { SipMessage } from "../../../../src/telephony/sip/message/sip-message.js";
+import { TORTURE_CASES, tortureBytes } from "../../../helpers/torture.js";
 
-interface TortureCase {
-  readonly name: string;
-  readonly file: string;
-  readonly section: string;
-  readonly title: string;
-  readonly valid: boolean;
-  readonly uas_status: readonly number[];
-  readonly liberal_ok: boolean | null;
-  readonly kind: "request" | "response";
-}
-
-const TORTURE_DIR = new URL("../../../../../shared/sip-torture/", import.meta.url);
-const cases: TortureCase[] = JSON.parse(readFileSync(new URL("index.json", TORTURE_DIR), "utf8"));
+const cases = TORTURE_CASES;
 
 function startLine(message: SipMessage): string {
   return message.kind === "request"
@@ -37,7 +25,7 @@ describe("RFC 4475 torture messages", () => {
   });
 
   for (const torture of cases) {
-    const bytes = readFileSync(new URL(torture.file, TORTURE_DIR));
+    const bytes = tortureBytes(torture);
     const label = `${torture.section} ${torture.name}: ${torture.title}`;
 
     if (torture.valid) {
@@ -76,26 +64,26 @@ describe("RFC 4475 torture messages", () => {
   }
 
   it("dblreq: only the REGISTER is taken from the datagram", () => {
-    const result = parseMessage(readFileSync(new URL("dblreq.sip", TORTURE_DIR)), { stream: false });
+    const result = parseMessage(tortureBytes("dblreq"), { stream: false });
     assert.ok(result.ok && result.message.kind === "request");
     assert.equal(result.message.method, "REGISTER");
     assert.equal(result.message.body.length, 0);
   });
 
   it("clerr: on a stream, Content-Length 9999 means waiting for more data", () => {
-    const result = parseMessage(readFileSync(new URL("clerr.sip", TORTURE_DIR)), { stream: true });
+    const result = parseMessage(tortureBytes("clerr"), { stream: true });
     assert.deepEqual(result, { ok: false, incomplete: true });
   });
 
   it("mpart01: the binary body with NULs is framed by Content-Length", () => {
-    const result = parseMessage(readFileSync(new URL("mpart01.sip", TORTURE_DIR)), { stream: false });
+    const result = parseMessage(tortureBytes("mpart01"), { stream: false });
     assert.ok(result.ok);
     assert.equal(result.message.body.length, Number(result.message.headers.get("Content-Length")));
     assert.ok(result.message.body.includes(0));
   });
 
   it("wsinv: folded, compact and odd-case fields come out canonical", () => {
-    const result = parseMessage(readFileSync(new URL("wsinv.sip", TORTURE_DIR)), { stream: false });
+    const result = parseMessage(tortureBytes("wsinv"), { stream: false });
     assert.ok(result.ok);
     const { headers } = result.message;
     assert.equal(headers.getAll("Via").length, 3);
@@ -107,7 +95,7 @@ describe("RFC 4475 torture messages", () => {
   });
 
   it("esc02: C%6Fntact is an extension header, not Contact", () => {
-    const result = parseMessage(readFileSync(new URL("esc02.sip", TORTURE_DIR)), { stream: false });
+    const result = parseMessage(tortureBytes("esc02"), { stream: false });
     assert.ok(result.ok);
     assert.equal(result.message.headers.getAll("Contact").length, 2);
     assert.equal(result.message.headers.getAll("C%6Fntact").length, 1);

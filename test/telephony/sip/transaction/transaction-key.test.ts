@@ -53,7 +53,16 @@ describe("transaction matching (RFC 3261 17.1.3, 17.2.3)", () => {
   it("a CANCEL has its own server transaction: same branch, method CANCEL", () => {
     const key = serverTransactionKey(request("CANCEL"));
     assert.notEqual(key, serverTransactionKey(request("INVITE")));
-    assert.equal(key, "z9hG4bK776asdhds|client.example.com:5060|CANCEL");
+    assert.equal(
+      key,
+      "z9hG4bK776asdhds|client.example.com:5060|a84b4c76e66710@client.example.com|314159|CANCEL",
+    );
+  });
+
+  it("a new request that reuses a branch (another Call-ID or CSeq) is not taken for a retransmission", () => {
+    const invite = serverTransactionKey(request("INVITE"));
+    assert.notEqual(serverTransactionKey(request("INVITE", { cseq: 314160 })), invite);
+    assert.equal(serverTransactionKey(request("ACK", { toTag: "ours" })), invite, "its ACK still matches");
   });
 
   it("sent-by hosts compare case-insensitively", () => {
@@ -63,8 +72,20 @@ describe("transaction matching (RFC 3261 17.1.3, 17.2.3)", () => {
     );
   });
 
-  it("without the magic cookie z9hG4bK no RFC 3261 server key is computed", () => {
-    assert.equal(serverTransactionKey(request("INVITE", { branch: "abc123" })), undefined);
+  it("without the magic cookie z9hG4bK, a request matches by Request-URI, From tag, Call-ID, CSeq, top Via and method (RFC 2543)", () => {
+    const old = (method: string, options: Parameters<typeof request>[1] = {}) =>
+      serverTransactionKey(request(method, { branch: "abc123", ...options }));
+    const invite = old("INVITE");
+    assert.ok(
+      invite?.startsWith("rfc2543|sip:bob@example.com|1928301774|a84b4c76e66710@client.example.com|314159|"),
+    );
+    assert.equal(old("INVITE"), invite, "a retransmission matches");
+    assert.equal(old("ACK", { toTag: "ours" }), invite, "the ACK of our non-2xx, with our To tag, matches");
+    assert.ok(old("CANCEL")?.endsWith("|CANCEL"), "a CANCEL finds the INVITE by replacing the method");
+    assert.equal(old("CANCEL")?.replace(/\|CANCEL$/, "|INVITE"), invite);
+    assert.notEqual(old("INVITE", { cseq: 314160 }), invite);
+    assert.notEqual(old("INVITE", { sentBy: "other.example.com:5060" }), invite);
+    assert.notEqual(old("INVITE", { branch: "def456" }), invite);
   });
 });
 

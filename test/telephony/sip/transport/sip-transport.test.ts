@@ -434,6 +434,29 @@ describe("SipTransport over TCP", () => {
   });
 });
 
+describe("SipTransport keep-alive", () => {
+  it("sends a double CRLF on a connection it opened, every interval, for as long as it is open (RFC 5626 3.5.1)", async () => {
+    const t = await startTransport({ keepAliveIntervalMs: 100 });
+    const server = createServer();
+    let text = "";
+    server.on("connection", (socket) => socket.on("data", (chunk: Buffer) => (text += chunk.toString())));
+    server.listen(0, HOST);
+    await once(server, "listening");
+    const address = server.address();
+    assert.ok(address !== null && typeof address === "object");
+    try {
+      const req = parsed(Buffer.from(request("SIP/2.0/TCP x;branch=z9hG4bKka"))) as SipRequest;
+      await t.transport.sendRequest(req, { host: HOST, port: address.port, transport: "TCP" });
+      await until(() => text.split("\r\n\r\n").length > 4, "keep-alives after the request");
+      assert.ok(text.startsWith("OPTIONS sip:"));
+      assert.match(text.slice(text.indexOf("Content-Length: 0") + 21), /^(\r\n\r\n)+$/);
+    } finally {
+      await t.transport.close();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
 describe("SipTransport lifecycle", () => {
   it("close() releases the UDP and TCP ports and closes open connections", async () => {
     const { transport } = await startTransport();

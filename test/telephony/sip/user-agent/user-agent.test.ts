@@ -157,6 +157,31 @@ describe("user agent core", () => {
     );
   });
 
+  it("copies the INVITE's Record-Route, in order, into its 180 and 200, not its 100 (section 12.1.1)", async () => {
+    const callId = randomBytes(8).toString("hex");
+    const branch = `z9hG4bK${randomBytes(6).toString("hex")}`;
+    const routes = ["<sip:edge.example;lr;ftag=x>", "<sip:127.0.0.1:5999;lr>"];
+    const before = invites.length;
+    send(
+      request("INVITE", {
+        callId,
+        branch,
+        extra: routes.map((route) => `Record-Route: ${route}`).join("\r\n"),
+      }),
+    );
+    assert.deepEqual((await responseTo("INVITE", 100)).headers.getAll("Record-Route"), []);
+    const session = invites[before] ?? assert.fail("no INVITE session");
+    session.ring();
+    assert.deepEqual((await responseTo("INVITE", 180)).headers.getAll("Record-Route"), routes);
+    session.accept(
+      "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n",
+    );
+    const ok = await responseTo("INVITE", 200);
+    assert.deepEqual(ok.headers.getAll("Record-Route"), routes);
+    const toTag = /;tag=([^;>\s]+)/.exec(ok.headers.get("To") ?? "")?.[1];
+    send(request("ACK", { callId, toTag }));
+  });
+
   it("retransmits a 487 until the ACK arrives (Timer G, section 17.2.1)", async () => {
     const callId = randomBytes(8).toString("hex");
     const branch = `z9hG4bK${randomBytes(6).toString("hex")}`;

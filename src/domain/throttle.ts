@@ -1,6 +1,7 @@
 /**
- * Counts events per client address in a fixed window. In-memory per instance: with N instances an
- * address gets at most N times the limit, which still stops password guessing at scale.
+ * Counts events per key (a client address, a caller) in a fixed window: failed logins at the API,
+ * wrong PINs at dial-in. In-memory per instance: with N instances a key gets at most N times the
+ * limit, which still stops guessing at scale.
  */
 export class Throttle {
   private readonly windows = new Map<string, { count: number; resetAt: number }>();

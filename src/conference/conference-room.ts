@@ -1,0 +1,554 @@
+/**
+ * One started conference taking place: it calls the attendees, greets them (press 1 to join, say
+ * your name) unless the conference dials direct, joins them into its room's audio, holds the room
+ * until the moderator is there, obeys keypad commands, records, and ends when the moderator it
+ * called hangs up, or when nobody is left and nobody can come (emptyConferenceEnd). Every change of an attendee's call is written to the store as it happens,
+ * so the API reads the truth, each with its event for live views (talking started and stopped too).
+ * Changes made through the API (attendees added, deleted, muted or called again, the conference's
+ * controls changed, the conference ended or deleted) reach the room through `refresh`, which the
+ * runtime calls on every poll, so they work whichever instance took the request.
+ *
+ * The room is in one state at a time:
+ *
+ *   opening ──► waiting-for-moderator ◄──► in-session          (settled from the facts below)
+ *      │                 │                     │
+ *      └─────────────────┴──► ending ◄─────────┘               (API end request, *9: 2.5 s announcement)
+ *   any of them ──► ended                                       (moderator left, empty for good, deleted,
+ *                                                               stopping, the room's audio failed)
+ *
+ * It waits for its moderator (on hold) while the conference has a moderator attendee and no
+ * moderator has joined nor had their call fail.
+ */
+import type { Attendee } from "../domain/attendee.js";
+import { stateAfterFailedCall } from "../domain/attendee.js";
+import {
+  type Conference,
+  type EmptyConferencePeriods,
+  emptyConferenceEnd,
+  lectureModeMuting,
+  moderatorLeavingEnds,
+} from "../domain/conference.js";
+import type { ConferenceEventType } from "../domain/event.js";
+import type { AttendeeCallEvent } from "../store/conference-runtime.js";
+import type { RoomScope } from "../store/live-events.js";
+import { Announcements } from "./announcements.js";
+import { CallMenu } from "./call-menu.js";
+import { askToJoin, recordName, sayNoResponse } from "./greeting.js";
+import { Keypad, type KeypadRoom } from "./keypad.js";
+import { Leg } from "./leg.js";
+import type { ConferenceCall, ConferenceStore, RoomMedia, Sound, Speak, Telephone } from "./ports.js";
+import { RoomRecording } from "./recording.js";
+import { OrderedWrites } from "./writes.js";
+
+export interface RoomLogger {
+  info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
+}
+
+export interface RoomOptions {
+  readonly telephone: Telephone;
+  readonly store: ConferenceStore;
+  readonly speak: Speak;
+  readonly logger: RoomLogger;
+  /** Recordings go to `<dataDir>/recordings/`. */
+  readonly dataDir: string;
+  /** Callers can dial in (access numbers are configured). */
+  readonly acceptsDialIn: boolean;
+  /** How long the conference stays open with nobody in it, while callers can dial in. */
+  readonly emptyPeriods: EmptyConferencePeriods;
+  /** Participants reserved for the room on its instance (its attendees when claimed, at least one). */
+  readonly reserved: number;
+  /** Told once the conference has ended, its calls are hung up and its writes done. */
+  readonly onEnded: (room: ConferenceRoom) => void;
+}
+
+export type ConferenceRoomState = "opening" | "waiting-for-moderator" | "in-session" | "ending" | "ended";
+
+/** The transitions allowed, from each state. */
+const NEXT: Record<ConferenceRoomState, readonly ConferenceRoomState[]> = {
+  opening: ["waiting-for-moderator", "in-session", "ending", "ended"],
+  "waiting-for-moderator": ["in-session", "ending", "ended"],
+  "in-session": ["waiting-for-moderator", "ending", "ended"],
+  ending: ["ended"],
+  ended: [],
+};
+
+/** Long enough for everyone to hear why the call ends. */
+export const ENDING_ANNOUNCEMENT_MS = 2_500;
+
+export class ConferenceRoom {
+  readonly #options: RoomOptions;
+  #conference: Conference;
+  #state: ConferenceRoomState = "opening";
+  readonly #media: RoomMedia;
+  readonly #legs = new Map<number, Leg>();
+  readonly #keypads = new Map<Leg, Keypad>();
+  /** Attendees called at least once by this room, so that each is dialled once per conference. */
+  readonly #dialled = new Set<number>();
+  /** The API's call-again requests this room has taken, by attendee, so that each is acted on once. */
+  readonly #callRequestsTaken = new Map<number, string>();
+  readonly #writes: OrderedWrites;
+  readonly #recording: RoomRecording;
+  readonly #announcements: Announcements;
+  readonly #keypadRoom: KeypadRoom;
+  // The facts the state is settled from.
+  /** The attendees as the store last listed them. */
+  #roster: readonly Attendee[] = [];
+  /** How the moderator's call went: once joined, a later failure changes nothing. */
+  #moderatorCall: "awaited" | "joined" | "unreachable" = "awaited";
+  /** Someone has been in the room. */
+  #anyoneJoined = false;
+  readonly #openedAt = new Date();
+  /** When the last person left, while nobody is on a call since. */
+  #emptiedAt: Date | undefined;
+  #handMarks = 0;
+  #endingTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(conference: Conference, options: RoomOptions) {
+    this.#conference = conference;
+    this.#options = options;
+    this.#media = options.telephone.openRoom();
+    this.#writes = new OrderedWrites((error) =>
+      options.logger.warn({ err: error, conferenceId: this.#conference.id }, "conference state not saved"),
+    );
+    this.#recording = new RoomRecording({
+      media: this.#media,
+      dataDir: options.dataDir,
+      conference: () => this.#conference,
+      onStarted: (fileName, file) => {
+        this.#writes.queue(() => options.store.setRecordingFile(this.conferenceId, fileName));
+        options.logger.info({ conferenceId: this.conferenceId, file }, "recording started");
+      },
+      onFailed: (error, file) =>
+        options.logger.warn(
+          { err: error, conferenceId: this.conferenceId, file },
+          "recording could not start",
+        ),
+    });
+    this.#announcements = new Announcements({
+      media: this.#media,
+      store: options.store,
+      speak: options.speak,
+      conference: () => this.#conference,
+    });
+    this.#keypadRoom = this.#makeKeypadRoom();
+    this.#media.on("failed", (reason) => {
+      if (this.#state === "ended") return;
+      options.logger.warn({ conferenceId: this.conferenceId, reason }, "conference audio failed");
+      this.#end(`the room's audio failed: ${reason}`);
+    });
+  }
+
+  get conferenceId(): number {
+    return this.#conference.id;
+  }
+
+  get conference(): Conference {
+    return this.#conference;
+  }
+
+  get state(): ConferenceRoomState {
+    return this.#state;
+  }
+
+  get ended(): boolean {
+    return this.#state === "ended";
+  }
+
+  /**
+   * The participants this room takes up on its instance: room for its attendees (one caller at least)
+   * was reserved when it was claimed; more calls than that count as they come.
+   */
+  get load(): number {
+    return Math.max(this.#legs.size, this.#options.reserved);
+  }
+
+  /** Attendees in the room (not those still in the greeting). */
+  get participants(): number {
+    let count = 0;
+    for (const leg of this.#legs.values()) if (leg.joined) count++;
+    return count;
+  }
+
+  /** What the room's writes and events are about. */
+  get #scope(): RoomScope {
+    return { userId: this.#conference.userId, conferenceId: this.#conference.id };
+  }
+
+  /** Calls every attendee that is not dial-in, and starts the recording if the conference asks for one. */
+  async start(): Promise<void> {
+    if (this.#conference.recordAudio) this.#recording.start();
+    await this.refresh();
+  }
+
+  /**
+   * Brings the room in line with the store: calls attendees added since, hangs up those deleted, and
+   * ends everything when the conference itself was deleted.
+   */
+  async refresh(): Promise<void> {
+    if (this.#state === "ended") return;
+    const writesBefore = this.#writes.stateWrites;
+    await this.#writes.settled();
+    const { conference, attendees, endRequestedAt, callRequests } = await this.#options.store.loadRoom(
+      this.#conference.id,
+    );
+    if (this.ended) return;
+    if (conference === undefined || conference.state !== "started") {
+      this.#end(conference === undefined ? "conference deleted" : `conference ${conference.state}`);
+      return;
+    }
+    const previous = this.#conference;
+    if (this.#writes.stateWrites === writesBefore) {
+      this.#conference = conference;
+      this.#applyControls(previous, attendees);
+    } else {
+      // The store may not show the room's own latest changes yet; the next refresh applies the rest.
+      const { dialInLocked, lectureMode, recordAudio } = previous;
+      this.#conference = { ...conference, dialInLocked, lectureMode, recordAudio };
+    }
+    if (endRequestedAt !== null) this.#endAfterAnnouncement("ended through the API");
+    const present = new Set(attendees.map((attendee) => attendee.id));
+    for (const [attendeeId, leg] of this.#legs) {
+      if (!present.has(attendeeId)) {
+        this.#options.logger.info(
+          { conferenceId: conference.id, attendeeId },
+          "attendee deleted: hanging up",
+        );
+        this.#remove(leg);
+        leg.call.hangup();
+      }
+    }
+    this.#roster = attendees;
+    for (const attendee of attendees) {
+      if (
+        !attendee.dialIn &&
+        attendee.state === "new" &&
+        !this.#dialled.has(attendee.id) &&
+        this.#state !== "ending"
+      )
+        this.#dial(attendee);
+    }
+    for (const attendee of attendees) {
+      const requestedAt = callRequests.get(attendee.id);
+      if (requestedAt === undefined || this.#callRequestsTaken.get(attendee.id) === requestedAt) continue;
+      this.#callRequestsTaken.set(attendee.id, requestedAt);
+      if (
+        !this.#legs.has(attendee.id) &&
+        attendee.phoneNumberSubscriberNumber !== null &&
+        this.#state !== "ending"
+      )
+        this.#dial(attendee);
+    }
+    this.#settle();
+    this.#endIfEmpty();
+  }
+
+  /**
+   * Takes a caller who dialled in and entered a PIN (here, or on another instance that carried them
+   * here): into the room as the attendee the store matched, as moderator when it used the moderator PIN.
+   */
+  admit(call: ConferenceCall, attendeeId: number, moderator: boolean): void {
+    if (this.#state === "ended") {
+      call.hangup();
+      return;
+    }
+    const leg = new Leg(call, attendeeId, moderator);
+    this.#add(leg);
+    this.#followCallEnd(leg);
+    this.#join(leg);
+  }
+
+  /** Hangs everyone up and ends the conference (graceful shutdown, or the conference ending). */
+  async close(reason: string): Promise<void> {
+    this.#end(reason);
+    await this.#writes.settled();
+  }
+
+  /** The one way the state changes; the room is on hold exactly while it waits for its moderator. */
+  #transition(to: ConferenceRoomState): void {
+    const from = this.#state;
+    if (from === to) return;
+    if (!NEXT[from].includes(to)) throw new Error(`conference room: no way from ${from} to ${to}`);
+    this.#state = to;
+    if (to === "ended") return;
+    if (from === "waiting-for-moderator" || to === "waiting-for-moderator")
+      this.#media.setHold(to === "waiting-for-moderator");
+  }
+
+  /** Waiting for the moderator or in session, as the facts now say (until the room ends). */
+  #settle(): void {
+    if (this.#state === "ending" || this.#state === "ended") return;
+    const waiting = this.#moderatorCall === "awaited" && this.#roster.some((attendee) => attendee.moderator);
+    this.#transition(waiting ? "waiting-for-moderator" : "in-session");
+  }
+
+  /**
+   * Brings the room's controls in line with what the API stored: each leg's muted flag and raised
+   * hand, every member muted or not with lecture mode, and recording on or off. (Dial-in lock is
+   * read from the conference.)
+   */
+  #applyControls(previous: Conference, attendees: readonly Attendee[]): void {
+    for (const attendee of attendees) {
+      const leg = this.#legs.get(attendee.id);
+      if (leg === undefined || !leg.joined) continue;
+      if (attendee.muted !== null && attendee.muted !== leg.muted) {
+        leg.setMuted(attendee.muted);
+        void leg.call.play({ prompts: [attendee.muted ? "muted" : "unmuted"] });
+      }
+      if (attendee.handUp !== null && attendee.handUp !== (leg.handRaisedAt !== undefined))
+        leg.handRaisedAt = attendee.handUp ? this.#nextHandMark() : undefined;
+    }
+    const { lectureMode } = this.#conference;
+    if (lectureMode !== previous.lectureMode) {
+      // The API muted the members stored as connected; a member whose join the store does not show
+      // yet joined under the old mode, so the room brings it in line itself.
+      const now = new Date();
+      for (const leg of this.#legs.values()) {
+        const muted = lectureModeMuting(lectureMode, leg.moderator);
+        if (!leg.joined || muted === undefined || leg.muted === muted) continue;
+        leg.setMuted(muted);
+        this.#storeControls(leg, { muted }, now);
+      }
+    }
+    const { recordAudio } = this.#conference;
+    if (recordAudio !== previous.recordAudio) {
+      if (recordAudio) this.#recording.start();
+      else this.#recording.pause();
+      this.#media.play({ prompts: [recordAudio ? "recording-started" : "recording-stopped"] });
+    }
+  }
+
+  #dial(attendee: Attendee): void {
+    const conferenceId = this.#conference.id;
+    const number = `+${attendee.phoneNumberCountryCode ?? "1"}${attendee.phoneNumberSubscriberNumber ?? ""}`;
+    this.#dialled.add(attendee.id);
+    const call = this.#options.telephone.placeCall(number, { room: this.#media });
+    const leg = new Leg(call, attendee.id, attendee.moderator);
+    this.#add(leg);
+    this.#record(attendee.id, { kind: "calling" });
+    this.#options.logger.info({ conferenceId, attendeeId: attendee.id, number }, "calling attendee");
+
+    call.on("answered", () => {
+      if (this.#legs.get(attendee.id) !== leg) return;
+      const extension = attendee.phoneNumberExtension;
+      // "w" (wait for the far end's prompt) is taken as a pause, as "," is.
+      const dialled = extension ? call.sendDigits(extension.replace(/w/gi, ",")) : Promise.resolve(true);
+      if (this.#conference.directDial) {
+        this.#join(leg);
+        return;
+      }
+      // The menu listens from the answer on: keys pressed while the extension goes out count.
+      const menu = new CallMenu(call);
+      leg.menu = menu;
+      void dialled
+        .then(() => this.#greet(leg, menu))
+        .catch((error: unknown) => {
+          this.#options.logger.warn(
+            { err: error, conferenceId, attendeeId: attendee.id },
+            "attendee greeting failed",
+          );
+          call.hangup();
+        });
+    });
+    call.on("failed", (failure) => {
+      if (this.#legs.get(attendee.id) !== leg) return;
+      this.#legs.delete(attendee.id);
+      const state = stateAfterFailedCall(failure.status);
+      const result = `${failure.status} ${failure.reason}`;
+      this.#record(attendee.id, { kind: "failed", state, result });
+      this.#options.logger.warn(
+        { conferenceId, attendeeId: attendee.id, status: failure.status, reason: failure.reason },
+        `attendee call ${state}`,
+      );
+      if (attendee.moderator && this.#moderatorCall !== "joined") this.#moderatorCall = "unreachable";
+      this.#settle();
+      this.#endIfEmpty();
+    });
+    this.#followCallEnd(leg);
+  }
+
+  /**
+   * The greeting of a dialled attendee when the conference does not dial direct: press 1 to join
+   * (twice at most), then, with announcements, say your name.
+   */
+  async #greet(leg: Leg, menu: CallMenu): Promise<void> {
+    try {
+      const accepted = await askToJoin(menu, await this.#announcements.invitation());
+      if (this.#legs.get(leg.attendeeId) !== leg) return;
+      if (!accepted) {
+        await sayNoResponse(menu);
+        this.#legs.delete(leg.attendeeId);
+        this.#record(leg.attendeeId, {
+          kind: "failed",
+          state: "no-answer",
+          result: "answered but did not press 1",
+        });
+        leg.call.hangup();
+        this.#endIfEmpty();
+        return;
+      }
+      if (this.#conference.announceAttendees) leg.name = await recordName(menu);
+      if (this.#legs.get(leg.attendeeId) !== leg) return;
+      this.#join(leg);
+    } finally {
+      menu.detach();
+      leg.menu = undefined;
+    }
+  }
+
+  /** Into the room's audio: muted in lecture mode, announced to the others, its keys obeyed. */
+  #join(leg: Leg): void {
+    const conferenceId = this.#conference.id;
+    const muted = lectureModeMuting(this.#conference.lectureMode, leg.moderator) ?? false;
+    this.#keypads.set(leg, new Keypad(leg, this.#keypadRoom));
+    leg.call.on("talking", (talking) => {
+      if (this.#legs.get(leg.attendeeId) !== leg || talking === leg.talking) return;
+      leg.talking = talking;
+      this.#event(talking ? "talking-started" : "talking-stopped", leg.attendeeId);
+    });
+    leg.call.join(this.#media, { muted });
+    leg.joined = true;
+    leg.muted = muted;
+    this.#anyoneJoined = true;
+    if (leg.moderator) this.#moderatorCall = "joined";
+    this.#record(leg.attendeeId, { kind: "connected", muted });
+    this.#options.logger.info({ conferenceId, attendeeId: leg.attendeeId }, "attendee connected");
+    this.#announcements.welcome(leg);
+    this.#announcements.entered(leg);
+    this.#settle();
+  }
+
+  #followCallEnd(leg: Leg): void {
+    leg.call.on("ended", (end) => {
+      if (this.#legs.get(leg.attendeeId) !== leg) return;
+      this.#remove(leg);
+      if (leg.talking) this.#event("talking-stopped", leg.attendeeId);
+      this.#record(leg.attendeeId, { kind: "disconnected", result: `${end.by}: ${end.reason}` });
+      this.#options.logger.info(
+        { conferenceId: this.#conference.id, attendeeId: leg.attendeeId, by: end.by },
+        "attendee disconnected",
+      );
+      if (leg.joined) this.#announcements.left(leg);
+      if (leg.moderator && leg.joined && moderatorLeavingEnds(leg.call.direction === "inbound"))
+        this.#end("the moderator left");
+      else this.#endIfEmpty();
+    });
+  }
+
+  #add(leg: Leg): void {
+    this.#legs.set(leg.attendeeId, leg);
+    this.#emptiedAt = undefined;
+  }
+
+  /** The leg is no longer the room's: out of its audio, its greeting and its keys. */
+  #remove(leg: Leg): void {
+    this.#legs.delete(leg.attendeeId);
+    leg.leave();
+    this.#keypads.get(leg)?.detach();
+    this.#keypads.delete(leg);
+  }
+
+  #nextHandMark(): number {
+    return ++this.#handMarks;
+  }
+
+  #storeControls(leg: Leg, controls: { muted?: boolean; handUp?: boolean }, now: Date): void {
+    const scope = this.#scope;
+    this.#writes.queue(() =>
+      this.#options.store.recordAttendeeControls(scope, leg.attendeeId, controls, now),
+    );
+  }
+
+  /** What the keypad commands may change in this room. */
+  #makeKeypadRoom(): KeypadRoom {
+    const room = this;
+    return {
+      get conference() {
+        return room.#conference;
+      },
+      get participants() {
+        return room.participants;
+      },
+      joinedLegs: () => [...this.#legs.values()].filter((leg) => leg.joined),
+      nextHandMark: () => this.#nextHandMark(),
+      storeAttendeeControls: (leg, controls, now) => this.#storeControls(leg, controls, now),
+      changeConferenceControls: (controls, now) => {
+        this.#conference = { ...this.#conference, ...controls };
+        const scope = this.#scope;
+        this.#writes.queue(() => this.#options.store.recordConferenceControls(scope, controls, now));
+      },
+      recording: this.#recording,
+      playToRoom: (sound: Sound) => this.#media.play(sound),
+      endAfterAnnouncement: (reason) => this.#endAfterAnnouncement(reason),
+    };
+  }
+
+  /**
+   * With nobody on a call, the conference ends once nobody can come any more: at once when nobody
+   * can dial in, otherwise after the grace or no-show period (checked again on every refresh).
+   */
+  #endIfEmpty(): void {
+    if (this.#state === "ended" || this.#legs.size > 0) return;
+    const now = new Date();
+    if (this.#anyoneJoined) this.#emptiedAt ??= now;
+    const end = emptyConferenceEnd(
+      {
+        // Locked dial-in still takes a moderator's PIN: the room waits for callers all the same.
+        dialInOpen: this.#options.acceptsDialIn,
+        startedAt: this.#openedAt,
+        emptiedAt: this.#emptiedAt,
+      },
+      this.#options.emptyPeriods,
+    );
+    if (end.at <= now) this.#end(end.reason);
+  }
+
+  #end(reason: string): void {
+    if (this.#state === "ended") return;
+    this.#transition("ended");
+    clearTimeout(this.#endingTimer);
+    for (const leg of this.#legs.values()) {
+      leg.leave();
+      this.#keypads.get(leg)?.detach();
+      leg.call.hangup();
+    }
+    const conferenceId = this.#conference.id;
+    this.#options.logger.info({ conferenceId, reason }, "conference ended");
+    // The hung-up legs' own "ended" events come after this; endConference disconnects them all.
+    this.#legs.clear();
+    this.#keypads.clear();
+    // The recording is complete before the conference is stored as ended.
+    this.#recording.close();
+    const media = this.#media;
+    this.#writes.append(() =>
+      media.close().catch((error: unknown) => {
+        this.#options.logger.warn({ err: error, conferenceId }, "conference audio did not close");
+      }),
+    );
+    const scope = this.#scope;
+    this.#writes.queue(() => this.#options.store.endConference(scope, reason, new Date()));
+    void this.#writes.settled().then(() => this.#options.onEnded(this));
+  }
+
+  /** Tells everyone the conference is ending, and ends it a moment later. */
+  #endAfterAnnouncement(reason: string): void {
+    if (this.#state === "ending" || this.#state === "ended") return;
+    this.#transition("ending");
+    this.#media.play({ prompts: ["conference-ending"] });
+    this.#endingTimer = setTimeout(() => this.#end(reason), ENDING_ANNOUNCEMENT_MS);
+    this.#endingTimer.unref?.();
+  }
+
+  #record(attendeeId: number, event: AttendeeCallEvent): void {
+    const at = new Date();
+    const scope = this.#scope;
+    this.#writes.queue(() => this.#options.store.recordAttendeeCall(scope, attendeeId, event, at));
+  }
+
+  /** An event that changes no state (talking), after the writes queued before it. */
+  #event(type: ConferenceEventType, attendeeId: number): void {
+    const at = new Date();
+    const scope = this.#scope;
+    this.#writes.append(() => this.#options.store.appendEvent(scope, attendeeId, type, at));
+  }
+}

@@ -1,0 +1,179 @@
+/**
+ * The conferences this instance runs: one room each, brought in line with the store on every poll
+ * (attendees added or deleted through the API, the conference deleted), and the callers who dial an
+ * access number. The rooms' audio is the telephone's: nothing here is ticked.
+ */
+import type { Conference, EmptyConferencePeriods } from "../domain/conference.js";
+import { normalizeNanpNumber } from "../domain/phone.js";
+import { Throttle } from "../domain/throttle.js";
+import { ConferenceRoom, type RoomLogger } from "./conference-room.js";
+import { answerDialIn, HANDOFF_HEADER } from "./dial-in.js";
+import type { ConferenceStore, IncomingConferenceCall, Speak, Telephone } from "./ports.js";
+
+export interface ConferenceRuntimeOptions {
+  readonly telephone: Telephone;
+  readonly store: ConferenceStore;
+  readonly speak: Speak;
+  readonly logger: RoomLogger;
+  /** Recordings go to `<dataDir>/recordings/`. */
+  readonly dataDir: string;
+  /** The numbers callers dial in on (E.164); calls to other numbers are refused 404. */
+  readonly accessNumbers: readonly string[];
+  /** How long a conference stays open with nobody in it, while callers can dial in. */
+  readonly emptyPeriods: EmptyConferencePeriods;
+  /**
+   * Wrong PINs a caller (by caller ID) may type within the window before its calls are refused 403
+   * until the window ends; default 10 in 15 minutes.
+   */
+  readonly pinFailures?: { readonly limit: number; readonly windowMs: number };
+  /** How often rooms re-read their conference and attendees (and check whether empty ones end). */
+  readonly refreshIntervalMs?: number;
+}
+
+const DEFAULT_REFRESH_INTERVAL_MS = 500;
+const DEFAULT_PIN_FAILURES = { limit: 10, windowMs: 15 * 60_000 };
+
+export class ConferenceRuntime {
+  readonly #options: ConferenceRuntimeOptions;
+  readonly #rooms = new Map<number, ConferenceRoom>();
+  readonly #refreshTimer: ReturnType<typeof setInterval>;
+  /** The access numbers' 10-digit national numbers. */
+  readonly #accessNumbers: Set<string>;
+  /** Wrong PINs by caller, across calls. */
+  readonly #wrongPins: Throttle;
+  #refreshing = false;
+
+  constructor(options: ConferenceRuntimeOptions) {
+    this.#options = options;
+    this.#accessNumbers = new Set(
+      options.accessNumbers.map((number) => normalizeNanpNumber(number)?.subscriberNumber ?? number),
+    );
+    const pinFailures = options.pinFailures ?? DEFAULT_PIN_FAILURES;
+    this.#wrongPins = new Throttle(pinFailures.limit, pinFailures.windowMs);
+    options.telephone.onIncomingCall((call) => {
+      const token = call.header(HANDOFF_HEADER);
+      if (token !== undefined) {
+        this.#takeHandedOff(call, token).catch((error: unknown) => {
+          options.logger.warn({ err: error }, "a caller handed over by another instance could not join");
+          call.reject(500, "Server Internal Error");
+        });
+        return;
+      }
+      // The Request-URI user names the number dialled, with or without +1.
+      if (!this.#accessNumbers.has(normalizeNanpNumber(call.to)?.subscriberNumber ?? call.to)) {
+        call.reject(404, "Not Found");
+        return;
+      }
+      const retryAfter = this.#wrongPins.retryAfter(call.from);
+      if (retryAfter > 0) {
+        options.logger.warn(
+          { from: call.from, retryAfterSeconds: retryAfter },
+          "dial-in: call refused, too many wrong PINs from this caller",
+        );
+        call.reject(403, "Forbidden");
+        return;
+      }
+      call.ring();
+      answerDialIn(call, {
+        onWrongPin: () => this.#wrongPins.record(call.from),
+        store: options.store,
+        logger: options.logger,
+        telephone: options.telephone,
+        roomOf: (conferenceId) => this.#rooms.get(conferenceId),
+      }).catch((error: unknown) => {
+        options.logger.warn({ err: error, from: call.from }, "dial-in failed");
+        call.hangup();
+      });
+    });
+    this.#refreshTimer = setInterval(
+      () => void this.#refreshAll(),
+      options.refreshIntervalMs ?? DEFAULT_REFRESH_INTERVAL_MS,
+    );
+    this.#refreshTimer.unref?.();
+  }
+
+  /** How many conferences this instance runs now. */
+  get runningRooms(): number {
+    return this.#rooms.size;
+  }
+
+  /** The participants this instance's rooms take up (see ConferenceRoom.load). */
+  get participants(): number {
+    let total = 0;
+    for (const room of this.#rooms.values()) total += room.load;
+    return total;
+  }
+
+  /** Runs a conference the scheduler has just started, with its attendee count when claimed. */
+  run(conference: Conference, attendees = 0): void {
+    if (this.#rooms.has(conference.id)) return;
+    const room = new ConferenceRoom(conference, {
+      telephone: this.#options.telephone,
+      store: this.#options.store,
+      speak: this.#options.speak,
+      logger: this.#options.logger,
+      dataDir: this.#options.dataDir,
+      acceptsDialIn: this.#accessNumbers.size > 0,
+      reserved: Math.max(1, attendees),
+      emptyPeriods: this.#options.emptyPeriods,
+      onEnded: (ended) => {
+        if (this.#rooms.get(ended.conferenceId) === ended) this.#rooms.delete(ended.conferenceId);
+      },
+    });
+    this.#rooms.set(conference.id, room);
+    room.start().catch((error: unknown) => {
+      this.#options.logger.warn(
+        { err: error, conferenceId: conference.id },
+        "conference could not start its calls",
+      );
+    });
+  }
+
+  /**
+   * A caller another instance admitted to a room that runs here: the internal call shows a handoff
+   * token, taken once; the caller joins as the attendee it names. Refused 403 for an unknown or
+   * spent token, 404 when the room is no longer here.
+   */
+  async #takeHandedOff(call: IncomingConferenceCall, token: string): Promise<void> {
+    const handoff = await this.#options.store.takeHandoff(token, new Date());
+    if (handoff === undefined) {
+      this.#options.logger.warn({ from: call.from }, "internal call with an unknown handoff token refused");
+      call.reject(403, "Forbidden");
+      return;
+    }
+    const room = this.#rooms.get(handoff.conferenceId);
+    if (room === undefined || room.ended) {
+      call.reject(404, "Not Found");
+      return;
+    }
+    if (!(await call.accept())) return;
+    this.#options.logger.info(
+      { conferenceId: handoff.conferenceId, attendeeId: handoff.attendeeId },
+      "dial-in: caller handed over by another instance",
+    );
+    room.admit(call, handoff.attendeeId, handoff.moderator);
+  }
+
+  /** Ends every conference this instance runs (graceful shutdown), hanging up its calls. */
+  async close(): Promise<void> {
+    clearInterval(this.#refreshTimer);
+    await Promise.all([...this.#rooms.values()].map((room) => room.close("the service is stopping")));
+  }
+
+  async #refreshAll(): Promise<void> {
+    if (this.#refreshing) return;
+    this.#refreshing = true;
+    try {
+      for (const room of this.#rooms.values()) {
+        await room.refresh().catch((error: unknown) => {
+          this.#options.logger.warn(
+            { err: error, conferenceId: room.conferenceId },
+            "conference refresh failed",
+          );
+        });
+      }
+    } finally {
+      this.#refreshing = false;
+    }
+  }
+}

@@ -1,0 +1,179 @@
+/**
+ * What a conference needs of the world, as small interfaces: telephone calls and the audio of a room
+ * (main.ts hands it the telephony service, whose calls and mixes fit these shapes), and the store
+ * (store.ts binds the store's functions). Unit tests give the rules fakes of each.
+ */
+import type { Attendee } from "../domain/attendee.js";
+import type { ConferenceEventType } from "../domain/event.js";
+import type { PromptName } from "../domain/prompt.js";
+import type { AttendeeCallEvent, RoomState } from "../store/conference-runtime.js";
+import type { DialInHandoff, PinTarget, RoomLocation } from "../store/dial-in.js";
+import type { RoomScope } from "../store/live-events.js";
+
+/** What is played to a call or to a whole room. */
+export type Sound =
+  /** Voice prompts one after another, with a short gap between each two. */
+  | { readonly prompts: readonly PromptName[] }
+  /** The entry and exit chimes. */
+  | { readonly tone: "entry" | "exit" }
+  /** Audio made at run time (a recorded name, a spoken invitation): 8 kHz 16-bit mono. */
+  | { readonly samples: Int16Array };
+
+export interface CallFailure {
+  readonly status: number;
+  readonly reason: string;
+}
+
+export interface CallEnd {
+  readonly by: string;
+  readonly reason: string;
+}
+
+/** A telephone call as a conference uses it. */
+export interface ConferenceCall {
+  readonly direction: "outbound" | "inbound";
+  readonly state: "calling" | "ringing" | "answered" | "failed" | "ended";
+  // One signature per event: the telephony's typed EventEmitter calls fit these.
+  /** While the call is in a room, `talking` tells it started (true) or stopped (false) talking. */
+  on(event: "answered", listener: () => void): unknown;
+  on(event: "failed", listener: (failure: CallFailure) => void): unknown;
+  on(event: "ended", listener: (end: CallEnd) => void): unknown;
+  on(event: "digit", listener: (key: string) => void): unknown;
+  on(event: "talking", listener: (talking: boolean) => void): unknown;
+  off(event: "failed", listener: (failure: CallFailure) => void): unknown;
+  off(event: "ended", listener: (end: CallEnd) => void): unknown;
+  off(event: "digit", listener: (key: string) => void): unknown;
+  /** CANCEL before the answer, BYE after; a no-op once over. */
+  hangup(): void;
+  /** RFC 4733 digits (`,` pauses a second); true once sent, false when the call ended first. */
+  sendDigits(keys: string): Promise<boolean>;
+  /**
+   * Plays to this caller alone, after what is already queued for it (in a room: over the room's
+   * audio). Resolves once heard to the end, or stopped, or the call is over.
+   */
+  play(sound: Sound): Promise<void>;
+  /** Drops what is playing and queued for this caller alone; their plays resolve. */
+  stopPlaying(): void;
+  /**
+   * Carries this call's audio and keys to `other` and back, packet for packet, until either ends
+   * (a caller taken on to a room that runs on another instance). Both answered.
+   */
+  relay(other: ConferenceCall): void;
+  /** Records what the caller says for at most `maxMs` (or until stopped); resolves with the samples. */
+  recordVoice(maxMs: number): Promise<Int16Array>;
+  /** Ends a recording early; its promise resolves with what was heard. No-op without one. */
+  stopRecordingVoice(): void;
+  /** Into the room's mix: hears everyone else and is heard unless muted. */
+  join(room: RoomMedia, options: { readonly muted: boolean }): void;
+  /** A muted caller is still heard for talk detection, but not by the room. No-op outside a room. */
+  setMuted(muted: boolean): void;
+  /** Out of the room's mix (the call goes on). No-op outside a room. */
+  leave(): void;
+}
+
+export interface RoomMediaEvents {
+  /**
+   * The room's audio broke (its mixing failed, or the thread it ran on died): its calls hear
+   * nothing more, and the conference must end with this reason.
+   */
+  failed: [reason: string];
+}
+
+/** The mixed audio of one room. */
+export interface RoomMedia {
+  on<E extends keyof RoomMediaEvents>(event: E, listener: (...args: RoomMediaEvents[E]) => void): unknown;
+  /** Plays to everyone in the room. */
+  play(sound: Sound): void;
+  /** On hold everyone in the room hears music instead of each other (what they say goes nowhere). */
+  setHold(onHold: boolean): void;
+  /**
+   * Writes the room's mix to `file` (a WAV file made, with its folder, on the first start; after a
+   * pause the same file goes on). Resolves once recording, rejects when the file cannot be made.
+   */
+  startRecording(file: string): Promise<void>;
+  /** Stops writing the mix; resolves once what was written is on disk. */
+  pauseRecording(): Promise<void>;
+  /** Stops the mix and closes any recording; resolves once the file is complete. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** Where a conference's calls come from. */
+export interface Telephone {
+  /** A new room's mix, placed where there is room for it. */
+  openRoom(): RoomMedia;
+  /** Calls a number, its media next to the room's (when given) so the call can join it. */
+  placeCall(number: string, options?: { readonly room?: RoomMedia }): ConferenceCall;
+  /**
+   * Calls a SIP URI directly (another instance), with extra INVITE headers; its media opens next to
+   * `nextTo`'s so the two can be relayed.
+   */
+  callUri(
+    uri: string,
+    options: {
+      readonly headers?: readonly (readonly [string, string])[];
+      readonly nextTo?: ConferenceCall;
+      /** Given up (408) when not answered within this long. */
+      readonly ringTimeoutMs?: number;
+    },
+  ): ConferenceCall;
+  /** Who takes the calls that reach us; without a handler they are refused. */
+  onIncomingCall(handler: (call: IncomingConferenceCall) => void): void;
+}
+
+/** A call that reaches an access number, before it is answered. */
+export interface IncomingConferenceCall extends ConferenceCall {
+  /** The caller's user part (its number when it sends one). */
+  readonly from: string;
+  /** The number dialled. */
+  readonly to: string;
+  /** A header of the INVITE. */
+  header(name: string): string | undefined;
+  ring(): void;
+  /** Answers; true once the call is set up, false when it could not be. */
+  accept(): Promise<boolean>;
+  reject(status?: number, reason?: string): void;
+}
+
+/** Spoken text (espeak-ng), or null when the machine cannot speak. */
+export type Speak = (text: string) => Promise<Int16Array | null>;
+
+/** What a conference reads and writes, each write with its event for live views. */
+export interface ConferenceStore {
+  loadRoom(conferenceId: number): Promise<RoomState>;
+  ownerName(userId: number): Promise<string | undefined>;
+  recordAttendeeCall(
+    scope: RoomScope,
+    attendeeId: number,
+    event: AttendeeCallEvent,
+    at: Date,
+  ): Promise<unknown>;
+  recordAttendeeControls(
+    scope: RoomScope,
+    attendeeId: number,
+    controls: { muted?: boolean; handUp?: boolean },
+    at: Date,
+  ): Promise<unknown>;
+  recordConferenceControls(
+    scope: RoomScope,
+    controls: { dialInLocked?: boolean; lectureMode?: boolean; recordAudio?: boolean },
+    at: Date,
+  ): Promise<unknown>;
+  endConference(scope: RoomScope, reason: string, at: Date): Promise<unknown>;
+  /** An event that changes no state (talking started or stopped). */
+  appendEvent(scope: RoomScope, attendeeId: number, type: ConferenceEventType, at: Date): Promise<unknown>;
+  setRecordingFile(conferenceId: number, fileName: string): Promise<unknown>;
+  findPinTarget(pin: string): Promise<PinTarget | undefined>;
+  /** The dial-in attendee a caller becomes (matched by number or added); undefined when the room is full. */
+  admitCaller(
+    conferenceId: number,
+    caller: { countryCode: string; subscriberNumber: string } | null,
+    moderator: boolean,
+    at: Date,
+  ): Promise<Attendee | undefined>;
+  /** Where a started conference's room runs; undefined when it is not started. */
+  roomLocation(conferenceId: number): Promise<RoomLocation | undefined>;
+  /** Records a caller handed to the instance that runs their room; returns the token the call shows. */
+  createHandoff(handoff: DialInHandoff, at: Date): Promise<string>;
+  /** Takes a handoff by its token, once; undefined when unknown or expired. */
+  takeHandoff(token: string, at: Date): Promise<DialInHandoff | undefined>;
+}

@@ -1,0 +1,36 @@
+/** The store's functions a conference uses, bound to one store (see ConferenceStore in ports.ts). */
+import {
+  endConference,
+  loadRoom,
+  ownerName,
+  recordAttendeeCall,
+  recordAttendeeControls,
+  recordConferenceControls,
+} from "../store/conference-runtime.js";
+import type { Store } from "../store/database.js";
+import { admitCaller, createHandoff, findPinTarget, roomLocation, takeHandoff } from "../store/dial-in.js";
+import { appendEvent } from "../store/events.js";
+import { roomEvent } from "../store/live-events.js";
+import { setRecordingFile } from "../store/recordings.js";
+import type { ConferenceStore } from "./ports.js";
+
+export function conferenceStore(store: Store): ConferenceStore {
+  return {
+    loadRoom: (conferenceId) => loadRoom(store, conferenceId),
+    ownerName: (userId) => ownerName(store, userId),
+    recordAttendeeCall: (scope, attendeeId, event, at) =>
+      recordAttendeeCall(store, scope, attendeeId, event, at),
+    recordAttendeeControls: (scope, attendeeId, controls, at) =>
+      recordAttendeeControls(store, scope, attendeeId, controls, at),
+    recordConferenceControls: (scope, controls, at) => recordConferenceControls(store, scope, controls, at),
+    endConference: (scope, reason, at) => endConference(store, scope, reason, at),
+    appendEvent: (scope, attendeeId, type, at) => appendEvent(store, roomEvent(scope, type, attendeeId), at),
+    setRecordingFile: (conferenceId, fileName) => setRecordingFile(store, conferenceId, fileName),
+    findPinTarget: (pin) => findPinTarget(store, pin),
+    admitCaller: (conferenceId, caller, moderator, at) =>
+      admitCaller(store, conferenceId, caller, moderator, at),
+    roomLocation: (conferenceId) => roomLocation(store, conferenceId),
+    createHandoff: (handoff, at) => createHandoff(store, handoff, at),
+    takeHandoff: (token, at) => takeHandoff(store, token, at),
+  };
+}

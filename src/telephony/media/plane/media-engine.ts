@@ -1,0 +1,554 @@
+/**
+ * The media of one thread: the RTP streams and mixes placed on it, on a drift-free 20 ms clock of its
+ * own. It carries out the main thread's commands (protocol.ts) and reports digits, talking, media
+ * timeouts and its figures. A mix or a stream whose tick throws is taken out alone and reported, so
+ * that the others keep their pace; anything else that throws ends the thread, which the main thread
+ * replaces.
+ */
+import { mkdir } from "node:fs/promises";
+import path from "node:path";
+import { PROMPT_NAMES } from "../../../domain/prompt.js";
+import { DigitMerger } from "../dtmf/digit-merger.js";
+import { InbandDtmfDetector } from "../dtmf/inband-detector.js";
+import type { PlayoutKind } from "../jitter-buffer.js";
+import { MediaClock } from "../media-clock.js";
+import { FRAME_SAMPLES, Mixer, type MixerSlot } from "../mixer.js";
+import { concatPrompts, prompt } from "../prompts.js";
+import { RtpPortAllocator } from "../rtp/port-allocator.js";
+import { type MediaDirection, RtpSession } from "../rtp/rtp-session.js";
+import { TalkDetector } from "../talk-detector.js";
+import { entryTone, exitTone, holdMusic, LoopingPlayer } from "../tones.js";
+import { WavRecorder } from "../wav-recorder.js";
+import type {
+  MediaCommand,
+  MediaDown,
+  MediaReplies,
+  MediaRequest,
+  MediaSound,
+  MediaThreadOptions,
+  MediaThreadStats,
+  MediaUp,
+  StreamStats,
+} from "./protocol.js";
+
+/** Media timeouts are looked for once a second. */
+const TIMEOUT_CHECK_TICKS = 50;
+
+export type PostUp = (message: MediaUp, transfer?: ArrayBuffer[]) => void;
+
+function samplesOf(sound: MediaSound): Int16Array {
+  if ("prompts" in sound) return concatPrompts([...sound.prompts]);
+  if ("tone" in sound) return sound.tone === "entry" ? entryTone() : exitTone();
+  return sound.samples;
+}
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+interface Playing {
+  readonly samples: Int16Array;
+  position: number;
+  readonly done: () => void;
+}
+
+/** What the caller says, kept for `record-voice`. */
+interface VoiceRecording {
+  readonly samples: Int16Array;
+  length: number;
+  readonly done: (samples: Int16Array) => void;
+}
+
+class Stream {
+  /**
+   * Ticked by the engine (prompts or silence out, audio in) once something played to it, recorded
+   * it or joined it to a mix; before that its frames are its owner's (media on the owner's thread).
+   */
+  driven = false;
+  mix: Mix | null = null;
+  slot: MixerSlot | null = null;
+  /** The stream this one's packets are relayed with (both ways), when it is; it is then not ticked. */
+  relay: Stream | null = null;
+  readonly talk = new TalkDetector();
+  /** Sounds for this caller alone, outside a mix, one after another. */
+  readonly queue: Playing[] = [];
+  /** Sounds for this caller alone inside a mix, with the mix tick at which each has been heard. */
+  readonly mixPlays: { endsAt: number; done: () => void }[] = [];
+  voice: VoiceRecording | null = null;
+  direction: MediaDirection | null = null;
+  /** performance.now() when configured, the start of the media timeout before any packet. */
+  configuredAt = 0;
+  timedOut = false;
+  readonly out = new Int16Array(FRAME_SAMPLES);
+  readonly in = new Int16Array(FRAME_SAMPLES);
+  /** The mixer's view of this stream. */
+  readonly port = {
+    read: (out: Int16Array): boolean => this.hear(out) !== "silence",
+    write: (frame: Int16Array): void => this.session.sendFrame(frame),
+  };
+
+  constructor(
+    readonly id: number,
+    readonly session: RtpSession,
+  ) {}
+
+  /** Reads the caller's next frame, keeping it when their voice is being recorded. */
+  hear(out: Int16Array): PlayoutKind {
+    const kind = this.session.readFrame(out);
+    const voice = this.voice;
+    if (voice !== null) {
+      if (kind === "frame") voice.samples.set(out, voice.length);
+      voice.length += FRAME_SAMPLES;
+      if (voice.length === voice.samples.length) this.finishVoice();
+    }
+    return kind;
+  }
+
+  /** One tick outside a mix: the next frame of what is queued (silence when nothing), the caller's frame in. */
+  tickAlone(): void {
+    const out = this.out;
+    const playing = this.queue[0];
+    if (playing === undefined) {
+      out.fill(0);
+    } else {
+      const take = Math.min(FRAME_SAMPLES, playing.samples.length - playing.position);
+      out.set(playing.samples.subarray(playing.position, playing.position + take));
+      out.fill(0, take);
+      playing.position += take;
+      if (playing.position >= playing.samples.length) {
+        this.queue.shift();
+        playing.done();
+      }
+    }
+    this.session.sendFrame(out);
+    this.hear(this.in);
+  }
+
+  finishVoice(): void {
+    const voice = this.voice;
+    if (voice === null) return;
+    this.voice = null;
+    voice.done(voice.samples.slice(0, voice.length));
+  }
+
+  stopPlaying(): void {
+    for (const playing of this.queue.splice(0)) playing.done();
+    for (const play of this.mixPlays.splice(0)) play.done();
+  }
+}
+
+class Mix {
+  readonly members = new Set<Stream>();
+  hold: LoopingPlayer | null = null;
+  /** Mixer ticks run: personal sounds end by this count. */
+  mixerTicks = 0;
+  recorder: WavRecorder | undefined;
+  opening: Promise<WavRecorder> | undefined;
+  recording = false;
+  faultInjected = false;
+  readonly mixer = new Mixer({
+    onMix: (mix) => {
+      if (this.recording) this.recorder?.write(mix);
+    },
+  });
+  readonly #holdFrame = new Int16Array(FRAME_SAMPLES);
+  readonly #scratch = new Int16Array(FRAME_SAMPLES);
+
+  constructor(
+    readonly id: number,
+    private readonly onTalking: (stream: Stream) => void,
+  ) {}
+
+  tick(): void {
+    if (this.faultInjected) throw new Error("fault injected into the mix");
+    if (this.hold !== null) {
+      // Everyone hears the music; what they say goes nowhere, but is read to keep jitter buffers drained.
+      this.hold.next(this.#holdFrame);
+      for (const member of this.members) {
+        member.hear(this.#scratch);
+        member.session.sendFrame(this.#holdFrame);
+      }
+      return;
+    }
+    this.mixer.tick();
+    const ticks = ++this.mixerTicks;
+    for (const member of this.members) {
+      const slot = member.slot as MixerSlot;
+      if (member.talk.update(slot.level, slot.muted)) this.onTalking(member);
+      const plays = member.mixPlays;
+      while (plays.length > 0 && (plays[0] as { endsAt: number }).endsAt <= ticks) plays.shift()?.done();
+    }
+  }
+}
+
+export class MediaEngine {
+  readonly #options: MediaThreadOptions;
+  readonly #post: PostUp;
+  readonly #allocator: RtpPortAllocator;
+  readonly #streams = new Map<number, Stream>();
+  readonly #mixes = new Map<number, Mix>();
+  readonly #clock: MediaClock;
+  #ticksToTimeoutCheck = TIMEOUT_CHECK_TICKS;
+
+  constructor(options: MediaThreadOptions, post: PostUp) {
+    this.#options = options;
+    this.#post = post;
+    this.#allocator = new RtpPortAllocator(options.rtpPorts.min, options.rtpPorts.max);
+    this.#clock = new MediaClock({ onTick: () => this.#tick() });
+    // Read and made before any tick needs them: the prompt files and the hold music.
+    for (const name of PROMPT_NAMES) prompt(name);
+    holdMusic();
+  }
+
+  /** The RTP session of a stream, for an owner on this same thread that reads and writes frames itself. */
+  session(streamId: number): RtpSession | undefined {
+    return this.#streams.get(streamId)?.session;
+  }
+
+  receive(message: MediaDown): void {
+    if ("requestId" in message) {
+      const { requestId } = message;
+      this.#handle(message).then(
+        (value) => {
+          const transfer = value instanceof Int16Array ? [value.buffer as ArrayBuffer] : undefined;
+          this.#post({ type: "reply", requestId, ok: true, value }, transfer);
+        },
+        (error: unknown) => this.#post({ type: "reply", requestId, ok: false, error: errorText(error) }),
+      );
+      return;
+    }
+    this.#command(message);
+  }
+
+  /** Closes every stream and mix (the thread is stopping). */
+  async close(): Promise<void> {
+    this.#clock.stop();
+    await Promise.all([
+      ...[...this.#mixes.values()].map((mix) => this.#closeMix(mix)),
+      ...[...this.#streams.values()].map((stream) => this.#closeStream(stream)),
+    ]);
+  }
+
+  async #handle(request: MediaRequest): Promise<MediaReplies[keyof MediaReplies]> {
+    switch (request.type) {
+      case "open-stream": {
+        const session = await RtpSession.open({
+          allocator: this.#allocator,
+          bindAddress: this.#options.bindAddress,
+          port: request.port,
+          handover: request.handover,
+        });
+        const stream = new Stream(request.streamId, session);
+        if (request.handover !== undefined)
+          this.#configured(stream, request.handover.config?.direction ?? null);
+        this.#listen(stream);
+        this.#streams.set(stream.id, stream);
+        this.#clock.start();
+        return { port: session.localPort };
+      }
+      case "detach-stream": {
+        const stream = this.#stream(request.streamId);
+        this.#unrelay(stream);
+        this.#leave(stream);
+        stream.stopPlaying();
+        stream.finishVoice();
+        this.#streams.delete(stream.id);
+        const handover = await stream.session.handOver();
+        this.#stopClockWhenIdle();
+        return { port: stream.session.localPort, handover };
+      }
+      case "send-digits": {
+        const session = this.#streams.get(request.streamId)?.session;
+        return session === undefined ? false : session.sendDigits(request.keys);
+      }
+      case "play": {
+        const stream = this.#streams.get(request.streamId);
+        if (stream === undefined) return undefined;
+        const samples = samplesOf(request.sound);
+        stream.driven = true;
+        await new Promise<void>((done) => {
+          if (samples.length === 0) done();
+          else if (stream.slot !== null && stream.mix !== null) {
+            stream.mix.mixer.play(samples, { to: stream.slot });
+            const endsAt = stream.mix.mixerTicks + Math.ceil(samples.length / FRAME_SAMPLES);
+            stream.mixPlays.push({ endsAt, done });
+          } else stream.queue.push({ samples, position: 0, done });
+        });
+        return undefined;
+      }
+      case "record-voice": {
+        const stream = this.#streams.get(request.streamId);
+        const frames = Math.ceil(request.maxMs / 20);
+        if (stream === undefined || frames <= 0) return new Int16Array(0);
+        stream.finishVoice();
+        stream.driven = true;
+        return new Promise<Int16Array>((done) => {
+          stream.voice = { samples: new Int16Array(frames * FRAME_SAMPLES), length: 0, done };
+        });
+      }
+      case "close-mix": {
+        const mix = this.#mixes.get(request.mixId);
+        if (mix !== undefined) await this.#closeMix(mix);
+        return undefined;
+      }
+      case "start-recording": {
+        const mix = this.#mix(request.mixId);
+        if (mix.recorder === undefined) {
+          mix.opening ??= mkdir(path.dirname(request.file), { recursive: true }).then(() =>
+            WavRecorder.open(request.file),
+          );
+          try {
+            mix.recorder = await mix.opening;
+          } catch (error) {
+            mix.opening = undefined;
+            throw error;
+          }
+          if (!this.#mixes.has(mix.id)) {
+            await mix.recorder.close();
+            throw new Error("the mix was closed");
+          }
+        }
+        mix.recording = true;
+        return undefined;
+      }
+      case "pause-recording": {
+        const mix = this.#mix(request.mixId);
+        mix.recording = false;
+        await mix.recorder?.flush();
+        return undefined;
+      }
+      case "stats":
+        return this.#stats(request.resetLateness);
+    }
+  }
+
+  #command(command: MediaCommand): void {
+    switch (command.type) {
+      case "configure-stream": {
+        const stream = this.#streams.get(command.streamId);
+        if (stream === undefined) return;
+        stream.session.configure(command.config);
+        this.#configured(stream, command.config.direction);
+        return;
+      }
+      case "close-stream": {
+        const stream = this.#streams.get(command.streamId);
+        if (stream !== undefined) void this.#closeStream(stream);
+        return;
+      }
+      case "stop-playing":
+        this.#streams.get(command.streamId)?.stopPlaying();
+        return;
+      case "stop-recording-voice":
+        this.#streams.get(command.streamId)?.finishVoice();
+        return;
+      case "open-mix":
+        this.#mixes.set(command.mixId, new Mix(command.mixId, this.#talking));
+        this.#clock.start();
+        return;
+      case "join": {
+        const stream = this.#streams.get(command.streamId);
+        const mix = this.#mixes.get(command.mixId);
+        if (stream === undefined || mix === undefined) return;
+        this.#unrelay(stream);
+        this.#leave(stream);
+        stream.driven = true;
+        // Whatever was queued for the caller alone is heard no more; its plays are over.
+        for (const playing of stream.queue.splice(0)) playing.done();
+        stream.mix = mix;
+        stream.slot = mix.mixer.addParticipant(stream.port, { muted: command.muted });
+        mix.members.add(stream);
+        return;
+      }
+      case "leave": {
+        const stream = this.#streams.get(command.streamId);
+        if (stream !== undefined) this.#leave(stream);
+        return;
+      }
+      case "mute": {
+        const slot = this.#streams.get(command.streamId)?.slot;
+        if (slot !== undefined && slot !== null) slot.muted = command.muted;
+        return;
+      }
+      case "play-mix": {
+        const mix = this.#mixes.get(command.mixId);
+        if (mix !== undefined) mix.mixer.play(samplesOf(command.sound));
+        return;
+      }
+      case "hold": {
+        const mix = this.#mixes.get(command.mixId);
+        if (mix !== undefined && command.onHold !== (mix.hold !== null))
+          mix.hold = command.onHold ? new LoopingPlayer(holdMusic()) : null;
+        return;
+      }
+      case "relay": {
+        const stream = this.#streams.get(command.streamId);
+        const peer = this.#streams.get(command.peerStreamId);
+        if (stream === undefined || peer === undefined || stream === peer) return;
+        for (const each of [stream, peer]) {
+          this.#unrelay(each);
+          this.#leave(each);
+          each.stopPlaying();
+          each.finishVoice();
+        }
+        stream.relay = peer;
+        peer.relay = stream;
+        stream.session.relayTo(peer.session);
+        peer.session.relayTo(stream.session);
+        return;
+      }
+      case "inject-fault": {
+        const mix = this.#mixes.get(command.mixId);
+        if (mix !== undefined && this.#options.allowFaultInjection) mix.faultInjected = true;
+        return;
+      }
+    }
+  }
+
+  #tick(): void {
+    for (const mix of this.#mixes.values()) {
+      try {
+        mix.tick();
+      } catch (error) {
+        this.#failMix(mix, error);
+      }
+    }
+    for (const stream of this.#streams.values()) {
+      if (!stream.driven || stream.mix !== null || stream.relay !== null) continue;
+      try {
+        stream.tickAlone();
+      } catch (error) {
+        this.#streams.delete(stream.id);
+        void stream.session.close();
+        this.#post({ type: "stream-failed", streamId: stream.id, reason: errorText(error) });
+      }
+    }
+    if (--this.#ticksToTimeoutCheck === 0) {
+      this.#ticksToTimeoutCheck = TIMEOUT_CHECK_TICKS;
+      this.#checkMediaTimeouts();
+    }
+  }
+
+  /** A mix whose tick threw: gone, its members out of it (hearing silence), reported. */
+  #failMix(mix: Mix, error: unknown): void {
+    this.#mixes.delete(mix.id);
+    for (const member of mix.members) this.#leave(member);
+    void this.#closeRecording(mix);
+    this.#post({ type: "mix-failed", mixId: mix.id, reason: errorText(error) });
+  }
+
+  readonly #talking = (stream: Stream): void => {
+    this.#post({ type: "talking", streamId: stream.id, talking: stream.talk.talking });
+  };
+
+  #listen(stream: Stream): void {
+    // A key counts once whether it came as an RFC 4733 event, as tones in the audio, or both.
+    const merger = new DigitMerger((key) => this.#post({ type: "digit", streamId: stream.id, key }));
+    const detector = new InbandDtmfDetector((key) => merger.fromInband(key));
+    stream.session.on("digit", (digit) => merger.fromTelephoneEvent(digit.key));
+    stream.session.onDecodedAudio = (samples, count) => detector.process(samples, count);
+  }
+
+  #configured(stream: Stream, direction: MediaDirection | null): void {
+    if (stream.direction === null) stream.configuredAt = performance.now();
+    stream.direction = direction;
+  }
+
+  /** An answered stream whose far end should be sending and has sent nothing for the timeout. */
+  #checkMediaTimeouts(): void {
+    const limit = this.#options.mediaTimeoutMs;
+    if (limit <= 0) return;
+    const now = performance.now();
+    for (const stream of this.#streams.values()) {
+      const direction = stream.direction;
+      // Held by the far end (we only receive, or nothing at all): silence is expected.
+      if (direction === null || direction === "recvonly" || direction === "inactive" || stream.timedOut)
+        continue;
+      const last = stream.session.lastPacketAt ?? stream.configuredAt;
+      if (now - last > limit) {
+        stream.timedOut = true;
+        this.#post({ type: "media-timeout", streamId: stream.id });
+      }
+    }
+  }
+
+  #leave(stream: Stream): void {
+    const mix = stream.mix;
+    if (mix === null) return;
+    mix.members.delete(stream);
+    stream.slot?.remove();
+    stream.slot = null;
+    stream.mix = null;
+    for (const play of stream.mixPlays.splice(0)) play.done();
+    if (stream.talk.talking && stream.talk.update(Number.NEGATIVE_INFINITY, true)) this.#talking(stream);
+  }
+
+  /** Ends the relay the stream is in, if any: its peer plays out what it receives again. */
+  #unrelay(stream: Stream): void {
+    const peer = stream.relay;
+    if (peer === null) return;
+    stream.relay = null;
+    peer.relay = null;
+    stream.session.relayTo(null);
+    peer.session.relayTo(null);
+  }
+
+  async #closeStream(stream: Stream): Promise<void> {
+    this.#streams.delete(stream.id);
+    this.#unrelay(stream);
+    this.#leave(stream);
+    stream.stopPlaying();
+    stream.finishVoice();
+    await stream.session.close();
+    this.#stopClockWhenIdle();
+  }
+
+  async #closeMix(mix: Mix): Promise<void> {
+    this.#mixes.delete(mix.id);
+    for (const member of mix.members) this.#leave(member);
+    await this.#closeRecording(mix);
+    this.#stopClockWhenIdle();
+  }
+
+  async #closeRecording(mix: Mix): Promise<void> {
+    mix.recording = false;
+    const recorder = mix.recorder ?? (await mix.opening?.catch(() => undefined));
+    mix.recorder = undefined;
+    await recorder?.close();
+  }
+
+  #stopClockWhenIdle(): void {
+    if (this.#streams.size === 0 && this.#mixes.size === 0) this.#clock.stop();
+  }
+
+  #stream(streamId: number): Stream {
+    const stream = this.#streams.get(streamId);
+    if (stream === undefined) throw new Error(`no stream ${streamId} on this thread`);
+    return stream;
+  }
+
+  #mix(mixId: number): Mix {
+    const mix = this.#mixes.get(mixId);
+    if (mix === undefined) throw new Error(`no mix ${mixId} on this thread`);
+    return mix;
+  }
+
+  #stats(resetLateness: boolean): MediaThreadStats {
+    const streams: StreamStats[] = [];
+    let legs = 0;
+    for (const stream of this.#streams.values()) {
+      if (stream.mix !== null) legs++;
+      streams.push({ streamId: stream.id, ...stream.session.stats() });
+    }
+    const lateness = this.#clock.latenessPercentiles();
+    if (resetLateness) this.#clock.resetLateness();
+    return {
+      ticks: this.#clock.ticks,
+      skippedTicks: this.#clock.skipped,
+      lateness,
+      mixes: this.#mixes.size,
+      legs,
+      streams,
+    };
+  }
+}

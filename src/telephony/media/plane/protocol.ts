@@ -1,0 +1,112 @@
+/**
+ * The messages between the main thread (SIP signalling, which decides) and a media thread (RTP,
+ * mixing, playback, recording, which does). Commands go down; events and replies come up. Audio
+ * crosses only where it is made elsewhere: a recorded name coming up, or run-time speech going down.
+ */
+import type { PromptName } from "../../../domain/prompt.js";
+import type { RtpHandover, RtpSessionConfiguration, RtpSessionStats } from "../rtp/rtp-session.js";
+
+/** What is played to a stream or a mix. */
+export type MediaSound =
+  | { readonly prompts: readonly PromptName[] }
+  | { readonly tone: "entry" | "exit" }
+  | { readonly samples: Int16Array };
+
+/** Commands that expect no answer. */
+export type MediaCommand =
+  | { readonly type: "configure-stream"; readonly streamId: number; readonly config: RtpSessionConfiguration }
+  | { readonly type: "close-stream"; readonly streamId: number }
+  | { readonly type: "stop-playing"; readonly streamId: number }
+  | { readonly type: "stop-recording-voice"; readonly streamId: number }
+  | { readonly type: "open-mix"; readonly mixId: number }
+  | { readonly type: "join"; readonly streamId: number; readonly mixId: number; readonly muted: boolean }
+  | { readonly type: "leave"; readonly streamId: number }
+  | { readonly type: "mute"; readonly streamId: number; readonly muted: boolean }
+  | { readonly type: "play-mix"; readonly mixId: number; readonly sound: MediaSound }
+  | { readonly type: "hold"; readonly mixId: number; readonly onHold: boolean }
+  /**
+   * Each of the two streams sends on what the other receives, packet for packet (one call carried
+   * to another, e.g. to a room elsewhere), until either closes. Both must be on the thread.
+   */
+  | { readonly type: "relay"; readonly streamId: number; readonly peerStreamId: number }
+  /** Makes the mix's next tick throw, to prove that a failing room ends alone (only when allowed). */
+  | { readonly type: "inject-fault"; readonly mixId: number };
+
+/** Requests: each is answered by one `reply` with its id. */
+export type MediaRequest =
+  | {
+      readonly type: "open-stream";
+      readonly streamId: number;
+      /** Bind this port (a stream moving here from another thread), else one from the thread's range. */
+      readonly port?: number;
+      readonly handover?: RtpHandover;
+    }
+  /** Stops the stream and closes its sockets, answering what another thread needs to carry it on. */
+  | { readonly type: "detach-stream"; readonly streamId: number }
+  | { readonly type: "send-digits"; readonly streamId: number; readonly keys: string }
+  /** Answered once heard to the end, stopped, or the stream closed. */
+  | { readonly type: "play"; readonly streamId: number; readonly sound: MediaSound }
+  | { readonly type: "record-voice"; readonly streamId: number; readonly maxMs: number }
+  | { readonly type: "close-mix"; readonly mixId: number }
+  | { readonly type: "start-recording"; readonly mixId: number; readonly file: string }
+  | { readonly type: "pause-recording"; readonly mixId: number }
+  | { readonly type: "stats"; readonly resetLateness: boolean };
+
+export type MediaDown = MediaCommand | (MediaRequest & { readonly requestId: number });
+
+/** What each request is answered with. */
+export interface MediaReplies {
+  "open-stream": { readonly port: number };
+  "detach-stream": { readonly port: number; readonly handover: RtpHandover };
+  "send-digits": boolean;
+  play: undefined;
+  "record-voice": Int16Array;
+  "close-mix": undefined;
+  "start-recording": undefined;
+  "pause-recording": undefined;
+  stats: MediaThreadStats;
+}
+
+export interface StreamStats extends RtpSessionStats {
+  readonly streamId: number;
+  /** Received packets that came too late for their playout tick. */
+  readonly packetsLate: number;
+  readonly packetsDuplicate: number;
+  /** Packets that arrived after a later one (reordered), late or not. */
+  readonly packetsOutOfOrder: number;
+  /** Playout ticks that had no frame and were filled by concealment. */
+  readonly framesConcealed: number;
+}
+
+export interface MediaThreadStats {
+  readonly ticks: number;
+  readonly skippedTicks: number;
+  /** Milliseconds each tick ran after its due time, since the last reset (or the last 60 s). */
+  readonly lateness: { readonly p50: number; readonly p99: number; readonly max: number };
+  readonly mixes: number;
+  /** Streams in a mix. */
+  readonly legs: number;
+  readonly streams: readonly StreamStats[];
+}
+
+export type MediaUp =
+  | { readonly type: "reply"; readonly requestId: number; readonly ok: true; readonly value: unknown }
+  | { readonly type: "reply"; readonly requestId: number; readonly ok: false; readonly error: string }
+  | { readonly type: "digit"; readonly streamId: number; readonly key: string }
+  | { readonly type: "talking"; readonly streamId: number; readonly talking: boolean }
+  /** No RTP or RTCP from the far end for the media timeout while it should be sending. */
+  | { readonly type: "media-timeout"; readonly streamId: number }
+  /** The mix threw during a tick: it is gone, its streams hear nothing more. */
+  | { readonly type: "mix-failed"; readonly mixId: number; readonly reason: string }
+  /** The stream's playback threw during a tick: it is closed. */
+  | { readonly type: "stream-failed"; readonly streamId: number; readonly reason: string };
+
+/** What a media thread is started with. */
+export interface MediaThreadOptions {
+  readonly bindAddress: string;
+  /** The RTP/RTCP ports this thread binds new streams on. */
+  readonly rtpPorts: { readonly min: number; readonly max: number };
+  /** An answered stream with no packets for this long is reported (0: never). */
+  readonly mediaTimeoutMs: number;
+  readonly allowFaultInjection: boolean;
+}

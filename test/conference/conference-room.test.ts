@@ -1,0 +1,292 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { attendee, FakeCall, flush } from "./fakes.js";
+import { answer, EMPTY_PERIODS, type Harness, startRoom } from "./harness.js";
+
+/** The room after a refresh and the writes it queued. */
+async function refreshed(h: Harness): Promise<void> {
+  await h.room.refresh();
+  await flush();
+}
+
+/** A caller who dialled in and was answered. */
+async function answeredCaller(): Promise<FakeCall> {
+  const call = new FakeCall("inbound", "+16045550199", "+17785550123");
+  await call.accept();
+  return call;
+}
+
+test("every attendee that is not dial-in is called once, into the room's media, with its extension sent on answer", async () => {
+  const h = await startRoom({
+    attendees: [
+      attendee(1, { moderator: true }),
+      attendee(2, { phoneNumberExtension: "12w3" }),
+      attendee(3, { dialIn: true }),
+      attendee(4, { state: "disconnected" }),
+    ],
+  });
+  await refreshed(h);
+  await flush();
+  assert.deepEqual(
+    h.telephone.calls.map((call) => call.to),
+    ["+16045550101", "+16045550102"],
+  );
+  for (const call of h.telephone.calls) assert.equal(h.telephone.placedInto.get(call), h.media);
+  assert.deepEqual(
+    h.store.of("call").map((write) => [write.attendeeId, write.event.kind]),
+    [
+      [1, "calling"],
+      [2, "calling"],
+    ],
+  );
+  assert.deepEqual(
+    h.logger.lines
+      .filter((line) => line.message === "calling attendee")
+      .map((line) => line.fields.attendeeId),
+    [1, 2],
+  );
+  h.call(2).answer();
+  await flush();
+  assert.deepEqual(h.call(2).digitsSent, ["12,3"]);
+});
+
+test("the room is on hold while it waits for its moderator, and off once the moderator joins", async () => {
+  const h = await startRoom();
+  assert.equal(h.room.state, "waiting-for-moderator");
+  assert.deepEqual(h.media.holds, [true]);
+  await answer(h, 2);
+  assert.equal(h.call(2).room, h.media);
+  assert.equal(h.room.state, "waiting-for-moderator");
+  assert.deepEqual(h.media.holds, [true]);
+  await answer(h, 1);
+  assert.equal(h.room.state, "in-session");
+  assert.deepEqual(h.media.holds, [true, false]);
+  assert.deepEqual(
+    h.store.of("call").map((write) => [write.attendeeId, write.event.kind]),
+    [
+      [1, "calling"],
+      [2, "calling"],
+      [3, "calling"],
+      [2, "connected"],
+      [1, "connected"],
+    ],
+  );
+});
+
+test("a conference without a moderator attendee is never on hold", async () => {
+  const h = await startRoom({ attendees: [attendee(2), attendee(3)] });
+  assert.equal(h.room.state, "in-session");
+  assert.deepEqual(h.media.holds, []);
+});
+
+test("the moderator hanging up ends the conference: the others are hung up, the end stored with its reason, the media closed", async () => {
+  const h = await startRoom();
+  await answer(h, 1, 2, 3);
+  h.call(1).hangUpFarEnd();
+  await flush();
+  assert.equal(h.room.state, "ended");
+  assert.equal(h.call(2).hungUp, true);
+  assert.equal(h.call(3).hungUp, true);
+  assert.equal(h.call(2).room, undefined, "left the room's audio");
+  assert.deepEqual(h.store.of("end"), [{ op: "end", reason: "the moderator left" }]);
+  assert.deepEqual(h.store.writes.at(-1), { op: "end", reason: "the moderator left" });
+  assert.deepEqual(
+    h.store.of("call").filter((write) => write.event.kind === "disconnected"),
+    [{ op: "call", attendeeId: 1, event: { kind: "disconnected", result: "caller: BYE" } }],
+  );
+  assert.equal(h.media.closed, 1);
+  assert.equal(h.endedCalls(), 1);
+  const ended = h.logger.lines.find((line) => line.message === "conference ended");
+  assert.deepEqual(ended?.fields, { conferenceId: 7, reason: "the moderator left" });
+});
+
+test("a member hanging up does not end the conference; the last attendee leaving does", async () => {
+  const h = await startRoom({ attendees: [attendee(2), attendee(3)] });
+  await answer(h, 2, 3);
+  h.call(2).hangUpFarEnd();
+  await flush();
+  assert.equal(h.room.state, "in-session");
+  assert.equal(h.call(3).hungUp, false);
+  h.call(3).hangUpFarEnd();
+  await flush();
+  assert.equal(h.room.state, "ended");
+  assert.deepEqual(h.store.of("end"), [{ op: "end", reason: "no attendee left" }]);
+});
+
+test("with nobody able to dial in, the last one leaving ends it at once, a dial-in attendee or not", async () => {
+  const h = await startRoom({ attendees: [attendee(2), attendee(3, { dialIn: true })] });
+  await answer(h, 2);
+  h.call(2).hangUpFarEnd();
+  await flush();
+  assert.deepEqual(h.store.of("end"), [{ op: "end", reason: "no attendee left" }]);
+});
+
+test("nobody answering ends the conference at once when nobody can dial in", async () => {
+  const h = await startRoom({ attendees: [attendee(2), attendee(3, { dialIn: true })] });
+  h.call(2).fail(486, "Busy Here");
+  await flush();
+  assert.deepEqual(
+    h.store
+      .of("call")
+      .filter((write) => write.event.kind === "failed")
+      .map((write) => write.event),
+    [{ kind: "failed", state: "busy", result: "486 Busy Here" }],
+  );
+  assert.deepEqual(h.store.of("end"), [{ op: "end", reason: "no attendee left" }]);
+});
+
+test("with dial-in open, the last one leaving ends it only after the grace period, and a caller within it keeps it going", async (t) => {
+  t.mock.timers.enable({ apis: ["Date"], now: 0 });
+  const h = await startRoom({ attendees: [attendee(2), attendee(3)], acceptsDialIn: true });
+  await answer(h, 2, 3);
+  h.call(2).hangUpFarEnd();
+  h.call(3).hangUpFarEnd();
+  await flush();
+  t.mock.timers.tick(EMPTY_PERIODS.emptyGraceMs - 1);
+  await refreshed(h);
+  assert.equal(h.room.state, "in-session");
+  assert.deepEqual(h.store.of("end"), []);
+
+  // Attendee 3 calls back just in time; the grace starts again when it leaves.
+  const again = await answeredCaller();
+  h.room.admit(again, 3, false);
+  t.mock.timers.tick(EMPTY_PERIODS.emptyGraceMs);
+  await refreshed(h);
+  assert.deepEqual(h.store.of("end"), []);
+  again.hangUpFarEnd();
+  await flush();
+  t.mock.timers.tick(EMPTY_PERIODS.emptyGraceMs - 1);
+  await refreshed(h);
+  assert.deepEqual(h.store.of("end"), []);
+  t.mock.timers.tick(1);
+  await refreshed(h);
+  assert.deepEqual(h.store.of("end"), [{ op: "end", reason: "no attendee left" }]);
+});
+
+test("with dial-in open, a conference nobody joins waits for callers until the no-show period after its start", async (t) => {
+  t.mock.timers.enable({ apis: ["Date"], now: 0 });
+  const pinOnly = await startRoom({ attendees: [], acceptsDialIn: true });
+  assert.equal(pinOnly.room.state, "in-session");
+  const unanswered = await startRoom({ attendees: [attendee(2)], acceptsDialIn: true });
+  unanswered.call(2).fail(480, "Temporarily Unavailable");
+  await flush();
+  t.mock.timers.tick(EMPTY_PERIODS.noShowMs - 1);
+  for (const h of [pinOnly, unanswered]) {
+    await refreshed(h);
+    assert.deepEqual(h.store.of("end"), []);
+  }
+  t.mock.timers.tick(1);
+  for (const h of [pinOnly, unanswered]) {
+    await refreshed(h);
+    assert.deepEqual(h.store.of("end"), [{ op: "end", reason: "nobody joined" }]);
+  }
+});
+
+test("locked dial-in still lets the moderator in, so an empty locked conference waits for callers too", async () => {
+  const h = await startRoom({ attendees: [], acceptsDialIn: true, conference: { dialInLocked: true } });
+  assert.equal(h.room.state, "in-session");
+  assert.deepEqual(h.store.of("end"), []);
+});
+
+test("a moderator who dialled in hanging up does not end the conference; it ends after the grace period", async (t) => {
+  t.mock.timers.enable({ apis: ["Date"], now: 0 });
+  const h = await startRoom({ attendees: [], acceptsDialIn: true });
+  const moderator = await answeredCaller();
+  const member = await answeredCaller();
+  h.room.admit(moderator, 1, true);
+  h.room.admit(member, 2, false);
+  moderator.hangUpFarEnd();
+  await flush();
+  assert.equal(member.hungUp, false);
+  assert.deepEqual(h.store.of("end"), []);
+  member.hangUpFarEnd();
+  await flush();
+  t.mock.timers.tick(EMPTY_PERIODS.emptyGraceMs);
+  await refreshed(h);
+  assert.deepEqual(h.store.of("end"), [{ op: "end", reason: "no attendee left" }]);
+});
+
+test("the moderator's call failing lets the room go on without hold", async () => {
+  const h = await startRoom();
+  await answer(h, 2);
+  assert.equal(h.media.onHold, true);
+  h.call(1).fail(603, "Decline");
+  await flush();
+  assert.equal(h.room.state, "in-session");
+  assert.deepEqual(h.media.holds, [true, false]);
+  assert.equal(h.call(2).hungUp, false);
+  const warned = h.logger.lines.find((line) => line.message === "attendee call busy");
+  assert.equal(warned?.level, "warn");
+  // A refresh does not put it back on hold.
+  await refreshed(h);
+  assert.deepEqual(h.media.holds, [true, false]);
+});
+
+test("talking is written as events, and a talking caller who hangs up stops talking", async () => {
+  const h = await startRoom({ attendees: [attendee(2), attendee(3)] });
+  await answer(h, 2, 3);
+  h.call(2).talk(true);
+  h.call(2).talk(false);
+  h.call(3).talk(true);
+  await flush();
+  h.call(3).hangUpFarEnd();
+  await flush();
+  const events = h.store.writes.filter(
+    (write) => write.op === "event" || (write.op === "call" && write.event.kind === "disconnected"),
+  );
+  assert.deepEqual(events, [
+    { op: "event", attendeeId: 2, type: "talking-started" },
+    { op: "event", attendeeId: 2, type: "talking-stopped" },
+    { op: "event", attendeeId: 3, type: "talking-started" },
+    { op: "event", attendeeId: 3, type: "talking-stopped" },
+    { op: "call", attendeeId: 3, event: { kind: "disconnected", result: "caller: BYE" } },
+  ]);
+});
+
+test("the room's audio failing ends this conference with the reason, hangs everyone up and logs a warning", async () => {
+  const h = await startRoom();
+  await answer(h, 1, 2);
+  h.media.fail("worker 2 died");
+  await flush();
+  assert.equal(h.room.state, "ended");
+  assert.equal(h.call(1).hungUp, true);
+  assert.equal(h.call(2).hungUp, true);
+  assert.equal(h.call(3).hungUp, true, "a call still ringing is cancelled");
+  assert.deepEqual(h.store.of("end"), [{ op: "end", reason: "the room's audio failed: worker 2 died" }]);
+  const warned = h.logger.lines.find(
+    (line) => line.level === "warn" && line.fields.reason === "worker 2 died",
+  );
+  assert.equal(warned?.fields.conferenceId, 7);
+  assert.equal(h.media.closed, 1);
+});
+
+test("close ends the conference with the reason given and closes the room's media", async () => {
+  const h = await startRoom();
+  await answer(h, 1);
+  await h.room.close("the service is stopping");
+  assert.equal(h.call(1).hungUp, true);
+  assert.deepEqual(h.store.of("end"), [{ op: "end", reason: "the service is stopping" }]);
+  assert.equal(h.media.closed, 1);
+});
+
+test("entry and exit are announced to the room (the recorded name) only with announce-attendees and not direct dial", async (t) => {
+  t.mock.timers.enable({ apis: ["setTimeout"] });
+  const announced = await startRoom({ conference: { directDial: false, announceAttendees: true } });
+  const member = announced.call(2);
+  member.voice = new Int16Array(800);
+  member.answer();
+  await flush();
+  member.press("1");
+  await flush();
+  member.press("#");
+  await flush();
+  assert.equal(member.room, announced.media);
+  assert.deepEqual(announced.media.prompts, ["samples"], "its recorded name");
+  member.hangUpFarEnd();
+  await flush();
+  assert.deepEqual(announced.media.prompts, ["samples", "samples"]);
+
+  const direct = await startRoom({ conference: { directDial: true, announceAttendees: true } });
+  await answer(direct, 2);
+  assert.deepEqual(direct.media.played, []);
+});

@@ -1,0 +1,100 @@
+import { rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { ConferenceRoom } from "../../src/conference/conference-room.js";
+import type { Speak } from "../../src/conference/ports.js";
+import type { Attendee } from "../../src/domain/attendee.js";
+import type { Conference } from "../../src/domain/conference.js";
+import {
+  attendee,
+  type FakeCall,
+  FakeLogger,
+  type FakeRoomMedia,
+  FakeStore,
+  FakeTelephone,
+  flush,
+  conference as makeConference,
+  numberOf,
+} from "./fakes.js";
+
+export const DATA_DIR = path.join(os.tmpdir(), `bridgeline-conference-test-${process.pid}`);
+
+// The recordings folder the rooms make (the media would write the files in it).
+process.once("beforeExit", () => void rm(DATA_DIR, { recursive: true, force: true }));
+
+export interface Harness {
+  room: ConferenceRoom;
+  media: FakeRoomMedia;
+  telephone: FakeTelephone;
+  store: FakeStore;
+  logger: FakeLogger;
+  /** How often onEnded was called. */
+  endedCalls: () => number;
+  /** The call placed to attendee `id`. */
+  call: (id: number) => FakeCall;
+  spoken: string[];
+}
+
+export interface HarnessOptions {
+  conference?: Partial<Conference>;
+  attendees?: Attendee[];
+  speak?: Speak;
+  /** Access numbers are configured (default: none, so nobody can dial in). */
+  acceptsDialIn?: boolean;
+}
+
+/** The settings' defaults: two minutes' grace, an hour for the first caller. */
+export const EMPTY_PERIODS = { emptyGraceMs: 120_000, noShowMs: 3_600_000 };
+
+/**
+ * A room over fakes, started: with the default attendees (1 the moderator, 2 and 3 members) and a
+ * conference that dials direct.
+ */
+export async function startRoom(options: HarnessOptions = {}): Promise<Harness> {
+  const telephone = new FakeTelephone();
+  const store = new FakeStore(
+    makeConference(options.conference),
+    options.attendees ?? [attendee(1, { moderator: true }), attendee(2), attendee(3)],
+  );
+  const logger = new FakeLogger();
+  const spoken: string[] = [];
+  let ended = 0;
+  const room = new ConferenceRoom(store.conference as Conference, {
+    telephone,
+    store,
+    logger,
+    dataDir: DATA_DIR,
+    acceptsDialIn: options.acceptsDialIn ?? false,
+    emptyPeriods: EMPTY_PERIODS,
+    reserved: 1,
+    speak:
+      options.speak ??
+      (async (text) => {
+        spoken.push(text);
+        return null;
+      }),
+    onEnded: () => {
+      ended++;
+    },
+  });
+  const media = telephone.rooms[0];
+  if (media === undefined) throw new Error("the room opened no media");
+  await room.start();
+  await flush();
+  return {
+    room,
+    media,
+    telephone,
+    store,
+    logger,
+    endedCalls: () => ended,
+    call: (id) => telephone.callTo(numberOf(id)),
+    spoken,
+  };
+}
+
+/** Answers attendees' calls (direct dial: they join at once). */
+export async function answer(harness: Harness, ...ids: number[]): Promise<void> {
+  for (const id of ids) harness.call(id).answer();
+  await flush();
+}
