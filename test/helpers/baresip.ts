@@ -213,9 +213,25 @@ export class Baresip {
     const control = this.control;
     if (control === null) throw new Error("baresip control connection is not open");
     const token = String(this.nextToken++);
-    const response = new Promise<{ ok: boolean; data?: string }>((resolve) =>
-      this.responses.set(token, resolve),
-    );
+    // A baresip that died or stopped answering fails the command instead of hanging the test.
+    const response = new Promise<{ ok: boolean; data?: string }>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.responses.delete(token);
+        reject(new Error(`baresip: no answer to ${command} within 10 s\n${this.output}`));
+      }, 10_000);
+      this.responses.set(token, (answer) => {
+        clearTimeout(timer);
+        resolve(answer);
+      });
+      this.exited.then(
+        (code) => {
+          if (!this.responses.delete(token)) return;
+          clearTimeout(timer);
+          reject(new Error(`baresip exited (${code}) before answering ${command}\n${this.output}`));
+        },
+        () => undefined,
+      );
+    });
     control.write(netstring({ command, params, token }));
     return response;
   }

@@ -86,14 +86,17 @@ function workerChannel(
   worker.on("error", (error) => {
     failure = error.stack ?? error.message;
   });
-  worker.on("exit", (code) => {
-    if (!stopping) onExit(failure || `exited with code ${code}`);
-  });
+  // Made once: a thread that already ended (a crash during shutdown) must not be waited for again.
+  const exited = new Promise<void>((resolve) =>
+    worker.once("exit", (code) => {
+      if (!stopping) onExit(failure || `exited with code ${code}`);
+      resolve();
+    }),
+  );
   return {
     post: (message) => worker.postMessage(message),
     stop: async () => {
       stopping = true;
-      const exited = new Promise((resolve) => worker.once("exit", resolve));
       worker.postMessage({ type: "shutdown" });
       const timer = setTimeout(() => void worker.terminate(), 2000);
       await exited;
