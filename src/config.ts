@@ -2,6 +2,7 @@ import { isIP } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { normalizeNanpNumber } from "./domain/phone.js";
+import { SRTP_SUITES, type SrtpSuite } from "./telephony/media/rtp/srtp.js";
 
 /** Every setting of the service, read and validated here and nowhere else. */
 export interface Config {
@@ -93,6 +94,8 @@ export interface SipConfig {
   dialInSrtp: SrtpPolicy;
   /** Let SRTP keys travel in SIP that is not over TLS. */
   srtpKeysOverPlainSip: boolean;
+  /** The SRTP suites offered and accepted, preferred first. */
+  srtpSuites: SrtpSuite[];
 }
 
 export type SrtpPolicy = "off" | "optional" | "required";
@@ -267,7 +270,24 @@ function readSipConfig(env: Env): SipConfig {
     srtp: readSrtpPolicy(env, "BRIDGELINE_SRTP"),
     dialInSrtp: readSrtpPolicy(env, "BRIDGELINE_DIAL_IN_SRTP"),
     srtpKeysOverPlainSip: readBoolean(env, "BRIDGELINE_SRTP_KEYS_OVER_PLAIN_SIP", false),
+    srtpSuites: readSrtpSuites(env),
   };
+}
+
+/** BRIDGELINE_SRTP_SUITES: the suites to offer and accept, preferred first, comma-separated. */
+function readSrtpSuites(env: Env): SrtpSuite[] {
+  const raw = env.BRIDGELINE_SRTP_SUITES;
+  if (raw === undefined || raw.trim() === "") return [...SRTP_SUITES];
+  const suites = raw.split(",").map((entry) => {
+    const name = entry.trim();
+    const suite = SRTP_SUITES.find((known) => known === name);
+    if (suite === undefined)
+      throw new ConfigError("BRIDGELINE_SRTP_SUITES", `"${name}" is not one of ${SRTP_SUITES.join(", ")}`);
+    return suite;
+  });
+  if (new Set(suites).size !== suites.length)
+    throw new ConfigError("BRIDGELINE_SRTP_SUITES", `names a suite twice: "${raw}"`);
+  return suites;
 }
 
 function readSrtpPolicy(env: Env, name: string): SrtpPolicy {

@@ -71,7 +71,12 @@ export async function startService(
       tlsCa: sipTls.ca,
       trustedSources: sip.trusted,
       untrustedRequests: sip.untrusted,
-      srtp: { placed: sip.srtp, dialIn: sip.dialInSrtp, keysOverPlainSignalling: sip.srtpKeysOverPlainSip },
+      srtp: {
+        placed: sip.srtp,
+        dialIn: sip.dialInSrtp,
+        keysOverPlainSignalling: sip.srtpKeysOverPlainSip,
+        suites: sip.srtpSuites,
+      },
       logger: logger.child({ component: "telephony" }),
     });
   } catch (error) {

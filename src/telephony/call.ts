@@ -8,7 +8,7 @@ import { EventEmitter } from "node:events";
 import type { PlayoutKind } from "./media/jitter-buffer.js";
 import type { MediaMix, MediaStream } from "./media/plane/media-plane.js";
 import type { MediaSound } from "./media/plane/protocol.js";
-import { SRTP_SUITES } from "./media/rtp/srtp.js";
+import type { SrtpSuite } from "./media/rtp/srtp.js";
 import {
   acceptAnswer,
   answerOffer,
@@ -59,6 +59,8 @@ export interface CallHost {
   /** Media for the call, opened on demand, on the thread of what it will work with when given. */
   openMedia(near?: MediaMix | MediaStream): Promise<MediaStream>;
   readonly mediaAddress: string;
+  /** The SRTP suites to offer and accept, preferred first. */
+  readonly srtpSuites: readonly SrtpSuite[];
   readonly logger?: { warn(fields: object, message: string): void };
   callFinished(call: Call): void;
 }
@@ -245,7 +247,10 @@ export class Call extends EventEmitter<CallEvents> {
         : {
             srtp: {
               policy: this.#srtp,
-              keys: SRTP_SUITES.map((suite) => ({ suite, inline: randomBytes(30).toString("base64") })),
+              keys: this.host.srtpSuites.map((suite) => ({
+                suite,
+                inline: randomBytes(30).toString("base64"),
+              })),
             },
           }),
     };

@@ -9,6 +9,7 @@ import { networkInterfaces } from "node:os";
 import { normalizeNanpNumber } from "../domain/phone.js";
 import { Call, type CallHost, IncomingCall, OutgoingCall, type SrtpPolicy } from "./call.js";
 import { type MediaMix, MediaPlane, type MediaStream } from "./media/plane/media-plane.js";
+import { SRTP_SUITES, type SrtpSuite } from "./media/rtp/srtp.js";
 import { destinationOf } from "./sip/dialog/dialog.js";
 import { parseNameAddr, parseSipUri } from "./sip/message/header-values.js";
 import { type SipTlsOptions, SipTransport } from "./sip/transport/sip-transport.js";
@@ -65,6 +66,8 @@ export interface TelephonyOptions {
     readonly placed: SrtpPolicy;
     readonly dialIn: SrtpPolicy;
     readonly keysOverPlainSignalling: boolean;
+    /** The suites offered and accepted, preferred first (default both, _80 first). */
+    readonly suites?: readonly SrtpSuite[];
   };
   readonly logger?: TelephonyLogger;
 }
@@ -140,6 +143,10 @@ export class Telephony implements CallHost {
   /** The SIP over TLS port; undefined without a TLS listener. */
   get sipTlsPort(): number | undefined {
     return this.#transport.tlsPort;
+  }
+
+  get srtpSuites(): readonly SrtpSuite[] {
+    return this.#options.srtp?.suites ?? SRTP_SUITES;
   }
 
   get mediaAddress(): string {

@@ -151,9 +151,14 @@ export function answerOffer(offerText: string, local: LocalMedia): AnswerResult 
     return { ok: false, status: 488, reason: "no audio stream offers PCMU or PCMA over RTP/AVP" };
   }
   const offered = offer.media[index] as MediaDescription;
-  // RFC 4568 §7.1.1: take the first crypto line with a suite we know, answering with our own key.
-  const theirs = offered.crypto?.map(cryptoOf).find((crypto) => crypto !== undefined);
-  const ours = theirs === undefined ? undefined : local.srtp?.keys.find((key) => key.suite === theirs.suite);
+  // RFC 4568 §7.1.1: take the first crypto line with a suite we accept, answering with our own key.
+  let theirs: ReturnType<typeof cryptoOf>;
+  let ours: SrtpKeyMaterial | undefined;
+  for (const line of offered.crypto ?? []) {
+    theirs = cryptoOf(line);
+    ours = theirs === undefined ? undefined : local.srtp?.keys.find((key) => key.suite === theirs?.suite);
+    if (ours !== undefined) break;
+  }
   if (local.srtp?.policy === "required" && ours === undefined)
     return { ok: false, status: 488, reason: "SRTP is required and the offer has no key we can use" };
   if (offered.protocol === SRTP_PROFILE && ours === undefined)

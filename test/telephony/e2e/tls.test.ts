@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import type { IncomingCall } from "../../../src/telephony/call.js";
+import type { SrtpSuite } from "../../../src/telephony/media/rtp/srtp.js";
 import { Telephony } from "../../../src/telephony/telephony.js";
 import {
   assertTone,
@@ -38,7 +39,11 @@ describe("SIP over TLS with baresip", { skip }, () => {
   async function service(
     trunk: string | null,
     ours: { cert: string; key: string },
-    srtp: { placed: "off" | "optional" | "required"; dialIn: "off" | "optional" | "required" } = {
+    srtp: {
+      placed: "off" | "optional" | "required";
+      dialIn: "off" | "optional" | "required";
+      suites?: SrtpSuite[];
+    } = {
       placed: "optional",
       dialIn: "optional",
     },
@@ -180,7 +185,41 @@ describe("SIP over TLS with baresip", { skip }, () => {
     );
   });
 
-  test("SRTP required takes a caller that offers keys: heard both ways", async () => {
+  test("SRTP with only AES_CM_128_HMAC_SHA1_32 offered: the phone takes it, 4-byte tags on the wire, heard both ways", async () => {
+    const ca = authority as NonNullable<typeof authority>;
+    const phone = await Baresip.start({
+      toneHz: 440,
+      user: "+16045550126",
+      tls: { certificate: ca.issue("srtp32-phone", "IP:127.0.0.1").pem, cafile: ca.ca },
+      mediaenc: "srtp-mand",
+    });
+    running.push(phone);
+    const telephony = await service(
+      `sip:127.0.0.1:${phone.tlsPort};transport=tls`,
+      ca.issue("ours6", "IP:127.0.0.1"),
+      { placed: "required", dialIn: "required", suites: ["AES_CM_128_HMAC_SHA1_32"] },
+    );
+    const capture = await WireCapture.start("udp");
+    running.push({ stop: () => capture.dispose() });
+    const record = new CallRecord(telephony.placeCall("604-555-0126"), () => phone.log);
+    await record.reached("answered");
+    assert.equal(record.call.encrypted, true, "the media is SRTP");
+    await phone.waitForEvent("CALL_ESTABLISHED");
+    const { heard } = await exchangeAudio(record.call, 3, new ToneGenerator(880));
+    assertTone(heard.subarray(SAMPLE_RATE / 2), 440, 880, "we");
+    record.call.hangup();
+    await phone.waitForEvent("CALL_CLOSED");
+    assertTone(phone.heard().subarray(SAMPLE_RATE), 880, 440, "the phone");
+    await capture.stop();
+    // 20 ms of PCMU is 12 header + 160 payload bytes; _32 adds a 4-byte tag (_80 would add 10).
+    const ours = record.call.mediaStream?.localPort ?? 0;
+    const sizes = new Set(
+      capture.datagrams(({ destination }) => destination === ours).map((datagram) => datagram.length),
+    );
+    assert.deepEqual([...sizes], [176], `the phone's SRTP datagrams are ${[...sizes].join(", ")} bytes`);
+  });
+
+  test("SRTP required takes a caller that offers keys: heard both ways, its keys arrive", async () => {
     const ca = authority as NonNullable<typeof authority>;
     const phone = await Baresip.start({
       toneHz: 440,
@@ -199,8 +238,13 @@ describe("SIP over TLS with baresip", { skip }, () => {
     const call = await incoming;
     assert.equal(await call.accept(), true);
     assert.equal(call.encrypted, true);
+    const digits: string[] = [];
+    call.on("digit", (key) => digits.push(key));
     const { heard } = await exchangeAudio(call, 3, new ToneGenerator(880));
     assertTone(heard.subarray(SAMPLE_RATE / 2), 440, 880, "we");
+    assert.equal((await phone.command("sndcode", "56")).ok, true);
+    await exchangeAudio(call, 1, new ToneGenerator(880));
+    assert.deepEqual(digits, ["5", "6"]);
     call.hangup();
     await phone.waitForEvent("CALL_CLOSED");
     assertTone(phone.heard().subarray(SAMPLE_RATE), 880, 440, "the caller");

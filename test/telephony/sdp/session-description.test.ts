@@ -587,6 +587,19 @@ describe("SRTP keys by SDES (RFC 4568)", () => {
     });
   });
 
+  it("skips offered suites it holds no key for: with only _32 of ours, an offer of _80 then _32 gets _32", () => {
+    const result = answerOffer(
+      peerOffer("RTP/SAVP", [
+        `a=crypto:1 AES_CM_128_HMAC_SHA1_80 inline:${theirs80}`,
+        `a=crypto:2 AES_CM_128_HMAC_SHA1_32 inline:${theirs80}`,
+      ]),
+      { ...base, srtp: { policy: "required", keys: [key32] } },
+    );
+    assert.ok(result.ok);
+    assert.match(result.answer, /a=crypto:2 AES_CM_128_HMAC_SHA1_32 inline:/);
+    assert.equal(result.media.srtp?.send, key32);
+  });
+
   it("required refuses a plain offer with 488; off or optional answers it plain; an RTP/SAVP offer needs a key we can use", () => {
     const plain = peerOffer("RTP/AVP", []);
     const required = answerOffer(plain, { ...base, srtp: { policy: "required", keys: [key80] } });
