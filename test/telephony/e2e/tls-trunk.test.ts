@@ -5,11 +5,13 @@
  * certificate names another host fails the call with the reason; nothing goes out in plain text.
  */
 import assert from "node:assert/strict";
+import { once } from "node:events";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
+import type { CallEnd } from "../../../src/telephony/call.js";
 import { Telephony } from "../../../src/telephony/telephony.js";
 import { type IssuedCertificate, testAuthority } from "../../helpers/certificates.js";
 import { Kamailio } from "../../helpers/kamailio.js";
@@ -100,6 +102,46 @@ describe("Kamailio as a TLS trunk", { skip }, () => {
     assert.ok(capture.size > 2000, `the TLS connection was captured (${capture.size} bytes)`);
     for (const text of ["INVITE", "SIP/2.0", "+16045550160"])
       assert.equal(capture.carries(text), false, `"${text}" is readable on the TLS port`);
+  });
+
+  test("a sips: trunk: the INVITE goes to a SIPS URI with our SIPS Contact, and the carrier's BYE comes back to it over TLS", async () => {
+    const ca = authority as NonNullable<typeof authority>;
+    const carrier = await Sipp.start({ scenario: "uas-moderator.xml", timeoutSeconds: 30, pauseMs: 1000 });
+    running.push(carrier);
+    const { kamailio, tlsPort } = await tlsTrunk("sips", ca.issue("sips-trunk", "IP:127.0.0.1"), carrier);
+    const ours = ca.issue("sips-ours", "IP:127.0.0.1");
+    const telephony = await Telephony.start({
+      bindAddress: "127.0.0.1",
+      sipPort: 0,
+      trunk: `sips:127.0.0.1:${tlsPort}`,
+      callerId: "+16045550100",
+      rtpPorts: rtpPortRange(),
+      tls: { port: 0, ...ours },
+      tlsCa: readFileSync(ca.ca),
+    });
+    running.push({ stop: () => telephony.close() });
+    const record = new CallRecord(
+      telephony.placeCall("604-555-0161"),
+      () => `${carrier.report()}\n${kamailio.log.slice(-3000)}`,
+    );
+    const ended = once(record.call, "ended");
+    await record.reached("answered");
+    const [end] = (await ended) as [CallEnd];
+    assert.equal(
+      end.by,
+      "remote",
+      `the carrier BYE reached us\n${carrier.report()}\n${kamailio.log.slice(-4000)}`,
+    );
+    await carrier.expectSuccess();
+    assert.match(
+      kamailio.log,
+      /TLS trunk: INVITE sips:\+16045550161@127\.0\.0\.1:\d+ from 127\.0\.0\.1:\d+ over tls/,
+    );
+    const port = telephony.sipTlsPort ?? assert.fail("no TLS listener");
+    assert.match(
+      kamailio.log,
+      new RegExp(`TLS trunk: in-dialog BYE to sips:bridgeline@127\\.0\\.0\\.1:${port}\\b`),
+    );
   });
 
   test("a trunk whose certificate names another host fails the call with the reason, and nothing goes out in plain text", async () => {

@@ -22,7 +22,8 @@ export interface SessionHost {
   readonly clock: TimerClock;
   /** A Via value with a fresh branch for a request over the transport. */
   via(transport: Destination["transport"]): string;
-  contact(transport: Destination["transport"]): string;
+  /** Our Contact for a request or response over the transport; a SIPS URI in a secure dialog. */
+  contact(transport: Destination["transport"], secure: boolean): string;
   readonly allow: string;
   readonly userAgent: string;
   sendInvite(
@@ -73,10 +74,22 @@ export abstract class InviteSession {
   /** Our re-INVITE in progress (section 14.1: no second one until it completes). */
   protected reinviteInProgress = false;
 
+  /**
+   * Sections 8.1.1.8 and 12.1.1-2: a dialog set up by an INVITE to a SIPS URI (or record-routed
+   * through one) is secure, and our Contact in it is a SIPS URI.
+   */
+  protected readonly secure: boolean;
+
   protected constructor(
     protected readonly host: SessionHost,
-    readonly callId: string,
-  ) {}
+    invite: SipRequest,
+  ) {
+    this.callId = invite.headers.get("Call-ID") ?? "";
+    const topRoute = invite.headers.get("Record-Route") ?? invite.headers.get("Route") ?? "";
+    this.secure = /^sips:/i.test(invite.uri) || /^\s*(?:[^<]*<)?sips:/i.test(topRoute);
+  }
+
+  readonly callId: string;
 
   get dialogId(): string | undefined {
     return this.dialog?.id;
@@ -93,7 +106,7 @@ export abstract class InviteSession {
     if (dialog === undefined || destination === undefined || this.endedAlready) return;
     const request = dialog.createRequest("BYE", {
       via: this.host.via(destination.transport),
-      contact: this.host.contact(destination.transport),
+      contact: this.host.contact(destination.transport, this.secure),
       headers: [["User-Agent", this.host.userAgent]],
     });
     this.host.sendNonInvite(request, destination);
@@ -113,7 +126,7 @@ export abstract class InviteSession {
     this.reinviteInProgress = true;
     const request = dialog.createRequest("INVITE", {
       via: this.host.via(destination.transport),
-      contact: this.host.contact(destination.transport),
+      contact: this.host.contact(destination.transport, this.secure),
       headers: [
         ["Allow", this.host.allow],
         ["User-Agent", this.host.userAgent],
@@ -181,7 +194,7 @@ export abstract class InviteSession {
     if (ack === undefined) {
       ack = dialog.createRequest("ACK", {
         via: this.host.via(destination.transport),
-        contact: this.host.contact(destination.transport),
+        contact: this.host.contact(destination.transport, this.secure),
         cseq,
       });
       this.sentAcks.set(cseq, ack);
@@ -209,7 +222,7 @@ export abstract class InviteSession {
     const transport = transportOf(request.headers.get("Via"));
     return responseTo(request, 200, "OK", {
       headers: [
-        ["Contact", this.host.contact(transport)],
+        ["Contact", this.host.contact(transport, this.secure)],
         ["Allow", this.host.allow],
         ["Content-Type", "application/sdp"],
         ["User-Agent", this.host.userAgent],
@@ -284,7 +297,7 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     private readonly destination: Destination,
     private readonly credentials: Credentials | undefined,
   ) {
-    super(host, invite.headers.get("Call-ID") ?? "");
+    super(host, invite);
     this.#invite = invite;
   }
 
@@ -465,7 +478,7 @@ export class IncomingInviteSession extends InviteSession {
     /** Where the INVITE came from (a caller behind NAT is reached there). */
     private readonly source?: MessageSource,
   ) {
-    super(host, invite.headers.get("Call-ID") ?? "");
+    super(host, invite);
     this.#localTag = localTag;
   }
 
@@ -479,7 +492,7 @@ export class IncomingInviteSession extends InviteSession {
     this.transaction.respond(
       responseTo(this.invite, 180, "Ringing", {
         toTag: this.#localTag,
-        headers: [["Contact", this.host.contact(this.transport)]],
+        headers: [["Contact", this.host.contact(this.transport, this.secure)]],
       }),
     );
   }
@@ -504,7 +517,7 @@ export class IncomingInviteSession extends InviteSession {
     const ok = responseTo(this.invite, 200, "OK", {
       toTag: this.#localTag,
       headers: [
-        ["Contact", this.host.contact(this.transport)],
+        ["Contact", this.host.contact(this.transport, this.secure)],
         ["Allow", this.host.allow],
         ["Content-Type", "application/sdp"],
         ["User-Agent", this.host.userAgent],

@@ -131,7 +131,7 @@ export class UserAgent implements TransactionCore, SessionHost {
     headers.append("To", `<${request.requestUri}>`);
     headers.append("Call-ID", newCallId(sentBy.host));
     headers.append("CSeq", "1 INVITE");
-    headers.append("Contact", this.contact(transportName));
+    headers.append("Contact", this.contact(transportName, /^sips:/i.test(request.requestUri)));
     headers.append("Allow", this.allow);
     headers.append("User-Agent", this.userAgent);
     for (const [name, value] of request.headers ?? []) headers.append(name, value);
@@ -158,8 +158,10 @@ export class UserAgent implements TransactionCore, SessionHost {
     return `SIP/2.0/${transport} ${formatHost(host)}:${port};branch=${newBranch()};rport`;
   }
 
-  contact(transport: TransportName): string {
+  contact(transport: TransportName, secure = false): string {
     const { host, port } = this.#transport.sentByFor(transport);
+    // A SIPS URI says TLS by itself (RFC 5630 section 3.1.3 deprecates ;transport=tls with it).
+    if (secure) return `<sips:bridgeline@${formatHost(host)}:${port}>`;
     const param = transport === "UDP" ? "" : `;transport=${transport.toLowerCase()}`;
     return `<sip:bridgeline@${formatHost(host)}:${port}${param}>`;
   }

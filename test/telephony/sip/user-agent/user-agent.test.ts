@@ -46,12 +46,16 @@ function send(text: string): void {
   peer.send(Buffer.from(text), transport.port, "127.0.0.1");
 }
 
-/** The next final (or given) response whose CSeq method is `method`. */
-async function responseTo(method: string, status?: number): Promise<SipResponse> {
+/**
+ * The next final (or given) response whose CSeq method is `method`, in the call `callId` when given
+ * (an earlier test's unacknowledged final response keeps coming again until Timer H).
+ */
+async function responseTo(method: string, status?: number, callId?: string): Promise<SipResponse> {
   for (let attempt = 0; attempt < 10; attempt++) {
     const index = received.findIndex(
       (response) =>
         response.headers.get("CSeq")?.endsWith(` ${method}`) === true &&
+        (callId === undefined || response.headers.get("Call-ID") === callId) &&
         (status === undefined ? response.status >= 200 : response.status === status),
     );
     if (index >= 0) return received.splice(index, 1)[0] as SipResponse;
@@ -182,15 +186,36 @@ describe("user agent core", () => {
     send(request("ACK", { callId, toTag }));
   });
 
+  it("answers with a SIPS Contact in a dialog record-routed through a SIPS URI, a SIP one otherwise (section 12.1.1)", async () => {
+    for (const [route, contact] of [
+      ["<sips:edge.example;lr>", `<sips:bridgeline@127.0.0.1:${transport.port}>`],
+      ["<sip:edge.example;lr>", `<sip:bridgeline@127.0.0.1:${transport.port}>`],
+    ] as const) {
+      const callId = randomBytes(8).toString("hex");
+      const branch = `z9hG4bK${randomBytes(6).toString("hex")}`;
+      const before = invites.length;
+      send(request("INVITE", { callId, branch, extra: `Record-Route: ${route}` }));
+      await responseTo("INVITE", 100, callId);
+      const session = invites[before] ?? assert.fail("no INVITE session");
+      session.ring();
+      assert.equal((await responseTo("INVITE", 180, callId)).headers.get("Contact"), contact);
+      session.reject(486, "Busy Here");
+      const busy = await responseTo("INVITE", 486, callId);
+      const toTag = /;tag=([^;>\s]+)/.exec(busy.headers.get("To") ?? "")?.[1];
+      // Section 17.1.1.3: the ACK of a non-2xx goes in the INVITE's transaction (same branch).
+      send(request("ACK", { callId, branch, toTag }));
+    }
+  });
+
   it("retransmits a 487 until the ACK arrives (Timer G, section 17.2.1)", async () => {
     const callId = randomBytes(8).toString("hex");
     const branch = `z9hG4bK${randomBytes(6).toString("hex")}`;
     send(request("INVITE", { callId, branch }));
     await responseTo("INVITE", 100);
     send(request("CANCEL", { callId, branch }));
-    await responseTo("CANCEL");
-    await responseTo("INVITE");
-    const again = await responseTo("INVITE");
+    await responseTo("CANCEL", undefined, callId);
+    await responseTo("INVITE", undefined, callId);
+    const again = await responseTo("INVITE", undefined, callId);
     assert.equal(again.status, 487, "the 487 is sent again after T1 without an ACK");
     const toTag = /;tag=([^;>\s]+)/.exec(again.headers.get("To") ?? "")?.[1];
     send(request("ACK", { callId, branch, toTag }));
