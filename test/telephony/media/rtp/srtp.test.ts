@@ -88,4 +88,19 @@ describe("SRTP (RFC 3711)", () => {
     assert.equal(receiver.unprotectRtp(packets[40] as Buffer), undefined, "seen");
     assert.equal(receiver.unprotectRtp(packets[30] as Buffer), undefined, "69 behind: outside the window");
   });
+
+  it("tells packets apart that share a place in the window 64 apart", () => {
+    const sender = new SrtpSender(SHA1_80);
+    const receiver = new SrtpReceiver(SHA1_80);
+    const packets = Array.from({ length: 80 }, (_, sequence) =>
+      protect(sender, rtp((sequence + 65500) % 0x10000)),
+    );
+    assert.ok(receiver.unprotectRtp(packets[10] as Buffer));
+    assert.ok(receiver.unprotectRtp(packets[74] as Buffer), "64 later, across the wrap");
+    assert.equal(receiver.unprotectRtp(packets[74] as Buffer), undefined, "seen");
+    assert.equal(receiver.unprotectRtp(packets[10] as Buffer), undefined, "64 behind: outside the window");
+    assert.ok(receiver.unprotectRtp(packets[11] as Buffer), "63 behind, never seen");
+    assert.equal(receiver.unprotectRtp(packets[11] as Buffer), undefined, "seen");
+    assert.ok(receiver.unprotectRtp(packets[50] as Buffer), "never seen");
+  });
 });
