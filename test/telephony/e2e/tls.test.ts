@@ -217,6 +217,11 @@ describe("SIP over TLS with baresip", { skip }, () => {
       capture.datagrams(({ destination }) => destination === ours).map((datagram) => datagram.length),
     );
     assert.deepEqual([...sizes], [176], `the phone's SRTP datagrams are ${[...sizes].join(", ")} bytes`);
+    const wire = capture.audioTo(ours);
+    assert.ok(
+      goertzelLevelDb(wire, 440) < -35,
+      `the phone's 440 Hz is readable at ${goertzelLevelDb(wire, 440).toFixed(1)} dBFS`,
+    );
   });
 
   test("SRTP required takes a caller that offers keys: heard both ways, its keys arrive", async () => {
