@@ -73,6 +73,10 @@ export interface SipConfig {
   routes: SipRoute[];
   rtpPorts: { min: number; max: number };
   ringTimeoutSeconds: number;
+  /** DNS servers for finding trunk servers (RFC 3263); null: the system's. */
+  dnsServers: string[] | null;
+  /** How long a trunk server may leave an INVITE unanswered before the next is tried. */
+  serverTimeoutSeconds: number;
   mediaTimeoutSeconds: number;
   /** Worker threads for the media (RTP, mixing, playback, recording); 0 keeps it on the main thread. */
   mediaThreads: number;
@@ -258,6 +262,8 @@ function readSipConfig(env: Env): SipConfig {
     routes: readRoutes(env),
     rtpPorts: readPortRange(env),
     ringTimeoutSeconds: readPositiveInteger(env, "BRIDGELINE_RING_TIMEOUT_SECONDS", 45),
+    dnsServers: readDnsServers(env),
+    serverTimeoutSeconds: readPositiveInteger(env, "BRIDGELINE_SIP_SERVER_TIMEOUT_SECONDS", 4),
     mediaTimeoutSeconds: readPositiveInteger(env, "BRIDGELINE_MEDIA_TIMEOUT_SECONDS", 30),
     mediaThreads: readCount(env, "BRIDGELINE_MEDIA_THREADS", os.availableParallelism()),
     accessNumbers: readAccessNumbers(env),
@@ -272,6 +278,25 @@ function readSipConfig(env: Env): SipConfig {
     srtpKeysOverPlainSip: readBoolean(env, "BRIDGELINE_SRTP_KEYS_OVER_PLAIN_SIP", false),
     srtpSuites: readSrtpSuites(env),
   };
+}
+
+/** BRIDGELINE_DNS_SERVERS: comma-separated IPv4 `address` or `address:port` (queries go over UDP/IPv4). */
+function readDnsServers(env: Env): string[] | null {
+  const raw = env.BRIDGELINE_DNS_SERVERS;
+  if (raw === undefined || raw.trim() === "") return null;
+  return raw.split(",").map((entry) => {
+    const server = entry.trim();
+    const [address = "", port = "53", extra] = server.split(":");
+    if (
+      isIP(address) !== 4 ||
+      extra !== undefined ||
+      !/^\d+$/.test(port) ||
+      Number(port) < 1 ||
+      Number(port) > 65535
+    )
+      throw new ConfigError("BRIDGELINE_DNS_SERVERS", `"${server}" is not an IPv4 address or address:port`);
+    return server;
+  });
 }
 
 /** BRIDGELINE_SRTP_SUITES: the suites to offer and accept, preferred first, comma-separated. */

@@ -64,6 +64,8 @@ export async function startService(
       routes: sip.routes,
       rtpPorts: sip.rtpPorts,
       ringTimeoutMs: sip.ringTimeoutSeconds * 1000,
+      dnsServers: sip.dnsServers,
+      serverTimeoutMs: sip.serverTimeoutSeconds * 1000,
       mediaTimeoutMs: sip.mediaTimeoutSeconds * 1000,
       mediaThreads: sip.mediaThreads,
       allowMediaFaultInjection: options.allowMediaFaultInjection,

@@ -3,7 +3,6 @@
  * through the configured trunks and taking the calls that reach it. This is the API the layers above
  * use; it knows calls and numbers, not conferences.
  */
-import { lookup } from "node:dns/promises";
 import { BlockList, isIP, isIPv6 } from "node:net";
 import { networkInterfaces } from "node:os";
 import { normalizeNanpNumber } from "../domain/phone.js";
@@ -12,7 +11,8 @@ import { type MediaMix, MediaPlane, type MediaStream } from "./media/plane/media
 import { SRTP_SUITES, type SrtpSuite } from "./media/rtp/srtp.js";
 import { destinationOf } from "./sip/dialog/dialog.js";
 import { parseNameAddr, parseSipUri } from "./sip/message/header-values.js";
-import { type SipTlsOptions, SipTransport } from "./sip/transport/sip-transport.js";
+import { ServerLocator } from "./sip/transport/server-locator.js";
+import { type Destination, type SipTlsOptions, SipTransport } from "./sip/transport/sip-transport.js";
 import type { IncomingInviteSession } from "./sip/user-agent/invite-session.js";
 import { UserAgent } from "./sip/user-agent/user-agent.js";
 
@@ -44,6 +44,14 @@ export interface TelephonyOptions {
   readonly mediaTimeoutMs?: number;
   /** Media threads (RTP, mixing, playback, recording); 0, the default, keeps the media on this thread. */
   readonly mediaThreads?: number;
+  /** DNS servers for locating trunks (RFC 3263), `address` or `address:port`; default the system's. */
+  readonly dnsServers?: readonly string[] | null;
+  /**
+   * How long a trunk server may leave an INVITE unanswered before the next one found in DNS is tried
+   * (default 4000), and how long one that failed is tried last (default 60000).
+   */
+  readonly serverTimeoutMs?: number;
+  readonly serverDownMs?: number;
   /** Lets a mix be made to fail on purpose (tests of fault isolation). */
   readonly allowMediaFaultInjection?: boolean;
   /** SIP over TLS: a listener with this certificate (calls out over TLS need none). */
@@ -80,6 +88,7 @@ export interface PlaceCallOptions {
 }
 
 const DEFAULT_RING_TIMEOUT_MS = 45_000;
+const DEFAULT_SERVER_TIMEOUT_MS = 4000;
 const DEFAULT_MEDIA_TIMEOUT_MS = 30_000;
 
 export class Telephony implements CallHost {
@@ -88,11 +97,18 @@ export class Telephony implements CallHost {
   readonly #options: TelephonyOptions;
   readonly #media: MediaPlane;
   readonly #calls = new Set<Call>();
+  readonly #locator: ServerLocator;
   #onIncomingCall: ((call: IncomingCall) => void) | undefined;
   #closing: Promise<void> | undefined;
 
-  private constructor(transport: SipTransport, agent: UserAgent, options: TelephonyOptions) {
+  private constructor(
+    transport: SipTransport,
+    agent: UserAgent,
+    locator: ServerLocator,
+    options: TelephonyOptions,
+  ) {
     this.#transport = transport;
+    this.#locator = locator;
     this.#agent = agent;
     this.#options = options;
     this.#media = new MediaPlane({
@@ -109,7 +125,11 @@ export class Telephony implements CallHost {
   static async start(options: TelephonyOptions): Promise<Telephony> {
     let agent: UserAgent | undefined;
     const logger = options.logger;
-    const trusted = await trustedSources(options);
+    const locator = new ServerLocator({
+      servers: options.dnsServers ?? undefined,
+      downForMs: options.serverDownMs,
+    });
+    const trusted = await trustedSources(options, locator);
     if (trusted === undefined)
       logger?.warn({}, "SIP requests are taken from anywhere: no trunk and no BRIDGELINE_SIP_TRUSTED");
     const transport = await SipTransport.listen({
@@ -133,7 +153,7 @@ export class Telephony implements CallHost {
           `SIP request from an untrusted source ${options.untrustedRequests === "drop" ? "dropped" : "refused"}`,
         ),
     });
-    return new Telephony(transport, agent, options);
+    return new Telephony(transport, agent, locator, options);
   }
 
   get sipPort(): number {
@@ -226,17 +246,32 @@ export class Telephony implements CallHost {
       user !== undefined && user !== null && password !== undefined && password !== null
         ? { username: user, password }
         : undefined;
-    void call.start(
-      (offer) =>
-        this.#agent.call({
-          requestUri,
-          fromUser: options.callerId ?? this.#options.callerId ?? "bridgeline",
-          destination,
-          offer,
-          credentials,
-        }),
-      options.ringTimeoutMs ?? this.#options.ringTimeoutMs ?? DEFAULT_RING_TIMEOUT_MS,
-      options.room,
+    void locateTrunk(this.#locator, trunk as string).then(
+      ([first, ...next]) =>
+        call.start(
+          (offer) =>
+            this.#agent.call({
+              requestUri,
+              fromUser: options.callerId ?? this.#options.callerId ?? "bridgeline",
+              destination: first as Destination,
+              offer,
+              credentials,
+              failover: {
+                next,
+                targetTimeoutMs: this.#options.serverTimeoutMs ?? DEFAULT_SERVER_TIMEOUT_MS,
+                onTargetFailed: (target, reason) => {
+                  this.#locator.markDown(target);
+                  this.#options.logger?.warn(
+                    { trunk, server: `${target.transport} ${target.host}:${target.port}`, reason },
+                    "a trunk server failed: trying the next, and this one last for a while",
+                  );
+                },
+              },
+            }),
+          options.ringTimeoutMs ?? this.#options.ringTimeoutMs ?? DEFAULT_RING_TIMEOUT_MS,
+          options.room,
+        ),
+      (error: unknown) => failLater(503, `Service Unavailable: ${(error as Error).message}`),
     );
     return call;
   }
@@ -288,6 +323,7 @@ export class Telephony implements CallHost {
       for (const call of [...this.#calls]) call.hangup();
       // Let the BYEs and CANCELs leave before the socket closes.
       await new Promise((resolve) => setTimeout(resolve, 50));
+      this.#locator.close();
       await Promise.all([this.#transport.close(), this.#media.close()]);
     })();
     return this.#closing;
@@ -365,21 +401,41 @@ function advertisedAddress(bindAddress: string): string | undefined {
  * The sources requests are taken from: those configured, else the trunk's and routes' hosts (looked
  * up once, at start); undefined (anyone) when there are neither.
  */
-async function trustedSources(options: TelephonyOptions): Promise<BlockList | undefined> {
+/**
+ * The servers a trunk URI names, in the order to try them (RFC 3263): itself when it is an address
+ * or has `maddr`, else what DNS says.
+ */
+async function locateTrunk(locator: ServerLocator, trunk: string): Promise<Destination[]> {
+  const uri = parseSipUri(trunk);
+  const destination = destinationOf(trunk);
+  if (uri === undefined || destination === undefined) throw new Error(`not a SIP URI: ${trunk}`);
+  if (uri.params.has("maddr")) return [destination];
+  const transport = uri.params.get("transport")?.toUpperCase();
+  return locator.locate({
+    host: destination.host,
+    port: uri.port,
+    transport: transport === "UDP" || transport === "TCP" || transport === "TLS" ? transport : undefined,
+    secure: uri.scheme === "sips",
+  });
+}
+
+async function trustedSources(
+  options: TelephonyOptions,
+  locator: ServerLocator,
+): Promise<BlockList | undefined> {
   let entries = options.trustedSources ?? undefined;
   if (entries === undefined) {
-    const trunks = [options.trunk, ...(options.routes ?? []).map((route) => route.trunk)];
-    const hosts = trunks.flatMap((trunk) => {
-      const host = trunk === null || trunk === undefined ? undefined : destinationOf(trunk)?.host;
-      return host === undefined ? [] : [host];
-    });
-    if (hosts.length === 0) return undefined;
+    const trunks = [options.trunk, ...(options.routes ?? []).map((route) => route.trunk)].flatMap((trunk) =>
+      trunk === null || trunk === undefined ? [] : [trunk],
+    );
+    if (trunks.length === 0) return undefined;
+    // Every server DNS names for each trunk (RFC 3263), or its address.
     entries = (
       await Promise.all(
-        hosts.map(async (host) => {
-          if (isIP(host) !== 0) return [host];
+        trunks.map(async (trunk) => {
+          const host = destinationOf(trunk)?.host ?? "";
           try {
-            return (await lookup(host, { all: true })).map((found) => found.address);
+            return (await locateTrunk(locator, trunk)).map((server) => server.host);
           } catch (error) {
             options.logger?.warn(
               { host, err: error },

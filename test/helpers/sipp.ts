@@ -34,7 +34,11 @@ export function findBinary(name: string): string | null {
 export function skipWithout(binary: string): string | false {
   if (findBinary(binary) !== null) return false;
   if (process.env.CI === "true") throw new Error(`${binary} is not installed, and CI=true requires it`);
-  const debianPackage: Record<string, string> = { sipp: "sip-tester", baresip: "baresip-core" };
+  const debianPackage: Record<string, string> = {
+    sipp: "sip-tester",
+    baresip: "baresip-core",
+    dnsmasq: "dnsmasq-base",
+  };
   return `${binary} is not installed (Debian: apt-get install ${debianPackage[binary] ?? binary})`;
 }
 

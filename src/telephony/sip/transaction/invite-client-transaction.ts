@@ -80,6 +80,14 @@ export class InviteClientTransaction extends Transaction {
     }
   }
 
+  /**
+   * The TU gives up on a request nothing answered yet, to send it to the next server (RFC 3263
+   * section 4.3): no more retransmissions, and nothing passed up.
+   */
+  abandon(): void {
+    if (this.currentState === TransactionState.Calling) this.stateTransition(TransactionState.Terminated);
+  }
+
   protected transportFailed(error: Error): void {
     if (this.currentState === TransactionState.Terminated) return;
     this.user.onTransportError?.(error);

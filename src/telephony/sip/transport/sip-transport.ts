@@ -49,6 +49,11 @@ export interface Destination {
   readonly host: string;
   readonly port: number;
   readonly transport: TransportName;
+  /**
+   * The domain a TLS peer's certificate must name when `host` is an address found for it in DNS
+   * (RFC 5922 section 7): the URI's host, not the address.
+   */
+  readonly serverName?: string;
 }
 
 export interface SipTransportOptions {
@@ -292,7 +297,7 @@ export class SipTransport {
     if (transport === "UDP" && wire.length > threshold) {
       const overTcp = this.#stampRequest(request, "TCP");
       try {
-        await this.#sendStream(serializeMessage(overTcp), destination.host, destination.port, "TCP");
+        await this.#sendStream(serializeMessage(overTcp), destination, "TCP");
         return overTcp;
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code;
@@ -303,7 +308,7 @@ export class SipTransport {
       }
     }
     if (transport === "UDP") await this.#sendDatagram(wire, destination.host, destination.port);
-    else await this.#sendStream(wire, destination.host, destination.port, transport);
+    else await this.#sendStream(wire, destination, transport);
     return sent;
   }
 
@@ -344,7 +349,7 @@ export class SipTransport {
       }
     }
     const defaultPort = transport === "TLS" ? DEFAULT_SIPS_PORT : DEFAULT_SIP_PORT;
-    await this.#sendStream(wire, host, via.port ?? defaultPort, transport);
+    await this.#sendStream(wire, { host, port: via.port ?? defaultPort, transport }, transport);
   }
 
   /** Closes the socket, the server and every connection; resolves when all are closed. Idempotent. */
@@ -559,8 +564,8 @@ export class SipTransport {
     });
   }
 
-  async #sendStream(wire: Buffer, host: string, port: number, transport: StreamTransport): Promise<void> {
-    const connection = await this.#connectionTo(host, port, transport);
+  async #sendStream(wire: Buffer, to: Destination, transport: StreamTransport): Promise<void> {
+    const connection = await this.#connectionTo(to.host, to.port, transport, to.serverName);
     await this.#write(connection, wire);
   }
 
@@ -581,23 +586,28 @@ export class SipTransport {
   }
 
   /** An open connection to the endpoint: an existing one (accepted or opened), else a new one. */
-  async #connectionTo(host: string, port: number, transport: StreamTransport): Promise<Connection> {
+  async #connectionTo(
+    host: string,
+    port: number,
+    transport: StreamTransport,
+    serverName?: string,
+  ): Promise<Connection> {
     const key = endpointKey(transport, host, port);
     const existing = this.#connections.get(key);
     if (existing?.open) return existing;
     const pending = this.#connecting.get(key);
     if (pending !== undefined) return pending;
-    const opening = this.#open(host, port, transport).finally(() => this.#connecting.delete(key));
+    const opening = this.#open(host, port, transport, serverName).finally(() => this.#connecting.delete(key));
     this.#connecting.set(key, opening);
     return opening;
   }
 
   /**
    * Opens a connection. Over TLS the peer's certificate must chain to the trusted CAs and name the
-   * host (its DNS name, or its IP address for an address): anything else fails the send, and nothing
-   * is ever sent in plain text instead (26.2.1).
+   * domain dialled (`serverName`, else the host: its DNS name, or its IP address for an address):
+   * anything else fails the send, and nothing is ever sent in plain text instead (26.2.1).
    */
-  #open(host: string, port: number, transport: StreamTransport): Promise<Connection> {
+  #open(host: string, port: number, transport: StreamTransport, serverName?: string): Promise<Connection> {
     this.#checkOpen();
     return new Promise((resolve, reject) => {
       const socket =
@@ -605,7 +615,7 @@ export class SipTransport {
           ? tlsConnect({
               host,
               port,
-              servername: isIP(host) === 0 ? host : undefined,
+              servername: serverName ?? (isIP(host) === 0 ? host : undefined),
               ca: this.#options.tlsCa,
               rejectUnauthorized: true,
               minVersion: "TLSv1.2",

@@ -283,9 +283,25 @@ export abstract class InviteSession {
   }
 }
 
+/**
+ * Where an INVITE goes when its first server fails (RFC 3263 section 4.3): the next servers in order,
+ * how long one may stay silent before the next is tried, and whom to tell of a server that failed.
+ */
+export interface Failover {
+  readonly next: readonly Destination[];
+  readonly targetTimeoutMs?: number;
+  readonly onTargetFailed?: (target: Destination, reason: string) => void;
+}
+
 /** The UAC side of an INVITE: a call we place. */
 export class OutgoingInviteSession extends InviteSession implements InviteResponseHandler {
   #invite: SipRequest;
+  #destination: Destination;
+  readonly #next: Destination[];
+  readonly #failover: Failover | undefined;
+  #transaction: InviteClientTransaction | undefined;
+  #targetTimer: TimerHandle | undefined;
+  #responded = false;
   #provisionalReceived = false;
   #final = false;
   #cancelRequested = false;
@@ -294,15 +310,56 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
   constructor(
     host: SessionHost,
     invite: SipRequest,
-    private readonly destination: Destination,
+    destination: Destination,
     private readonly credentials: Credentials | undefined,
+    failover?: Failover,
   ) {
     super(host, invite);
     this.#invite = invite;
+    this.#destination = destination;
+    this.#next = [...(failover?.next ?? [])];
+    this.#failover = failover;
+  }
+
+  /** The server the INVITE went to last. */
+  get destination(): Destination {
+    return this.#destination;
   }
 
   start(): void {
-    this.host.sendInvite(this.#invite, this.destination, this);
+    this.#responded = false;
+    this.#transaction = this.host.sendInvite(this.#invite, this.#destination, this);
+    const timeout = this.#failover?.targetTimeoutMs;
+    if (this.#next.length > 0 && timeout !== undefined) {
+      const transaction = this.#transaction;
+      this.#targetTimer = this.host.clock.setTimeout(() => {
+        if (this.#responded || this.#transaction !== transaction) return;
+        transaction.abandon();
+        this.#failOver(`no response within ${timeout} ms`);
+      }, timeout);
+    }
+  }
+
+  /**
+   * Section 4.3 of RFC 3263: the same request in a new transaction (a new branch) to the next server.
+   * False when there is none, or the call is being given up.
+   */
+  #failOver(reason: string): boolean {
+    const next = this.#next.shift();
+    if (next === undefined || this.#cancelRequested) return false;
+    this.#failover?.onTargetFailed?.(this.#destination, reason);
+    this.#destination = next;
+    const headers = new SipHeaders();
+    for (const [name, value] of this.#invite.headers) {
+      if (name === "Via") headers.append(name, this.host.via(next.transport));
+      else if (name === "Contact") headers.append(name, this.host.contact(next.transport, this.secure));
+      else headers.append(name, value);
+    }
+    this.#invite = { ...this.#invite, headers };
+    this.#final = false;
+    this.#provisionalReceived = false;
+    this.start();
+    return true;
   }
 
   /** Section 9.1: CANCEL a call not yet answered, once a provisional response has arrived. */
@@ -316,6 +373,11 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
   }
 
   receiveResponse(response: SipResponse): void {
+    this.#responded = true;
+    if (this.#targetTimer !== undefined) this.host.clock.clearTimeout(this.#targetTimer);
+    this.#targetTimer = undefined;
+    // RFC 3263 section 4.3: a server that answers 503 is failed over like one that does not answer.
+    if (response.status === 503 && this.#failOver(`503 ${response.reason}`)) return;
     if (response.status < 200) {
       this.#provisionalReceived = true;
       if (this.#cancelRequested) this.#sendCancel();
@@ -333,14 +395,14 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
   }
 
   onTimeout(): void {
-    if (this.#final) return;
+    if (this.#final || this.#failOver("no answer (Timer B)")) return;
     this.#final = true;
     this.end("error", "timeout");
     this.listener.failed?.(408, "Request Timeout");
   }
 
   onTransportError(error: Error): void {
-    if (this.#final) return;
+    if (this.#final || this.#failOver(error.message)) return;
     this.#final = true;
     this.end("error", error.message);
     // The reason says what failed (a refused connection, a TLS certificate that did not verify).
@@ -388,7 +450,7 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     });
     const headers = new SipHeaders();
     for (const [name, value] of previous.headers) {
-      if (name === "Via") headers.append(name, this.host.via(this.destination.transport));
+      if (name === "Via") headers.append(name, this.host.via(this.#destination.transport));
       else if (name === "CSeq") headers.append(name, `${cseq} INVITE`);
       else if (name === "Content-Length") continue;
       else headers.append(name, value);
@@ -425,7 +487,7 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
       headers,
       body: NO_BODY,
     };
-    this.host.sendNonInvite(cancel, this.destination);
+    this.host.sendNonInvite(cancel, this.#destination);
   }
 }
 

@@ -21,6 +21,7 @@ import type { Destination, MessageSource, SipTransport, TransportName } from "..
 import { formatHost } from "../transport/via.js";
 import {
   type Credentials,
+  type Failover,
   IncomingInviteSession,
   type InviteResponseHandler,
   type InviteSession,
@@ -68,6 +69,8 @@ export interface OutgoingCallRequest {
   readonly credentials?: Credentials;
   /** Further headers for the INVITE, e.g. what another instance needs to know of the call. */
   readonly headers?: readonly (readonly [string, string])[];
+  /** The servers to try next when `destination` fails (RFC 3263 section 4.3). */
+  readonly failover?: Failover;
 }
 
 export class UserAgent implements TransactionCore, SessionHost {
@@ -146,7 +149,13 @@ export class UserAgent implements TransactionCore, SessionHost {
       headers,
       body,
     };
-    const session = new OutgoingInviteSession(this, invite, request.destination, request.credentials);
+    const session = new OutgoingInviteSession(
+      this,
+      invite,
+      request.destination,
+      request.credentials,
+      request.failover,
+    );
     session.start();
     return session;
   }
