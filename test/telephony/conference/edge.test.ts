@@ -40,6 +40,13 @@ after(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** An instance could not bind a port: another test process took it after it was picked. */
+class PortTaken extends Error {
+  constructor(lines: readonly string[]) {
+    super(`a port was taken:\n${lines.join("\n")}`);
+  }
+}
+
 /** A Bridgeline instance as its own process, its JSON log lines kept. */
 class Instance {
   readonly lines: string[] = [];
@@ -88,7 +95,10 @@ class Instance {
     cleanups.push(() => instance.kill());
     await until(
       "the instance started",
-      async () => (instance.logged("bridgeline started") ? true : undefined),
+      async () => {
+        if (instance.lines.some((line) => line.includes("EADDRINUSE"))) throw new PortTaken(instance.lines);
+        return instance.logged("bridgeline started") ? true : undefined;
+      },
       {
         detail: () => instance.lines.join("\n"),
       },
@@ -144,16 +154,30 @@ describe("Kamailio in front of two instances", { skip }, () => {
     // before they start (its probes find them up), and is their trunk.
     const carrier = await Sipp.start({ scenario: "uas-routed.xml", timeoutSeconds: 120 });
     cleanups.push(() => carrier.stop());
-    const sipPorts = [await freePorts(), await freePorts()] as const;
-    const kamailio = await Kamailio.start({
-      trunk: `sip:127.0.0.1:${carrier.sipPort}`,
-      instances: sipPorts.map((port) => `sip:127.0.0.1:${port}`),
-    });
-    cleanups.push(() => kamailio.stop());
-    const instances = [
-      await Instance.start("edge-a", sipPorts[0], database.url, kamailio.uri),
-      await Instance.start("edge-b", sipPorts[1], database.url, kamailio.uri),
-    ] as const;
+    // The instances' SIP ports (and the TLS port after each) are picked before Kamailio starts; a
+    // parallel test process may take one meanwhile: then everything starts again on other ports.
+    let edge: { kamailio: Kamailio; instances: readonly [Instance, Instance] } | undefined;
+    for (let attempt = 1; edge === undefined; attempt++) {
+      const sipPorts = [await freePorts(1), await freePorts(1)] as const;
+      const kamailio = await Kamailio.start({
+        trunk: `sip:127.0.0.1:${carrier.sipPort}`,
+        instances: sipPorts.map((port) => `sip:127.0.0.1:${port}`),
+      });
+      cleanups.push(() => kamailio.stop());
+      const started: Instance[] = [];
+      try {
+        for (const [index, port] of sipPorts.entries())
+          started.push(
+            await Instance.start(`edge-${index === 0 ? "a" : "b"}`, port, database.url, kamailio.uri),
+          );
+        edge = { kamailio, instances: started as [Instance, Instance] };
+      } catch (error) {
+        if (!(error instanceof PortTaken) || attempt === 3) throw error;
+        for (const instance of started) await instance.kill();
+        await kamailio.stop();
+      }
+    }
+    const { kamailio, instances } = edge;
     const [first] = instances;
     const email = `edge-${process.pid}@example.com`;
     const auth: [string, string] = [email, "correct horse"];
