@@ -3,7 +3,7 @@
  * through the configured trunks and taking the calls that reach it. This is the API the layers above
  * use; it knows calls and numbers, not conferences.
  */
-import { BlockList, isIP, isIPv6 } from "node:net";
+import { BlockList, isIPv6 } from "node:net";
 import { networkInterfaces } from "node:os";
 import { normalizeNanpNumber } from "../domain/phone.js";
 import { Call, type CallHost, IncomingCall, OutgoingCall, type SrtpPolicy } from "./call.js";

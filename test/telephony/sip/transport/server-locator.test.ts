@@ -99,7 +99,9 @@ describe("ServerLocator with the system's DNS", () => {
     const found = await locator.locate({ host: "localhost", port: 5070, secure: false });
     locator.close();
     assert.ok(
-      found.some((each) => each.host === "127.0.0.1" && each.port === 5070 && each.serverName === "localhost"),
+      found.some(
+        (each) => each.host === "127.0.0.1" && each.port === 5070 && each.serverName === "localhost",
+      ),
       JSON.stringify(found),
     );
   });
