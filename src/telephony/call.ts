@@ -210,6 +210,7 @@ export class Call extends EventEmitter<CallEvents> {
       failed: (status, reason) => this.fail({ status, reason }),
       ended: (by, reason) => this.#ended({ by, reason }),
       reoffer: (remoteSdp) => this.#answerReoffer(remoteSdp),
+      digit: (key) => this.emit("digit", key),
     };
   }
 

@@ -76,6 +76,16 @@ describe("calls and requests from SIPp", { skip, concurrency: true }, () => {
     await peer.expectSuccess();
   });
 
+  test("keys sent by SIP INFO arrive once each; an INFO of another type gets 415, an empty one 200", async () => {
+    const { handler, answered } = acceptingHandler();
+    const { peer } = await callIn("uac-info-digits.xml", handler);
+    const record = await answered;
+    await record.reached("ended");
+    await peer.expectSuccess();
+    assert.equal(record.end?.by, "remote");
+    assert.deepEqual(record.digits, ["4", "7", "#"]);
+  });
+
   test("a call playing a 440 Hz tone then 1, 2, 3, # on one SSRC: tone heard, four digits", async () => {
     const pcap = join(pcapDir, "tone-digits.pcap");
     writeRtpPcap(pcap, rtpStream({ payloadType: 0, toneHz: 440, toneSeconds: 1.5, digits: "123#" }));

@@ -58,6 +58,8 @@ export interface SessionListener {
   ended?(by: SessionEndedBy, reason: string): void;
   /** A re-INVITE offer from the peer: the answer SDP, or a status to refuse it with (488). */
   reoffer?(remoteSdp: string): { answer: string } | { status: number };
+  /** A key the peer sent by SIP INFO (application/dtmf-relay or application/dtmf). */
+  digit?(key: string): void;
 }
 
 export interface Credentials {
@@ -164,11 +166,33 @@ export abstract class InviteSession {
       case "OPTIONS":
         transaction.respond(responseTo(request, 200, "OK", { headers: [["Allow", this.host.allow]] }));
         return;
+      case "INFO":
+        this.#receiveInfo(request, transaction);
+        return;
       default:
         transaction.respond(
           responseTo(request, 501, "Not Implemented", { headers: [["Allow", this.host.allow]] }),
         );
     }
+  }
+
+  /**
+   * INFO (RFC 6086, legacy use without Info-Package): keys in the two bodies phones and carriers
+   * send; an INFO without a body (a keep-alive) is taken; other bodies get 415 with what we accept.
+   */
+  #receiveInfo(request: SipRequest, transaction: ServerTransaction): void {
+    const type = (request.headers.get("Content-Type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+    if (request.body.length > 0 && type !== "application/dtmf-relay" && type !== "application/dtmf") {
+      transaction.respond(
+        responseTo(request, 415, "Unsupported Media Type", {
+          headers: [["Accept", "application/dtmf-relay, application/dtmf"]],
+        }),
+      );
+      return;
+    }
+    transaction.respond(responseTo(request, 200, "OK"));
+    const key = request.body.length === 0 ? undefined : dtmfKeyOf(type, request.body.toString());
+    if (key !== undefined) this.listener.digit?.(key);
   }
 
   /** The ACK for a 2xx we sent within this dialog. */
@@ -632,4 +656,19 @@ export class IncomingInviteSession extends InviteSession {
 function transportOf(via: string | undefined): Destination["transport"] {
   const transport = via === undefined ? undefined : parseVia(via)?.transport;
   return transport === "TCP" || transport === "TLS" ? transport : "UDP";
+}
+
+/** The event codes of RFC 4733 section 3.2 that are keys: 0-9, *, #, A-D (10 is *, 11 is #). */
+const DTMF_KEYS = "0123456789*#ABCD";
+
+/**
+ * The key an INFO body names: `Signal=5` (application/dtmf-relay, one `Name=value` per line) or the key
+ * itself (application/dtmf); an event code 0-15 counts as its key. Undefined for anything else.
+ */
+export function dtmfKeyOf(type: string, body: string): string | undefined {
+  const value =
+    type === "application/dtmf-relay" ? /^\s*signal\s*=\s*(\S+)\s*$/im.exec(body)?.[1] : body.trim();
+  if (value === undefined) return undefined;
+  const key = /^\d+$/.test(value) && Number(value) <= 15 ? DTMF_KEYS[Number(value)] : value.toUpperCase();
+  return key !== undefined && key.length === 1 && DTMF_KEYS.includes(key) ? key : undefined;
 }

@@ -30,7 +30,7 @@ import {
 } from "./invite-session.js";
 
 /** Methods this user agent implements (the Allow header). */
-const ALLOWED = ["INVITE", "ACK", "CANCEL", "BYE", "OPTIONS"];
+const ALLOWED = ["INVITE", "ACK", "CANCEL", "BYE", "OPTIONS", "INFO"];
 /** Methods it knows of but does not support: 405 with Allow (section 8.2.1); anything else is 501. */
 const KNOWN_UNSUPPORTED = new Set([
   "REGISTER",
@@ -41,7 +41,6 @@ const KNOWN_UNSUPPORTED = new Set([
   "REFER",
   "PRACK",
   "UPDATE",
-  "INFO",
 ]);
 
 export interface UserAgentOptions {
