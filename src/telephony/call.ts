@@ -16,6 +16,7 @@ import {
   holdMedia,
   type LocalMedia,
   type NegotiatedMedia,
+  nextVersion,
   resumeMedia,
 } from "./sdp/session-description.js";
 import type {
@@ -210,6 +211,8 @@ export class Call extends EventEmitter<CallEvents> {
       failed: (status, reason) => this.fail({ status, reason }),
       ended: (by, reason) => this.#ended({ by, reason }),
       reoffer: (remoteSdp) => this.#answerReoffer(remoteSdp),
+      offer: () => this.#offerInOk(),
+      lateAnswer: (remoteSdp) => this.#takeLateAnswer(remoteSdp),
       digit: (key) => this.emit("digit", key),
     };
   }
@@ -317,17 +320,41 @@ export class Call extends EventEmitter<CallEvents> {
   }
 
   #answerReoffer(remoteSdp: string): { answer: string } | { status: number } {
-    // RFC 3264 section 8: a new answer is a new version of our description.
-    this.#local = resumeMedia(this.localMedia());
+    // RFC 3264 section 8: a new answer is a new version of our description, keeping our own
+    // direction (a call we hold stays held whatever the peer re-offers).
+    this.#local = nextVersion(this.localMedia());
     const result = answerOffer(remoteSdp, this.#local);
     if (!result.ok) return { status: result.status };
-    this.configureMedia(result.media);
-    const held = result.media.direction === "recvonly" || result.media.direction === "inactive";
+    this.#negotiated(result.media);
+    return { answer: result.answer };
+  }
+
+  /** The media both sides agreed on: configured, and a change of the peer's hold told. */
+  #negotiated(media: NegotiatedMedia): void {
+    this.configureMedia(media);
+    const held = media.direction === "recvonly" || media.direction === "inactive";
     if (held !== this.#held) {
       this.#held = held;
       this.emit("held", held);
     }
-    return { answer: result.answer };
+  }
+
+  /** Our offer for the 2xx to a re-INVITE that had none (the answer comes in the ACK). */
+  #lateOffer: string | undefined;
+
+  #offerInOk(): string {
+    this.#local = nextVersion(this.localMedia());
+    this.#lateOffer = createOffer(this.#local);
+    return this.#lateOffer;
+  }
+
+  /** The ACK's answer to our offer; none that we can use ends the call (RFC 3261 section 13.3.1.4). */
+  #takeLateAnswer(remoteSdp: string): void {
+    const offer = this.#lateOffer;
+    this.#lateOffer = undefined;
+    const accepted = offer === undefined ? undefined : acceptAnswer(offer, remoteSdp);
+    if (accepted?.ok) this.#negotiated(accepted.media);
+    else this.session?.bye();
   }
 
   async #reoffer(hold: boolean): Promise<boolean> {
@@ -410,6 +437,8 @@ export class OutgoingCall extends Call {
 /** A call that reaches us: ring, accept or reject it. */
 export class IncomingCall extends Call {
   readonly #invite: IncomingInviteSession;
+  /** Our offer, when the INVITE had none: the ACK carries the answer. */
+  #offer: string | undefined;
 
   constructor(
     host: CallHost,
@@ -429,6 +458,22 @@ export class IncomingCall extends Call {
     this.#invite.ring();
   }
 
+  protected override confirmed(remoteSdp: string): void {
+    const offer = this.#offer;
+    if (offer !== undefined) {
+      this.#offer = undefined;
+      const accepted = acceptAnswer(offer, remoteSdp);
+      if (!accepted.ok) {
+        // An ACK without a usable answer leaves no session (RFC 3264 section 6): hang up.
+        this.session?.bye();
+        this.fail({ status: 488, reason: "the ACK carried no usable answer" });
+        return;
+      }
+      this.configureMedia(accepted.media);
+    }
+    super.confirmed(remoteSdp);
+  }
+
   /** A header of the INVITE (the first, when it has several). */
   header(name: string): string | undefined {
     return this.#invite.invite.headers.get(name);
@@ -443,13 +488,20 @@ export class IncomingCall extends Call {
       this.reject(503, "Service Unavailable");
       return false;
     }
-    const result = answerOffer(this.#invite.invite.body.toString(), this.localMedia());
-    if (!result.ok) {
-      this.reject(result.status, result.status === 488 ? "Not Acceptable Here" : "Bad Request");
-      return false;
+    const offered = this.#invite.invite.body.toString();
+    if (offered.trim() === "") {
+      // RFC 3261 section 13.2.1: an INVITE without an offer gets ours in the 2xx; the ACK answers.
+      this.#offer = createOffer(this.localMedia());
+      if (!this.#invite.accept(this.#offer)) return false;
+    } else {
+      const result = answerOffer(offered, this.localMedia());
+      if (!result.ok) {
+        this.reject(result.status, result.status === 488 ? "Not Acceptable Here" : "Bad Request");
+        return false;
+      }
+      this.configureMedia(result.media);
+      if (!this.#invite.accept(result.answer)) return false;
     }
-    this.configureMedia(result.media);
-    if (!this.#invite.accept(result.answer)) return false;
     return new Promise((resolve) => {
       const settle = () => {
         this.off("answered", settle);

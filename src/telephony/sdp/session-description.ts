@@ -121,6 +121,11 @@ export function holdMedia(local: LocalMedia): LocalMedia {
   };
 }
 
+/** The same media as a new version: what a new answer or offer that changes nothing of ours says (§8). */
+export function nextVersion(local: LocalMedia): LocalMedia {
+  return { ...local, sessionVersion: local.sessionVersion + 1 };
+}
+
 /** The media for a re-offer that takes the call off hold: sendrecv again, next version (RFC 3264 §8). */
 export function resumeMedia(local: LocalMedia): LocalMedia {
   return { ...local, direction: "sendrecv", sessionVersion: local.sessionVersion + 1 };

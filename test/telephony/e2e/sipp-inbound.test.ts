@@ -44,15 +44,24 @@ async function callIn(
 /** Resolves with the first incoming call, recorded, after ringing and accepting it. */
 function acceptingHandler(): { handler: (call: IncomingCall) => void; answered: Promise<CallRecord> } {
   let resolveAnswered: (record: CallRecord) => void = () => {};
-  const answered = new Promise<CallRecord>((resolve) => {
+  let rejectAnswered: (error: Error) => void = () => {};
+  const answered = new Promise<CallRecord>((resolve, reject) => {
     resolveAnswered = resolve;
+    rejectAnswered = reject;
+    // A scenario SIPp refuses never calls: fail instead of waiting for ever.
+    setTimeout(() => reject(new Error("no call was answered within 20 s")), 20_000).unref();
   });
   const handler = (call: IncomingCall) => {
     const record = new CallRecord(call);
     call.ring();
     void call.accept().then((ok) => {
-      assert.equal(ok, true, "accept() did not resolve true");
-      resolveAnswered(record);
+      if (ok) resolveAnswered(record);
+      else
+        rejectAnswered(
+          new Error(
+            `accept() resolved false (${record.events.join(", ")}: ${JSON.stringify(record.failure)})`,
+          ),
+        );
     });
   };
   return { handler, answered };
@@ -84,6 +93,22 @@ describe("calls and requests from SIPp", { skip, concurrency: true }, () => {
     await peer.expectSuccess();
     assert.equal(record.end?.by, "remote");
     assert.deepEqual(record.digits, ["4", "7", "#"]);
+  });
+
+  test("an INVITE and a re-INVITE without an offer: ours goes in the 200, the ACK's answer is taken", async () => {
+    const { handler, answered } = acceptingHandler();
+    const { peer } = await callIn("uac-offerless.xml", handler, {
+      pauseMs: 1000,
+      pcap: "/usr/share/sip-tester/dtmf_2833_1.pcap",
+    });
+    const record = await answered;
+    await record.reached("ended");
+    await peer.expectSuccess();
+    assert.equal(record.end?.by, "remote");
+    // The key travelled by RTP to the port our offer named, as the ACK's answer said.
+    assert.deepEqual(record.digits, ["1"]);
+    // The answer in the re-INVITE's ACK put us on hold.
+    assert.ok(record.events.includes("held"), `events: ${record.events.join(", ")}`);
   });
 
   test("a call playing a 440 Hz tone then 1, 2, 3, # on one SSRC: tone heard, four digits", async () => {

@@ -184,6 +184,20 @@ describe("outbound calls to a SIPp trunk", { skip, concurrency: true }, () => {
     await record.reached("ended");
     await peer.expectSuccess();
   });
+
+  test("our hold survives the trunk's re-INVITE: the answer keeps sendonly", async () => {
+    const peer = await sipp({ scenario: "uas-hold-kept.xml" });
+    const telephony = await telephonyFor(peer);
+    const record = new CallRecord(telephony.placeCall("+16045550123"), () => peer.report());
+    await peer.unlessFailed(record.reached("answered"));
+    assert.equal(await record.call.hold(), true);
+    // The trunk re-INVITEs 300 ms later and checks our answer says a=sendonly.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.equal(record.call.held, false, "the trunk did not hold us");
+    record.call.hangup();
+    await record.reached("ended");
+    await peer.expectSuccess();
+  });
 });
 
 /**

@@ -58,6 +58,10 @@ export interface SessionListener {
   ended?(by: SessionEndedBy, reason: string): void;
   /** A re-INVITE offer from the peer: the answer SDP, or a status to refuse it with (488). */
   reoffer?(remoteSdp: string): { answer: string } | { status: number };
+  /** A re-INVITE without an offer: ours, for the 2xx (RFC 3261 section 14.2, RFC 3264). */
+  offer?(): string;
+  /** The answer to the offer in our 2xx to an offerless re-INVITE, from the peer's ACK. */
+  lateAnswer?(remoteSdp: string): void;
   /** A key the peer sent by SIP INFO (application/dtmf-relay or application/dtmf). */
   digit?(key: string): void;
 }
@@ -195,8 +199,20 @@ export abstract class InviteSession {
     if (key !== undefined) this.listener.digit?.(key);
   }
 
-  /** The ACK for a 2xx we sent within this dialog. */
-  receiveAck(_ack: SipRequest): void {}
+  /** Our offer went in a 2xx to a re-INVITE without one: its ACK brings the answer. */
+  #offerInOk = false;
+
+  /** The ACK for a 2xx we sent within this dialog: it stops the 2xx's retransmissions. */
+  receiveAck(ack: SipRequest): void {
+    if (this.ackArrived(ack)) this.acknowledged(ack);
+  }
+
+  /** The first ACK of our 2xx to a re-INVITE; after an offerless one it carries the answer. */
+  protected acknowledged(ack: SipRequest): void {
+    if (!this.#offerInOk) return;
+    this.#offerInOk = false;
+    this.listener.lateAnswer?.(ack.body.toString());
+  }
 
   /** A 2xx the transaction layer could not match: the peer did not get our ACK (section 13.2.2.4). */
   receiveStray2xx(response: SipResponse): void {
@@ -232,11 +248,17 @@ export abstract class InviteSession {
       transaction.respond(responseTo(request, 491, "Request Pending"));
       return;
     }
-    const outcome = this.listener.reoffer?.(request.body.toString()) ?? { status: 488 };
+    // Section 14.2: a re-INVITE without an offer gets ours in the 2xx, answered in the ACK.
+    const offer = request.body.length === 0 ? this.listener.offer?.() : undefined;
+    const outcome =
+      offer !== undefined
+        ? { answer: offer }
+        : (this.listener.reoffer?.(request.body.toString()) ?? { status: 488 });
     if ("status" in outcome) {
       transaction.respond(responseTo(request, outcome.status, "Not Acceptable Here"));
       return;
     }
+    this.#offerInOk = offer !== undefined;
     const ok = this.okResponse(request, outcome.answer);
     transaction.respond(ok);
     this.retransmitUntilAcked(ok, transaction);
@@ -632,14 +654,12 @@ export class IncomingInviteSession extends InviteSession {
     this.listener.failed?.(487, "Request Terminated");
   }
 
-  override receiveAck(ack: SipRequest): void {
-    const first = this.ackArrived(ack);
+  protected override acknowledged(ack: SipRequest): void {
     if (
-      first &&
       parseCSeq(ack.headers.get("CSeq") ?? "")?.seq === parseCSeq(this.invite.headers.get("CSeq") ?? "")?.seq
-    ) {
+    )
       this.listener.confirmed?.(ack.body.toString());
-    }
+    else super.acknowledged(ack);
   }
 
   /** The transport the INVITE came over: our Contact names it, so the dialog stays on it. */

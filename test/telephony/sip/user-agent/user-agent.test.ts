@@ -7,10 +7,11 @@ import { randomBytes } from "node:crypto";
 import { createSocket, type Socket } from "node:dgram";
 import { after, before, describe, it } from "node:test";
 import { parseMessage } from "../../../../src/telephony/sip/message/parser.js";
-import type { SipResponse } from "../../../../src/telephony/sip/message/sip-message.js";
+import type { SipRequest, SipResponse } from "../../../../src/telephony/sip/message/sip-message.js";
 import { SipTransport } from "../../../../src/telephony/sip/transport/sip-transport.js";
 import type { IncomingInviteSession } from "../../../../src/telephony/sip/user-agent/invite-session.js";
 import { UserAgent } from "../../../../src/telephony/sip/user-agent/user-agent.js";
+import { until } from "../../../helpers/until.js";
 
 let transport: SipTransport;
 let agent: UserAgent;
@@ -18,6 +19,8 @@ let peer: Socket;
 let peerPort: number;
 const invites: IncomingInviteSession[] = [];
 const received: SipResponse[] = [];
+/** Requests the agent sent the peer (calls it placed). */
+const requestsIn: SipRequest[] = [];
 const waiters: Array<() => void> = [];
 
 function request(
@@ -85,6 +88,7 @@ describe("user agent core", () => {
     peer.on("message", (bytes) => {
       const result = parseMessage(bytes, { stream: false });
       if (result.ok && result.message.kind === "response") received.push(result.message);
+      if (result.ok && result.message.kind === "request") requestsIn.push(result.message);
       for (const wake of waiters.splice(0)) wake();
     });
   });
@@ -98,7 +102,7 @@ describe("user agent core", () => {
     send(request("OPTIONS"));
     const response = await responseTo("OPTIONS");
     assert.equal(response.status, 200);
-    assert.deepEqual(response.headers.getAll("Allow"), ["INVITE", "ACK", "CANCEL", "BYE", "OPTIONS"]);
+    assert.deepEqual(response.headers.getAll("Allow"), ["INVITE", "ACK", "CANCEL", "BYE", "OPTIONS", "INFO"]);
     assert.equal(response.headers.get("Accept"), "application/sdp");
     assert.match(response.headers.get("To") ?? "", /;tag=/);
   });
@@ -205,6 +209,66 @@ describe("user agent core", () => {
       // Section 17.1.1.3: the ACK of a non-2xx goes in the INVITE's transaction (same branch).
       send(request("ACK", { callId, branch, toTag }));
     }
+  });
+
+  it("stops sending its 2xx to a re-INVITE on a call it placed once the ACK comes (section 13.3.1.4)", async () => {
+    const sdp =
+      "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n";
+    const session = agent.call({
+      requestUri: `sip:+16045550123@127.0.0.1:${peerPort}`,
+      fromUser: "bridgeline",
+      destination: { host: "127.0.0.1", port: peerPort, transport: "UDP" },
+      offer: sdp,
+    });
+    session.listener = { reoffer: () => ({ answer: sdp }) };
+    const invite = await until("the INVITE", async () => requestsIn.find((each) => each.method === "INVITE"));
+    const header = (name: string) => invite.headers.get(name) ?? "";
+    const callId = header("Call-ID");
+    const to = `${header("To")};tag=peer2`;
+    send(
+      [
+        "SIP/2.0 200 OK",
+        `Via: ${header("Via")}`,
+        `From: ${header("From")}`,
+        `To: ${to}`,
+        `Call-ID: ${callId}`,
+        `CSeq: ${header("CSeq")}`,
+        `Contact: <sip:tester@127.0.0.1:${peerPort}>`,
+        "Content-Type: application/sdp",
+        `Content-Length: ${sdp.length}`,
+        "",
+        sdp,
+      ].join("\r\n"),
+    );
+    await until("the ACK", async () => requestsIn.find((each) => each.method === "ACK"));
+    // The peer re-INVITEs within the dialog, to our Contact, and ACKs our 200.
+    const target = /<([^>]+)>/.exec(header("Contact"))?.[1] ?? "";
+    const inDialog = (method: string, branch: string, body = "") =>
+      [
+        `${method} ${target} SIP/2.0`,
+        `Via: SIP/2.0/UDP 127.0.0.1:${peerPort};branch=${branch}`,
+        "Max-Forwards: 70",
+        `From: ${to}`,
+        `To: ${header("From")}`,
+        `Call-ID: ${callId}`,
+        `CSeq: 1 ${method}`,
+        `Contact: <sip:tester@127.0.0.1:${peerPort}>`,
+        ...(body === "" ? [] : ["Content-Type: application/sdp"]),
+        `Content-Length: ${body.length}`,
+        "",
+        body,
+      ].join("\r\n");
+    send(inDialog("INVITE", `z9hG4bK${randomBytes(6).toString("hex")}`, sdp));
+    await responseTo("INVITE", 200, callId);
+    send(inDialog("ACK", `z9hG4bK${randomBytes(6).toString("hex")}`));
+    // Without the ACK taken, the 200 would come again after T1 (500 ms), then every T2.
+    await new Promise((resolve) => setTimeout(resolve, 1300));
+    assert.equal(
+      received.filter((each) => each.headers.get("Call-ID") === callId && each.status === 200).length,
+      0,
+      "the 200 was sent again after its ACK",
+    );
+    session.bye();
   });
 
   it("retransmits a 487 until the ACK arrives (Timer G, section 17.2.1)", async () => {
