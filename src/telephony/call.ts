@@ -212,6 +212,7 @@ export class Call extends EventEmitter<CallEvents> {
       ended: (by, reason) => this.#ended({ by, reason }),
       reoffer: (remoteSdp) => this.#answerReoffer(remoteSdp),
       offer: () => this.#offerInOk(),
+      refresh: () => void this.#refreshByReinvite(),
       lateAnswer: (remoteSdp) => this.#takeLateAnswer(remoteSdp),
       digit: (key) => this.emit("digit", key),
     };
@@ -337,6 +338,16 @@ export class Call extends EventEmitter<CallEvents> {
       this.#held = held;
       this.emit("held", held);
     }
+  }
+
+  /** A session refresh (RFC 4028) by re-INVITE: the same media, a new version of it. */
+  async #refreshByReinvite(): Promise<void> {
+    if (this.#state !== "answered" || this.session === undefined) return;
+    this.#local = nextVersion(this.localMedia());
+    const offer = createOffer(this.#local);
+    const answer = await this.session.reinvite(offer);
+    const accepted = answer === undefined ? undefined : acceptAnswer(offer, answer);
+    if (accepted?.ok) this.configureMedia(accepted.media);
   }
 
   /** Our offer for the 2xx to a re-INVITE that had none (the answer comes in the ACK). */

@@ -14,6 +14,7 @@ import { parseNameAddr, parseSipUri } from "./sip/message/header-values.js";
 import { ServerLocator } from "./sip/transport/server-locator.js";
 import { type Destination, type SipTlsOptions, SipTransport } from "./sip/transport/sip-transport.js";
 import type { IncomingInviteSession } from "./sip/user-agent/invite-session.js";
+import type { SessionTimerSettings } from "./sip/user-agent/session-timer.js";
 import { UserAgent } from "./sip/user-agent/user-agent.js";
 
 /** Where log lines go; pino's logger fits. */
@@ -52,6 +53,8 @@ export interface TelephonyOptions {
    */
   readonly serverTimeoutMs?: number;
   readonly serverDownMs?: number;
+  /** Session timers (RFC 4028), in seconds: the interval asked for and the smallest taken (1800, 90). */
+  readonly sessionTimer?: SessionTimerSettings;
   /** Lets a mix be made to fail on purpose (tests of fault isolation). */
   readonly allowMediaFaultInjection?: boolean;
   /** SIP over TLS: a listener with this certificate (calls out over TLS need none). */
@@ -142,6 +145,7 @@ export class Telephony implements CallHost {
       onDrop: (reason, source) => logger?.debug({ source }, `SIP message dropped: ${reason}`),
     });
     agent = new UserAgent(transport, {
+      sessionTimer: options.sessionTimer,
       onDrop: (reason) => logger?.debug({}, `SIP: ${reason}`),
       trusted:
         trusted === undefined

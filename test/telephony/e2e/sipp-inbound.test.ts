@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import type { IncomingCall } from "../../../src/telephony/call.js";
+import type { SessionTimerSettings } from "../../../src/telephony/sip/user-agent/session-timer.js";
 import { Telephony } from "../../../src/telephony/telephony.js";
 import { exchangeAudio, goertzelLevelDb, rtpStream, writeRtpPcap } from "../../helpers/audio.js";
 import { CallRecord, rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
@@ -26,16 +27,22 @@ after(async () => {
 async function callIn(
   scenario: string,
   handler: ((call: IncomingCall) => void) | null,
-  options: { pauseMs?: number; pcap?: string } = {},
+  options: { pauseMs?: number; pcap?: string; sessionTimer?: SessionTimerSettings } = {},
 ): Promise<{ telephony: Telephony; peer: Sipp }> {
-  const telephony = await Telephony.start({ bindAddress: "127.0.0.1", sipPort: 0, rtpPorts: rtpPortRange() });
+  const telephony = await Telephony.start({
+    bindAddress: "127.0.0.1",
+    sipPort: 0,
+    rtpPorts: rtpPortRange(),
+    sessionTimer: options.sessionTimer,
+  });
   running.push({ stop: () => telephony.close() });
   if (handler !== null) telephony.onIncomingCall(handler);
   const peer = await Sipp.start({
     scenario,
     remote: `127.0.0.1:${telephony.sipPort}`,
     args: ["-s", CALLED],
-    ...options,
+    pauseMs: options.pauseMs,
+    pcap: options.pcap,
   });
   running.push(peer);
   return { telephony, peer };
@@ -93,6 +100,33 @@ describe("calls and requests from SIPp", { skip, concurrency: true }, () => {
     await peer.expectSuccess();
     assert.equal(record.end?.by, "remote");
     assert.deepEqual(record.digits, ["4", "7", "#"]);
+  });
+
+  // Session timers (RFC 4028) with intervals of seconds: the tests lower our minimum from 90 s.
+  const shortTimers = { sessionTimer: { interval: 1800, minimum: 2 } };
+
+  for (const [method, scenario] of [
+    ["UPDATE", "uac-timer-update.xml"],
+    ["re-INVITE", "uac-timer-reinvite.xml"],
+  ] as const) {
+    test(`a caller asking us to refresh a 4 s session timer keeps its call past three refreshes by ${method}`, async () => {
+      const { handler, answered } = acceptingHandler();
+      const { peer } = await callIn(scenario, handler, shortTimers);
+      const record = await answered;
+      // The caller checks each refresh and hangs up after the third (about 6 s).
+      await peer.expectSuccess();
+      await record.reached("ended");
+      assert.equal(record.end?.by, "remote");
+    });
+  }
+
+  test("a caller that never refreshes the session timer it took on is hung up before it expires", async () => {
+    const { handler, answered } = acceptingHandler();
+    const { peer } = await callIn("uac-timer-expire.xml", handler, shortTimers);
+    const record = await answered;
+    await record.reached("ended");
+    await peer.expectSuccess();
+    assert.deepEqual(record.end, { by: "local", reason: "session expired: no refresh came" });
   });
 
   test("an INVITE and a re-INVITE without an offer: ours goes in the 200, the ACK's answer is taken", async () => {

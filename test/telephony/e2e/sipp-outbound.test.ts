@@ -185,6 +185,16 @@ describe("outbound calls to a SIPp trunk", { skip, concurrency: true }, () => {
     await peer.expectSuccess();
   });
 
+  test("a trunk that answers 422 with Min-SE gets the INVITE again asking for that interval", async () => {
+    const peer = await sipp({ scenario: "uas-timer-422.xml" });
+    const telephony = await telephonyFor(peer);
+    const record = new CallRecord(telephony.placeCall("+16045550123"), () => peer.report());
+    await peer.unlessFailed(record.reached("answered"));
+    record.call.hangup();
+    await record.reached("ended");
+    await peer.expectSuccess();
+  });
+
   test("our hold survives the trunk's re-INVITE: the answer keeps sendonly", async () => {
     const peer = await sipp({ scenario: "uas-hold-kept.xml" });
     const telephony = await telephonyFor(peer);

@@ -16,6 +16,15 @@ import type { ServerTransaction } from "../transaction/transaction-layer.js";
 import { responseTo } from "../transaction/transaction-layer.js";
 import type { Destination, MessageSource } from "../transport/sip-transport.js";
 import { chooseChallenge, digestAuthorization } from "./digest.js";
+import {
+  parseMinSe,
+  parseSessionExpires,
+  type Refresher,
+  SessionTimer,
+  type SessionTimerSettings,
+  timerForInvite,
+  timerHeaders,
+} from "./session-timer.js";
 
 /** What the session needs of the user agent core that owns it. */
 export interface SessionHost {
@@ -31,7 +40,13 @@ export interface SessionHost {
     destination: Destination,
     handler: InviteResponseHandler,
   ): InviteClientTransaction;
-  sendNonInvite(request: SipRequest, destination: Destination, onFinal?: (status: number) => void): void;
+  sendNonInvite(
+    request: SipRequest,
+    destination: Destination,
+    onFinal?: (response: SipResponse | undefined) => void,
+  ): void;
+  /** Session timers (RFC 4028): what we ask for and accept. */
+  readonly sessionTimer: SessionTimerSettings;
   sendAck(ack: SipRequest, destination: Destination): void;
   dialogConfirmed(session: InviteSession): void;
   sessionEnded(session: InviteSession): void;
@@ -60,6 +75,11 @@ export interface SessionListener {
   reoffer?(remoteSdp: string): { answer: string } | { status: number };
   /** A re-INVITE without an offer: ours, for the 2xx (RFC 3261 section 14.2, RFC 3264). */
   offer?(): string;
+  /**
+   * A session refresh is due and the peer does not allow UPDATE: the listener re-INVITEs with its
+   * current description (through `reinvite`).
+   */
+  refresh?(): void;
   /** The answer to the offer in our 2xx to an offerless re-INVITE, from the peer's ACK. */
   lateAnswer?(remoteSdp: string): void;
   /** A key the peer sent by SIP INFO (application/dtmf-relay or application/dtmf). */
@@ -86,11 +106,24 @@ export abstract class InviteSession {
    */
   protected readonly secure: boolean;
 
+  /** RFC 4028: the session interval in force, and who refreshes; undefined without a timer. */
+  #interval: number | undefined;
+  #refresher: Refresher = "uac";
+  /** Which side of the dialog-creating INVITE we are. */
+  protected abstract readonly role: Refresher;
+  /** The peer's Allow (from its INVITE or 2xx): whether refreshes may use UPDATE. */
+  protected peerAllowsUpdate = false;
+  readonly #timer: SessionTimer;
+
   protected constructor(
     protected readonly host: SessionHost,
     invite: SipRequest,
   ) {
     this.callId = invite.headers.get("Call-ID") ?? "";
+    this.#timer = new SessionTimer(host.clock, {
+      refresh: () => this.#refresh(),
+      expire: () => this.#expired(),
+    });
     const topRoute = invite.headers.get("Record-Route") ?? invite.headers.get("Route") ?? "";
     this.secure = /^sips:/i.test(invite.uri) || /^\s*(?:[^<]*<)?sips:/i.test(topRoute);
   }
@@ -133,15 +166,14 @@ export abstract class InviteSession {
     const request = dialog.createRequest("INVITE", {
       via: this.host.via(destination.transport),
       contact: this.host.contact(destination.transport, this.secure),
-      headers: [
-        ["Allow", this.host.allow],
-        ["User-Agent", this.host.userAgent],
-      ],
+      headers: [["Allow", this.host.allow], ["User-Agent", this.host.userAgent], ...this.#refreshHeaders()],
       body: Buffer.from(offer),
     });
     return new Promise((resolve) => {
       const finish = (answer: string | undefined) => {
         this.reinviteInProgress = false;
+        // Any re-INVITE that succeeds refreshes the session (RFC 4028 section 10).
+        if (answer !== undefined) this.#restartTimer();
         resolve(answer);
       };
       const reinvite = new Reinvite(dialog, () => this.acknowledge(request), finish);
@@ -173,11 +205,122 @@ export abstract class InviteSession {
       case "INFO":
         this.#receiveInfo(request, transaction);
         return;
+      case "UPDATE":
+        this.#receiveUpdate(request, transaction);
+        return;
       default:
         transaction.respond(
           responseTo(request, 501, "Not Implemented", { headers: [["Allow", this.host.allow]] }),
         );
     }
+  }
+
+  /**
+   * UPDATE (RFC 3311): an offer in it is answered in the 2xx like a re-INVITE's; with or without one,
+   * it refreshes the session timer (RFC 4028).
+   */
+  #receiveUpdate(request: SipRequest, transaction: ServerTransaction): void {
+    let answer: string | undefined;
+    if (request.body.length > 0) {
+      const outcome = this.listener.reoffer?.(request.body.toString()) ?? { status: 488 };
+      if ("status" in outcome) {
+        transaction.respond(responseTo(request, outcome.status, "Not Acceptable Here"));
+        return;
+      }
+      answer = outcome.answer;
+    }
+    transaction.respond(
+      responseTo(request, 200, "OK", {
+        headers: [
+          ["Contact", this.host.contact(transportOf(request.headers.get("Via")), this.secure)],
+          ...this.#refreshedBy(request),
+          ...(answer === undefined ? [] : ([["Content-Type", "application/sdp"]] as [string, string][])),
+        ],
+        ...(answer === undefined ? {} : { body: Buffer.from(answer) }),
+      }),
+    );
+  }
+
+  /** Starts the session timer the dialog-creating exchange agreed on (RFC 4028 sections 7 and 9). */
+  protected startSessionTimer(interval: number, refresher: Refresher): void {
+    this.#interval = interval;
+    this.#refresher = refresher;
+    this.#restartTimer();
+  }
+
+  #restartTimer(): void {
+    if (this.#interval !== undefined && !this.endedAlready)
+      this.#timer.start(this.#interval, this.#refresher === this.role);
+  }
+
+  /** The Session-Expires and Supported a refresh we send carries, when a timer runs. */
+  #refreshHeaders(): [string, string][] {
+    if (this.#interval === undefined) return [];
+    return [
+      ["Session-Expires", `${this.#interval};refresher=${this.#refresher}`],
+      ["Supported", "timer"],
+    ];
+  }
+
+  /**
+   * A refresh from the peer (a re-INVITE or UPDATE): its Session-Expires, if any, sets the interval
+   * and refresher; the timer restarts; our 2xx states the timer (section 9).
+   */
+  #refreshedBy(request: SipRequest): [string, string][] {
+    const asked = parseSessionExpires(request.headers.get("Session-Expires"));
+    if (asked !== undefined && asked.interval >= this.host.sessionTimer.minimum) {
+      this.#interval = asked.interval;
+      this.#refresher = asked.refresher ?? (this.role === "uac" ? "uas" : "uac");
+    }
+    this.#restartTimer();
+    return this.#interval === undefined ? [] : timerHeaders(this.#interval, this.#refresher);
+  }
+
+  /** Half the interval has passed and we refresh: by UPDATE without a body when allowed, else re-INVITE. */
+  #refresh(): void {
+    const dialog = this.dialog;
+    const destination = dialog?.destination;
+    if (dialog === undefined || destination === undefined || this.endedAlready) return;
+    if (!this.peerAllowsUpdate) {
+      this.listener.refresh?.();
+      return;
+    }
+    const update = dialog.createRequest("UPDATE", {
+      via: this.host.via(destination.transport),
+      contact: this.host.contact(destination.transport, this.secure),
+      headers: [["User-Agent", this.host.userAgent], ...this.#refreshHeaders()],
+    });
+    this.host.sendNonInvite(update, destination, (response) => {
+      if (this.endedAlready) return;
+      if (response !== undefined && response.status < 300) {
+        const stated = parseSessionExpires(response.headers.get("Session-Expires"));
+        if (stated !== undefined) this.#interval = stated.interval;
+        this.#restartTimer();
+        return;
+      }
+      // Section 10: a refresh that fails for good (481, 408, no answer) ends the session.
+      if (response === undefined || [408, 481].includes(response.status))
+        this.#hangUp("session refresh failed");
+      else this.#restartTimer();
+    });
+  }
+
+  /** The peer should have refreshed and has not (section 10): BYE. */
+  #expired(): void {
+    this.#hangUp("session expired: no refresh came");
+  }
+
+  #hangUp(reason: string): void {
+    const dialog = this.dialog;
+    const destination = dialog?.destination;
+    if (dialog === undefined || destination === undefined || this.endedAlready) return;
+    const request = dialog.createRequest("BYE", {
+      via: this.host.via(destination.transport),
+      contact: this.host.contact(destination.transport, this.secure),
+      headers: [["User-Agent", this.host.userAgent]],
+    });
+    this.host.sendNonInvite(request, destination);
+    this.end("local", reason);
   }
 
   /**
@@ -259,17 +402,19 @@ export abstract class InviteSession {
       return;
     }
     this.#offerInOk = offer !== undefined;
-    const ok = this.okResponse(request, outcome.answer);
+    const ok = this.okResponse(request, outcome.answer, this.#refreshedBy(request));
     transaction.respond(ok);
     this.retransmitUntilAcked(ok, transaction);
   }
 
-  protected okResponse(request: SipRequest, sdp: string): SipResponse {
+  protected okResponse(request: SipRequest, sdp: string, extra: [string, string][] = []): SipResponse {
     const transport = transportOf(request.headers.get("Via"));
     return responseTo(request, 200, "OK", {
       headers: [
         ["Contact", this.host.contact(transport, this.secure)],
         ["Allow", this.host.allow],
+        ["Supported", "timer"],
+        ...extra,
         ["Content-Type", "application/sdp"],
         ["User-Agent", this.host.userAgent],
       ],
@@ -322,6 +467,7 @@ export abstract class InviteSession {
   protected end(by: SessionEndedBy, reason: string): void {
     if (this.endedAlready) return;
     this.endedAlready = true;
+    this.#timer.stop();
     if (this.pendingOk?.timer !== undefined) this.host.clock.clearTimeout(this.pendingOk.timer);
     this.pendingOk = undefined;
     this.host.sessionEnded(this);
@@ -341,6 +487,7 @@ export interface Failover {
 
 /** The UAC side of an INVITE: a call we place. */
 export class OutgoingInviteSession extends InviteSession implements InviteResponseHandler {
+  protected readonly role = "uac";
   #invite: SipRequest;
   #destination: Destination;
   readonly #next: Destination[];
@@ -436,6 +583,7 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
       return;
     }
     if ((response.status === 401 || response.status === 407) && this.#retryWithCredentials(response)) return;
+    if (response.status === 422 && this.#retryWithLongerInterval(response)) return;
     this.end("error", response.reason);
     this.listener.failed?.(response.status, response.reason);
   }
@@ -466,6 +614,10 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     this.dialog = dialog;
     this.acknowledge(this.#invite);
     this.host.dialogConfirmed(this);
+    // RFC 4028 section 7.2: the 2xx says whether a timer runs and who refreshes.
+    this.peerAllowsUpdate = allowsUpdate(response);
+    const timer = parseSessionExpires(response.headers.get("Session-Expires"));
+    if (timer !== undefined) this.startSessionTimer(timer.interval, timer.refresher ?? "uac");
     if (this.#cancelRequested) {
       // Section 9.1 / 15: the 2xx crossed our CANCEL; the call is ended with BYE.
       this.bye();
@@ -503,6 +655,30 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     }
     headers.append(proxy ? "Proxy-Authorization" : "Authorization", authorization);
     headers.append("Content-Length", String(previous.body.length));
+    this.#invite = { ...previous, headers };
+    this.#final = false;
+    this.#provisionalReceived = false;
+    this.start();
+    return true;
+  }
+
+  /**
+   * RFC 4028 section 7.4: a 422 names the smallest interval the peer takes; the INVITE goes again
+   * (next CSeq, new branch) asking for that. Once: a second 422 fails the call.
+   */
+  #retryWithLongerInterval(response: SipResponse): boolean {
+    const minimum = parseMinSe(response.headers.get("Min-SE"));
+    const asked = parseSessionExpires(this.#invite.headers.get("Session-Expires"))?.interval ?? 0;
+    if (minimum === undefined || minimum <= asked || this.#cancelRequested) return false;
+    const previous = this.#invite;
+    const cseq = (parseCSeq(previous.headers.get("CSeq") ?? "")?.seq ?? 1) + 1;
+    const headers = new SipHeaders();
+    for (const [name, value] of previous.headers) {
+      if (name === "Via") headers.append(name, this.host.via(this.#destination.transport));
+      else if (name === "CSeq") headers.append(name, `${cseq} INVITE`);
+      else if (name === "Session-Expires" || name === "Min-SE") headers.append(name, String(minimum));
+      else headers.append(name, value);
+    }
     this.#invite = { ...previous, headers };
     this.#final = false;
     this.#provisionalReceived = false;
@@ -575,8 +751,11 @@ class Reinvite implements InviteResponseHandler {
 
 /** The UAS side of an INVITE: a call that reaches us. */
 export class IncomingInviteSession extends InviteSession {
+  protected readonly role = "uas";
   #final = false;
   readonly #localTag: string;
+  /** The session timer our 2xx states, started when the ACK comes. */
+  #agreedTimer: { interval: number; refresher: Refresher } | undefined;
 
   constructor(
     host: SessionHost,
@@ -622,11 +801,19 @@ export class IncomingInviteSession extends InviteSession {
     }
     this.#final = true;
     this.dialog = dialog;
+    this.peerAllowsUpdate = allowsUpdate(this.invite);
+    // RFC 4028 section 9 (a Session-Expires below our minimum was refused 422 on arrival).
+    const timer = timerForInvite(this.invite, this.host.sessionTimer);
+    this.#agreedTimer = timer !== undefined && "interval" in timer ? timer : undefined;
     const ok = responseTo(this.invite, 200, "OK", {
       toTag: this.#localTag,
       headers: [
         ["Contact", this.host.contact(this.transport, this.secure)],
         ["Allow", this.host.allow],
+        ["Supported", "timer"],
+        ...(this.#agreedTimer === undefined
+          ? []
+          : timerHeaders(this.#agreedTimer.interval, this.#agreedTimer.refresher)),
         ["Content-Type", "application/sdp"],
         ["User-Agent", this.host.userAgent],
       ],
@@ -655,14 +842,16 @@ export class IncomingInviteSession extends InviteSession {
   }
 
   protected override acknowledged(ack: SipRequest): void {
-    if (
-      parseCSeq(ack.headers.get("CSeq") ?? "")?.seq === parseCSeq(this.invite.headers.get("CSeq") ?? "")?.seq
-    )
-      this.listener.confirmed?.(ack.body.toString());
-    else super.acknowledged(ack);
+    const cseq = parseCSeq(ack.headers.get("CSeq") ?? "")?.seq;
+    if (cseq !== parseCSeq(this.invite.headers.get("CSeq") ?? "")?.seq) {
+      super.acknowledged(ack);
+      return;
+    }
+    const timer = this.#agreedTimer;
+    if (timer !== undefined) this.startSessionTimer(timer.interval, timer.refresher);
+    this.listener.confirmed?.(ack.body.toString());
   }
 
-  /** The transport the INVITE came over: our Contact names it, so the dialog stays on it. */
   /**
    * The transport the INVITE came over (what our Contact names, so the dialog stays on it): where it
    * is known, the one it truly arrived on, not what its Via claims.
@@ -691,4 +880,11 @@ export function dtmfKeyOf(type: string, body: string): string | undefined {
   if (value === undefined) return undefined;
   const key = /^\d+$/.test(value) && Number(value) <= 15 ? DTMF_KEYS[Number(value)] : value.toUpperCase();
   return key !== undefined && key.length === 1 && DTMF_KEYS.includes(key) ? key : undefined;
+}
+
+/** Whether a message's Allow lists UPDATE (so that session refreshes may use it). */
+function allowsUpdate(message: SipRequest | SipResponse): boolean {
+  return message.headers
+    .getAll("Allow")
+    .some((value) => value.split(",").some((method) => method.trim().toUpperCase() === "UPDATE"));
 }

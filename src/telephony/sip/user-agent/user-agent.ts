@@ -28,9 +28,12 @@ import {
   OutgoingInviteSession,
   type SessionHost,
 } from "./invite-session.js";
+import { DEFAULT_SESSION_TIMER, type SessionTimerSettings, timerForInvite } from "./session-timer.js";
 
 /** Methods this user agent implements (the Allow header). */
-const ALLOWED = ["INVITE", "ACK", "CANCEL", "BYE", "OPTIONS", "INFO"];
+const ALLOWED = ["INVITE", "ACK", "CANCEL", "BYE", "OPTIONS", "INFO", "UPDATE"];
+/** Extensions a Require may name (section 8.2.2.3): session timers (RFC 4028). */
+const SUPPORTED = ["timer"];
 /** Methods it knows of but does not support: 405 with Allow (section 8.2.1); anything else is 501. */
 const KNOWN_UNSUPPORTED = new Set([
   "REGISTER",
@@ -40,7 +43,6 @@ const KNOWN_UNSUPPORTED = new Set([
   "MESSAGE",
   "REFER",
   "PRACK",
-  "UPDATE",
 ]);
 
 export interface UserAgentOptions {
@@ -56,6 +58,8 @@ export interface UserAgentOptions {
   readonly trusted?: { readonly sources: BlockList; readonly others: "refuse" | "drop" };
   /** Told of each request refused or dropped for its source, for the operator's log. */
   readonly onUntrusted?: (source: MessageSource, method: string) => void;
+  /** Session timers (RFC 4028): the interval asked for and the smallest taken; default 1800 and 90 s. */
+  readonly sessionTimer?: SessionTimerSettings;
 }
 
 export interface OutgoingCallRequest {
@@ -76,6 +80,7 @@ export class UserAgent implements TransactionCore, SessionHost {
   readonly clock: TimerClock;
   readonly allow = ALLOWED.join(", ");
   readonly userAgent: string;
+  readonly sessionTimer: SessionTimerSettings;
   readonly #transport: SipTransport;
   readonly #layer: TransactionLayer;
   readonly #onDrop: ((reason: string) => void) | undefined;
@@ -91,6 +96,7 @@ export class UserAgent implements TransactionCore, SessionHost {
     this.#transport = transport;
     this.clock = options.clock ?? systemClock;
     this.userAgent = options.product ?? "Bridgeline";
+    this.sessionTimer = options.sessionTimer ?? DEFAULT_SESSION_TIMER;
     this.#onDrop = options.onDrop;
     this.#trusted = options.trusted;
     this.#onUntrusted = options.onUntrusted;
@@ -135,6 +141,10 @@ export class UserAgent implements TransactionCore, SessionHost {
     headers.append("CSeq", "1 INVITE");
     headers.append("Contact", this.contact(transportName, /^sips:/i.test(request.requestUri)));
     headers.append("Allow", this.allow);
+    // RFC 4028 section 7.1: we ask for a session timer and let the answerer pick the refresher.
+    headers.append("Supported", "timer");
+    headers.append("Session-Expires", String(this.sessionTimer.interval));
+    headers.append("Min-SE", String(this.sessionTimer.minimum));
     headers.append("User-Agent", this.userAgent);
     for (const [name, value] of request.headers ?? []) headers.append(name, value);
     headers.append("Content-Type", "application/sdp");
@@ -186,8 +196,24 @@ export class UserAgent implements TransactionCore, SessionHost {
     }) as InviteClientTransaction;
   }
 
-  sendNonInvite(request: SipRequest, destination: Destination): void {
-    this.#layer.sendRequest(request, destination, {});
+  sendNonInvite(
+    request: SipRequest,
+    destination: Destination,
+    onFinal?: (response: SipResponse | undefined) => void,
+  ): void {
+    this.#layer.sendRequest(
+      request,
+      destination,
+      onFinal === undefined
+        ? {}
+        : {
+            receiveResponse: (response) => {
+              if (response.status >= 200) onFinal(response);
+            },
+            onTimeout: () => onFinal(undefined),
+            onTransportError: () => onFinal(undefined),
+          },
+    );
   }
 
   sendAck(ack: SipRequest, destination: Destination): void {
@@ -224,10 +250,14 @@ export class UserAgent implements TransactionCore, SessionHost {
       return;
     }
     // Section 8.2.2.3: a Require we do not support is refused 420 with Unsupported.
-    const required = request.headers.getAll("Require");
-    if (required.length > 0 && request.method !== "CANCEL") {
+    const unsupported = request.headers
+      .getAll("Require")
+      .flatMap((value) => value.split(","))
+      .map((option) => option.trim())
+      .filter((option) => option !== "" && !SUPPORTED.includes(option.toLowerCase()));
+    if (unsupported.length > 0 && request.method !== "CANCEL") {
       transaction.respond(
-        responseTo(request, 420, "Bad Extension", { headers: [["Unsupported", required.join(", ")]] }),
+        responseTo(request, 420, "Bad Extension", { headers: [["Unsupported", unsupported.join(", ")]] }),
       );
       return;
     }
@@ -288,6 +318,17 @@ export class UserAgent implements TransactionCore, SessionHost {
   }
 
   #receiveInvite(request: SipRequest, transaction: InviteServerTransaction, source: MessageSource): void {
+    // RFC 4028 section 8.1: an interval below our minimum is refused 422 with the minimum.
+    const timer = timerForInvite(request, this.sessionTimer);
+    if (timer !== undefined && "tooSmall" in timer) {
+      transaction.respond(
+        responseTo(request, 422, "Session Interval Too Small", {
+          toTag: newTag(),
+          headers: [["Min-SE", String(timer.tooSmall)]],
+        }),
+      );
+      return;
+    }
     const session = new IncomingInviteSession(this, request, transaction, newTag(), source);
     const handler = this.#onInvite;
     if (handler === undefined) {

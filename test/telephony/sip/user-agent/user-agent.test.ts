@@ -102,7 +102,15 @@ describe("user agent core", () => {
     send(request("OPTIONS"));
     const response = await responseTo("OPTIONS");
     assert.equal(response.status, 200);
-    assert.deepEqual(response.headers.getAll("Allow"), ["INVITE", "ACK", "CANCEL", "BYE", "OPTIONS", "INFO"]);
+    assert.deepEqual(response.headers.getAll("Allow"), [
+      "INVITE",
+      "ACK",
+      "CANCEL",
+      "BYE",
+      "OPTIONS",
+      "INFO",
+      "UPDATE",
+    ]);
     assert.equal(response.headers.get("Accept"), "application/sdp");
     assert.match(response.headers.get("To") ?? "", /;tag=/);
   });
@@ -129,11 +137,23 @@ describe("user agent core", () => {
     assert.equal((await responseTo("INVITE")).status, 481);
   });
 
-  it("refuses a Require it does not support with 420 and Unsupported (section 8.2.2.3)", async () => {
-    send(request("OPTIONS", { extra: "Require: 100rel" }));
+  it("refuses a Require it does not support with 420 and Unsupported, naming only those (section 8.2.2.3)", async () => {
+    send(request("OPTIONS", { extra: "Require: timer, 100rel" }));
     const response = await responseTo("OPTIONS");
     assert.equal(response.status, 420);
     assert.equal(response.headers.get("Unsupported"), "100rel");
+    send(request("OPTIONS", { extra: "Require: timer" }));
+    assert.equal((await responseTo("OPTIONS")).status, 200);
+  });
+
+  it("refuses a session interval below its minimum with 422 and Min-SE (RFC 4028 section 8.1)", async () => {
+    const callId = randomBytes(8).toString("hex");
+    const branch = `z9hG4bK${randomBytes(6).toString("hex")}`;
+    send(request("INVITE", { callId, branch, extra: "Session-Expires: 60\r\nSupported: timer" }));
+    const response = await responseTo("INVITE", 422, callId);
+    assert.equal(response.headers.get("Min-SE"), "90");
+    const toTag = /;tag=([^;>\s]+)/.exec(response.headers.get("To") ?? "")?.[1];
+    send(request("ACK", { callId, branch, toTag }));
   });
 
   it("answers a CANCEL for no transaction 481 (section 9.2)", async () => {
