@@ -129,6 +129,24 @@ describe("calls and requests from SIPp", { skip, concurrency: true }, () => {
     assert.deepEqual(record.end, { by: "local", reason: "session expired: no refresh came" });
   });
 
+  test("a caller that requires 100rel gets a reliable 180, PRACKs it, and is answered", async () => {
+    let record: CallRecord | undefined;
+    const { peer } = await callIn(
+      "uac-100rel.xml",
+      (call) => {
+        record = new CallRecord(call);
+        call.ring();
+        // Answered once the 180 has had time to be PRACKed (the caller expects that order).
+        setTimeout(() => void call.accept(), 700);
+      },
+      { pauseMs: 500 },
+    );
+    await peer.expectSuccess();
+    const answered = record ?? assert.fail("no call came");
+    await answered.reached("ended");
+    assert.equal(answered.end?.by, "remote");
+  });
+
   test("an INVITE and a re-INVITE without an offer: ours goes in the 200, the ACK's answer is taken", async () => {
     const { handler, answered } = acceptingHandler();
     const { peer } = await callIn("uac-offerless.xml", handler, {

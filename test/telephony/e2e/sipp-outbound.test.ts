@@ -195,6 +195,17 @@ describe("outbound calls to a SIPp trunk", { skip, concurrency: true }, () => {
     await peer.expectSuccess();
   });
 
+  test("a trunk that rings reliably (100rel) gets its PRACK, and the call goes on in the same dialog", async () => {
+    const peer = await sipp({ scenario: "uas-100rel.xml" });
+    const telephony = await telephonyFor(peer);
+    const record = new CallRecord(telephony.placeCall("+16045550123"), () => peer.report());
+    await peer.unlessFailed(record.reached("answered"));
+    assert.ok(record.events.includes("ringing"));
+    record.call.hangup();
+    await record.reached("ended");
+    await peer.expectSuccess();
+  });
+
   test("our hold survives the trunk's re-INVITE: the answer keeps sendonly", async () => {
     const peer = await sipp({ scenario: "uas-hold-kept.xml" });
     const telephony = await telephonyFor(peer);

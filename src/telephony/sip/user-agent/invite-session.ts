@@ -6,6 +6,7 @@
  * Both sides re-INVITE (section 14) and hang up with BYE (section 15). SDP is opaque here.
  */
 
+import { randomInt } from "node:crypto";
 import { Dialog } from "../dialog/dialog.js";
 import { parseCSeq, parseVia } from "../message/header-values.js";
 import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
@@ -208,6 +209,9 @@ export abstract class InviteSession {
       case "UPDATE":
         this.#receiveUpdate(request, transaction);
         return;
+      case "PRACK":
+        this.receivePrack(request, transaction);
+        return;
       default:
         transaction.respond(
           responseTo(request, 501, "Not Implemented", { headers: [["Allow", this.host.allow]] }),
@@ -340,6 +344,11 @@ export abstract class InviteSession {
     transaction.respond(responseTo(request, 200, "OK"));
     const key = request.body.length === 0 ? undefined : dtmfKeyOf(type, request.body.toString());
     if (key !== undefined) this.listener.digit?.(key);
+  }
+
+  /** A PRACK (RFC 3262): only a session that sent reliable provisional responses has one to match. */
+  receivePrack(request: SipRequest, transaction: ServerTransaction): void {
+    transaction.respond(responseTo(request, 481, "Call/Transaction Does Not Exist"));
   }
 
   /** Our offer went in a 2xx to a re-INVITE without one: its ACK brings the answer. */
@@ -495,6 +504,9 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
   #transaction: InviteClientTransaction | undefined;
   #targetTimer: TimerHandle | undefined;
   #responded = false;
+  /** RFC 3262: the early dialog reliable provisional responses set up, and the last RSeq PRACKed. */
+  #early: Dialog | undefined;
+  #lastRSeq: number | undefined;
   #provisionalReceived = false;
   #final = false;
   #cancelRequested = false;
@@ -572,6 +584,7 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     // RFC 3263 section 4.3: a server that answers 503 is failed over like one that does not answer.
     if (response.status === 503 && this.#failOver(`503 ${response.reason}`)) return;
     if (response.status < 200) {
+      if (response.status > 100 && listsOption(response, "Require", "100rel")) this.#prack(response);
       this.#provisionalReceived = true;
       if (this.#cancelRequested) this.#sendCancel();
       else if (response.status > 100) this.listener.progress?.(response);
@@ -603,8 +616,39 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     this.listener.failed?.(503, `Service Unavailable: ${error.message}`);
   }
 
+  /**
+   * RFC 3262 section 4: a reliable provisional response is acknowledged with PRACK in its early
+   * dialog (RAck: its RSeq, the INVITE's CSeq); a retransmission of one already PRACKed is ignored
+   * (the PRACK's own transaction retransmits until answered).
+   */
+  #prack(response: SipResponse): void {
+    const rseq = Number(response.headers.get("RSeq"));
+    if (!Number.isInteger(rseq) || (this.#lastRSeq !== undefined && rseq <= this.#lastRSeq)) return;
+    const early = this.#early ?? Dialog.forUac(this.#invite, response);
+    const destination = early?.destination;
+    if (early === undefined || destination === undefined) return;
+    this.#early = early;
+    this.#lastRSeq = rseq;
+    const cseq = parseCSeq(this.#invite.headers.get("CSeq") ?? "")?.seq ?? 1;
+    const prack = early.createRequest("PRACK", {
+      via: this.host.via(destination.transport),
+      contact: this.host.contact(destination.transport, this.secure),
+      headers: [
+        ["RAck", `${rseq} ${cseq} INVITE`],
+        ["User-Agent", this.host.userAgent],
+      ],
+    });
+    this.host.sendNonInvite(prack, destination);
+  }
+
   #confirm(response: SipResponse): void {
-    const dialog = Dialog.forUac(this.#invite, response);
+    // The early dialog a PRACK went in becomes the dialog (its CSeq count goes on), its target
+    // refreshed by the 2xx; otherwise the 2xx makes one.
+    const made = Dialog.forUac(this.#invite, response);
+    const early = this.#early;
+    if (early !== undefined && made !== undefined && early.id === made.id)
+      early.receiveTargetRefreshResponse(response);
+    const dialog = early !== undefined && early.id === made?.id ? early : made;
     const destination = dialog?.destination;
     if (dialog === undefined || destination === undefined) {
       this.end("error", "unusable 2xx");
@@ -682,6 +726,8 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     this.#invite = { ...previous, headers };
     this.#final = false;
     this.#provisionalReceived = false;
+    this.#early = undefined;
+    this.#lastRSeq = undefined;
     this.start();
     return true;
   }
@@ -756,6 +802,11 @@ export class IncomingInviteSession extends InviteSession {
   readonly #localTag: string;
   /** The session timer our 2xx states, started when the ACK comes. */
   #agreedTimer: { interval: number; refresher: Refresher } | undefined;
+  /** RFC 3262: the caller requires reliable provisional responses. */
+  readonly #reliable: boolean;
+  #rseq = randomInt(1, 2 ** 31);
+  /** The reliable provisional response not yet PRACKed, retransmitted until it is. */
+  #unacked: { rseq: number; timer: TimerHandle | undefined } | undefined;
 
   constructor(
     host: SessionHost,
@@ -767,21 +818,72 @@ export class IncomingInviteSession extends InviteSession {
   ) {
     super(host, invite);
     this.#localTag = localTag;
+    this.#reliable = listsOption(invite, "Require", "100rel");
+  }
+
+  get localTag(): string {
+    return this.#localTag;
   }
 
   get answered(): boolean {
     return this.#final;
   }
 
-  /** 180 (Ringing) with our tag and Contact: an early dialog as far as the peer is concerned. */
+  /**
+   * 180 (Ringing) with our tag and Contact: an early dialog as far as the peer is concerned. When
+   * the caller requires it, reliably (RFC 3262 section 3): with Require: 100rel and an RSeq, sent
+   * again at T1, doubling, until its PRACK comes or 64*T1 have passed; one at a time.
+   */
   ring(): void {
-    if (this.#final) return;
-    this.transaction.respond(
-      responseTo(this.invite, 180, "Ringing", {
-        toTag: this.#localTag,
-        headers: [["Contact", this.host.contact(this.transport, this.secure)]],
-      }),
-    );
+    if (this.#final || this.#unacked !== undefined) return;
+    const rseq = this.#reliable ? this.#rseq++ : undefined;
+    const ringing = responseTo(this.invite, 180, "Ringing", {
+      toTag: this.#localTag,
+      headers: [
+        ["Contact", this.host.contact(this.transport, this.secure)],
+        ...(rseq === undefined
+          ? []
+          : ([
+              ["Require", "100rel"],
+              ["RSeq", String(rseq)],
+            ] as [string, string][])),
+      ],
+    });
+    this.transaction.respond(ringing);
+    if (rseq === undefined) return;
+    const unacked: { rseq: number; timer: TimerHandle | undefined } = { rseq, timer: undefined };
+    let interval = T1;
+    let elapsed = 0;
+    const again = () => {
+      elapsed += interval;
+      if (this.#unacked !== unacked || this.#final || elapsed >= TIMER_H) {
+        if (this.#unacked === unacked) this.#unacked = undefined;
+        return;
+      }
+      this.transaction.respond(ringing);
+      interval *= 2;
+      unacked.timer = this.host.clock.setTimeout(again, interval);
+    };
+    unacked.timer = this.host.clock.setTimeout(again, interval);
+    this.#unacked = unacked;
+  }
+
+  /** RFC 3262 section 3: a PRACK whose RAck names our outstanding reliable response is answered 200. */
+  override receivePrack(request: SipRequest, transaction: ServerTransaction): void {
+    const [rseq, cseq, method] = (request.headers.get("RAck") ?? "").trim().split(/\s+/);
+    const unacked = this.#unacked;
+    const matches =
+      unacked !== undefined &&
+      Number(rseq) === unacked.rseq &&
+      Number(cseq) === parseCSeq(this.invite.headers.get("CSeq") ?? "")?.seq &&
+      method?.toUpperCase() === "INVITE";
+    if (!matches) {
+      transaction.respond(responseTo(request, 481, "Call/Transaction Does Not Exist"));
+      return;
+    }
+    if (unacked.timer !== undefined) this.host.clock.clearTimeout(unacked.timer);
+    this.#unacked = undefined;
+    transaction.respond(responseTo(request, 200, "OK"));
   }
 
   /** 200 (OK) with the answer; the session is confirmed when the ACK arrives. */
@@ -887,4 +989,11 @@ function allowsUpdate(message: SipRequest | SipResponse): boolean {
   return message.headers
     .getAll("Allow")
     .some((value) => value.split(",").some((method) => method.trim().toUpperCase() === "UPDATE"));
+}
+
+/** Whether a message's `header` (Require, Supported) lists the option tag. */
+function listsOption(message: SipRequest | SipResponse, header: string, tag: string): boolean {
+  return message.headers
+    .getAll(header)
+    .some((value) => value.split(",").some((option) => option.trim().toLowerCase() === tag));
 }

@@ -31,19 +31,11 @@ import {
 import { DEFAULT_SESSION_TIMER, type SessionTimerSettings, timerForInvite } from "./session-timer.js";
 
 /** Methods this user agent implements (the Allow header). */
-const ALLOWED = ["INVITE", "ACK", "CANCEL", "BYE", "OPTIONS", "INFO", "UPDATE"];
-/** Extensions a Require may name (section 8.2.2.3): session timers (RFC 4028). */
-const SUPPORTED = ["timer"];
+const ALLOWED = ["INVITE", "ACK", "CANCEL", "BYE", "OPTIONS", "INFO", "UPDATE", "PRACK"];
+/** Extensions a Require may name (section 8.2.2.3): session timers (RFC 4028), 100rel (RFC 3262). */
+const SUPPORTED = ["timer", "100rel"];
 /** Methods it knows of but does not support: 405 with Allow (section 8.2.1); anything else is 501. */
-const KNOWN_UNSUPPORTED = new Set([
-  "REGISTER",
-  "SUBSCRIBE",
-  "NOTIFY",
-  "PUBLISH",
-  "MESSAGE",
-  "REFER",
-  "PRACK",
-]);
+const KNOWN_UNSUPPORTED = new Set(["REGISTER", "SUBSCRIBE", "NOTIFY", "PUBLISH", "MESSAGE", "REFER"]);
 
 export interface UserAgentOptions {
   /** Written in User-Agent and Server headers. */
@@ -142,7 +134,7 @@ export class UserAgent implements TransactionCore, SessionHost {
     headers.append("Contact", this.contact(transportName, /^sips:/i.test(request.requestUri)));
     headers.append("Allow", this.allow);
     // RFC 4028 section 7.1: we ask for a session timer and let the answerer pick the refresher.
-    headers.append("Supported", "timer");
+    headers.append("Supported", "timer, 100rel");
     headers.append("Session-Expires", String(this.sessionTimer.interval));
     headers.append("Min-SE", String(this.sessionTimer.minimum));
     headers.append("User-Agent", this.userAgent);
@@ -346,6 +338,11 @@ export class UserAgent implements TransactionCore, SessionHost {
 
   #receiveInDialog(request: SipRequest, transaction: ServerTransaction, toTag: string): void {
     const session = this.#sessionFor(request, toTag);
+    const early = session === undefined ? this.#earlyFor(request, toTag) : undefined;
+    if (early !== undefined) {
+      early.receivePrack(request, transaction);
+      return;
+    }
     if (session === undefined) {
       // Section 12.2.2: a request for a dialog we do not have.
       transaction.respond(responseTo(request, 481, "Call/Transaction Does Not Exist"));
@@ -360,6 +357,15 @@ export class UserAgent implements TransactionCore, SessionHost {
       ? responseTo(request, 405, "Method Not Allowed", { toTag: newTag(), headers })
       : responseTo(request, 501, "Not Implemented", { toTag: newTag(), headers });
     transaction.respond(response);
+  }
+
+  /** RFC 3262: a PRACK comes in the early dialog of an INVITE we have not answered yet. */
+  #earlyFor(request: SipRequest, toTag: string): InviteSession | undefined {
+    if (request.method !== "PRACK") return undefined;
+    const callId = request.headers.get("Call-ID");
+    for (const session of this.#pending.values())
+      if (session.localTag === toTag && session.invite.headers.get("Call-ID") === callId) return session;
+    return undefined;
   }
 
   #sessionFor(request: SipRequest, toTag = tagOf(request.headers.get("To"))): InviteSession | undefined {
