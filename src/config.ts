@@ -66,6 +66,9 @@ export interface SipConfig {
   /** The default trunk's SIP URI; null when calls cannot be placed. */
   trunk: string | null;
   trunkUser: string | null;
+  /** A registrar to REGISTER with as trunkUser (RFC 3261 section 10); null: none. */
+  registrar: string | null;
+  registerExpiresSeconds: number;
   trunkPassword: string | null;
   /** The From user part of placed calls, E.164 or a plain user name. */
   callerId: string;
@@ -247,6 +250,12 @@ function readSipConfig(env: Env): SipConfig {
       "BRIDGELINE_SIP_TLS_CERT and BRIDGELINE_SIP_TLS_KEY must be set together",
     );
   }
+  const registrar = readSipUri(env, "BRIDGELINE_SIP_REGISTRAR");
+  if (registrar !== null && trunkUser === null)
+    throw new ConfigError(
+      "BRIDGELINE_SIP_REGISTRAR",
+      "registering needs BRIDGELINE_SIP_TRUNK_USER and BRIDGELINE_SIP_TRUNK_PASSWORD",
+    );
   const callerId = env.BRIDGELINE_CALLER_ID || "bridgeline";
   if (!/^\+?[A-Za-z0-9._-]+$/.test(callerId)) {
     throw new ConfigError("BRIDGELINE_CALLER_ID", `must be a number such as +16045550100, got "${callerId}"`);
@@ -258,6 +267,8 @@ function readSipConfig(env: Env): SipConfig {
     trunk: readSipUri(env, "BRIDGELINE_SIP_TRUNK"),
     trunkUser,
     trunkPassword,
+    registrar,
+    registerExpiresSeconds: readPositiveInteger(env, "BRIDGELINE_SIP_REGISTER_EXPIRES", 3600),
     callerId,
     routes: readRoutes(env),
     rtpPorts: readPortRange(env),

@@ -59,6 +59,8 @@ export async function startService(
       publicAddress: sip.publicAddress,
       trunk: sip.trunk,
       trunkUser: sip.trunkUser,
+      registration:
+        sip.registrar === null ? null : { registrar: sip.registrar, expires: sip.registerExpiresSeconds },
       trunkPassword: sip.trunkPassword,
       callerId: sip.callerId,
       routes: sip.routes,

@@ -514,13 +514,16 @@ export class IncomingCall extends Call {
       if (!this.#invite.accept(result.answer)) return false;
     }
     return new Promise((resolve) => {
+      // Answered when the ACK comes; failed, or ended without one (no ACK within 64*T1), when not.
       const settle = () => {
         this.off("answered", settle);
         this.off("failed", settle);
+        this.off("ended", settle);
         resolve(this.state === "answered");
       };
       this.on("answered", settle);
       this.on("failed", settle);
+      this.on("ended", settle);
       if (this.#invite.ended) settle();
     });
   }

@@ -9,11 +9,12 @@ import { normalizeNanpNumber } from "../domain/phone.js";
 import { Call, type CallHost, IncomingCall, OutgoingCall, type SrtpPolicy } from "./call.js";
 import { type MediaMix, MediaPlane, type MediaStream } from "./media/plane/media-plane.js";
 import { SRTP_SUITES, type SrtpSuite } from "./media/rtp/srtp.js";
-import { destinationOf } from "./sip/dialog/dialog.js";
+import { destinationOf, newCallId, newTag } from "./sip/dialog/dialog.js";
 import { parseNameAddr, parseSipUri } from "./sip/message/header-values.js";
 import { ServerLocator } from "./sip/transport/server-locator.js";
 import { type Destination, type SipTlsOptions, SipTransport } from "./sip/transport/sip-transport.js";
 import type { IncomingInviteSession } from "./sip/user-agent/invite-session.js";
+import { Registration } from "./sip/user-agent/registration.js";
 import type { SessionTimerSettings } from "./sip/user-agent/session-timer.js";
 import { UserAgent } from "./sip/user-agent/user-agent.js";
 
@@ -53,6 +54,12 @@ export interface TelephonyOptions {
    */
   readonly serverTimeoutMs?: number;
   readonly serverDownMs?: number;
+  /**
+   * Registration (RFC 3261 section 10) for a trunk that reaches us only by it: REGISTER to
+   * `registrar` (a SIP URI) as `trunkUser` with `trunkPassword`, for `expires` seconds, kept up
+   * until close.
+   */
+  readonly registration?: { readonly registrar: string; readonly expires: number } | null;
   /** Session timers (RFC 4028), in seconds: the interval asked for and the smallest taken (1800, 90). */
   readonly sessionTimer?: SessionTimerSettings;
   /** Lets a mix be made to fail on purpose (tests of fault isolation). */
@@ -101,6 +108,7 @@ export class Telephony implements CallHost {
   readonly #media: MediaPlane;
   readonly #calls = new Set<Call>();
   readonly #locator: ServerLocator;
+  #registration: Registration | undefined;
   #onIncomingCall: ((call: IncomingCall) => void) | undefined;
   #closing: Promise<void> | undefined;
 
@@ -157,7 +165,37 @@ export class Telephony implements CallHost {
           `SIP request from an untrusted source ${options.untrustedRequests === "drop" ? "dropped" : "refused"}`,
         ),
     });
-    return new Telephony(transport, agent, locator, options);
+    const telephony = new Telephony(transport, agent, locator, options);
+    await telephony.#register();
+    return telephony;
+  }
+
+  /** Starts the registration, when one is configured; its outcomes go to the log. */
+  async #register(): Promise<void> {
+    const settings = this.#options.registration;
+    const user = this.#options.trunkUser;
+    if (settings === undefined || settings === null) return;
+    if (user === undefined || user === null) throw new Error("registration needs the trunk's user name");
+    const registrar = parseSipUri(settings.registrar);
+    if (registrar === undefined) throw new Error(`not a SIP URI: ${settings.registrar}`);
+    const [destination] = await locateTrunk(this.#locator, settings.registrar);
+    if (destination === undefined) throw new Error(`no address found for ${settings.registrar}`);
+    const password = this.#options.trunkPassword;
+    const logger = this.#options.logger;
+    this.#registration = new Registration(this.#agent, {
+      registrar: `${registrar.scheme}:${registrar.host}${registrar.port === undefined ? "" : `:${registrar.port}`}`,
+      destination,
+      aor: `${registrar.scheme}:${user}@${registrar.host}`,
+      credentials: password === undefined || password === null ? undefined : { username: user, password },
+      expires: settings.expires,
+      callId: newCallId(this.#transport.sentBy.host),
+      tag: newTag(),
+      onState: (state, detail) =>
+        state === "failed"
+          ? logger?.warn({ registrar: settings.registrar }, `registration failed: ${detail}`)
+          : logger?.info({ registrar: settings.registrar }, `registration ${state} ${detail}`),
+    });
+    this.#registration.start();
   }
 
   get sipPort(): number {
@@ -327,6 +365,7 @@ export class Telephony implements CallHost {
       for (const call of [...this.#calls]) call.hangup();
       // Let the BYEs and CANCELs leave before the socket closes.
       await new Promise((resolve) => setTimeout(resolve, 50));
+      await this.#registration?.stop();
       this.#locator.close();
       await Promise.all([this.#transport.close(), this.#media.close()]);
     })();
@@ -364,7 +403,14 @@ export class Telephony implements CallHost {
     const invite = session.invite;
     const from = parseNameAddr(invite.headers.get("From") ?? "");
     const fromUser = (from === undefined ? undefined : parseSipUri(from.uri)?.user) ?? "anonymous";
-    const toUser = parseSipUri(invite.uri)?.user ?? "";
+    // A trunk that reaches us by registration sends the number called in To, and our Contact as the
+    // Request-URI: the number is whichever of the two is one.
+    const requestUser = parseSipUri(invite.uri)?.user ?? "";
+    const toHeaderUser = parseSipUri(parseNameAddr(invite.headers.get("To") ?? "")?.uri ?? "")?.user ?? "";
+    const toUser =
+      normalizeNanpNumber(requestUser) === null && normalizeNanpNumber(toHeaderUser) !== null
+        ? toHeaderUser
+        : requestUser;
     if (handler === undefined) {
       session.reject(404, "Not Found");
       return;
