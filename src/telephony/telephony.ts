@@ -166,25 +166,30 @@ export class Telephony implements CallHost {
         ),
     });
     const telephony = new Telephony(transport, agent, locator, options);
-    await telephony.#register();
+    telephony.#register();
     return telephony;
   }
 
-  /** Starts the registration, when one is configured; its outcomes go to the log. */
-  async #register(): Promise<void> {
+  /**
+   * Starts the registration, when one is configured; its outcomes go to the log. The registrar is
+   * looked up for each REGISTER, so that a lookup that fails is retried like any other failure.
+   */
+  #register(): void {
     const settings = this.#options.registration;
     const user = this.#options.trunkUser;
     if (settings === undefined || settings === null) return;
     if (user === undefined || user === null) throw new Error("registration needs the trunk's user name");
     const registrar = parseSipUri(settings.registrar);
     if (registrar === undefined) throw new Error(`not a SIP URI: ${settings.registrar}`);
-    const [destination] = await locateTrunk(this.#locator, settings.registrar);
-    if (destination === undefined) throw new Error(`no address found for ${settings.registrar}`);
     const password = this.#options.trunkPassword;
     const logger = this.#options.logger;
     this.#registration = new Registration(this.#agent, {
       registrar: `${registrar.scheme}:${registrar.host}${registrar.port === undefined ? "" : `:${registrar.port}`}`,
-      destination,
+      locate: async () => {
+        const [server] = await locateTrunk(this.#locator, settings.registrar);
+        if (server === undefined) throw new Error(`no address found for ${settings.registrar}`);
+        return server;
+      },
       aor: `${registrar.scheme}:${user}@${registrar.host}`,
       credentials: password === undefined || password === null ? undefined : { username: user, password },
       expires: settings.expires,

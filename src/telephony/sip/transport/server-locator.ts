@@ -79,7 +79,10 @@ export class ServerLocator {
   readonly #down = new Map<string, number>();
 
   constructor(options: ServerLocatorOptions = {}) {
-    this.#servers = (options.servers ?? getServers()).map(parseServer);
+    // dns-socket asks over UDP/IPv4 only: the system's IPv6 servers are left out.
+    this.#servers = (options.servers ?? getServers())
+      .map(parseServer)
+      .filter((server) => isIP(server.host) === 4);
     this.#systemAddresses = options.servers === undefined;
     this.#downForMs = options.downForMs ?? 60_000;
     this.#now = options.now ?? Date.now;
@@ -166,9 +169,17 @@ export class ServerLocator {
     const now = this.#now();
     let answers = cached !== undefined && cached.expires > now ? cached.answers : undefined;
     if (answers === undefined) {
-      answers = await this.#ask(name, type);
-      const ttl = Math.min(...answers.map((answer) => ("ttl" in answer ? (answer.ttl ?? 0) : 0)), 300);
-      this.#cache.set(key, { expires: now + (answers.length === 0 ? 30 : ttl) * 1000, answers });
+      // A query that fails (no answer in time, a refusal) counts as no records, and is asked again
+      // next time: the lookup goes on to what comes next (SRV after NAPTR, addresses after SRV).
+      const asked = await this.#ask(name, type).then(
+        (found) => found,
+        () => undefined,
+      );
+      answers = asked ?? [];
+      if (asked !== undefined) {
+        const ttl = Math.min(...asked.map((answer) => ("ttl" in answer ? (answer.ttl ?? 0) : 0)), 300);
+        this.#cache.set(key, { expires: now + (asked.length === 0 ? 30 : ttl) * 1000, answers: asked });
+      }
     }
     return answers
       .filter((answer) => answer.type === type)
@@ -179,7 +190,8 @@ export class ServerLocator {
     const server = this.#servers[0];
     if (server === undefined) return Promise.reject(new LocateError("no DNS server configured"));
     if (this.#socket === undefined) {
-      this.#socket = createDnsSocket({ timeout: this.#queryTimeoutMs, retries: 3 });
+      // dns-socket gives a query (retries + 2) times its timeout before giving up.
+      this.#socket = createDnsSocket({ timeout: Math.ceil(this.#queryTimeoutMs / 5), retries: 3 });
       // A socket error fails nothing by itself: the queries in flight time out.
       this.#socket.on("error", () => undefined);
     }

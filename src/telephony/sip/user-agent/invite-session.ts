@@ -109,7 +109,7 @@ export abstract class InviteSession {
 
   /** RFC 4028: the session interval in force, and who refreshes; undefined without a timer. */
   #interval: number | undefined;
-  #refresher: Refresher = "uac";
+  #weRefresh = false;
   /** Which side of the dialog-creating INVITE we are. */
   protected abstract readonly role: Refresher;
   /** The peer's Allow (from its INVITE or 2xx): whether refreshes may use UPDATE. */
@@ -173,8 +173,9 @@ export abstract class InviteSession {
     return new Promise((resolve) => {
       const finish = (answer: string | undefined) => {
         this.reinviteInProgress = false;
-        // Any re-INVITE that succeeds refreshes the session (RFC 4028 section 10).
-        if (answer !== undefined) this.#restartTimer();
+        // A re-INVITE that succeeds refreshes the session (RFC 4028 section 10); after one that
+        // failed (a glare, a refusal) our refresh timer runs again, so that the next one is tried.
+        if (answer !== undefined || this.#weRefresh) this.#restartTimer();
         resolve(answer);
       };
       const reinvite = new Reinvite(dialog, () => this.acknowledge(request), finish);
@@ -245,39 +246,46 @@ export abstract class InviteSession {
     );
   }
 
-  /** Starts the session timer the dialog-creating exchange agreed on (RFC 4028 sections 7 and 9). */
+  /**
+   * Starts the session timer the dialog-creating exchange agreed on (RFC 4028 sections 7 and 9).
+   * `refresher` names the UAC or UAS of that INVITE, which is `role` for us.
+   */
   protected startSessionTimer(interval: number, refresher: Refresher): void {
     this.#interval = interval;
-    this.#refresher = refresher;
+    this.#weRefresh = refresher === this.role;
     this.#restartTimer();
   }
 
   #restartTimer(): void {
     if (this.#interval !== undefined && !this.endedAlready)
-      this.#timer.start(this.#interval, this.#refresher === this.role);
+      this.#timer.start(this.#interval, this.#weRefresh);
   }
 
-  /** The Session-Expires and Supported a refresh we send carries, when a timer runs. */
+  /**
+   * The Session-Expires and Supported a refresh we send carries, when a timer runs. In a refresh,
+   * uac and uas name the sides of that transaction (section 4): we are its UAC.
+   */
   #refreshHeaders(): [string, string][] {
     if (this.#interval === undefined) return [];
     return [
-      ["Session-Expires", `${this.#interval};refresher=${this.#refresher}`],
+      ["Session-Expires", `${this.#interval};refresher=${this.#weRefresh ? "uac" : "uas"}`],
       ["Supported", "timer"],
     ];
   }
 
   /**
-   * A refresh from the peer (a re-INVITE or UPDATE): its Session-Expires, if any, sets the interval
-   * and refresher; the timer restarts; our 2xx states the timer (section 9).
+   * A refresh from the peer (a re-INVITE or UPDATE), of which we are the UAS: its Session-Expires,
+   * if any, sets the interval and who refreshes (uac: the peer; uas, or none named: we keep who did);
+   * the timer restarts; our 2xx states the timer (section 9).
    */
   #refreshedBy(request: SipRequest): [string, string][] {
     const asked = parseSessionExpires(request.headers.get("Session-Expires"));
     if (asked !== undefined && asked.interval >= this.host.sessionTimer.minimum) {
       this.#interval = asked.interval;
-      this.#refresher = asked.refresher ?? (this.role === "uac" ? "uas" : "uac");
+      if (asked.refresher !== undefined) this.#weRefresh = asked.refresher === "uas";
     }
     this.#restartTimer();
-    return this.#interval === undefined ? [] : timerHeaders(this.#interval, this.#refresher);
+    return this.#interval === undefined ? [] : timerHeaders(this.#interval, this.#weRefresh ? "uas" : "uac");
   }
 
   /** Half the interval has passed and we refresh: by UPDATE without a body when allowed, else re-INVITE. */
@@ -297,8 +305,12 @@ export abstract class InviteSession {
     this.host.sendNonInvite(update, destination, (response) => {
       if (this.endedAlready) return;
       if (response !== undefined && response.status < 300) {
+        // The 2xx to our refresh: uac is us, its sender's word on who refreshes next.
         const stated = parseSessionExpires(response.headers.get("Session-Expires"));
-        if (stated !== undefined) this.#interval = stated.interval;
+        if (stated !== undefined) {
+          this.#interval = stated.interval;
+          if (stated.refresher !== undefined) this.#weRefresh = stated.refresher === "uac";
+        }
         this.#restartTimer();
         return;
       }
@@ -538,7 +550,8 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     if (this.#next.length > 0 && timeout !== undefined) {
       const transaction = this.#transaction;
       this.#targetTimer = this.host.clock.setTimeout(() => {
-        if (this.#responded || this.#transaction !== transaction) return;
+        // A call being given up keeps its transaction: the CANCEL goes once a response comes.
+        if (this.#responded || this.#transaction !== transaction || this.#cancelRequested) return;
         transaction.abandon();
         this.#failOver(`no response within ${timeout} ms`);
       }, timeout);
@@ -550,19 +563,24 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
    * False when there is none, or the call is being given up.
    */
   #failOver(reason: string): boolean {
+    if (this.#cancelRequested) return false;
     const next = this.#next.shift();
-    if (next === undefined || this.#cancelRequested) return false;
+    if (next === undefined) return false;
     this.#failover?.onTargetFailed?.(this.#destination, reason);
     this.#destination = next;
+    // A new server: the last one's credentials and early dialog mean nothing to it.
     const headers = new SipHeaders();
     for (const [name, value] of this.#invite.headers) {
       if (name === "Via") headers.append(name, this.host.via(next.transport));
       else if (name === "Contact") headers.append(name, this.host.contact(next.transport, this.secure));
-      else headers.append(name, value);
+      else if (name !== "Authorization" && name !== "Proxy-Authorization") headers.append(name, value);
     }
     this.#invite = { ...this.#invite, headers };
     this.#final = false;
     this.#provisionalReceived = false;
+    this.#authenticated = false;
+    this.#early = undefined;
+    this.#lastRSeq = undefined;
     this.start();
     return true;
   }
@@ -818,7 +836,9 @@ export class IncomingInviteSession extends InviteSession {
   ) {
     super(host, invite);
     this.#localTag = localTag;
-    this.#reliable = listsOption(invite, "Require", "100rel");
+    // RFC 3262 section 5 would put our offer in a reliable 180 to an offerless INVITE; ours goes in
+    // the 2xx, so that 180 is sent unreliably.
+    this.#reliable = listsOption(invite, "Require", "100rel") && invite.body.length > 0;
   }
 
   get localTag(): string {

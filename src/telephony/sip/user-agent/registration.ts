@@ -25,8 +25,8 @@ export interface RegistrationHost {
 export interface RegistrationOptions {
   /** The registrar's URI (the Request-URI), e.g. `sip:sip.carrier.example`. */
   readonly registrar: string;
-  /** Where REGISTER goes. */
-  readonly destination: Destination;
+  /** Where each REGISTER goes: the registrar's server, looked up again for every attempt. */
+  readonly locate: () => Promise<Destination>;
   /** The address-of-record (To and From), e.g. `sip:acct@sip.carrier.example`. */
   readonly aor: string;
   readonly credentials?: { readonly username: string; readonly password: string };
@@ -85,7 +85,25 @@ export class Registration {
 
   /** One REGISTER asking for `expires`; `authorization` answers the last challenge. */
   #register(expires: number, authorization: [string, string] | undefined, done?: () => void): void {
-    const { destination } = this.options;
+    this.options.locate().then(
+      (destination) => this.#send(destination, expires, authorization, done),
+      (error: unknown) => {
+        const reason = `the registrar could not be found: ${error instanceof Error ? error.message : error}`;
+        if (done === undefined) this.#failed(reason);
+        else {
+          this.#setState("unregistered", reason);
+          done();
+        }
+      },
+    );
+  }
+
+  #send(
+    destination: Destination,
+    expires: number,
+    authorization: [string, string] | undefined,
+    done: (() => void) | undefined,
+  ): void {
     const headers = new SipHeaders();
     headers.append("Via", this.host.via(destination.transport));
     headers.append("Max-Forwards", "70");
@@ -117,11 +135,17 @@ export class Registration {
         }
         return;
       }
-      this.#outcome(request, response, expires, authorization !== undefined);
+      this.#outcome(request, response, expires, authorization !== undefined, destination);
     });
   }
 
-  #outcome(request: SipRequest, response: SipResponse | undefined, expires: number, answered: boolean): void {
+  #outcome(
+    request: SipRequest,
+    response: SipResponse | undefined,
+    expires: number,
+    answered: boolean,
+    destination: Destination,
+  ): void {
     if (this.#stopped) return;
     if (response === undefined) {
       this.#failed("no answer from the registrar");
@@ -145,11 +169,7 @@ export class Registration {
       this.#failed(`${response.status} ${response.reason}`);
       return;
     }
-    const granted = grantedExpires(
-      response,
-      this.host.contact(this.options.destination.transport, false),
-      expires,
-    );
+    const granted = grantedExpires(response, this.host.contact(destination.transport, false), expires);
     this.#retryMs = RETRY_FIRST_MS;
     this.#setState("registered", `for ${granted} s`);
     // Refresh before it lapses: at 80 % of the lifetime, at least 5 s early.
