@@ -44,6 +44,7 @@ import { parseRtpPacket, rtpPacketLength, writeRtpPacket } from "../../src/telep
 import { Telephony, type TelephonyLogger } from "../../src/telephony/telephony.js";
 import { type PcapPacket, writeRtpPcap } from "../../test/helpers/audio.js";
 import { findBinary, Sipp } from "../../test/helpers/sipp.js";
+import { childJiffies, machineJiffies, procStat, udpDropsAt } from "../proc.js";
 
 const CALLS = (process.env.BENCH_CALLS ?? "1,50,100").split(",").map(Number);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
@@ -163,55 +164,6 @@ function noiseStream(seconds: number, seed: number, ssrc: number): PcapPacket[] 
     packets.push({ offsetMs: i * 20, datagram });
   }
   return packets;
-}
-
-// ---- Machine figures ----
-
-/** Busy and total jiffies of all CPUs, from the first line of /proc/stat. */
-function machineJiffies(): { busy: number; total: number } {
-  const fields = (fs.readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/).slice(1);
-  // guest and guest_nice (the ninth and tenth) are already counted in user and nice.
-  const values = fields.slice(0, 8).map(Number);
-  const total = values.reduce((sum, value) => sum + value, 0);
-  // idle and iowait are the fourth and fifth fields.
-  return { busy: total - (values[3] ?? 0) - (values[4] ?? 0), total };
-}
-
-/** The fields of /proc/<pid>/stat after the command name, starting with state, ppid; null once gone. */
-function procStat(pid: number | string): { command: string; fields: string[] } | null {
-  let stat: string;
-  try {
-    stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return null;
-  }
-  return {
-    command: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")),
-    fields: stat.slice(stat.lastIndexOf(")") + 2).split(" "),
-  };
-}
-
-/** CPU jiffies (user + system) of the processes named `command` whose parent is `parent`. */
-function childJiffies(parent: number, command: string): number {
-  let jiffies = 0;
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = procStat(entry);
-    if (stat?.command === command && Number(stat.fields[1]) === parent)
-      jiffies += Number(stat.fields[11]) + Number(stat.fields[12]);
-  }
-  return jiffies;
-}
-
-/** Datagrams dropped at the sockets bound to 127.0.0.1 on the ports `ours` accepts, from /proc/net/udp. */
-function udpDropsAt(ours: (port: number) => boolean): number {
-  let drops = 0;
-  for (const line of fs.readFileSync("/proc/net/udp", "utf8").split("\n").slice(1)) {
-    const fields = line.trim().split(/\s+/);
-    const [address, port] = (fields[1] ?? "").split(":");
-    if (address === "0100007F" && ours(Number.parseInt(port ?? "", 16))) drops += Number(fields[12] ?? 0);
-  }
-  return drops;
 }
 
 // ---- The capture ----

@@ -40,6 +40,7 @@ import type { StreamStats } from "../../src/telephony/media/plane/protocol.js";
 import { signupXml } from "../../test/helpers/service.js";
 import { Sipp } from "../../test/helpers/sipp.js";
 import { LOAD_GENERATOR_ARG, type LoadOutcome, runInLoadGenerator } from "../api/run.js";
+import { childJiffies, machineJiffies, processJiffies, udpDropsAt, udpReceiveBufferErrors } from "../proc.js";
 
 const PARTICIPANTS = (process.env.BENCH_PARTICIPANTS ?? "100,200,300,500").split(",").map(Number);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
@@ -112,70 +113,6 @@ interface Row extends Measurement {
   sippProcesses: number;
   /** SIPp exit codes that were not 0 (a call left the script), or a note when it had to be killed. */
   sippFailures: string[];
-}
-
-/** Busy and total jiffies of all CPUs, from the first line of /proc/stat. */
-function machineJiffies(): { busy: number; total: number } {
-  const fields = (fs.readFileSync("/proc/stat", "utf8").split("\n")[0] ?? "").trim().split(/\s+/).slice(1);
-  // guest and guest_nice (the ninth and tenth) are already counted in user and nice.
-  const values = fields.slice(0, 8).map(Number);
-  const total = values.reduce((sum, value) => sum + value, 0);
-  // idle and iowait are the fourth and fifth fields.
-  return { busy: total - (values[3] ?? 0) - (values[4] ?? 0), total };
-}
-
-/** The fields of /proc/<pid>/stat after the command name, starting with state, ppid; null once gone. */
-function procStat(pid: number | string): { command: string; fields: string[] } | null {
-  let stat: string;
-  try {
-    stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8");
-  } catch {
-    return null;
-  }
-  return {
-    command: stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(")")),
-    fields: stat.slice(stat.lastIndexOf(")") + 2).split(" "),
-  };
-}
-
-/** CPU jiffies (user + system) of one process. */
-function processJiffies(pid: number): number {
-  const stat = procStat(pid);
-  return stat === null ? 0 : Number(stat.fields[11]) + Number(stat.fields[12]);
-}
-
-/** CPU jiffies (user + system) of the SIPp processes started by `parent`, from /proc/<pid>/stat. */
-function sippJiffies(parent: number): number {
-  let jiffies = 0;
-  for (const entry of fs.readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    const stat = procStat(entry);
-    if (stat?.command === "sipp" && Number(stat.fields[1]) === parent)
-      jiffies += Number(stat.fields[11]) + Number(stat.fields[12]);
-  }
-  return jiffies;
-}
-
-/** Datagrams the kernel dropped for a full socket receive buffer, machine-wide (/proc/net/snmp). */
-function udpReceiveBufferErrors(): number {
-  const lines = fs
-    .readFileSync("/proc/net/snmp", "utf8")
-    .split("\n")
-    .filter((line) => line.startsWith("Udp:"));
-  const names = (lines[0] ?? "").split(/\s+/);
-  const values = (lines[1] ?? "").split(/\s+/);
-  return Number(values[names.indexOf("RcvbufErrors")] ?? Number.NaN);
-}
-
-/** Datagrams dropped at the sockets bound to 127.0.0.1 on the ports `ours` accepts, from /proc/net/udp. */
-function udpDropsAt(ours: (port: number) => boolean): number {
-  let drops = 0;
-  for (const line of fs.readFileSync("/proc/net/udp", "utf8").split("\n").slice(1)) {
-    const fields = line.trim().split(/\s+/);
-    const [address, port] = (fields[1] ?? "").split(":");
-    if (address === "0100007F" && ours(Number.parseInt(port ?? "", 16))) drops += Number(fields[12] ?? 0);
-  }
-  return drops;
 }
 
 // ---- Child: the service under load ----
@@ -477,7 +414,7 @@ async function measure(
     const ourDropsBefore = udpDropsAt(isOurs);
     const udpDropsBefore = udpReceiveBufferErrors();
     const machineBefore = machineJiffies();
-    const sippBefore = sippJiffies(process.ppid);
+    const sippBefore = childJiffies(process.ppid, "sipp");
     const loadBefore = loadGenerator?.pid === undefined ? 0 : processJiffies(loadGenerator.pid);
     const cpuBefore = process.cpuUsage();
     const windowFrom = Date.now();
@@ -488,7 +425,7 @@ async function measure(
     const wallMs = performance.now() - wallBefore;
     const windowTo = Date.now();
     const machine = machineJiffies();
-    const sipp = sippJiffies(process.ppid) - sippBefore;
+    const sipp = childJiffies(process.ppid, "sipp") - sippBefore;
     const load = loadGenerator?.pid === undefined ? 0 : processJiffies(loadGenerator.pid) - loadBefore;
     const udpDrops = udpReceiveBufferErrors() - udpDropsBefore;
     const ourDrops = udpDropsAt(isOurs) - ourDropsBefore;

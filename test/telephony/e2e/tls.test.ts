@@ -62,19 +62,76 @@ describe("SIP over TLS with baresip", { skip }, () => {
     return telephony;
   }
 
-  test("a call placed through a ;transport=tls trunk: verified, heard both ways, keys arrive, nothing readable on the wire", async () => {
+  /** A baresip phone on TLS with a certificate of the test CA for `altName`; SRTP only with `srtp`. */
+  async function tlsPhone(
+    user: string,
+    certificate: string,
+    options: { altName?: string; srtp?: boolean } = {},
+  ) {
     const ca = authority as NonNullable<typeof authority>;
-    const phoneCert = ca.issue("phone", "IP:127.0.0.1");
-    const phone = await Baresip.start({
+    const started = await Baresip.start({
       toneHz: 440,
-      user: "+16045550123",
-      tls: { certificate: phoneCert.pem, cafile: ca.ca },
+      user,
+      tls: { certificate: ca.issue(certificate, options.altName ?? "IP:127.0.0.1").pem, cafile: ca.ca },
+      ...(options.srtp === true ? { mediaenc: "srtp-mand" } : {}),
     });
-    running.push(phone);
+    running.push(started);
+    return started;
+  }
+
+  /** Our certificate for the service, named `name`, for 127.0.0.1. */
+  function ours(name: string) {
+    return (authority as NonNullable<typeof authority>).issue(name, "IP:127.0.0.1");
+  }
+
+  /**
+   * Places an SRTP-required call over TLS to an SRTP-only phone, with UDP captured meanwhile: both
+   * must hear each other (880 Hz from us, 440 Hz from it); `during` runs before we hang up.
+   */
+  async function srtpCall(
+    user: string,
+    suites: SrtpSuite[] | undefined,
+    during: (record: CallRecord, called: Baresip) => Promise<void> = async () => undefined,
+  ): Promise<{ record: CallRecord; capture: WireCapture }> {
+    const called = await tlsPhone(user, `phone-${user.slice(2)}`, { srtp: true });
     const telephony = await service(
-      `sip:127.0.0.1:${phone.tlsPort};transport=tls`,
-      ca.issue("ours", "IP:127.0.0.1"),
+      `sip:127.0.0.1:${called.tlsPort};transport=tls`,
+      ours(`ours-${user.slice(2)}`),
+      {
+        placed: "required",
+        dialIn: "required",
+        ...(suites === undefined ? {} : { suites }),
+      },
     );
+    const capture = await WireCapture.start("udp");
+    running.push({ stop: () => capture.dispose() });
+    const record = new CallRecord(telephony.placeCall(user.slice(2)), () => called.log);
+    await record.reached("answered");
+    assert.equal(record.call.encrypted, true, "the media is SRTP");
+    await called.waitForEvent("CALL_ESTABLISHED");
+    const { heard } = await exchangeAudio(record.call, 3, new ToneGenerator(880));
+    assertTone(heard.subarray(SAMPLE_RATE / 2), 440, 880, "we");
+    await during(record, called);
+    record.call.hangup();
+    await called.waitForEvent("CALL_CLOSED");
+    assertTone(called.heard().subarray(SAMPLE_RATE), 880, 440, "the phone");
+    await capture.stop();
+    return { record, capture };
+  }
+
+  /** The phone's RTP to `port`, read as PCMU, does not carry its 440 Hz tone. */
+  function assertUnreadable(capture: WireCapture, port: number): void {
+    const wire = capture.audioTo(port);
+    assert.ok(wire.length > SAMPLE_RATE, "the phone's RTP was captured");
+    assert.ok(
+      goertzelLevelDb(wire, 440) < -35,
+      `the phone's 440 Hz is readable at ${goertzelLevelDb(wire, 440).toFixed(1)} dBFS`,
+    );
+  }
+
+  test("a call placed through a ;transport=tls trunk: verified, heard both ways, keys arrive, nothing readable on the wire", async () => {
+    const phone = await tlsPhone("+16045550123", "phone");
+    const telephony = await service(`sip:127.0.0.1:${phone.tlsPort};transport=tls`, ours("ours"));
     const capture = await WireCapture.start(`tcp port ${phone.tlsPort} or udp port ${phone.sipPort}`);
     running.push({ stop: () => capture.dispose() });
 
@@ -97,14 +154,8 @@ describe("SIP over TLS with baresip", { skip }, () => {
   });
 
   test("a call to our TLS listener is taken", async () => {
-    const ca = authority as NonNullable<typeof authority>;
-    const phone = await Baresip.start({
-      toneHz: 440,
-      user: "caller",
-      tls: { certificate: ca.issue("caller", "IP:127.0.0.1").pem, cafile: ca.ca },
-    });
-    running.push(phone);
-    const telephony = await service(null, ca.issue("listener", "IP:127.0.0.1"));
+    const phone = await tlsPhone("caller", "caller");
+    const telephony = await service(null, ours("listener"));
     const incoming = new Promise<IncomingCall>((resolve) => telephony.onIncomingCall(resolve));
     const port = telephony.sipTlsPort ?? assert.fail("no TLS listener");
     assert.equal((await phone.command("dial", `sip:room@127.0.0.1:${port};transport=tls`)).ok, true);
@@ -117,17 +168,8 @@ describe("SIP over TLS with baresip", { skip }, () => {
   });
 
   test("a trunk whose certificate names another host: the call fails with the reason, nothing in plain text", async () => {
-    const ca = authority as NonNullable<typeof authority>;
-    const phone = await Baresip.start({
-      toneHz: 440,
-      user: "+16045550124",
-      tls: { certificate: ca.issue("impostor", "DNS:wrong.example").pem, cafile: ca.ca },
-    });
-    running.push(phone);
-    const telephony = await service(
-      `sip:127.0.0.1:${phone.tlsPort};transport=tls`,
-      ca.issue("ours2", "IP:127.0.0.1"),
-    );
+    const phone = await tlsPhone("+16045550124", "impostor", { altName: "DNS:wrong.example" });
+    const telephony = await service(`sip:127.0.0.1:${phone.tlsPort};transport=tls`, ours("ours2"));
     const capture = await WireCapture.start(
       `tcp port ${phone.tlsPort} or udp port ${phone.sipPort} or tcp port ${phone.sipPort}`,
     );
@@ -145,95 +187,29 @@ describe("SIP over TLS with baresip", { skip }, () => {
   });
 
   test("SRTP over TLS with a phone that insists on it: heard both ways, keys arrive, the media on the wire is not G.711", async () => {
-    const ca = authority as NonNullable<typeof authority>;
-    const phone = await Baresip.start({
-      toneHz: 440,
-      user: "+16045550125",
-      tls: { certificate: ca.issue("srtp-phone", "IP:127.0.0.1").pem, cafile: ca.ca },
-      mediaenc: "srtp-mand",
+    const { record, capture } = await srtpCall("+16045550125", undefined, async (call, called) => {
+      assert.equal((await called.command("sndcode", "34")).ok, true);
+      await exchangeAudio(call.call, 1, new ToneGenerator(880));
+      assert.deepEqual(call.digits, ["3", "4"]);
     });
-    running.push(phone);
-    const telephony = await service(
-      `sip:127.0.0.1:${phone.tlsPort};transport=tls`,
-      ca.issue("ours3", "IP:127.0.0.1"),
-      {
-        placed: "required",
-        dialIn: "required",
-      },
-    );
-    const capture = await WireCapture.start("udp");
-    running.push({ stop: () => capture.dispose() });
-    const record = new CallRecord(telephony.placeCall("604-555-0125"), () => phone.log);
-    await record.reached("answered");
-    assert.equal(record.call.encrypted, true, "the media is SRTP");
-    await phone.waitForEvent("CALL_ESTABLISHED");
-    const { heard } = await exchangeAudio(record.call, 3, new ToneGenerator(880));
-    assertTone(heard.subarray(SAMPLE_RATE / 2), 440, 880, "we");
-    assert.equal((await phone.command("sndcode", "34")).ok, true);
-    await exchangeAudio(record.call, 1, new ToneGenerator(880));
-    assert.deepEqual(record.digits, ["3", "4"]);
-    record.call.hangup();
-    await phone.waitForEvent("CALL_CLOSED");
-    assertTone(phone.heard().subarray(SAMPLE_RATE), 880, 440, "the phone");
-    await capture.stop();
     // Every datagram between the two read as PCMU: noise, not the tones.
-    const wire = capture.audioTo(record.call.mediaStream?.localPort ?? 0);
-    assert.ok(wire.length > SAMPLE_RATE, "the phone's RTP was captured");
-    assert.ok(
-      goertzelLevelDb(wire, 440) < -35,
-      `the phone's 440 Hz is readable at ${goertzelLevelDb(wire, 440).toFixed(1)} dBFS`,
-    );
+    assertUnreadable(capture, record.call.mediaStream?.localPort ?? 0);
   });
 
   test("SRTP with only AES_CM_128_HMAC_SHA1_32 offered: the phone takes it, 4-byte tags on the wire, heard both ways", async () => {
-    const ca = authority as NonNullable<typeof authority>;
-    const phone = await Baresip.start({
-      toneHz: 440,
-      user: "+16045550126",
-      tls: { certificate: ca.issue("srtp32-phone", "IP:127.0.0.1").pem, cafile: ca.ca },
-      mediaenc: "srtp-mand",
-    });
-    running.push(phone);
-    const telephony = await service(
-      `sip:127.0.0.1:${phone.tlsPort};transport=tls`,
-      ca.issue("ours6", "IP:127.0.0.1"),
-      { placed: "required", dialIn: "required", suites: ["AES_CM_128_HMAC_SHA1_32"] },
-    );
-    const capture = await WireCapture.start("udp");
-    running.push({ stop: () => capture.dispose() });
-    const record = new CallRecord(telephony.placeCall("604-555-0126"), () => phone.log);
-    await record.reached("answered");
-    assert.equal(record.call.encrypted, true, "the media is SRTP");
-    await phone.waitForEvent("CALL_ESTABLISHED");
-    const { heard } = await exchangeAudio(record.call, 3, new ToneGenerator(880));
-    assertTone(heard.subarray(SAMPLE_RATE / 2), 440, 880, "we");
-    record.call.hangup();
-    await phone.waitForEvent("CALL_CLOSED");
-    assertTone(phone.heard().subarray(SAMPLE_RATE), 880, 440, "the phone");
-    await capture.stop();
+    const { record, capture } = await srtpCall("+16045550126", ["AES_CM_128_HMAC_SHA1_32"]);
     // 20 ms of PCMU is 12 header + 160 payload bytes; _32 adds a 4-byte tag (_80 would add 10).
-    const ours = record.call.mediaStream?.localPort ?? 0;
+    const port = record.call.mediaStream?.localPort ?? 0;
     const sizes = new Set(
-      capture.datagrams(({ destination }) => destination === ours).map((datagram) => datagram.length),
+      capture.datagrams(({ destination }) => destination === port).map((datagram) => datagram.length),
     );
     assert.deepEqual([...sizes], [176], `the phone's SRTP datagrams are ${[...sizes].join(", ")} bytes`);
-    const wire = capture.audioTo(ours);
-    assert.ok(
-      goertzelLevelDb(wire, 440) < -35,
-      `the phone's 440 Hz is readable at ${goertzelLevelDb(wire, 440).toFixed(1)} dBFS`,
-    );
+    assertUnreadable(capture, port);
   });
 
   test("SRTP required takes a caller that offers keys: heard both ways, its keys arrive", async () => {
-    const ca = authority as NonNullable<typeof authority>;
-    const phone = await Baresip.start({
-      toneHz: 440,
-      user: "secure-caller",
-      tls: { certificate: ca.issue("secure-caller", "IP:127.0.0.1").pem, cafile: ca.ca },
-      mediaenc: "srtp-mand",
-    });
-    running.push(phone);
-    const telephony = await service(null, ca.issue("ours5", "IP:127.0.0.1"), {
+    const phone = await tlsPhone("secure-caller", "secure-caller", { srtp: true });
+    const telephony = await service(null, ours("ours5"), {
       placed: "optional",
       dialIn: "required",
     });
@@ -256,14 +232,8 @@ describe("SIP over TLS with baresip", { skip }, () => {
   });
 
   test("SRTP required refuses a caller whose offer has no key, with 488", async () => {
-    const ca = authority as NonNullable<typeof authority>;
-    const phone = await Baresip.start({
-      toneHz: 440,
-      user: "plain",
-      tls: { certificate: ca.issue("plain-phone", "IP:127.0.0.1").pem, cafile: ca.ca },
-    });
-    running.push(phone);
-    const telephony = await service(null, ca.issue("ours4", "IP:127.0.0.1"), {
+    const phone = await tlsPhone("plain", "plain-phone");
+    const telephony = await service(null, ours("ours4"), {
       placed: "optional",
       dialIn: "required",
     });

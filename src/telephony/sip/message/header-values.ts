@@ -717,3 +717,17 @@ export function unescapeUriPart(text: string): string | undefined {
   }
   return Buffer.from(octets).toString("utf8");
 }
+
+/**
+ * The items of comma-separated header fields (Require, Supported, Allow: section 7.3.1), trimmed,
+ * empty ones left out.
+ */
+export function listItems(values: readonly string[]): string[] {
+  return values.flatMap((value) => value.split(",").map((item) => item.trim())).filter((item) => item !== "");
+}
+
+/** Whether header fields of option tags or methods list `token`, in any case. */
+export function listsToken(values: readonly string[], token: string): boolean {
+  const wanted = token.toLowerCase();
+  return listItems(values).some((item) => item.toLowerCase() === wanted);
+}

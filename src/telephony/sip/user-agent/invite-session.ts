@@ -8,7 +8,7 @@
 
 import { randomInt } from "node:crypto";
 import { Dialog } from "../dialog/dialog.js";
-import { parseCSeq, parseVia } from "../message/header-values.js";
+import { listsToken, parseCSeq, parseVia } from "../message/header-values.js";
 import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
 import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
 import type { InviteServerTransaction } from "../transaction/invite-server-transaction.js";
@@ -139,8 +139,11 @@ export abstract class InviteSession {
     return this.endedAlready;
   }
 
-  /** Ends a confirmed session with BYE (section 15.1.1); the session ends without waiting for the 200. */
-  bye(): void {
+  /**
+   * Ends a confirmed session with BYE (section 15.1.1), for `reason`; the session ends without
+   * waiting for the 200.
+   */
+  bye(reason = "hung up"): void {
     const dialog = this.dialog;
     const destination = dialog?.destination;
     if (dialog === undefined || destination === undefined || this.endedAlready) return;
@@ -150,7 +153,7 @@ export abstract class InviteSession {
       headers: [["User-Agent", this.host.userAgent]],
     });
     this.host.sendNonInvite(request, destination);
-    this.end("local", "hung up");
+    this.end("local", reason);
   }
 
   /**
@@ -315,28 +318,14 @@ export abstract class InviteSession {
         return;
       }
       // Section 10: a refresh that fails for good (481, 408, no answer) ends the session.
-      if (response === undefined || [408, 481].includes(response.status))
-        this.#hangUp("session refresh failed");
+      if (response === undefined || [408, 481].includes(response.status)) this.bye("session refresh failed");
       else this.#restartTimer();
     });
   }
 
   /** The peer should have refreshed and has not (section 10): BYE. */
   #expired(): void {
-    this.#hangUp("session expired: no refresh came");
-  }
-
-  #hangUp(reason: string): void {
-    const dialog = this.dialog;
-    const destination = dialog?.destination;
-    if (dialog === undefined || destination === undefined || this.endedAlready) return;
-    const request = dialog.createRequest("BYE", {
-      via: this.host.via(destination.transport),
-      contact: this.host.contact(destination.transport, this.secure),
-      headers: [["User-Agent", this.host.userAgent]],
-    });
-    this.host.sendNonInvite(request, destination);
-    this.end("local", reason);
+    this.bye("session expired: no refresh came");
   }
 
   /**
@@ -568,21 +557,36 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     if (next === undefined) return false;
     this.#failover?.onTargetFailed?.(this.#destination, reason);
     this.#destination = next;
-    // A new server: the last one's credentials and early dialog mean nothing to it.
+    // A new server: the last one's credentials mean nothing to it.
+    this.#authenticated = false;
+    this.#sendAgain({ Authorization: null, "Proxy-Authorization": null }, false);
+    return true;
+  }
+
+  /**
+   * The INVITE again in a new transaction (a new branch, over the current server's transport; the
+   * next CSeq unless it only goes to another server, RFC 3263 section 4.3): `changes` sets, or with
+   * null drops, headers; the attempt starts afresh (no provisional response, no early dialog).
+   */
+  #sendAgain(changes: Readonly<Record<string, string | null>>, nextCSeq: boolean): void {
+    const previous = this.#invite;
+    const cseq = (parseCSeq(previous.headers.get("CSeq") ?? "")?.seq ?? 1) + 1;
+    const transport = this.#destination.transport;
     const headers = new SipHeaders();
-    for (const [name, value] of this.#invite.headers) {
-      if (name === "Via") headers.append(name, this.host.via(next.transport));
-      else if (name === "Contact") headers.append(name, this.host.contact(next.transport, this.secure));
-      else if (name !== "Authorization" && name !== "Proxy-Authorization") headers.append(name, value);
+    for (const [name, value] of previous.headers) {
+      if (name === "Via") headers.append(name, this.host.via(transport));
+      else if (name === "Contact") headers.append(name, this.host.contact(transport, this.secure));
+      else if (name === "CSeq" && nextCSeq) headers.append(name, `${cseq} INVITE`);
+      else if (name !== "Content-Length" && !(name in changes)) headers.append(name, value);
     }
-    this.#invite = { ...this.#invite, headers };
+    for (const [name, value] of Object.entries(changes)) if (value !== null) headers.append(name, value);
+    headers.append("Content-Length", String(previous.body.length));
+    this.#invite = { ...previous, headers };
     this.#final = false;
     this.#provisionalReceived = false;
-    this.#authenticated = false;
     this.#early = undefined;
     this.#lastRSeq = undefined;
     this.start();
-    return true;
   }
 
   /** Section 9.1: CANCEL a call not yet answered, once a provisional response has arrived. */
@@ -602,7 +606,8 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     // RFC 3263 section 4.3: a server that answers 503 is failed over like one that does not answer.
     if (response.status === 503 && this.#failOver(`503 ${response.reason}`)) return;
     if (response.status < 200) {
-      if (response.status > 100 && listsOption(response, "Require", "100rel")) this.#prack(response);
+      if (response.status > 100 && listsToken(response.headers.getAll("Require"), "100rel"))
+        this.#prack(response);
       this.#provisionalReceived = true;
       if (this.#cancelRequested) this.#sendCancel();
       else if (response.status > 100) this.listener.progress?.(response);
@@ -677,7 +682,7 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     this.acknowledge(this.#invite);
     this.host.dialogConfirmed(this);
     // RFC 4028 section 7.2: the 2xx says whether a timer runs and who refreshes.
-    this.peerAllowsUpdate = allowsUpdate(response);
+    this.peerAllowsUpdate = listsToken(response.headers.getAll("Allow"), "UPDATE");
     const timer = parseSessionExpires(response.headers.get("Session-Expires"));
     if (timer !== undefined) this.startSessionTimer(timer.interval, timer.refresher ?? "uac");
     if (this.#cancelRequested) {
@@ -698,29 +703,15 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     );
     if (challenge === undefined) return false;
     this.#authenticated = true;
-    const previous = this.#invite;
-    const cseq = (parseCSeq(previous.headers.get("CSeq") ?? "")?.seq ?? 1) + 1;
     const authorization = digestAuthorization(challenge, {
       username: this.credentials.username,
       password: this.credentials.password,
       method: "INVITE",
-      uri: previous.uri,
+      uri: this.#invite.uri,
       nonceCount: 1,
-      body: previous.body,
+      body: this.#invite.body,
     });
-    const headers = new SipHeaders();
-    for (const [name, value] of previous.headers) {
-      if (name === "Via") headers.append(name, this.host.via(this.#destination.transport));
-      else if (name === "CSeq") headers.append(name, `${cseq} INVITE`);
-      else if (name === "Content-Length") continue;
-      else headers.append(name, value);
-    }
-    headers.append(proxy ? "Proxy-Authorization" : "Authorization", authorization);
-    headers.append("Content-Length", String(previous.body.length));
-    this.#invite = { ...previous, headers };
-    this.#final = false;
-    this.#provisionalReceived = false;
-    this.start();
+    this.#sendAgain({ [proxy ? "Proxy-Authorization" : "Authorization"]: authorization }, true);
     return true;
   }
 
@@ -732,21 +723,7 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     const minimum = parseMinSe(response.headers.get("Min-SE"));
     const asked = parseSessionExpires(this.#invite.headers.get("Session-Expires"))?.interval ?? 0;
     if (minimum === undefined || minimum <= asked || this.#cancelRequested) return false;
-    const previous = this.#invite;
-    const cseq = (parseCSeq(previous.headers.get("CSeq") ?? "")?.seq ?? 1) + 1;
-    const headers = new SipHeaders();
-    for (const [name, value] of previous.headers) {
-      if (name === "Via") headers.append(name, this.host.via(this.#destination.transport));
-      else if (name === "CSeq") headers.append(name, `${cseq} INVITE`);
-      else if (name === "Session-Expires" || name === "Min-SE") headers.append(name, String(minimum));
-      else headers.append(name, value);
-    }
-    this.#invite = { ...previous, headers };
-    this.#final = false;
-    this.#provisionalReceived = false;
-    this.#early = undefined;
-    this.#lastRSeq = undefined;
-    this.start();
+    this.#sendAgain({ "Session-Expires": String(minimum), "Min-SE": String(minimum) }, true);
     return true;
   }
 
@@ -838,7 +815,7 @@ export class IncomingInviteSession extends InviteSession {
     this.#localTag = localTag;
     // RFC 3262 section 5 would put our offer in a reliable 180 to an offerless INVITE; ours goes in
     // the 2xx, so that 180 is sent unreliably.
-    this.#reliable = listsOption(invite, "Require", "100rel") && invite.body.length > 0;
+    this.#reliable = listsToken(invite.headers.getAll("Require"), "100rel") && invite.body.length > 0;
   }
 
   get localTag(): string {
@@ -923,7 +900,7 @@ export class IncomingInviteSession extends InviteSession {
     }
     this.#final = true;
     this.dialog = dialog;
-    this.peerAllowsUpdate = allowsUpdate(this.invite);
+    this.peerAllowsUpdate = listsToken(this.invite.headers.getAll("Allow"), "UPDATE");
     // RFC 4028 section 9 (a Session-Expires below our minimum was refused 422 on arrival).
     const timer = timerForInvite(this.invite, this.host.sessionTimer);
     this.#agreedTimer = timer !== undefined && "interval" in timer ? timer : undefined;
@@ -1002,18 +979,4 @@ export function dtmfKeyOf(type: string, body: string): string | undefined {
   if (value === undefined) return undefined;
   const key = /^\d+$/.test(value) && Number(value) <= 15 ? DTMF_KEYS[Number(value)] : value.toUpperCase();
   return key !== undefined && key.length === 1 && DTMF_KEYS.includes(key) ? key : undefined;
-}
-
-/** Whether a message's Allow lists UPDATE (so that session refreshes may use it). */
-function allowsUpdate(message: SipRequest | SipResponse): boolean {
-  return message.headers
-    .getAll("Allow")
-    .some((value) => value.split(",").some((method) => method.trim().toUpperCase() === "UPDATE"));
-}
-
-/** Whether a message's `header` (Require, Supported) lists the option tag. */
-function listsOption(message: SipRequest | SipResponse, header: string, tag: string): boolean {
-  return message.headers
-    .getAll(header)
-    .some((value) => value.split(",").some((option) => option.trim().toLowerCase() === tag));
 }

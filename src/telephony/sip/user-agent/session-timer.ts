@@ -4,6 +4,7 @@
  * interval (section 10); the other side ends the session with BYE when no refresh has come by the
  * interval less the lesser of 32 s and a third of it (section 10).
  */
+import { listsToken } from "../message/header-values.js";
 import type { SipRequest, SipResponse } from "../message/sip-message.js";
 import type { TimerClock, TimerHandle } from "../transaction/timers.js";
 
@@ -38,13 +39,9 @@ export function parseMinSe(value: string | undefined): number | undefined {
   return match === null ? undefined : Number(match[1]);
 }
 
-/** Whether a message lists `timer` in Supported (or its compact form k) or Require. */
+/** Whether a message lists `timer` in Supported or Require. */
 export function supportsTimer(message: SipRequest | SipResponse): boolean {
-  return ["Supported", "Require"].some((name) =>
-    message.headers
-      .getAll(name)
-      .some((value) => value.split(",").some((option) => option.trim().toLowerCase() === "timer")),
-  );
+  return listsToken([...message.headers.getAll("Supported"), ...message.headers.getAll("Require")], "timer");
 }
 
 /**

@@ -6,6 +6,7 @@
 
 import { type BlockList, isIPv6 } from "node:net";
 import { dialogId, newBranch, newCallId, newTag, tagOf } from "../dialog/dialog.js";
+import { listItems } from "../message/header-values.js";
 import { SipHeaders, type SipMessage, type SipRequest, type SipResponse } from "../message/sip-message.js";
 import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
 import type { InviteServerTransaction } from "../transaction/invite-server-transaction.js";
@@ -242,11 +243,9 @@ export class UserAgent implements TransactionCore, SessionHost {
       return;
     }
     // Section 8.2.2.3: a Require we do not support is refused 420 with Unsupported.
-    const unsupported = request.headers
-      .getAll("Require")
-      .flatMap((value) => value.split(","))
-      .map((option) => option.trim())
-      .filter((option) => option !== "" && !SUPPORTED.includes(option.toLowerCase()));
+    const unsupported = listItems(request.headers.getAll("Require")).filter(
+      (option) => !SUPPORTED.includes(option.toLowerCase()),
+    );
     if (unsupported.length > 0 && request.method !== "CANCEL") {
       transaction.respond(
         responseTo(request, 420, "Bad Extension", { headers: [["Unsupported", unsupported.join(", ")]] }),
