@@ -299,7 +299,7 @@ export class Telephony implements CallHost {
           (offer) =>
             this.#agent.call({
               requestUri,
-              fromUser: options.callerId ?? this.#options.callerId ?? "bridgeline",
+              from: { user: options.callerId ?? this.#options.callerId ?? "bridgeline" },
               destination: first as Destination,
               offer,
               credentials,
@@ -347,7 +347,7 @@ export class Telephony implements CallHost {
       (offer) =>
         this.#agent.call({
           requestUri: uri,
-          fromUser: this.#options.callerId ?? "bridgeline",
+          from: { user: this.#options.callerId ?? "bridgeline" },
           destination,
           offer,
           headers: options.headers,

@@ -58,8 +58,8 @@ export interface UserAgentOptions {
 export interface OutgoingCallRequest {
   /** Request-URI, e.g. sip:+16045550123@trunk.example:5060. */
   readonly requestUri: string;
-  /** The user part written in From (our caller ID). */
-  readonly fromUser: string;
+  /** Who we are in From: the user (our caller ID), a display name, and the host (default ours). */
+  readonly from: { readonly user: string; readonly displayName?: string; readonly host?: string };
   readonly destination: Destination;
   readonly offer: string;
   readonly credentials?: Credentials;
@@ -128,7 +128,9 @@ export class UserAgent implements TransactionCore, SessionHost {
     const headers = new SipHeaders();
     headers.append("Via", this.via(transportName));
     headers.append("Max-Forwards", "70");
-    headers.append("From", `<sip:${request.fromUser}@${formatHost(sentBy.host)}>;tag=${newTag()}`);
+    const { user, displayName, host = formatHost(sentBy.host) } = request.from;
+    const name = displayName === undefined ? "" : `${quotedString(displayName)} `;
+    headers.append("From", `${name}<sip:${user}@${host}>;tag=${newTag()}`);
     headers.append("To", `<${request.requestUri}>`);
     headers.append("Call-ID", newCallId(sentBy.host));
     headers.append("CSeq", "1 INVITE");
@@ -401,4 +403,9 @@ function contentRefusal(
   )
     return { status: 406, reason: "Not Acceptable", toTag: newTag() };
   return undefined;
+}
+
+/** A display name as a quoted-string (RFC 3261 section 25.1): quotes and backslashes escaped. */
+function quotedString(text: string): string {
+  return `"${text.replace(/["\\]/g, "\\$&")}"`;
 }

@@ -237,7 +237,7 @@ describe("user agent core", () => {
       "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n";
     const session = agent.call({
       requestUri: `sip:+16045550123@127.0.0.1:${peerPort}`,
-      fromUser: "bridgeline",
+      from: { user: "bridgeline" },
       destination: { host: "127.0.0.1", port: peerPort, transport: "UDP" },
       offer: sdp,
     });
