@@ -59,7 +59,9 @@ export interface OutgoingCallRequest {
   /** Request-URI, e.g. sip:+16045550123@trunk.example:5060. */
   readonly requestUri: string;
   /** Who we are in From: the user (our caller ID), a display name, and the host (default ours). */
-  readonly from: { readonly user: string; readonly displayName?: string; readonly host?: string };
+  readonly from: Identity;
+  /** Who we are to a trusted carrier when From may not say it (P-Asserted-Identity, RFC 3325). */
+  readonly assertedIdentity?: Identity;
   readonly destination: Destination;
   readonly offer: string;
   readonly credentials?: Credentials;
@@ -67,6 +69,13 @@ export interface OutgoingCallRequest {
   readonly headers?: readonly (readonly [string, string])[];
   /** The servers to try next when `destination` fails (RFC 3263 section 4.3). */
   readonly failover?: Failover;
+}
+
+/** A party in From or P-Asserted-Identity: `"displayName" <sip:user@host>`, host default ours. */
+export interface Identity {
+  readonly user: string;
+  readonly displayName?: string;
+  readonly host?: string;
 }
 
 export class UserAgent implements TransactionCore, SessionHost {
@@ -94,6 +103,11 @@ export class UserAgent implements TransactionCore, SessionHost {
     this.#trusted = options.trusted;
     this.#onUntrusted = options.onUntrusted;
     this.#layer = new TransactionLayer(transport, this, { clock: this.clock });
+  }
+
+  #nameAddr({ user, displayName, host = formatHost(this.#transport.sentBy.host) }: Identity): string {
+    const name = displayName === undefined ? "" : `${quotedString(displayName)} `;
+    return `${name}<sip:${user}@${host}>`;
   }
 
   /** The transport's messages come here. */
@@ -128,9 +142,7 @@ export class UserAgent implements TransactionCore, SessionHost {
     const headers = new SipHeaders();
     headers.append("Via", this.via(transportName));
     headers.append("Max-Forwards", "70");
-    const { user, displayName, host = formatHost(sentBy.host) } = request.from;
-    const name = displayName === undefined ? "" : `${quotedString(displayName)} `;
-    headers.append("From", `${name}<sip:${user}@${host}>;tag=${newTag()}`);
+    headers.append("From", `${this.#nameAddr(request.from)};tag=${newTag()}`);
     headers.append("To", `<${request.requestUri}>`);
     headers.append("Call-ID", newCallId(sentBy.host));
     headers.append("CSeq", "1 INVITE");
@@ -141,6 +153,8 @@ export class UserAgent implements TransactionCore, SessionHost {
     headers.append("Session-Expires", String(this.sessionTimer.interval));
     headers.append("Min-SE", String(this.sessionTimer.minimum));
     headers.append("User-Agent", this.userAgent);
+    if (request.assertedIdentity !== undefined)
+      headers.append("P-Asserted-Identity", this.#nameAddr(request.assertedIdentity));
     for (const [name, value] of request.headers ?? []) headers.append(name, value);
     headers.append("Content-Type", "application/sdp");
     const body = Buffer.from(request.offer);
