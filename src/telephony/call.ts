@@ -10,6 +10,7 @@ import type { MediaMix, MediaStream } from "./media/plane/media-plane.js";
 import type { MediaSound } from "./media/plane/protocol.js";
 import type { SrtpSuite } from "./media/rtp/srtp.js";
 import {
+  type AudioCodec,
   acceptAnswer,
   answerOffer,
   createOffer,
@@ -66,6 +67,16 @@ export interface CallHost {
   callFinished(call: Call): void;
 }
 
+/** What a call offers and accepts in its SDP. */
+export interface CallMediaOptions {
+  /** SRTP: off, or offered/answered with keys of its own; default off. */
+  readonly srtp?: SrtpPolicy;
+  /** Codecs, preferred first; default PCMU, PCMA. */
+  readonly codecs?: readonly AudioCodec[];
+  /** Whether our offers list RFC 4733 telephone-events (default true). */
+  readonly telephoneEvents?: boolean;
+}
+
 export class Call extends EventEmitter<CallEvents> {
   #state: CallState = "calling";
   #media: MediaStream | undefined;
@@ -74,18 +85,19 @@ export class Call extends EventEmitter<CallEvents> {
   #finished = false;
   protected session: InviteSession | undefined;
 
-  /** SRTP for this call: off, or offered/answered with keys of its own. */
   readonly #srtp: SrtpPolicy;
+  readonly #mediaOptions: CallMediaOptions;
 
   constructor(
     protected readonly host: CallHost,
     readonly direction: "outbound" | "inbound",
     /** The far end's number or user: who we call, or who calls us. */
     readonly remoteNumber: string,
-    srtp: SrtpPolicy = "off",
+    media: CallMediaOptions = {},
   ) {
     super();
-    this.#srtp = srtp;
+    this.#srtp = media.srtp ?? "off";
+    this.#mediaOptions = media;
   }
 
   /** Whether the media is SRTP (once negotiated). */
@@ -246,6 +258,8 @@ export class Call extends EventEmitter<CallEvents> {
       port: this.#media?.localPort ?? 0,
       sessionId: String(Date.now()),
       sessionVersion: 1,
+      codecs: this.#mediaOptions.codecs,
+      telephoneEvents: this.#mediaOptions.telephoneEvents,
       // Fresh keys for every call, one per suite (RFC 4568 §6.1); never logged.
       ...(this.#srtp === "off"
         ? {}
@@ -460,7 +474,7 @@ export class IncomingCall extends Call {
     readonly to: string,
     srtp: SrtpPolicy = "off",
   ) {
-    super(host, "inbound", from, srtp);
+    super(host, "inbound", from, { srtp });
     this.#invite = session;
     this.attach(session);
   }

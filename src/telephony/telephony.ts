@@ -17,6 +17,7 @@ import type { IncomingInviteSession } from "./sip/user-agent/invite-session.js";
 import { Registration } from "./sip/user-agent/registration.js";
 import type { SessionTimerSettings } from "./sip/user-agent/session-timer.js";
 import { UserAgent } from "./sip/user-agent/user-agent.js";
+import { dialString, formatNumber, type Trunk, trunkOfUri, uriUser } from "./trunk.js";
 
 /** Where log lines go; pino's logger fits. */
 export interface TelephonyLogger {
@@ -33,13 +34,12 @@ export interface TelephonyOptions {
   readonly sipPort: number;
   /** Address written into Via, Contact and SDP (NAT); default the bind address. */
   readonly publicAddress?: string | null;
-  /** The default trunk's SIP URI. */
-  readonly trunk?: string | null;
-  readonly trunkUser?: string | null;
-  readonly trunkPassword?: string | null;
+  /** The default trunk: its SIP URI alone, or its profile. */
+  readonly trunk?: string | Trunk | null;
+  /** The From user of placed calls where the trunk names none: E.164 or a user name. */
   readonly callerId?: string;
-  /** Dial plan: number prefix to trunk URI; the longest matching prefix wins. */
-  readonly routes?: readonly { readonly prefix: string; readonly trunk: string }[];
+  /** Dial plan: number prefix to trunk; the longest matching prefix wins. */
+  readonly routes?: readonly { readonly prefix: string; readonly trunk: string | Trunk }[];
   readonly rtpPorts?: { readonly min: number; readonly max: number };
   readonly ringTimeoutMs?: number;
   /** An answered call with no RTP for this long is hung up (not while held). */
@@ -54,12 +54,6 @@ export interface TelephonyOptions {
    */
   readonly serverTimeoutMs?: number;
   readonly serverDownMs?: number;
-  /**
-   * Registration (RFC 3261 section 10) for a trunk that reaches us only by it: REGISTER to
-   * `registrar` (a SIP URI) as `trunkUser` with `trunkPassword`, for `expires` seconds, kept up
-   * until close.
-   */
-  readonly registration?: { readonly registrar: string; readonly expires: number } | null;
   /** Session timers (RFC 4028), in seconds: the interval asked for and the smallest taken (1800, 90). */
   readonly sessionTimer?: SessionTimerSettings;
   /** Lets a mix be made to fail on purpose (tests of fault isolation). */
@@ -108,7 +102,8 @@ export class Telephony implements CallHost {
   readonly #media: MediaPlane;
   readonly #calls = new Set<Call>();
   readonly #locator: ServerLocator;
-  #registration: Registration | undefined;
+  readonly #dialPlan: DialPlan;
+  readonly #registrations: Registration[] = [];
   #onIncomingCall: ((call: IncomingCall) => void) | undefined;
   #closing: Promise<void> | undefined;
 
@@ -116,10 +111,12 @@ export class Telephony implements CallHost {
     transport: SipTransport,
     agent: UserAgent,
     locator: ServerLocator,
+    dialPlan: DialPlan,
     options: TelephonyOptions,
   ) {
     this.#transport = transport;
     this.#locator = locator;
+    this.#dialPlan = dialPlan;
     this.#agent = agent;
     this.#options = options;
     this.#media = new MediaPlane({
@@ -140,7 +137,8 @@ export class Telephony implements CallHost {
       servers: options.dnsServers ?? undefined,
       downForMs: options.serverDownMs,
     });
-    const trusted = await trustedSources(options, locator);
+    const dialPlan = dialPlanOf(options);
+    const trusted = await trustedSources(options, dialPlan, locator);
     if (trusted === undefined)
       logger?.warn({}, "SIP requests are taken from anywhere: no trunk and no BRIDGELINE_SIP_TRUSTED");
     const transport = await SipTransport.listen({
@@ -165,42 +163,47 @@ export class Telephony implements CallHost {
           `SIP request from an untrusted source ${options.untrustedRequests === "drop" ? "dropped" : "refused"}`,
         ),
     });
-    const telephony = new Telephony(transport, agent, locator, options);
-    telephony.#register();
+    const telephony = new Telephony(transport, agent, locator, dialPlan, options);
+    for (const trunk of dialPlan.trunks) telephony.#register(trunk);
     return telephony;
   }
 
   /**
-   * Starts the registration, when one is configured; its outcomes go to the log. The registrar is
+   * Starts the trunk's registration, when it has one; its outcomes go to the log. The registrar is
    * looked up for each REGISTER, so that a lookup that fails is retried like any other failure.
    */
-  #register(): void {
-    const settings = this.#options.registration;
-    const user = this.#options.trunkUser;
+  #register(trunk: Trunk): void {
+    const settings = trunk.registration;
     if (settings === undefined || settings === null) return;
-    if (user === undefined || user === null) throw new Error("registration needs the trunk's user name");
-    const registrar = parseSipUri(settings.registrar);
-    if (registrar === undefined) throw new Error(`not a SIP URI: ${settings.registrar}`);
-    const password = this.#options.trunkPassword;
+    const credentials = trunk.credentials;
+    if (credentials === undefined || credentials === null)
+      throw new Error(`registering with ${trunk.uri} needs its credentials`);
+    const registrarText = settings.registrar ?? trunk.uri;
+    const registrar = parseSipUri(registrarText);
+    if (registrar === undefined) throw new Error(`not a SIP URI: ${registrarText}`);
+    const firstHop = trunk.outboundProxy ?? registrarText;
     const logger = this.#options.logger;
-    this.#registration = new Registration(this.#agent, {
-      registrar: `${registrar.scheme}:${registrar.host}${registrar.port === undefined ? "" : `:${registrar.port}`}`,
+    const port = registrar.port === undefined ? "" : `:${registrar.port}`;
+    const registration = new Registration(this.#agent, {
+      registrar: `${registrar.scheme}:${registrar.host}${port}`,
+      route: trunk.outboundProxy == null ? undefined : looseRoute(trunk.outboundProxy),
       locate: async () => {
-        const [server] = await locateTrunk(this.#locator, settings.registrar);
-        if (server === undefined) throw new Error(`no address found for ${settings.registrar}`);
+        const [server] = await locateTrunk(this.#locator, firstHop);
+        if (server === undefined) throw new Error(`no address found for ${firstHop}`);
         return server;
       },
-      aor: `${registrar.scheme}:${user}@${registrar.host}`,
-      credentials: password === undefined || password === null ? undefined : { username: user, password },
+      aor: `${registrar.scheme}:${uriUser(credentials.username)}@${registrar.host}`,
+      credentials,
       expires: settings.expires,
       callId: newCallId(this.#transport.sentBy.host),
       tag: newTag(),
       onState: (state, detail) =>
         state === "failed"
-          ? logger?.warn({ registrar: settings.registrar }, `registration failed: ${detail}`)
-          : logger?.info({ registrar: settings.registrar }, `registration ${state} ${detail}`),
+          ? logger?.warn({ registrar: registrarText }, `registration failed: ${detail}`)
+          : logger?.info({ registrar: registrarText }, `registration ${state} ${detail}`),
     });
-    this.#registration.start();
+    this.#registrations.push(registration);
+    registration.start();
   }
 
   get sipPort(): number {
@@ -245,22 +248,27 @@ export class Telephony implements CallHost {
   }
 
   /**
-   * Calls a number through the trunk its prefix routes to. The number may be written any common way;
-   * it goes out as +1NPANXXXXXX. Failures (bad number 484, no trunk 503) arrive as the call's
+   * Calls a number through the trunk its prefix routes to, written as that trunk wants it. The number
+   * may be written any common way. Failures (bad number 484, no trunk 503) arrive as the call's
    * "failed" event, like any other.
    */
   placeCall(number: string, options: PlaceCallOptions = {}): OutgoingCall {
     const nanp = normalizeNanpNumber(number);
     const e164 = nanp === null ? number : `+1${nanp.subscriberNumber}`;
     const trunk = nanp === null ? undefined : this.#trunkFor(e164);
-    const trunkUri = trunk === undefined ? undefined : parseSipUri(trunk);
-    const destination = trunk === undefined ? undefined : destinationOf(trunk);
-    const asked = trunkUri?.params.get("srtp") ?? this.#options.srtp?.placed ?? "optional";
+    const trunkUri = trunk === undefined ? undefined : parseSipUri(trunk.uri);
+    // The first hop decides what the INVITE travels over: the outbound proxy, else the trunk.
+    const firstHop = trunk?.outboundProxy ?? trunk?.uri;
+    const hop = firstHop === undefined ? undefined : destinationOf(firstHop);
     const srtp = this.#srtpOver(
-      destination?.transport ?? "UDP",
-      asked === "off" || asked === "required" ? asked : "optional",
+      hop?.transport ?? "UDP",
+      trunk?.srtp ?? this.#options.srtp?.placed ?? "optional",
     );
-    const call = new OutgoingCall(this, "outbound", e164, srtp === "refuse" ? "off" : srtp);
+    const call = new OutgoingCall(this, "outbound", e164, {
+      srtp: srtp === "refuse" ? "off" : srtp,
+      codecs: trunk?.codecs,
+      telephoneEvents: (trunk?.dtmf ?? "rfc4733") === "rfc4733",
+    });
     this.#calls.add(call);
     const failLater = (status: number, reason: string) =>
       queueMicrotask(() => {
@@ -271,7 +279,7 @@ export class Telephony implements CallHost {
       failLater(484, "Address Incomplete");
       return call;
     }
-    if (trunkUri === undefined || destination === undefined) {
+    if (trunk === undefined || trunkUri === undefined || firstHop === undefined || hop === undefined) {
       failLater(503, "No trunk configured");
       return call;
     }
@@ -282,34 +290,40 @@ export class Telephony implements CallHost {
     const port = trunkUri.port === undefined ? "" : `:${trunkUri.port}`;
     // The trunk's scheme and transport carry over: a sips: or TLS trunk is called over TLS only.
     const scheme = trunkUri.scheme === "sips" ? "sips" : "sip";
+    const transportName = destinationOf(trunk.uri)?.transport ?? "UDP";
     const transport =
-      destination.transport === "UDP" || scheme === "sips"
-        ? ""
-        : `;transport=${destination.transport.toLowerCase()}`;
-    const requestUri = `${scheme}:${e164}@${trunkUri.host}${port}${transport}`;
-    const user = this.#options.trunkUser;
-    const password = this.#options.trunkPassword;
-    const credentials =
-      user !== undefined && user !== null && password !== undefined && password !== null
-        ? { username: user, password }
-        : undefined;
-    void locateTrunk(this.#locator, trunk as string).then(
+      transportName === "UDP" || scheme === "sips" ? "" : `;transport=${transportName.toLowerCase()}`;
+    const requestUri = `${scheme}:${uriUser(dialString(trunk, e164))}@${trunkUri.host}${port}${transport}`;
+    const callerId = options.callerId ?? trunk.callerId ?? this.#options.callerId ?? "bridgeline";
+    const caller = {
+      user: uriUser(formatNumber(callerId, trunk.numberFormat ?? "+E164")),
+      ...(trunk.callerName === undefined ? {} : { displayName: trunk.callerName }),
+    };
+    const withheld = trunk.privacy === "id";
+    const headers: (readonly [string, string])[] = [];
+    if (trunk.outboundProxy != null) headers.push(["Route", looseRoute(trunk.outboundProxy)]);
+    if (withheld) headers.push(["Privacy", "id"]);
+    headers.push(...(trunk.headers ?? []));
+    void locateTrunk(this.#locator, firstHop).then(
       ([first, ...next]) =>
         call.start(
           (offer) =>
             this.#agent.call({
               requestUri,
-              from: { user: options.callerId ?? this.#options.callerId ?? "bridgeline" },
+              // RFC 3323 section 4.1.1.3: a withheld identity leaves an anonymous From.
+              from: withheld ? ANONYMOUS : caller,
+              ...(trunk.assertedIdentity ? { assertedIdentity: caller } : {}),
               destination: first as Destination,
               offer,
-              credentials,
+              credentials: trunk.credentials ?? undefined,
+              headers,
               failover: {
                 next,
                 targetTimeoutMs: this.#options.serverTimeoutMs ?? DEFAULT_SERVER_TIMEOUT_MS,
                 onTargetFailed: (target, reason) => {
                   this.#locator.markDown(target);
                   this.#options.logger?.warn(
-                    { trunk, server: `${target.transport} ${target.host}:${target.port}`, reason },
+                    { trunk: firstHop, server: `${target.transport} ${target.host}:${target.port}`, reason },
                     "a trunk server failed: trying the next, and this one last for a while",
                   );
                 },
@@ -370,7 +384,7 @@ export class Telephony implements CallHost {
       for (const call of [...this.#calls]) call.hangup();
       // Let the BYEs and CANCELs leave before the socket closes.
       await new Promise((resolve) => setTimeout(resolve, 50));
-      await this.#registration?.stop();
+      await Promise.all(this.#registrations.map((registration) => registration.stop()));
       this.#locator.close();
       await Promise.all([this.#transport.close(), this.#media.close()]);
     })();
@@ -393,14 +407,14 @@ export class Telephony implements CallHost {
     return policy === "required" ? "refuse" : "off";
   }
 
-  #trunkFor(e164: string): string | undefined {
-    let best: { prefix: string; trunk: string } | undefined;
-    for (const route of this.#options.routes ?? []) {
+  #trunkFor(e164: string): Trunk | undefined {
+    let best: { prefix: string; trunk: Trunk } | undefined;
+    for (const route of this.#dialPlan.routes) {
       if (e164.startsWith(route.prefix) && (best === undefined || route.prefix.length > best.prefix.length)) {
         best = route;
       }
     }
-    return best?.trunk ?? this.#options.trunk ?? undefined;
+    return best?.trunk ?? this.#dialPlan.trunk;
   }
 
   #receiveInvite(session: IncomingInviteSession): void {
@@ -453,10 +467,6 @@ function advertisedAddress(bindAddress: string): string | undefined {
 }
 
 /**
- * The sources requests are taken from: those configured, else the trunk's and routes' hosts (looked
- * up once, at start); undefined (anyone) when there are neither.
- */
-/**
  * The servers a trunk URI names, in the order to try them (RFC 3263): itself when it is an address
  * or has `maddr`, else what DNS says.
  */
@@ -474,23 +484,28 @@ async function locateTrunk(locator: ServerLocator, trunk: string): Promise<Desti
   });
 }
 
+/**
+ * The sources requests are taken from: those configured, else the trunks' and proxies' hosts
+ * (looked up once, at start); undefined (anyone) when there are none.
+ */
 async function trustedSources(
   options: TelephonyOptions,
+  dialPlan: DialPlan,
   locator: ServerLocator,
 ): Promise<BlockList | undefined> {
   let entries = options.trustedSources ?? undefined;
   if (entries === undefined) {
-    const trunks = [options.trunk, ...(options.routes ?? []).map((route) => route.trunk)].flatMap((trunk) =>
-      trunk === null || trunk === undefined ? [] : [trunk],
+    const hosts = dialPlan.trunks.flatMap((trunk) =>
+      trunk.outboundProxy == null ? [trunk.uri] : [trunk.uri, trunk.outboundProxy],
     );
-    if (trunks.length === 0) return undefined;
-    // Every server DNS names for each trunk (RFC 3263), or its address.
+    if (hosts.length === 0) return undefined;
+    // Every server DNS names for each trunk and proxy (RFC 3263), or its address.
     entries = (
       await Promise.all(
-        trunks.map(async (trunk) => {
-          const host = destinationOf(trunk)?.host ?? "";
+        hosts.map(async (uri) => {
+          const host = destinationOf(uri)?.host ?? "";
           try {
-            return (await locateTrunk(locator, trunk)).map((server) => server.host);
+            return (await locateTrunk(locator, uri)).map((server) => server.host);
           } catch (error) {
             options.logger?.warn(
               { host, err: error },
@@ -511,3 +526,38 @@ async function trustedSources(
   }
   return list;
 }
+
+/** The default trunk and the routes, each as a profile; `trunks` lists each profile once. */
+interface DialPlan {
+  readonly trunk: Trunk | undefined;
+  readonly routes: readonly { readonly prefix: string; readonly trunk: Trunk }[];
+  readonly trunks: readonly Trunk[];
+}
+
+function dialPlanOf(options: TelephonyOptions): DialPlan {
+  // A URI given twice is one trunk: one registration, one profile.
+  const byUri = new Map<string, Trunk>();
+  const profile = (trunk: string | Trunk): Trunk => {
+    if (typeof trunk !== "string") return trunk;
+    const known = byUri.get(trunk) ?? trunkOfUri(trunk);
+    byUri.set(trunk, known);
+    return known;
+  };
+  const trunk = options.trunk == null ? undefined : profile(options.trunk);
+  const routes = (options.routes ?? []).map((route) => ({
+    prefix: route.prefix,
+    trunk: profile(route.trunk),
+  }));
+  const trunks = [
+    ...new Set([...(trunk === undefined ? [] : [trunk]), ...routes.map((route) => route.trunk)]),
+  ];
+  return { trunk, routes, trunks };
+}
+
+/** A Route header value sending a request through `proxy` first (RFC 3261 section 16.12.1.1: lr). */
+function looseRoute(proxy: string): string {
+  return /;lr(?:[;=?]|$)/i.test(proxy) ? `<${proxy}>` : `<${proxy};lr>`;
+}
+
+/** The From of a call whose caller withholds their identity (RFC 3323 section 4.1.1.3). */
+const ANONYMOUS = { user: "anonymous", displayName: "Anonymous", host: "anonymous.invalid" } as const;

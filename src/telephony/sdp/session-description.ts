@@ -26,6 +26,11 @@ export interface LocalMedia {
   port: number;
   /** The codecs we accept, most preferred first; default PCMU then PCMA. */
   codecs?: readonly AudioCodec[];
+  /**
+   * Whether our offers list RFC 4733 telephone-events (default true); without them a peer sends
+   * keys by SIP INFO or as tones. Answers list them whenever the offer does.
+   */
+  telephoneEvents?: boolean;
   /** What we are willing to do; default sendrecv. */
   direction?: Direction;
   /** o= sess-id: numeric, fixed for the dialog. */
@@ -61,7 +66,8 @@ export type AcceptResult = { ok: true; media: NegotiatedMedia } | { ok: false; r
 
 /** Static payload types of RFC 3551 §6, Table 4. */
 const STATIC_PAYLOAD_TYPES: Readonly<Record<AudioCodec, number>> = { PCMU: 0, PCMA: 8 };
-const DEFAULT_CODECS: readonly AudioCodec[] = ["PCMU", "PCMA"];
+/** The codecs this service has, in its default order of preference. */
+export const AUDIO_CODECS: readonly AudioCodec[] = ["PCMU", "PCMA"];
 const CLOCK_RATE = 8000;
 const OFFERED_TELEPHONE_EVENT_PAYLOAD_TYPE = 101;
 /** DTMF 0-9 * # A-D and flash (RFC 4733 §3.2). */
@@ -88,12 +94,12 @@ const RECEIVES: Readonly<Record<Direction, boolean>> = {
  * createOffer with the same sessionId and sessionVersion + 1; holdMedia and resumeMedia make those.
  */
 export function createOffer(local: LocalMedia): string {
-  const codecs = local.codecs ?? DEFAULT_CODECS;
+  const codecs = local.codecs ?? AUDIO_CODECS;
   if (codecs.length === 0) throw new RangeError("an offer needs at least one codec");
   const media = audioMedia(
     local,
     codecs.map((codec) => ({ codec, payloadType: STATIC_PAYLOAD_TYPES[codec] })),
-    OFFERED_TELEPHONE_EVENT_PAYLOAD_TYPE,
+    local.telephoneEvents === false ? undefined : OFFERED_TELEPHONE_EVENT_PAYLOAD_TYPE,
     local.direction ?? "sendrecv",
   );
   if (local.srtp !== undefined) {
@@ -139,7 +145,7 @@ export function resumeMedia(local: LocalMedia): LocalMedia {
 export function answerOffer(offerText: string, local: LocalMedia): AnswerResult {
   const offer = parseDescription(offerText);
   if (typeof offer === "string") return { ok: false, status: 400, reason: offer };
-  const preferences = local.codecs ?? DEFAULT_CODECS;
+  const preferences = local.codecs ?? AUDIO_CODECS;
   let index = -1;
   let choice: CodecChoice | undefined;
   for (const [i, offered] of offer.media.entries()) {

@@ -33,10 +33,11 @@ describe("registering with a carrier's registrar (Kamailio)", { skip }, () => {
     const telephony = await Telephony.start({
       bindAddress: "127.0.0.1",
       sipPort: 0,
-      trunk: registrar.uri,
-      trunkUser: "acct",
-      trunkPassword: "secret",
-      registration: { registrar: registrar.uri, expires: 3 },
+      trunk: {
+        uri: registrar.uri,
+        credentials: { username: "acct", password: "secret" },
+        registration: { expires: 3 },
+      },
       rtpPorts: rtpPortRange(),
       logger: { info: log, warn: log, error: log, debug: () => undefined },
     });

@@ -135,7 +135,12 @@ describe("outbound calls to a SIPp trunk", { skip, concurrency: true }, () => {
   ] as const) {
     test(`digest challenge ${code}: the INVITE is repeated with ${header} (MD5, qop=auth)`, async () => {
       const peer = await sipp({ scenario: `uas-auth-${code}.xml` });
-      const telephony = await telephonyFor(peer, { trunkUser: "bridgeline", trunkPassword: "digest-secret" });
+      const telephony = await telephonyFor(peer, {
+        trunk: {
+          uri: `sip:127.0.0.1:${peer.sipPort}`,
+          credentials: { username: "bridgeline", password: "digest-secret" },
+        },
+      });
       const record = new CallRecord(telephony.placeCall("+16045550123"), () => peer.report());
       await peer.unlessFailed(record.reached("answered"));
       record.call.hangup();

@@ -27,6 +27,8 @@ export interface RegistrationOptions {
   readonly registrar: string;
   /** Where each REGISTER goes: the registrar's server, looked up again for every attempt. */
   readonly locate: () => Promise<Destination>;
+  /** An outbound proxy's Route value, `<sip:proxy.example;lr>` (RFC 3261 section 8.1.2). */
+  readonly route?: string;
   /** The address-of-record (To and From), e.g. `sip:acct@sip.carrier.example`. */
   readonly aor: string;
   readonly credentials?: { readonly username: string; readonly password: string };
@@ -107,6 +109,7 @@ export class Registration {
     const headers = new SipHeaders();
     headers.append("Via", this.host.via(destination.transport));
     headers.append("Max-Forwards", "70");
+    if (this.options.route !== undefined) headers.append("Route", this.options.route);
     headers.append("From", `<${this.options.aor}>;tag=${this.options.tag}`);
     headers.append("To", `<${this.options.aor}>`);
     headers.append("Call-ID", this.options.callId);

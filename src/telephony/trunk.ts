@@ -1,0 +1,133 @@
+/**
+ * A trunk: where placed calls go and how each carrier wants them written. One per route and one
+ * default (BRIDGELINE_SIP_TRUNK or the profile file, read in config.ts). Everything here but `uri`
+ * has a default that suits a trunk taking plain E.164 over SIP.
+ */
+import type { SrtpPolicy } from "./call.js";
+import type { AudioCodec } from "./sdp/session-description.js";
+
+/**
+ * How the number called is written in the Request-URI and To, for +16045550123:
+ * `+E164` +16045550123, `E164` 16045550123, `11-digit` 16045550123 (the same as E164 for the
+ * North American numbers this service calls; carriers name it either way), `national` 6045550123.
+ */
+export type NumberFormat = "+E164" | "E164" | "11-digit" | "national";
+export const NUMBER_FORMATS: readonly NumberFormat[] = ["+E164", "E164", "11-digit", "national"];
+
+/**
+ * How the carrier is asked to send keypad digits: RFC 4733 telephone-events offered in the SDP, or
+ * none offered, so that it sends SIP INFO or leaves the tones in the audio. All three are received
+ * from every trunk whatever this says.
+ */
+export type DtmfMethod = "rfc4733" | "info" | "inband";
+export const DTMF_METHODS: readonly DtmfMethod[] = ["rfc4733", "info", "inband"];
+
+/** SRTP for the calls placed through a trunk. */
+export const TRUNK_SRTP_POLICIES: readonly SrtpPolicy[] = ["off", "optional", "required"];
+
+export interface Trunk {
+  /** The trunk's SIP URI: scheme, host (an address, or a name found by RFC 3263), port, transport. */
+  readonly uri: string;
+  /** Every request goes through this SIP URI first (RFC 3261 section 8.1.2: a route set of one). */
+  readonly outboundProxy?: string | null;
+  /** Digest credentials, for challenges and for registration. */
+  readonly credentials?: { readonly username: string; readonly password: string } | null;
+  /** REGISTER as the credentials' user (RFC 3261 section 10) to `registrar`, default the trunk. */
+  readonly registration?: { readonly registrar?: string; readonly expires: number } | null;
+  readonly numberFormat?: NumberFormat;
+  /** Written before the number, e.g. `1234#` (after any `+`-less formatting). */
+  readonly techPrefix?: string;
+  /** The From user: a number, formatted like the number called when it is one, or a user name. */
+  readonly callerId?: string;
+  /** The From display name. */
+  readonly callerName?: string;
+  /** Our identity in P-Asserted-Identity too (RFC 3325), as carriers that bill by it ask. */
+  readonly assertedIdentity?: boolean;
+  /** `id`: the identity withheld from the called party (RFC 3323): an anonymous From, `Privacy: id`. */
+  readonly privacy?: "none" | "id";
+  /** Headers added to every INVITE, as the carrier asks (account codes and the like). */
+  readonly headers?: readonly (readonly [string, string])[];
+  /** The codecs offered, preferred first. */
+  readonly codecs?: readonly AudioCodec[];
+  readonly dtmf?: DtmfMethod;
+  /** SRTP for calls placed through it; default the service's. */
+  readonly srtp?: SrtpPolicy;
+}
+
+/** The `;srtp=` parameter of a trunk URI: how a trunk given by its URI alone sets its SRTP. */
+export function srtpParameter(uri: string): string | undefined {
+  return /;srtp=([^;?]*)/i.exec(uri)?.[1];
+}
+
+/** A trunk given by its URI alone: every setting its default but SRTP, read from `;srtp=`. */
+export function trunkOfUri(uri: string): Trunk {
+  const srtp = TRUNK_SRTP_POLICIES.find((policy) => policy === srtpParameter(uri));
+  return srtp === undefined ? { uri } : { uri, srtp };
+}
+
+/** The number called, +1NPANXXXXXX, written the way `trunk` wants it. */
+export function dialString(trunk: Trunk, e164: string): string {
+  return `${trunk.techPrefix ?? ""}${formatNumber(e164, trunk.numberFormat ?? "+E164")}`;
+}
+
+/** A +E.164 number in `format`; anything else (a user name) as it is. */
+export function formatNumber(number: string, format: NumberFormat): string {
+  const match = /^\+1(\d{10})$/.exec(number);
+  if (match === null) return number;
+  switch (format) {
+    case "+E164":
+      return number;
+    case "E164":
+    case "11-digit":
+      return number.slice(1);
+    case "national":
+      return match[1] as string;
+  }
+}
+
+/** Headers the stack writes itself: a profile's extra headers may not be one of them. */
+export const STACK_HEADERS: ReadonlySet<string> = new Set(
+  [
+    "via",
+    "v",
+    "from",
+    "f",
+    "to",
+    "t",
+    "call-id",
+    "i",
+    "cseq",
+    "contact",
+    "m",
+    "max-forwards",
+    "route",
+    "record-route",
+    "content-type",
+    "c",
+    "content-length",
+    "l",
+    "allow",
+    "supported",
+    "k",
+    "require",
+    "session-expires",
+    "x",
+    "min-se",
+    "authorization",
+    "proxy-authorization",
+    "p-asserted-identity",
+    "privacy",
+  ].map((name) => name.toLowerCase()),
+);
+
+/**
+ * Text as a SIP URI's user part (RFC 3261 section 25.1: unreserved and user-unreserved characters
+ * as they are, the rest escaped), so that a tech prefix's `#` goes out as `%23`.
+ */
+export function uriUser(text: string): string {
+  return text.replace(/[^A-Za-z0-9\-_.!~*'()&=+$,;?/]/g, (character) =>
+    [...Buffer.from(character)]
+      .map((byte) => `%${byte.toString(16).toUpperCase().padStart(2, "0")}`)
+      .join(""),
+  );
+}
