@@ -1,8 +1,11 @@
+import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { normalizeNanpNumber } from "./domain/phone.js";
 import { SRTP_SUITES, type SrtpSuite } from "./telephony/media/rtp/srtp.js";
+import { type Trunk, trunkOfUri } from "./telephony/trunk.js";
+import { checkSipUri, parseTrunkProfiles, readCallerId, TrunkProfileError } from "./trunk-profiles.js";
 
 /** Every setting of the service, read and validated here and nowhere else. */
 export interface Config {
@@ -63,14 +66,12 @@ export interface SipConfig {
   port: number;
   /** Written into Via, Contact and SDP when the service sits behind NAT; else the bind address. */
   publicAddress: string | null;
-  /** The default trunk's SIP URI; null when calls cannot be placed. */
-  trunk: string | null;
-  trunkUser: string | null;
-  /** A registrar to REGISTER with as trunkUser (RFC 3261 section 10); null: none. */
-  registrar: string | null;
-  registerExpiresSeconds: number;
-  trunkPassword: string | null;
-  /** The From user part of placed calls, E.164 or a plain user name. */
+  /**
+   * The default trunk, from BRIDGELINE_SIP_TRUNKS_FILE or BRIDGELINE_SIP_TRUNK (with _USER,
+   * _PASSWORD, _REGISTRAR), or its URI alone; null when only routes, or nothing, can place calls.
+   */
+  trunk: Trunk | string | null;
+  /** The From user part of placed calls where the trunk names none: +1NPANXXXXXX or a user name. */
   callerId: string;
   /** Dial plan: number prefixes to other trunks, longest prefix first. */
   routes: SipRoute[];
@@ -109,7 +110,8 @@ export type SrtpPolicy = "off" | "optional" | "required";
 
 export interface SipRoute {
   prefix: string;
-  trunk: string;
+  /** The trunk's profile, or its URI alone. */
+  trunk: Trunk | string;
 }
 
 export type LogLevel = "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
@@ -165,24 +167,17 @@ const SIP_URI = /^sips?:[^\s<>"]+$/i;
 function readSipUri(env: Env, name: string): string | null {
   const raw = env[name];
   if (raw === undefined || raw === "") return null;
-  if (!SIP_URI.test(raw))
-    throw new ConfigError(name, `must be a SIP URI such as sip:127.0.0.1:5070, got "${raw}"`);
-  checkSrtpParameter(name, raw);
+  const problem = checkSipUri(raw);
+  if (problem !== undefined) throw new ConfigError(name, problem);
   return raw;
 }
 
-/** A trunk's `;srtp=` parameter, when it has one, names a policy. */
-function checkSrtpParameter(name: string, uri: string): void {
-  const value = /;srtp=([^;?]*)/i.exec(uri)?.[1];
-  if (value !== undefined && value !== "off" && value !== "optional" && value !== "required")
-    throw new ConfigError(
-      name,
-      `a trunk's ;srtp= must be off, optional or required, got "${value}" in ${uri}`,
-    );
-}
-
-/** BRIDGELINE_SIP_ROUTES: `prefix=uri;prefix=uri`, e.g. `+1604555=sip:127.0.0.1:5071;+1778=sip:b.example`. */
-function readRoutes(env: Env): SipRoute[] {
+/**
+ * BRIDGELINE_SIP_ROUTES: `prefix=uri;prefix=uri`, e.g. `+1604555=sip:127.0.0.1:5071;+1778=sip:b.example`.
+ * Each route's trunk takes the default trunk's credentials, as it always has; a profile file gives
+ * routes credentials of their own.
+ */
+function readRoutes(env: Env, credentials: Trunk["credentials"]): SipRoute[] {
   const raw = env.BRIDGELINE_SIP_ROUTES;
   if (raw === undefined || raw.trim() === "") return [];
   const routes = raw
@@ -197,8 +192,10 @@ function readRoutes(env: Env): SipRoute[] {
           `each entry must be <number prefix>=<SIP URI>, such as +1604555=sip:127.0.0.1:5071; got "${entry}"`,
         );
       }
-      checkSrtpParameter("BRIDGELINE_SIP_ROUTES", match[2] as string);
-      return { prefix: match[1] as string, trunk: match[2] as string };
+      const uri = match[2] as string;
+      const problem = checkSipUri(uri);
+      if (problem !== undefined) throw new ConfigError("BRIDGELINE_SIP_ROUTES", problem);
+      return { prefix: match[1] as string, trunk: { ...trunkOfUri(uri), credentials } };
     });
   return routes.sort((a, b) => b.prefix.length - a.prefix.length);
 }
@@ -234,14 +231,6 @@ function readAccessNumbers(env: Env): string[] {
 }
 
 function readSipConfig(env: Env): SipConfig {
-  const trunkUser = env.BRIDGELINE_SIP_TRUNK_USER || null;
-  const trunkPassword = env.BRIDGELINE_SIP_TRUNK_PASSWORD || null;
-  if ((trunkUser === null) !== (trunkPassword === null)) {
-    throw new ConfigError(
-      trunkUser === null ? "BRIDGELINE_SIP_TRUNK_USER" : "BRIDGELINE_SIP_TRUNK_PASSWORD",
-      "BRIDGELINE_SIP_TRUNK_USER and BRIDGELINE_SIP_TRUNK_PASSWORD must be set together",
-    );
-  }
   const sipTlsCert = readFile(env, "BRIDGELINE_SIP_TLS_CERT");
   const sipTlsKey = readFile(env, "BRIDGELINE_SIP_TLS_KEY");
   if ((sipTlsCert === null) !== (sipTlsKey === null)) {
@@ -250,27 +239,22 @@ function readSipConfig(env: Env): SipConfig {
       "BRIDGELINE_SIP_TLS_CERT and BRIDGELINE_SIP_TLS_KEY must be set together",
     );
   }
-  const registrar = readSipUri(env, "BRIDGELINE_SIP_REGISTRAR");
-  if (registrar !== null && trunkUser === null)
+  const rawCallerId = env.BRIDGELINE_CALLER_ID || "bridgeline";
+  const callerId = readCallerId(rawCallerId);
+  if (callerId === undefined) {
     throw new ConfigError(
-      "BRIDGELINE_SIP_REGISTRAR",
-      "registering needs BRIDGELINE_SIP_TRUNK_USER and BRIDGELINE_SIP_TRUNK_PASSWORD",
+      "BRIDGELINE_CALLER_ID",
+      `must be a number such as +16045550100, got "${rawCallerId}"`,
     );
-  const callerId = env.BRIDGELINE_CALLER_ID || "bridgeline";
-  if (!/^\+?[A-Za-z0-9._-]+$/.test(callerId)) {
-    throw new ConfigError("BRIDGELINE_CALLER_ID", `must be a number such as +16045550100, got "${callerId}"`);
   }
+  const dialPlan = readDialPlan(env);
   return {
     bindAddress: env.BRIDGELINE_SIP_ADDRESS || "0.0.0.0",
     port: readPort(env, "BRIDGELINE_SIP_PORT", 5060) as number,
     publicAddress: env.BRIDGELINE_PUBLIC_ADDRESS || null,
-    trunk: readSipUri(env, "BRIDGELINE_SIP_TRUNK"),
-    trunkUser,
-    trunkPassword,
-    registrar,
-    registerExpiresSeconds: readPositiveInteger(env, "BRIDGELINE_SIP_REGISTER_EXPIRES", 3600),
+    trunk: dialPlan.trunk,
     callerId,
-    routes: readRoutes(env),
+    routes: dialPlan.routes,
     rtpPorts: readPortRange(env),
     ringTimeoutSeconds: readPositiveInteger(env, "BRIDGELINE_RING_TIMEOUT_SECONDS", 45),
     dnsServers: readDnsServers(env),
@@ -288,6 +272,73 @@ function readSipConfig(env: Env): SipConfig {
     dialInSrtp: readSrtpPolicy(env, "BRIDGELINE_DIAL_IN_SRTP"),
     srtpKeysOverPlainSip: readBoolean(env, "BRIDGELINE_SRTP_KEYS_OVER_PLAIN_SIP", false),
     srtpSuites: readSrtpSuites(env),
+  };
+}
+
+/** Settings the trunk profile file replaces: one place says what a trunk is. */
+const TRUNK_VARIABLES = [
+  "BRIDGELINE_SIP_TRUNK",
+  "BRIDGELINE_SIP_TRUNK_USER",
+  "BRIDGELINE_SIP_TRUNK_PASSWORD",
+  "BRIDGELINE_SIP_REGISTRAR",
+  "BRIDGELINE_SIP_REGISTER_EXPIRES",
+  "BRIDGELINE_SIP_ROUTES",
+];
+
+/** The trunks: BRIDGELINE_SIP_TRUNKS_FILE, else the trunk variables. */
+function readDialPlan(env: Env): { trunk: Trunk | null; routes: SipRoute[] } {
+  const file = readFile(env, "BRIDGELINE_SIP_TRUNKS_FILE");
+  if (file !== null) {
+    const clashing = TRUNK_VARIABLES.filter((name) => env[name]);
+    if (clashing.length > 0)
+      throw new ConfigError(
+        "BRIDGELINE_SIP_TRUNKS_FILE",
+        `the profile file replaces ${clashing.join(", ")}: unset ${clashing.length === 1 ? "it" : "them"} or leave the file out`,
+      );
+    let text: string;
+    try {
+      text = readFileSync(file, "utf8");
+    } catch (error) {
+      throw new ConfigError("BRIDGELINE_SIP_TRUNKS_FILE", `cannot read ${file}: ${(error as Error).message}`);
+    }
+    try {
+      const plan = parseTrunkProfiles(text);
+      return { trunk: plan.trunk, routes: [...plan.routes] };
+    } catch (error) {
+      if (error instanceof TrunkProfileError)
+        throw new ConfigError("BRIDGELINE_SIP_TRUNKS_FILE", `${file} ${error.message}`);
+      throw error;
+    }
+  }
+
+  const user = env.BRIDGELINE_SIP_TRUNK_USER || null;
+  const password = env.BRIDGELINE_SIP_TRUNK_PASSWORD || null;
+  if ((user === null) !== (password === null)) {
+    throw new ConfigError(
+      user === null ? "BRIDGELINE_SIP_TRUNK_USER" : "BRIDGELINE_SIP_TRUNK_PASSWORD",
+      "BRIDGELINE_SIP_TRUNK_USER and BRIDGELINE_SIP_TRUNK_PASSWORD must be set together",
+    );
+  }
+  const credentials = user === null || password === null ? null : { username: user, password };
+  const registrar = readSipUri(env, "BRIDGELINE_SIP_REGISTRAR");
+  if (registrar !== null && credentials === null)
+    throw new ConfigError(
+      "BRIDGELINE_SIP_REGISTRAR",
+      "registering needs BRIDGELINE_SIP_TRUNK_USER and BRIDGELINE_SIP_TRUNK_PASSWORD",
+    );
+  const registration =
+    registrar === null
+      ? null
+      : { registrar, expires: readPositiveInteger(env, "BRIDGELINE_SIP_REGISTER_EXPIRES", 3600) };
+  const uri = readSipUri(env, "BRIDGELINE_SIP_TRUNK");
+  if (uri === null && registration !== null)
+    throw new ConfigError(
+      "BRIDGELINE_SIP_REGISTRAR",
+      "registering needs BRIDGELINE_SIP_TRUNK, the trunk it is for",
+    );
+  return {
+    trunk: uri === null ? null : { ...trunkOfUri(uri), credentials, registration },
+    routes: readRoutes(env, credentials),
   };
 }
 

@@ -58,10 +58,6 @@ export async function startService(
       sipPort: sip.port,
       publicAddress: sip.publicAddress,
       trunk: sip.trunk,
-      trunkUser: sip.trunkUser,
-      registration:
-        sip.registrar === null ? null : { registrar: sip.registrar, expires: sip.registerExpiresSeconds },
-      trunkPassword: sip.trunkPassword,
       callerId: sip.callerId,
       routes: sip.routes,
       rtpPorts: sip.rtpPorts,

@@ -30,10 +30,6 @@ describe("loadConfig", () => {
         port: 5060,
         publicAddress: null,
         trunk: null,
-        trunkUser: null,
-        trunkPassword: null,
-        registrar: null,
-        registerExpiresSeconds: 3600,
         callerId: "bridgeline",
         routes: [],
         rtpPorts: { min: 10000, max: 20000 },
@@ -194,16 +190,26 @@ describe("loadConfig", () => {
         bindAddress: "10.0.0.5",
         port: 5080,
         publicAddress: "203.0.113.7",
-        trunk: "sip:trunk.example:5060;transport=tcp",
-        trunkUser: "acct",
-        trunkPassword: "secret",
-        registrar: "sip:registrar.example",
-        registerExpiresSeconds: 600,
+        trunk: {
+          uri: "sip:trunk.example:5060;transport=tcp",
+          credentials: { username: "acct", password: "secret" },
+          registration: { registrar: "sip:registrar.example", expires: 600 },
+        },
         callerId: "+16045550100",
-        // Longest prefix first, and a URI's own ";transport=tcp" stays part of it.
+        // Longest prefix first, a URI's own ";transport=tcp" stays part of it, and routes take the
+        // trunk's credentials.
         routes: [
-          { prefix: "+1604555", trunk: "sip:127.0.0.1:5071" },
-          { prefix: "+1778", trunk: "sip:carrier-b.example:5060;transport=tcp" },
+          {
+            prefix: "+1604555",
+            trunk: { uri: "sip:127.0.0.1:5071", credentials: { username: "acct", password: "secret" } },
+          },
+          {
+            prefix: "+1778",
+            trunk: {
+              uri: "sip:carrier-b.example:5060;transport=tcp",
+              credentials: { username: "acct", password: "secret" },
+            },
+          },
         ],
         rtpPorts: { min: 20000, max: 20999 },
         ringTimeoutSeconds: 30,

@@ -1,0 +1,289 @@
+/**
+ * The trunk profile file (BRIDGELINE_SIP_TRUNKS_FILE): named trunks, the default one and the dial
+ * plan, in YAML, for what environment variables cannot say readably (per-carrier credentials,
+ * number formats, caller ID, extra headers). The format is in docs/telephony.md#trunk-profiles.
+ * Every scalar is read as text (YAML's failsafe schema), so that `+16045550100` and `0011#` keep
+ * their digits; each mistake is reported with its line.
+ */
+import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument, type YAMLMap } from "yaml";
+import { normalizeNanpNumber } from "./domain/phone.js";
+import { AUDIO_CODECS, type AudioCodec } from "./telephony/sdp/session-description.js";
+import {
+  DTMF_METHODS,
+  NUMBER_FORMATS,
+  STACK_HEADERS,
+  srtpParameter,
+  TRUNK_SRTP_POLICIES,
+  type Trunk,
+  trunkOfUri,
+} from "./telephony/trunk.js";
+
+/** A mistake in the file, at a line (1-based). */
+export class TrunkProfileError extends Error {
+  constructor(
+    readonly line: number,
+    message: string,
+  ) {
+    super(`line ${line}: ${message}`);
+    this.name = "TrunkProfileError";
+  }
+}
+
+export interface DialPlanSettings {
+  /** The trunk for numbers no route takes; null: those cannot be called. */
+  readonly trunk: Trunk | null;
+  /** Number prefixes to trunks, longest prefix first. */
+  readonly routes: readonly { readonly prefix: string; readonly trunk: Trunk }[];
+}
+
+const SIP_URI = /^sips?:[^\s<>"]+$/i;
+const TOKEN = /^[A-Za-z0-9\-.!%*_+`'~]+$/;
+const DEFAULT_REGISTER_EXPIRES = 3600;
+
+/** A trunk or proxy URI, or why it is not one. */
+export function checkSipUri(text: string): string | undefined {
+  if (!SIP_URI.test(text)) return `must be a SIP URI such as sip:127.0.0.1:5070, got "${text}"`;
+  const srtp = srtpParameter(text);
+  if (srtp !== undefined && !isSrtpPolicy(srtp))
+    return `a trunk's ;srtp= must be ${TRUNK_SRTP_POLICIES.join(", ")}, got "${srtp}" in ${text}`;
+  return undefined;
+}
+
+function isSrtpPolicy(text: string): text is NonNullable<Trunk["srtp"]> {
+  return (TRUNK_SRTP_POLICIES as readonly string[]).includes(text);
+}
+
+/**
+ * A caller ID as the From user: a North American number, kept as +1NPANXXXXXX so that each trunk
+ * writes it its own way, or a plain user name (other digits as they are); undefined when neither.
+ */
+export function readCallerId(text: string): string | undefined {
+  const number = /^[+\d\s().-]+$/.test(text) ? normalizeNanpNumber(text) : null;
+  if (number !== null) return `+1${number.subscriberNumber}`;
+  return /^\+?[A-Za-z0-9._-]+$/.test(text) ? text : undefined;
+}
+
+/** Reads and checks the profile file's text; throws TrunkProfileError at the first mistake. */
+export function parseTrunkProfiles(text: string): DialPlanSettings {
+  const lines = new LineCounter();
+  const document = parseDocument(text, { schema: "failsafe", lineCounter: lines, uniqueKeys: true });
+  const lineOf = (node: Node | null | undefined): number =>
+    node?.range == null ? 1 : lines.linePos(node.range[0]).line;
+  const [syntax] = document.errors;
+  if (syntax !== undefined)
+    throw new TrunkProfileError(syntax.linePos?.[0].line ?? 1, syntax.message.split("\n")[0] as string);
+
+  const root = document.contents;
+  if (!isMap(root)) throw new TrunkProfileError(lineOf(root), "the file must be a map with trunks:");
+  const top = entries(root, lineOf, ["trunks", "default", "routes"]);
+  const trunksNode = top.get("trunks");
+  if (trunksNode === undefined) throw new TrunkProfileError(1, "trunks: is missing");
+  if (!isMap(trunksNode.value) || trunksNode.value.items.length === 0)
+    throw new TrunkProfileError(trunksNode.line, "trunks: must map each trunk's name to its settings");
+
+  const trunks = new Map<string, Trunk>();
+  for (const item of trunksNode.value.items) {
+    const name = scalarText(item.key as Node, lineOf, "a trunk's name");
+    if (!isMap(item.value))
+      throw new TrunkProfileError(lineOf(item.key as Node), `trunk ${name}: its settings must be a map`);
+    trunks.set(name, readTrunk(name, item.value, lineOf));
+  }
+  const named = (node: { value: unknown; line: number }, what: string): Trunk => {
+    const name = scalarText(node.value as Node, lineOf, what);
+    const trunk = trunks.get(name);
+    if (trunk === undefined)
+      throw new TrunkProfileError(
+        node.line,
+        `${what} names no trunk: "${name}" (trunks: ${[...trunks.keys()].join(", ")})`,
+      );
+    return trunk;
+  };
+
+  const defaultNode = top.get("default");
+  const trunk =
+    defaultNode !== undefined
+      ? named(defaultNode, "default:")
+      : trunks.size === 1
+        ? ([...trunks.values()][0] as Trunk)
+        : null;
+  const routes: { prefix: string; trunk: Trunk }[] = [];
+  const routesNode = top.get("routes");
+  if (routesNode !== undefined) {
+    if (!isMap(routesNode.value))
+      throw new TrunkProfileError(routesNode.line, "routes: must map number prefixes to trunk names");
+    for (const item of routesNode.value.items) {
+      const line = lineOf(item.key as Node);
+      const prefix = scalarText(item.key as Node, lineOf, "a route's prefix");
+      if (!/^\+?\d+$/.test(prefix))
+        throw new TrunkProfileError(
+          line,
+          `a route's prefix must be digits such as "+1604555", got "${prefix}"`,
+        );
+      routes.push({ prefix, trunk: named({ value: item.value, line }, `route ${prefix}`) });
+    }
+  }
+  if (trunk === null && routes.length === 0)
+    throw new TrunkProfileError(
+      1,
+      "with several trunks, default: or routes: must say which calls take which",
+    );
+  return { trunk, routes: routes.sort((a, b) => b.prefix.length - a.prefix.length) };
+}
+
+/** The settings of one trunk profile (keys as in docs/telephony.md#trunk-profiles). */
+function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
+  const settings = entries(map, lineOf, [
+    "uri",
+    "outbound-proxy",
+    "username",
+    "password",
+    "register",
+    "register-expires",
+    "number-format",
+    "tech-prefix",
+    "caller-id",
+    "caller-name",
+    "asserted-identity",
+    "privacy",
+    "headers",
+    "codecs",
+    "dtmf",
+    "srtp",
+  ]);
+  const fail: Fail = (line, message) => {
+    throw new TrunkProfileError(line, `trunk ${name}: ${message}`);
+  };
+  const text = (key: string): { value: string; line: number } | undefined => {
+    const entry = settings.get(key);
+    if (entry === undefined) return undefined;
+    if (!isScalar(entry.value) || typeof entry.value.value !== "string" || entry.value.value === "")
+      return fail(entry.line, `${key} must be a value`);
+    return { value: entry.value.value, line: entry.line };
+  };
+  const oneOf = <T extends string>(key: string, choices: readonly T[]): T | undefined => {
+    const entry = text(key);
+    if (entry === undefined) return undefined;
+    const choice = choices.find((known) => known === entry.value);
+    return choice ?? fail(entry.line, `${key} must be one of ${choices.join(", ")}, got "${entry.value}"`);
+  };
+  const sipUri = (key: string): string | undefined => {
+    const entry = text(key);
+    if (entry === undefined) return undefined;
+    const problem = checkSipUri(entry.value);
+    return problem === undefined ? entry.value : fail(entry.line, `${key} ${problem}`);
+  };
+
+  const uri = sipUri("uri") ?? fail(lineOf(map), "uri: is missing");
+  const username = text("username");
+  const password = text("password");
+  if ((username === undefined) !== (password === undefined))
+    fail((username ?? password)?.line ?? 1, "username and password must be given together");
+  const credentials =
+    username === undefined || password === undefined
+      ? null
+      : { username: username.value, password: password.value };
+
+  const register = text("register");
+  const expires = text("register-expires");
+  let registration: Trunk["registration"] = null;
+  if (register !== undefined && register.value !== "false") {
+    if (credentials === null) fail(register.line, "register needs username and password");
+    if (register.value !== "true" && checkSipUri(register.value) !== undefined)
+      fail(register.line, `register must be true, false or a registrar's SIP URI, got "${register.value}"`);
+    const seconds = expires === undefined ? DEFAULT_REGISTER_EXPIRES : Number(expires.value);
+    if (expires !== undefined && (!/^\d+$/.test(expires.value) || seconds < 1))
+      fail(expires.line, `register-expires must be a whole number of seconds, got "${expires.value}"`);
+    registration = {
+      ...(register.value === "true" ? {} : { registrar: register.value }),
+      expires: seconds,
+    };
+  } else if (expires !== undefined) fail(expires.line, "register-expires is set but register is not");
+
+  const techPrefix = text("tech-prefix");
+  if (techPrefix !== undefined && !/^[0-9A-Za-z*#+._-]+$/.test(techPrefix.value))
+    fail(techPrefix.line, `tech-prefix must be digits, letters, *, # or +, got "${techPrefix.value}"`);
+  const callerIdText = text("caller-id");
+  const callerId = callerIdText === undefined ? undefined : readCallerId(callerIdText.value);
+  if (callerIdText !== undefined && callerId === undefined)
+    fail(
+      callerIdText.line,
+      `caller-id must be a number such as +16045550100 or a user name, got "${callerIdText.value}"`,
+    );
+  const callerName = text("caller-name");
+  if (callerName !== undefined && /[\r\n\0]/.test(callerName.value))
+    fail(callerName.line, "caller-name must be one line");
+  const assertedIdentity = oneOf("asserted-identity", ["true", "false"] as const);
+  const srtp = oneOf("srtp", TRUNK_SRTP_POLICIES);
+
+  return {
+    uri,
+    outboundProxy: sipUri("outbound-proxy") ?? null,
+    credentials,
+    registration,
+    numberFormat: oneOf("number-format", NUMBER_FORMATS),
+    techPrefix: techPrefix?.value,
+    callerId,
+    callerName: callerName?.value,
+    assertedIdentity: assertedIdentity === "true",
+    privacy: oneOf("privacy", ["none", "id"] as const),
+    headers: readHeaders(settings.get("headers"), lineOf, fail),
+    codecs: readCodecs(settings.get("codecs"), lineOf, fail),
+    dtmf: oneOf("dtmf", DTMF_METHODS),
+    srtp: srtp ?? trunkOfUri(uri).srtp,
+  };
+}
+
+type Entry = { value: unknown; line: number };
+type LineOf = (node: Node | null | undefined) => number;
+type Fail = (line: number, message: string) => never;
+
+function readHeaders(entry: Entry | undefined, lineOf: LineOf, fail: Fail) {
+  if (entry === undefined) return undefined;
+  if (!isMap(entry.value)) return fail(entry.line, "headers must map header names to values");
+  return entry.value.items.map((item): [string, string] => {
+    const key = item.key as Node;
+    const line = lineOf(key);
+    const name = isScalar(key) ? String(key.value) : "";
+    const value = isScalar(item.value) ? String(item.value.value) : undefined;
+    if (!TOKEN.test(name)) fail(line, `headers: "${name}" is not a header name`);
+    if (STACK_HEADERS.has(name.toLowerCase()))
+      fail(line, `headers: ${name} is written by Bridgeline itself (use the profile's own setting)`);
+    if (value === undefined || value === "" || /[\r\n\0]/.test(value))
+      fail(line, `headers: ${name} must have a one-line value`);
+    return [name, value as string];
+  });
+}
+
+function readCodecs(entry: Entry | undefined, lineOf: LineOf, fail: Fail) {
+  if (entry === undefined) return undefined;
+  if (!isSeq(entry.value) || entry.value.items.length === 0)
+    return fail(entry.line, `codecs must be a list such as [${AUDIO_CODECS.join(", ")}]`);
+  const codecs = entry.value.items.map((item): AudioCodec => {
+    const name = isScalar(item) ? String(item.value).toUpperCase() : "";
+    return (
+      AUDIO_CODECS.find((codec) => codec === name) ??
+      fail(lineOf(item as Node), `codecs: "${name}" is not one of ${AUDIO_CODECS.join(", ")}`)
+    );
+  });
+  if (new Set(codecs).size !== codecs.length) fail(entry.line, "codecs names a codec twice");
+  return codecs;
+}
+
+/** A map's entries by key, with their lines; a key not in `known` is a mistake. */
+function entries(map: YAMLMap, lineOf: LineOf, known: readonly string[]): Map<string, Entry> {
+  const found = new Map<string, Entry>();
+  for (const item of map.items) {
+    const key = scalarText(item.key as Node, lineOf, "a key");
+    const line = lineOf(item.key as Node);
+    if (!known.includes(key))
+      throw new TrunkProfileError(line, `unknown setting "${key}" (known: ${known.join(", ")})`);
+    found.set(key, { value: item.value, line });
+  }
+  return found;
+}
+
+function scalarText(node: Node | null | undefined, lineOf: LineOf, what: string): string {
+  if (!isScalar(node) || typeof node.value !== "string" || node.value === "")
+    throw new TrunkProfileError(lineOf(node), `${what} must be a single value`);
+  return node.value;
+}
