@@ -5,6 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
+import { keypadTones } from "./media/dtmf/keypad-tones.js";
 import type { PlayoutKind } from "./media/jitter-buffer.js";
 import type { MediaMix, MediaStream } from "./media/plane/media-plane.js";
 import type { MediaSound } from "./media/plane/protocol.js";
@@ -26,6 +27,7 @@ import type {
   OutgoingInviteSession,
   SessionEndedBy,
 } from "./sip/user-agent/invite-session.js";
+import type { DtmfMethod } from "./trunk.js";
 
 export type CallState = "calling" | "ringing" | "answered" | "failed" | "ended";
 
@@ -73,8 +75,11 @@ export interface CallMediaOptions {
   readonly srtp?: SrtpPolicy;
   /** Codecs, preferred first; default PCMU, PCMA. */
   readonly codecs?: readonly AudioCodec[];
-  /** Whether our offers list RFC 4733 telephone-events (default true). */
-  readonly telephoneEvents?: boolean;
+  /**
+   * How our keys reach the far end: RFC 4733 events (offered in our SDP; in-band tones when the peer
+   * takes none), SIP INFO, or tones in the audio. Default rfc4733.
+   */
+  readonly dtmf?: DtmfMethod;
 }
 
 export class Call extends EventEmitter<CallEvents> {
@@ -106,6 +111,8 @@ export class Call extends EventEmitter<CallEvents> {
   }
 
   #encrypted = false;
+  /** Whether the far end takes RFC 4733 events (once negotiated). */
+  #telephoneEvents = false;
 
   get state(): CallState {
     return this.#state;
@@ -133,10 +140,21 @@ export class Call extends EventEmitter<CallEvents> {
     return this.#localSession().readFrame(out);
   }
 
-  /** Sends RFC 4733 digits (`,` pauses one second); resolves true once sent, false when the call ended. */
+  /**
+   * Sends keys (`,` pauses one second) the call's DTMF way; resolves true once sent, false when the
+   * call ended or a key is not one.
+   */
   sendDigits(keys: string): Promise<boolean> {
     if (this.#state !== "answered" || this.#media === undefined) return Promise.resolve(false);
-    return this.#media.sendDigits(keys);
+    const method = this.#mediaOptions.dtmf ?? "rfc4733";
+    if (method === "rfc4733" && this.#telephoneEvents) return this.#media.sendDigits(keys);
+    let tones: Int16Array;
+    try {
+      tones = keypadTones(keys);
+    } catch {
+      return Promise.resolve(false);
+    }
+    return this.play({ samples: tones }).then(() => this.#state === "answered");
   }
 
   /**
@@ -259,7 +277,7 @@ export class Call extends EventEmitter<CallEvents> {
       sessionId: String(Date.now()),
       sessionVersion: 1,
       codecs: this.#mediaOptions.codecs,
-      telephoneEvents: this.#mediaOptions.telephoneEvents,
+      telephoneEvents: (this.#mediaOptions.dtmf ?? "rfc4733") === "rfc4733",
       // Fresh keys for every call, one per suite (RFC 4568 §6.1); never logged.
       ...(this.#srtp === "off"
         ? {}
@@ -277,6 +295,7 @@ export class Call extends EventEmitter<CallEvents> {
   }
 
   protected configureMedia(media: NegotiatedMedia): void {
+    this.#telephoneEvents = media.telephoneEventPayloadType !== undefined;
     this.#media?.configure({
       codec: media.codec,
       payloadType: media.payloadType,

@@ -267,7 +267,7 @@ export class Telephony implements CallHost {
     const call = new OutgoingCall(this, "outbound", e164, {
       srtp: srtp === "refuse" ? "off" : srtp,
       codecs: trunk?.codecs,
-      telephoneEvents: (trunk?.dtmf ?? "rfc4733") === "rfc4733",
+      dtmf: trunk?.dtmf,
     });
     this.#calls.add(call);
     const failLater = (status: number, reason: string) =>

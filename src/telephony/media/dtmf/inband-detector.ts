@@ -19,14 +19,12 @@
  * 30 ms one does, and once per press: the same key again needs a pause of 40 ms first.
  */
 
+import { COLUMN_FREQUENCIES, KEYPAD, ROW_FREQUENCIES } from "./keypad-tones.js";
+
 const SAMPLE_RATE = 8000;
 const WINDOW_LENGTH = 106;
 const HOP_LENGTH = 20;
 
-/** Keys by row (697, 770, 852, 941 Hz) then column (1209, 1336, 1477, 1633 Hz). */
-const KEYS = "123A456B789C*0#D";
-const ROW_FREQUENCIES = [697, 770, 852, 941];
-const COLUMN_FREQUENCIES = [1209, 1336, 1477, 1633];
 const TONE_FREQUENCIES = [...ROW_FREQUENCIES, ...COLUMN_FREQUENCIES];
 const FILTER_FREQUENCIES = [...TONE_FREQUENCIES, ...TONE_FREQUENCIES.map((frequency) => 2 * frequency)];
 const TONE_COUNT = TONE_FREQUENCIES.length;
@@ -174,7 +172,7 @@ export class InbandDtmfDetector {
       if (this.runLength >= PAUSE_WINDOWS) this.reportedKey = NO_KEY;
     } else if (this.runLength >= DIGIT_WINDOWS && key !== this.reportedKey) {
       this.reportedKey = key;
-      this.onDigit(KEYS[key] as string);
+      this.onDigit(KEYPAD[key] as string);
     }
   }
 
