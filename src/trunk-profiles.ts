@@ -71,7 +71,11 @@ export function parseTrunkProfiles(text: string): DialPlanSettings {
     node?.range == null ? 1 : lines.linePos(node.range[0]).line;
   const [syntax] = document.errors;
   if (syntax !== undefined)
-    throw new TrunkProfileError(syntax.linePos?.[0].line ?? 1, syntax.message.split("\n")[0] as string);
+    throw new TrunkProfileError(
+      syntax.linePos?.[0].line ?? 1,
+      // yaml's message repeats the position and quotes the source after it: the line is said once.
+      (syntax.message.split("\n")[0] as string).replace(/ at line \d+, column \d+:?$/, ""),
+    );
 
   const root = document.contents;
   if (!isMap(root)) throw new TrunkProfileError(lineOf(root), "the file must be a map with trunks:");

@@ -1,0 +1,282 @@
+import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { after, describe, it } from "node:test";
+import { ConfigError, loadConfig } from "../src/config.js";
+import { parseTrunkProfiles, TrunkProfileError } from "../src/trunk-profiles.js";
+
+const FULL = `# two carriers and a registration account
+trunks:
+  carrier-a:
+    uri: sip:sip.carrier-a.example;transport=tcp
+    outbound-proxy: sip:edge.example.net:5062
+    username: acct-a
+    password: "se:cret#1"
+    number-format: E164
+    tech-prefix: "0011#"
+    caller-id: (604) 555-0100
+    caller-name: Example Calls
+    asserted-identity: true
+    privacy: id
+    headers:
+      X-Account-Code: 00042
+      X-Billing: conference
+    codecs: [pcma, PCMU]
+    dtmf: info
+    srtp: off
+  carrier-b:
+    uri: sip:198.51.100.7;srtp=required
+    number-format: national
+  pbx:
+    uri: sip:pbx.example.org
+    username: "6045550150"
+    password: pw
+    register: sip:registrar.example.org
+    register-expires: 600
+default: carrier-a
+routes:
+  "+1604": carrier-b
+  "+1604555": pbx
+`;
+
+describe("trunk profile file", () => {
+  it("reads every setting, keeping digits and signs as written", () => {
+    const plan = parseTrunkProfiles(FULL);
+    assert.deepEqual(plan.trunk, {
+      uri: "sip:sip.carrier-a.example;transport=tcp",
+      outboundProxy: "sip:edge.example.net:5062",
+      credentials: { username: "acct-a", password: "se:cret#1" },
+      registration: null,
+      numberFormat: "E164",
+      techPrefix: "0011#",
+      callerId: "+16045550100",
+      callerName: "Example Calls",
+      assertedIdentity: true,
+      privacy: "id",
+      headers: [
+        ["X-Account-Code", "00042"],
+        ["X-Billing", "conference"],
+      ],
+      codecs: ["PCMA", "PCMU"],
+      dtmf: "info",
+      srtp: "off",
+    });
+    // Longest prefix first; a URI's ;srtp= is the trunk's SRTP when no srtp: says otherwise.
+    assert.deepEqual(
+      plan.routes.map((route) => [route.prefix, route.trunk.uri, route.trunk.srtp, route.trunk.numberFormat]),
+      [
+        ["+1604555", "sip:pbx.example.org", undefined, undefined],
+        ["+1604", "sip:198.51.100.7;srtp=required", "required", "national"],
+      ],
+    );
+    assert.deepEqual(plan.routes[0]?.trunk.registration, {
+      registrar: "sip:registrar.example.org",
+      expires: 600,
+    });
+    assert.deepEqual(plan.routes[0]?.trunk.credentials, { username: "6045550150", password: "pw" });
+  });
+
+  it("takes a lone trunk as the default, and register: true registers with the trunk itself for an hour", () => {
+    const plan = parseTrunkProfiles(
+      "trunks:\n  only:\n    uri: sip:a.example\n    username: u\n    password: p\n    register: true\n",
+    );
+    assert.equal(plan.trunk?.uri, "sip:a.example");
+    assert.deepEqual(plan.trunk?.registration, { expires: 3600 });
+    assert.deepEqual(plan.routes, []);
+  });
+
+  const mistakes: [string, string, number, RegExp][] = [
+    ["bad YAML", "trunks:\n  a:\n    uri: sip:a.example\n\tdtmf: info\n", 4, /^line 4: Tabs are not allowed as indentation$/],
+    ["no trunks", "default: a\n", 1, /trunks: is missing/],
+    [
+      "unknown top-level key",
+      "trunks:\n  a:\n    uri: sip:a.example\nroute:\n  '+1': a\n",
+      4,
+      /unknown setting "route"/,
+    ],
+    [
+      "unknown trunk key",
+      "trunks:\n  a:\n    uri: sip:a.example\n    number_format: E164\n",
+      4,
+      /unknown setting "number_format".*number-format/,
+    ],
+    ["no uri", "trunks:\n  a:\n    dtmf: info\n", 3, /trunk a: uri: is missing/],
+    ["not a SIP URI", "trunks:\n  a:\n    uri: 127.0.0.1:5070\n", 3, /trunk a: uri must be a SIP URI/],
+    ["bad ;srtp=", "trunks:\n  a:\n    uri: sip:a.example;srtp=yes\n", 3, /;srtp= must be/],
+    [
+      "number format",
+      "trunks:\n  a:\n    uri: sip:a.example\n    number-format: e.164\n",
+      4,
+      /number-format must be one of \+E164, E164, 11-digit, national, got "e\.164"/,
+    ],
+    [
+      "password alone",
+      "trunks:\n  a:\n    uri: sip:a.example\n    password: p\n",
+      4,
+      /username and password must be given together/,
+    ],
+    [
+      "register without credentials",
+      "trunks:\n  a:\n    uri: sip:a.example\n    register: true\n",
+      4,
+      /register needs username and password/,
+    ],
+    [
+      "register to a non-URI",
+      "trunks:\n  a:\n    uri: sip:a.example\n    username: u\n    password: p\n    register: yes\n",
+      6,
+      /register must be true, false or a registrar's SIP URI/,
+    ],
+    [
+      "expires without register",
+      "trunks:\n  a:\n    uri: sip:a.example\n    register-expires: 60\n",
+      4,
+      /register-expires is set but register is not/,
+    ],
+    [
+      "expires not a number",
+      "trunks:\n  a:\n    uri: sip:a.example\n    username: u\n    password: p\n    register: true\n    register-expires: 1h\n",
+      7,
+      /register-expires must be a whole number/,
+    ],
+    [
+      "tech prefix with a space",
+      "trunks:\n  a:\n    uri: sip:a.example\n    tech-prefix: 12 34\n",
+      4,
+      /tech-prefix must be digits/,
+    ],
+    [
+      "caller ID a SIP URI",
+      "trunks:\n  a:\n    uri: sip:a.example\n    caller-id: sip:me@x\n",
+      4,
+      /caller-id must be a number/,
+    ],
+    [
+      "a header the stack writes",
+      "trunks:\n  a:\n    uri: sip:a.example\n    headers:\n      X-Ok: 1\n      Call-ID: mine\n",
+      6,
+      /Call-ID is written by Bridgeline itself/,
+    ],
+    [
+      "a header name with a space",
+      "trunks:\n  a:\n    uri: sip:a.example\n    headers:\n      X Bad: 1\n",
+      5,
+      /"X Bad" is not a header name/,
+    ],
+    [
+      "headers as a list",
+      "trunks:\n  a:\n    uri: sip:a.example\n    headers: [X-A]\n",
+      4,
+      /headers must map header names to values/,
+    ],
+    [
+      "an unknown codec",
+      "trunks:\n  a:\n    uri: sip:a.example\n    codecs:\n      - PCMU\n      - G729\n",
+      6,
+      /codecs: "G729" is not one of PCMU, PCMA/,
+    ],
+    [
+      "a codec twice",
+      "trunks:\n  a:\n    uri: sip:a.example\n    codecs: [PCMU, pcmu]\n",
+      4,
+      /codecs names a codec twice/,
+    ],
+    [
+      "dtmf method",
+      "trunks:\n  a:\n    uri: sip:a.example\n    dtmf: 2833\n",
+      4,
+      /dtmf must be one of rfc4733, info, inband/,
+    ],
+    [
+      "asserted identity",
+      "trunks:\n  a:\n    uri: sip:a.example\n    asserted-identity: yes\n",
+      4,
+      /asserted-identity must be one of true, false/,
+    ],
+    ["a key given twice", "trunks:\n  a:\n    uri: sip:a.example\n    uri: sip:b.example\n", 4, /unique/i],
+    [
+      "default names no trunk",
+      "trunks:\n  a:\n    uri: sip:a.example\ndefault: b\n",
+      4,
+      /default: names no trunk: "b" \(trunks: a\)/,
+    ],
+    [
+      "route names no trunk",
+      'trunks:\n  a:\n    uri: sip:a.example\nroutes:\n  "+1604": c\n',
+      5,
+      /route \+1604 names no trunk/,
+    ],
+    [
+      "route prefix not digits",
+      "trunks:\n  a:\n    uri: sip:a.example\nroutes:\n  vancouver: a\n",
+      5,
+      /prefix must be digits/,
+    ],
+    [
+      "several trunks, nothing says which",
+      "trunks:\n  a:\n    uri: sip:a.example\n  b:\n    uri: sip:b.example\n",
+      1,
+      /default: or routes:/,
+    ],
+  ];
+  for (const [name, text, line, message] of mistakes) {
+    it(`refuses ${name}, naming line ${line}`, () => {
+      assert.throws(
+        () => parseTrunkProfiles(text),
+        (error: unknown) =>
+          error instanceof TrunkProfileError &&
+          error.line === line &&
+          message.test(error.message) &&
+          error.message.startsWith(`line ${line}: `),
+      );
+    });
+  }
+});
+
+describe("BRIDGELINE_SIP_TRUNKS_FILE", () => {
+  const dir = mkdtempSync(path.join(tmpdir(), "trunks-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  const file = path.join(dir, "trunks.yaml");
+  writeFileSync(file, FULL);
+
+  it("gives the default trunk and the routes", () => {
+    const config = loadConfig({ BRIDGELINE_SIP_TRUNKS_FILE: file });
+    assert.equal(typeof config.sip.trunk === "object" && config.sip.trunk?.techPrefix, "0011#");
+    assert.deepEqual(
+      config.sip.routes.map((route) => route.prefix),
+      ["+1604555", "+1604"],
+    );
+  });
+
+  it("names the file and the line of a mistake", () => {
+    const bad = path.join(dir, "bad.yaml");
+    writeFileSync(bad, "trunks:\n  a:\n    uri: sip:a.example\n    dtmf: tones\n");
+    assert.throws(
+      () => loadConfig({ BRIDGELINE_SIP_TRUNKS_FILE: bad }),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.message ===
+          `BRIDGELINE_SIP_TRUNKS_FILE: ${bad} line 4: trunk a: dtmf must be one of rfc4733, info, inband, got "tones"`,
+    );
+  });
+
+  it("refuses a file that cannot be read", () => {
+    assert.throws(
+      () => loadConfig({ BRIDGELINE_SIP_TRUNKS_FILE: path.join(dir, "missing.yaml") }),
+      /BRIDGELINE_SIP_TRUNKS_FILE: cannot read .*missing\.yaml: ENOENT/,
+    );
+  });
+
+  it("refuses trunk variables beside it, naming them", () => {
+    assert.throws(
+      () =>
+        loadConfig({
+          BRIDGELINE_SIP_TRUNKS_FILE: file,
+          BRIDGELINE_SIP_TRUNK: "sip:x.example",
+          BRIDGELINE_SIP_ROUTES: "+1=sip:y",
+        }),
+      /BRIDGELINE_SIP_TRUNKS_FILE: the profile file replaces BRIDGELINE_SIP_TRUNK, BRIDGELINE_SIP_ROUTES: unset them/,
+    );
+  });
+});
