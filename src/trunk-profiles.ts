@@ -167,7 +167,8 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
   const oneOf = <T extends string>(key: string, choices: readonly T[]): T | undefined => {
     const entry = text(key);
     if (entry === undefined) return undefined;
-    const choice = choices.find((known) => known === entry.value);
+    // Spelling is forgiven, not case: "e164" is E164.
+    const choice = choices.find((known) => known.toLowerCase() === entry.value.toLowerCase());
     return choice ?? fail(entry.line, `${key} must be one of ${choices.join(", ")}, got "${entry.value}"`);
   };
   const sipUri = (key: string): string | undefined => {

@@ -13,7 +13,7 @@ trunks:
     outbound-proxy: sip:edge.example.net:5062
     username: acct-a
     password: "se:cret#1"
-    number-format: E164
+    number-format: e164
     tech-prefix: "0011#"
     caller-id: (604) 555-0100
     caller-name: Example Calls
