@@ -12,6 +12,8 @@ export interface Config {
   dataDir: string;
   /** PostgreSQL connection URL; null selects the embedded SQLite store in dataDir. */
   databaseUrl: string | null;
+  /** How long start-up waits for an unreachable PostgreSQL before it gives up. */
+  databaseWaitSeconds: number;
   host: string;
   httpsPort: number;
   /** Plain-HTTP listener, only when BRIDGELINE_HTTP_PORT is set (behind a TLS proxy, or in tests). */
@@ -477,6 +479,7 @@ export function loadConfig(env: Env = process.env): Config {
   return {
     dataDir,
     databaseUrl,
+    databaseWaitSeconds: readPositiveInteger(env, "BRIDGELINE_DATABASE_WAIT_SECONDS", 60),
     host: env.BRIDGELINE_HOST || "0.0.0.0",
     httpsPort: readPort(env, "BRIDGELINE_HTTPS_PORT", 8443) as number,
     httpPort: readPort(env, "BRIDGELINE_HTTP_PORT", null),

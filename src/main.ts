@@ -11,7 +11,13 @@ import { createLogger } from "./log.js";
 import { fileDelivery, smtpDelivery } from "./notify/delivery.js";
 import { NotificationWorker } from "./notify/notification-worker.js";
 import { Scheduler } from "./scheduler/scheduler.js";
-import { openStore } from "./store/database.js";
+import {
+  openStore,
+  pendingMigrations,
+  pingDatabase,
+  type Store,
+  unreachableReason,
+} from "./store/database.js";
 import { speak } from "./telephony/media/speech.js";
 import { Telephony } from "./telephony/telephony.js";
 import { loadSipTlsMaterial, loadTlsMaterial, type TlsMaterial } from "./tls.js";
@@ -26,6 +32,11 @@ export interface RunningService {
   close(): Promise<void>;
 }
 
+/** A start that cannot go on, for a reason the operator can act on: printed as it is, no stack. */
+export class StartupError extends Error {
+  override name = "StartupError";
+}
+
 export interface ServiceOptions {
   /** Lets a room's mix be made to fail on purpose (tests of fault isolation). */
   readonly allowMediaFaultInjection?: boolean;
@@ -38,9 +49,7 @@ export async function startService(
   options: ServiceOptions = {},
 ): Promise<RunningService> {
   const logger = createLogger(config.logLevel, logDestination);
-  const store = await openStore(config, (error) =>
-    logger.warn({ err: error }, "idle database connection failed; the pool replaces it"),
-  );
+  const store = await openStoreWhenReachable(config, logger);
   let tls: TlsMaterial;
   let sipTls: ReturnType<typeof loadSipTlsMaterial>;
   try {
@@ -81,7 +90,12 @@ export async function startService(
     });
   } catch (error) {
     await store.close();
-    throw error;
+    throw (
+      portInUse(error, {
+        [sip.port]: "BRIDGELINE_SIP_PORT",
+        [sip.tlsPort ?? sip.port + 1]: "BRIDGELINE_SIP_TLS_PORT",
+      }) ?? error
+    );
   }
   if (sip.trunk === null && sip.routes.length === 0) {
     logger.warn("no SIP trunk configured (BRIDGELINE_SIP_TRUNK): calls cannot be placed");
@@ -138,6 +152,26 @@ export async function startService(
     trustedProxies: config.trustedProxies,
     dataDir: config.dataDir,
     accessNumbers: sip.accessNumbers,
+    readiness: {
+      database: async () => {
+        try {
+          await pingDatabase(store);
+          return undefined;
+        } catch (error) {
+          return databaseProblem(config, error);
+        }
+      },
+      migrations: async () => {
+        const pending = await pendingMigrations(store);
+        return pending.length === 0 ? undefined : `not applied: ${pending.join(", ")}`;
+      },
+      sip: async () => (telephony.listening ? undefined : "SIP sockets closed"),
+      // Every media thread answers a round trip (a stuck or dead one does not, in time).
+      media: async () => {
+        await telephony.media.stats();
+        return undefined;
+      },
+    },
     serverFactory: (handler) => {
       if (config.httpPort !== null) plainServer = http.createServer(handler);
       // TLS 1.2 is the floor: SSL 3.0 and TLS 1.0/1.1 are broken (decisions.md, Transport).
@@ -194,8 +228,62 @@ export async function startService(
     await app.close();
     await telephony.close();
     await store.close();
-    throw error;
+    throw (
+      portInUse(error, {
+        [config.httpsPort]: "BRIDGELINE_HTTPS_PORT",
+        ...(config.httpPort === null ? {} : { [config.httpPort]: "BRIDGELINE_HTTP_PORT" }),
+      }) ?? error
+    );
   }
+}
+
+/**
+ * Opens the store, waiting for PostgreSQL while it cannot be reached (usual when everything boots
+ * together): a log line per attempt, 2 s apart and doubling to 15 s, for BRIDGELINE_DATABASE_WAIT_SECONDS.
+ */
+async function openStoreWhenReachable(
+  config: Config,
+  logger: ReturnType<typeof createLogger>,
+): Promise<Store> {
+  const giveUpAt = Date.now() + config.databaseWaitSeconds * 1000;
+  let delayMs = 2000;
+  for (;;) {
+    try {
+      return await openStore(config, (error) =>
+        logger.warn({ err: error }, "idle database connection failed; the pool replaces it"),
+      );
+    } catch (error) {
+      const problem = databaseProblem(config, error);
+      if (problem === undefined) throw error;
+      const remainingMs = giveUpAt - Date.now();
+      if (remainingMs <= 0)
+        throw new StartupError(
+          `${problem}; gave up after ${config.databaseWaitSeconds} s (BRIDGELINE_DATABASE_WAIT_SECONDS)`,
+        );
+      const waitMs = Math.min(delayMs, remainingMs);
+      logger.warn(`${problem}; retrying in ${Math.ceil(waitMs / 100) / 10} s`);
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
+      delayMs = Math.min(2 * delayMs, 15_000);
+    }
+  }
+}
+
+/** "PostgreSQL at host:port not reachable: connection refused", when `error` says so. */
+function databaseProblem(config: Config, error: unknown): string | undefined {
+  const reason = unreachableReason(error);
+  if (reason === undefined || config.databaseUrl === null) return undefined;
+  const url = new URL(config.databaseUrl);
+  return `PostgreSQL at ${url.hostname}:${url.port || 5432} not reachable: ${reason}`;
+}
+
+/** A listener's EADDRINUSE as the setting to change. */
+function portInUse(error: unknown, settings: Readonly<Record<number, string>>): StartupError | undefined {
+  const { code, port } = (error ?? {}) as { code?: unknown; port?: unknown };
+  if (code !== "EADDRINUSE") return undefined;
+  const setting = typeof port === "number" ? settings[port] : undefined;
+  return new StartupError(
+    `port ${typeof port === "number" ? port : "?"} is already in use: ${setting === undefined ? "another process holds it" : `set ${setting} to a free port`}`,
+  );
 }
 
 /** `npm start`: configuration from the environment, graceful stop on SIGINT/SIGTERM. */
@@ -210,7 +298,16 @@ export async function runFromEnvironment(): Promise<void> {
     }
     throw error;
   }
-  const service = await startService(config);
+  let service: RunningService;
+  try {
+    service = await startService(config);
+  } catch (error) {
+    if (error instanceof StartupError) {
+      process.stderr.write(`bridgeline: ${error.message}\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;

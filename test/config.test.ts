@@ -14,6 +14,7 @@ describe("loadConfig", () => {
     assert.deepEqual(loadConfig({}), {
       dataDir: path.resolve("./data"),
       databaseUrl: null,
+      databaseWaitSeconds: 60,
       host: "0.0.0.0",
       httpsPort: 8443,
       httpPort: null,
@@ -134,6 +135,7 @@ describe("loadConfig", () => {
       BRIDGELINE_SIGNUP_LIMIT: "7",
       BRIDGELINE_THROTTLE_WINDOW_SECONDS: "60",
       BRIDGELINE_INSTANCE_ID: "bridgeline-2",
+      BRIDGELINE_DATABASE_WAIT_SECONDS: "90",
       BRIDGELINE_SIP_ADDRESS: "10.0.0.5",
       BRIDGELINE_SIP_PORT: "5080",
       BRIDGELINE_PUBLIC_ADDRESS: "203.0.113.7",
@@ -175,6 +177,7 @@ describe("loadConfig", () => {
     assert.deepEqual(config, {
       dataDir: "/var/lib/bridgeline",
       databaseUrl: "postgresql://bridgeline@db.internal:5432/bridgeline",
+      databaseWaitSeconds: 90,
       host: "127.0.0.1",
       httpsPort: 443,
       httpPort: 0,
@@ -264,6 +267,7 @@ describe("loadConfig", () => {
     [{ BRIDGELINE_SIGNUP_LIMIT: "many" }, "BRIDGELINE_SIGNUP_LIMIT"],
     [{ BRIDGELINE_THROTTLE_WINDOW_SECONDS: "1.5" }, "BRIDGELINE_THROTTLE_WINDOW_SECONDS"],
     [{ BRIDGELINE_DATABASE_URL: "mysql://db.internal/bridgeline" }, "BRIDGELINE_DATABASE_URL"],
+    [{ BRIDGELINE_DATABASE_WAIT_SECONDS: "a minute" }, "BRIDGELINE_DATABASE_WAIT_SECONDS"],
     [{ BRIDGELINE_SIP_PORT: "sip" }, "BRIDGELINE_SIP_PORT"],
     [{ BRIDGELINE_SIP_TRUNK: "127.0.0.1:5070" }, "BRIDGELINE_SIP_TRUNK"],
     [{ BRIDGELINE_SIP_TRUNK_USER: "acct" }, "BRIDGELINE_SIP_TRUNK_PASSWORD"],

@@ -29,6 +29,7 @@ import { conferenceRoutes } from "./routes/conferences.js";
 import { consoleRoutes } from "./routes/console.js";
 import { contactRoutes } from "./routes/contacts.js";
 import { eventRoutes } from "./routes/events.js";
+import { healthRoutes, type ReadinessChecks } from "./routes/health.js";
 import { liveControlRoutes } from "./routes/live-control.js";
 import { recordingRoutes } from "./routes/recordings.js";
 import { userRoutes } from "./routes/users.js";
@@ -52,6 +53,8 @@ export interface ApiOptions {
   accessNumbers: readonly string[];
   /** Creates the listening server(s) around Fastify's handler: HTTPS, and plain HTTP when enabled. */
   serverFactory?: FastifyServerFactory;
+  /** What /health/ready checks (the database, the SIP sockets, the media threads...). */
+  readiness?: ReadinessChecks;
 }
 
 /** What every route handler works with. */
@@ -173,6 +176,7 @@ export function buildApi(options: ApiOptions) {
   recordingRoutes(context);
   liveControlRoutes(context);
   eventRoutes(context, feed);
+  healthRoutes(context, options.readiness ?? {});
   void app.register(consoleRoutes(context, authenticator));
   return app;
 }

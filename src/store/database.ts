@@ -1,7 +1,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import SQLite from "better-sqlite3";
-import { Kysely, Migrator, PostgresDialect, type SqliteDatabase, SqliteDialect } from "kysely";
+import { Kysely, Migrator, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from "kysely";
 import pg from "pg";
 import { migrationProvider } from "./migrations.js";
 import type { Database } from "./schema.js";
@@ -18,9 +18,42 @@ export async function migrate(store: Store): Promise<void> {
   const migrator = new Migrator({ db: store.db, provider: migrationProvider(store.dialect) });
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === "Error");
+  // No migration ran: the database could not be reached or read; its own error says why.
+  if (error !== undefined && failed === undefined) throw error;
   if (error || failed) {
     throw new Error(`database migration ${failed?.migrationName ?? ""} failed: ${String(error)}`);
   }
+}
+
+/** The migrations not yet applied to the database (none once the store has opened). */
+export async function pendingMigrations(store: Store): Promise<string[]> {
+  const migrator = new Migrator({ db: store.db, provider: migrationProvider(store.dialect) });
+  return (await migrator.getMigrations())
+    .filter((migration) => migration.executedAt === undefined)
+    .map((migration) => migration.name);
+}
+
+/** Resolves once the database answers a query. */
+export async function pingDatabase(store: Store): Promise<void> {
+  await sql`select 1`.execute(store.db);
+}
+
+/** Errors that mean PostgreSQL cannot be reached yet (down, starting, not resolvable), not a mistake. */
+const UNREACHABLE: Readonly<Record<string, string>> = {
+  ECONNREFUSED: "connection refused",
+  ECONNRESET: "connection reset",
+  ETIMEDOUT: "connection timed out",
+  EHOSTUNREACH: "host unreachable",
+  ENETUNREACH: "network unreachable",
+  ENOTFOUND: "host name not found",
+  EAI_AGAIN: "host name lookup failed",
+  "57P03": "the database system is starting up",
+};
+
+/** Why PostgreSQL is unreachable, briefly, when `error` says it is; undefined for any other error. */
+export function unreachableReason(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? UNREACHABLE[code] : undefined;
 }
 
 const STATEMENT_CACHE_LIMIT = 500;

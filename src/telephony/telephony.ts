@@ -210,6 +210,11 @@ export class Telephony implements CallHost {
     return this.#transport.port;
   }
 
+  /** Whether the SIP sockets are open (until close). */
+  get listening(): boolean {
+    return this.#transport.listening;
+  }
+
   /** The SIP over TLS port; undefined without a TLS listener. */
   get sipTlsPort(): number | undefined {
     return this.#transport.tlsPort;

@@ -352,6 +352,11 @@ export class SipTransport {
     await this.#sendStream(wire, { host, port: via.port ?? defaultPort, transport }, transport);
   }
 
+  /** Whether the sockets are open: not closed, and the stream listeners still listening. */
+  get listening(): boolean {
+    return this.#closing === undefined && this.#server.listening && (this.#tlsServer?.listening ?? true);
+  }
+
   /** Closes the socket, the server and every connection; resolves when all are closed. Idempotent. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
