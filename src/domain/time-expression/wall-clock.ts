@@ -1,4 +1,4 @@
-import type { DateTime } from "luxon";
+import { DateTime, Info } from "luxon";
 
 /**
  * A reading of the owner's wall clock, held as a Luxon DateTime in UTC: calendar arithmetic on it
@@ -35,8 +35,19 @@ export function wallTimeOf(instant: DateTime): WallTime {
  * moves forward by the gap; a reading in the repeated autumn hour is its first occurrence.
  */
 export function instantOf(wall: WallTime, zone: string): DateTime {
-  return wall.setZone(zone, { keepLocalTime: true });
+  const rules = Info.normalizeZone(zone);
+  const local = wall.toMillis();
+  // The zone's offsets a day either side: one, or the two of a DST change in between.
+  const offsets = [rules.offset(local - DAY_MS), rules.offset(local + DAY_MS)];
+  const readings = offsets
+    .map((offset) => local - offset * 60_000)
+    .filter((instant, index) => rules.offset(instant) === offsets[index]);
+  // No reading: the wall time is in the gap, and the offset before it carries it forward.
+  const instant = readings.length > 0 ? Math.min(...readings) : local - (offsets[0] ?? 0) * 60_000;
+  return DateTime.fromMillis(instant, { zone: rules });
 }
+
+const DAY_MS = 24 * 3600 * 1000;
 
 /** Chronic's guess: the middle of the span, measured on the wall clock. */
 export function middleOf(span: Span): WallTime {
