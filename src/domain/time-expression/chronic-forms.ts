@@ -39,24 +39,28 @@ import {
 
 const WEEKDAYS: Record<string, number> = {
   sunday: 0,
-  sun: 0,
   monday: 1,
-  mon: 1,
   tuesday: 2,
-  tues: 2,
-  tue: 2,
   wednesday: 3,
-  wednes: 3,
-  wed: 3,
   thursday: 4,
-  thurs: 4,
-  thur: 4,
-  thu: 4,
   friday: 5,
-  fri: 5,
   saturday: 6,
-  sat: 6,
 };
+
+/**
+ * The spellings of day names Chronic's scanner accepts (its scan_for_day_names), and "weds",
+ * rewritten to the full name. A lone "t" is left out: Chronic's scanner takes it for Tuesday,
+ * but no handler of Chronic reads it.
+ */
+const WEEKDAY_SPELLINGS: [RegExp, string][] = [
+  [/\bm[ou]n(?:day)?\b/g, "monday"],
+  [/\bt(?:(?:ue|eu|oo|u)s?|s)(?:day)?\b|\btday\b/g, "tuesday"],
+  [/\bwe(?:d|dnes|nds|nns|ds)(?:day)?\b/g, "wednesday"],
+  [/\bth(?:u|ur|urs|ers)(?:day)?\b/g, "thursday"],
+  [/\bfr[iy](?:day)?\b/g, "friday"],
+  [/\bsat(?:t?[ue]rday)?\b/g, "saturday"],
+  [/\bsu[nm](?:day)?\b/g, "sunday"],
+];
 
 const MONTHS: Record<string, number> = {
   january: 1,
@@ -101,16 +105,37 @@ const OFFSET_UNITS: Record<string, [DurationUnit, number]> = {
 };
 
 /**
- * Chronic's parts of the day and the time each guesses, the middle of its span: morning 6-12,
- * afternoon 13-17, evening 17-20, night 20-24. All but the morning read a clock hour as pm.
+ * Chronic's parts of the day: the span of each (its start and end hour) and the time it guesses,
+ * the middle of that span. All but the morning read a clock hour as pm.
  */
 const DAY_PORTIONS = {
-  morning: { hour: 9, minute: 0, afternoonClock: false },
-  afternoon: { hour: 15, minute: 0, afternoonClock: true },
-  evening: { hour: 18, minute: 30, afternoonClock: true },
-  night: { hour: 22, minute: 0, afternoonClock: true },
+  morning: { from: 6, to: 12, hour: 9, minute: 0, afternoonClock: false },
+  afternoon: { from: 13, to: 17, hour: 15, minute: 0, afternoonClock: true },
+  evening: { from: 17, to: 20, hour: 18, minute: 30, afternoonClock: true },
+  night: { from: 20, to: 24, hour: 22, minute: 0, afternoonClock: true },
 } as const;
 type DayPortion = keyof typeof DAY_PORTIONS;
+
+/** Units counted by Chronic's own rules rather than as a duration (business days, weekends, parts of the day). */
+const COUNTED_UNITS = { weekday: 1, businessday: 1, weekend: 1, ...DAY_PORTIONS };
+
+/** "this/next/last <unit>" and a unit alone; abbreviations as Chronic's scanner reads them. */
+const PERIOD_UNITS: Record<string, PeriodUnit | "fortnight" | "weekend" | "weekday"> = {
+  second: "second",
+  sec: "second",
+  minute: "minute",
+  min: "minute",
+  hour: "hour",
+  hr: "hour",
+  day: "day",
+  week: "week",
+  fortnight: "fortnight",
+  weekend: "weekend",
+  weekday: "weekday",
+  businessday: "weekday",
+  month: "month",
+  year: "year",
+};
 
 function alternation(words: Record<string, unknown>): string {
   return Object.keys(words)
@@ -120,10 +145,48 @@ function alternation(words: Record<string, unknown>): string {
 
 const WEEKDAY = `(${alternation(WEEKDAYS)})`;
 const MONTH = `(${alternation(MONTHS)})`;
-const OFFSET_UNIT = `(${alternation(OFFSET_UNITS)})s?`;
+const OFFSET_UNIT = `(${alternation({ ...OFFSET_UNITS, ...COUNTED_UNITS })})s?`;
+/** One or more "N units", as in "2 hours and 15 minutes" or "1 hour 30 minutes". */
+const OFFSET_TERMS = `(\\d+ ${OFFSET_UNIT}(?: (?:and )?\\d+ ${OFFSET_UNIT})*)`;
+const OFFSET_TERM = new RegExp(`(\\d+) ${OFFSET_UNIT}`, "g");
 const PORTION = "(morning|afternoon|evening|night)";
 const GRABBER = "(this|next|last)";
 type Grabber = "this" | "next" | "last";
+
+// ---------------------------------------------------------------------------------------------
+// Vocabulary: the words an expression is read from, and those it skips
+
+/**
+ * Words that name or qualify a time (after normalization): each one in an expression must be
+ * part of its one reading. Seasons, time-zone names and large number words are here although no
+ * form reads them, so that an expression holding one is refused rather than read without it.
+ */
+const TIME_WORDS = new Set([
+  ...Object.keys(WEEKDAYS),
+  ...Object.keys(MONTHS),
+  ...[...Object.keys(PERIOD_UNITS), ...Object.keys(DAY_PORTIONS)].flatMap((unit) => [unit, `${unit}s`]),
+  ...["am", "pm", "now", "today", "tonight", "tomorrow", "yesterday", "midnight"],
+  ...["this", "next", "last", "ago", "hence", "later", "from", "after", "before", "past", "in"],
+  ...["quarter", "half", "hundred", "thousand", "million"],
+  ...["spring", "springs", "summer", "summers", "autumn", "autumns", "fall", "falls", "winter", "winters"],
+  ...["season", "seasons", "utc", "gmt", "z", "pt", "mt", "ct", "et", "bst", "cet", "cest", "ist"],
+  ...["pst", "pdt", "mst", "mdt", "cst", "cdt", "est", "edt", "akst", "akdt", "hst", "nst", "ndt"],
+]);
+
+/** Words that join the parts of a form ("22nd of june", "tomorrow at 9"): skipped outside a form. */
+const JOINING_WORDS = new Set(["at", "on", "of", "the", "to", "till", "and"]);
+
+function isTimeWord(word: string): boolean {
+  return /\d/.test(word) || TIME_WORDS.has(word);
+}
+
+/** The expression without the words it skips: those neither time words nor joining words. */
+function withoutSkippedWords(text: string): string {
+  return text
+    .split(" ")
+    .filter((word) => isTimeWord(word) || JOINING_WORDS.has(word))
+    .join(" ");
+}
 
 // ---------------------------------------------------------------------------------------------
 // Normalization: Chronic's pre_normalize, for the spellings this module reads
@@ -210,23 +273,67 @@ function numerize(text: string): string {
     .replace(ARTICLE_BEFORE_UNIT, "1 ");
 }
 
-/** Lower case, single spaces, Chronic's idioms in canonical form. */
-function normalizeExpression(expression: string): string {
-  const text = expression
-    .toLowerCase()
-    .replace(/\b([ap])\.m\.?/g, "$1m")
-    .replace(/['"]/g, "")
-    .replace(/,/g, " ")
+const MONTH_ABBREVIATIONS = Object.keys(MONTHS).filter((name) => name.length === 3);
+
+/**
+ * Dates and clock times written with dots, as Chronic reads them: a date is day first
+ * ("20.11.2026", "4.9.2026"); a dot between other digits is a colon ("5.30pm", "15:30.30");
+ * "2026:11:20" (the EXIF form) is a date; a fourth clock group is a fraction of a second
+ * ("15:30:30.25", "15:30:30:000250"), kept to the millisecond.
+ */
+function normalizeNumerals(text: string): string {
+  return text
+    .replace(
+      /\b(\d{1,2})\.(\d{1,2})\.(\d{4}|\d{2})\b/g,
+      (written, day: string, month: string, year: string) =>
+        Number(day) >= 1 && Number(day) <= 31 && Number(month) >= 1 && Number(month) <= 12
+          ? `${Number(day)} ${MONTH_ABBREVIATIONS[Number(month) - 1]} ${year}`
+          : written,
+    )
+    .replace(/(\d)\.(?=\d)/g, "$1:")
+    .replace(/\b(\d{4}):(\d{2}):(\d{2})\b/g, "$1-$2-$3")
+    .replace(
+      /\b(\d{1,2}:\d{2}:\d{2}):(\d{1,6})\b/g,
+      (_, clock: string, fraction: string) => `${clock}.${fraction.padEnd(3, "0").slice(0, 3)}`,
+    );
+}
+
+/**
+ * Lower case, single spaces, Chronic's idioms and spellings in canonical form. `year` is the
+ * current year, for a year written with an apostrophe ("jan '27").
+ */
+function normalizeExpression(expression: string, year: number): string {
+  let text = normalizeNumerals(
+    expression
+      .toLowerCase()
+      .replace(/(?<![a-z])([ap])\.m\.?/g, "$1m")
+      .replace(
+        /(^|\s)['\u2018\u2019](\d{2})(?![\w'])/g,
+        (_, space: string, digits: string) => `${space}${nearbyYear(Number(digits), year)}`,
+      ),
+  )
+    .replace(/@/g, " at ")
+    .replace(/['"\u2018\u2019\u201c\u201d]/g, "")
+    .replace(/[^a-z0-9:/+\-.\s]|\.(?!\d)/g, " ")
     .replace(/\s+/g, " ")
     .trim();
+  for (const [spelling, name] of WEEKDAY_SPELLINGS) text = text.replace(spelling, name);
   return numerize(text)
     .replace(/\b(?:tomm?orr?ow|tmrw)\b/g, "tomorrow")
     .replace(/\b(?:noon|midday)\b/g, "12pm")
+    .replace(/\btonite\b/g, "tonight")
+    .replace(/\bnite(s?)\b/g, "night$1")
+    .replace(/\bbusiness (days?)\b/g, "business$1")
     .replace(/\bthis (?:last|past)\b/g, "last")
     .replace(/\ba quarter\b/g, "quarter")
+    .replace(/\b(\d{1,2}|quarter|half) prior to\b/g, "$1 to")
     .replace(/ ?\bo ?clock\b/g, "")
+    .replace(/\b(\d{1,2})(\d{2}) ?([ap])m?\b/g, "$1:$2$3m")
     .replace(/\b(\d{1,2}(?::\d{2})?) ?([ap])\b/g, "$1$2m")
-    .replace(/^(?:at|on|the) /, "");
+    .replace(
+      new RegExp(`\\b(\\d{1,2}:\\d{2}(?::\\d{2})? (?:${alternation(ZONE_OFFSETS)})) (\\d{4})$`),
+      "$2 $1",
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -241,6 +348,8 @@ const TODAY = "chronic/today";
 /** "midnight" is 24:00, the end of its day. */
 const MIDNIGHT = "chronic/midnight";
 const PORTION_TAG = "chronic/portion:";
+/** A weekday name alone: let go when a calendar date follows it ("fri sep 4"). */
+const WEEKDAY_NAME = "chronic/weekday-name";
 /** A point this module has already fixed (an instant, or a span's guess): no refiner changes it. */
 const FIXED = "chronic/fixed";
 
@@ -307,11 +416,90 @@ function portionHour(hour: number, portion: DayPortion): number {
 // ---------------------------------------------------------------------------------------------
 // Calendar rules of Chronic's repeaters
 
+/** The first day strictly after (direction 1) or before (-1) `day` that falls on the weekday. */
+function weekdayAfter(day: WallTime, weekday: number, direction: 1 | -1): WallTime {
+  let candidate = day.startOf("day");
+  do candidate = candidate.plus({ days: direction });
+  while (candidate.weekday % 7 !== weekday);
+  return candidate;
+}
+
 /** A weekday: the next one after today, or the last one before it; never today. */
 function weekdayFrom(clock: Clock, weekday: number, direction: 1 | -1): WallTime {
+  return weekdayAfter(clock.wallNow, weekday, direction);
+}
+
+const SUNDAY = 0;
+const SATURDAY = 6;
+
+function isBusinessDay(wall: DateTime): boolean {
+  return wall.weekday < 6;
+}
+
+/** A business day (Chronic's "weekday"): the next one after today, or the last one before it. */
+function businessDayFrom(clock: Clock, direction: 1 | -1): WallTime {
   let day = clock.wallNow.startOf("day");
   do day = day.plus({ days: direction });
-  while (day.weekday % 7 !== weekday);
+  while (!isBusinessDay(day));
+  return day;
+}
+
+/**
+ * Chronic's weekend, Saturday 00:00 to Monday 00:00: "this" and "next" are the first one after
+ * today, "last" the latest one starting on or before today.
+ */
+function weekendSpan(clock: Clock, grabber: Grabber): Span {
+  const today = clock.wallNow.startOf("day");
+  const saturday =
+    grabber === "last"
+      ? weekdayAfter(today.plus({ days: 1 }), SATURDAY, -1)
+      : weekdayAfter(today, SATURDAY, 1);
+  return { start: saturday, end: saturday.plus({ days: 2 }) };
+}
+
+/**
+ * Chronic's fortnights start on a Sunday: "next" is the one from the coming Sunday, "last" the
+ * one that ended a week before the latest Sunday (on or before today), and "this" runs from the
+ * next hour to the second Sunday to come.
+ */
+function fortnightSpan(clock: Clock, grabber: Grabber): Span {
+  const today = clock.wallNow.startOf("day");
+  const comingSunday = weekdayAfter(today, SUNDAY, 1);
+  if (grabber === "this") {
+    return { start: clock.wallNow.startOf("hour").plus({ hours: 1 }), end: comingSunday.plus({ weeks: 1 }) };
+  }
+  const start =
+    grabber === "next" ? comingSunday : weekdayAfter(today.plus({ days: 1 }), SUNDAY, -1).minus({ weeks: 2 });
+  return { start, end: start.plus({ weeks: 2 }) };
+}
+
+/** "2 weekends from now": the start of the Nth Saturday after today (ago: on or before today). */
+function nthWeekend(clock: Clock, count: number, direction: 1 | -1): WallTime {
+  return weekendSpan(clock, direction > 0 ? "next" : "last").start.plus({ weeks: direction * (count - 1) });
+}
+
+/**
+ * "3 mornings from now": the Nth such part of a day after now, guessed at its middle. The first
+ * is today's when it has not begun, else tomorrow's (ago: today's when it is over, else
+ * yesterday's), as Chronic counts them.
+ */
+function nthPortion(clock: Clock, portion: DayPortion, count: number, direction: 1 | -1): WallTime {
+  const { from, to, hour, minute } = DAY_PORTIONS[portion];
+  const today = clock.wallNow.startOf("day");
+  const hours = clock.wallNow.diff(today).as("hours");
+  let first = today.plus({ days: direction });
+  if (hours < from && direction > 0) first = today;
+  if (hours > to && direction < 0) first = today;
+  return first.plus({ days: direction * (count - 1) }).set({ hour, minute });
+}
+
+/** Business days from an instant, keeping its wall-clock time. */
+function plusBusinessDays(instant: DateTime, count: number): DateTime {
+  let day = instant;
+  for (let left = Math.abs(count); left > 0; ) {
+    day = day.plus({ days: Math.sign(count) });
+    if (isBusinessDay(day)) left -= 1;
+  }
   return day;
 }
 
@@ -364,7 +552,7 @@ function parser(pattern: RegExp, extract: Parser["extract"]): Parser {
   return { pattern: () => pattern, extract };
 }
 
-const nowParser = parser(/\b(?:right now|now|this second)\b/, (context) =>
+const nowParser = parser(/\b(?:now|this second)\b/, (context) =>
   instantResult(context, clockOf(context).now),
 );
 
@@ -400,8 +588,24 @@ const portionThenDayParser = parser(
 /** "friday", "this friday", "next friday", "last friday": the next (or last) one, never today. */
 const weekdayParser = parser(new RegExp(`\\b(?:${GRABBER} )?${WEEKDAY}\\b`), (context, match) => {
   const weekday = WEEKDAYS[match[2] ?? ""] ?? 0;
-  return dateResult(context, weekdayFrom(clockOf(context), weekday, match[1] === "last" ? -1 : 1));
+  const day = weekdayFrom(clockOf(context), weekday, match[1] === "last" ? -1 : 1);
+  return dateResult(context, day, match[1] ? [] : [WEEKDAY_NAME]);
 });
+
+/**
+ * "fri 4th", "friday the 13th": that day of this month, or of the next once it has passed (the
+ * weekday name is let go, as Chronic does).
+ */
+const weekdayOrdinalDayParser = parser(
+  new RegExp(`\\b${WEEKDAY} (?:the )?(\\d{1,2})(?:st|nd|rd|th)\\b(?! (?:of )?(?:${alternation(MONTHS)})\\b)`),
+  (context, match) => {
+    const today = clockOf(context).wallNow.startOf("day");
+    const day = Number(match[2]);
+    const month = today.startOf("month").plus({ months: today.day > day ? 1 : 0 });
+    if (day < 1 || day > (month.daysInMonth ?? 0)) return null;
+    return dateResult(context, month.set({ day }));
+  },
+);
 
 /** "thursday last week", "last week tuesday": that weekday in that Sunday-to-Saturday week. */
 function weekdayInWeek(context: ParsingContext, weekdayWord: string, grabber: string): ParsingComponents {
@@ -427,14 +631,18 @@ const monthWithGrabberParser = parser(new RegExp(`\\b${GRABBER} ${MONTH}\\b`), (
 
 /** "next month", "this week", "last year", "next hour": the period, guessed at its middle. */
 const periodParser = parser(
-  new RegExp(`\\b${GRABBER} (second|minute|hour|day|week|month|year)\\b`),
+  new RegExp(`\\b(?:${GRABBER} )?(${alternation(PERIOD_UNITS)})\\b`),
   (context, match) => {
-    const grabber = match[1] as Grabber;
-    const unit = match[2] as PeriodUnit;
+    const clock = clockOf(context);
+    const grabber = (match[1] ?? "this") as Grabber;
+    const unit = PERIOD_UNITS[match[2] ?? ""] ?? "day";
     if (grabber === "this" && unit === "day") {
-      return dateResult(context, clockOf(context).wallNow.startOf("day"), [TODAY]);
+      return dateResult(context, clock.wallNow.startOf("day"), [TODAY]);
     }
-    return spanGuessResult(context, periodSpan(clockOf(context), unit, grabber));
+    if (unit === "weekday") return dateResult(context, businessDayFrom(clock, grabber === "last" ? -1 : 1));
+    if (unit === "weekend") return spanGuessResult(context, weekendSpan(clock, grabber));
+    if (unit === "fortnight") return spanGuessResult(context, fortnightSpan(clock, grabber));
+    return spanGuessResult(context, periodSpan(clock, unit, grabber));
   },
 );
 
@@ -469,22 +677,53 @@ const bareTimeParser = parser(/(?<![\w/:.-])(\d{1,4})(?![\w/:.-])/, (context, ma
 });
 
 const CLOCK_PHRASE_MINUTES: Record<string, number> = { quarter: 15, half: 30 };
+const MINUTES_BEFORE = new Set(["to", "till", "before"]);
 
-/** "10 to 8", "half past 2", "quarter after 3", "5 before 3": minutes before or after an hour. */
+function clockPhraseMinutes(written: string): number | null {
+  const minutes = CLOCK_PHRASE_MINUTES[written] ?? Number(written);
+  return minutes >= 1 && minutes <= 59 ? minutes : null;
+}
+
+/**
+ * "10 to 8", "half past 2", "quarter after 3", "5 before 3", "10 to 8pm", "10 to 8 in the
+ * evening": minutes before or after an hour. An hour 1-12 without am/pm or a part of the day is
+ * either half of the day (Chronic's reading of it).
+ */
 const clockPhraseParser = parser(
-  /\b(\d{1,2}|quarter|half) (past|after|to|till|before) (\d{1,2})\b/,
+  /\b(\d{1,2}|quarter|half) (past|after|to|till|before) (\d{1,2})(?: ?([ap]m)| (in the morning|in the afternoon|in the evening|at night))?\b/,
   (context, match) => {
-    const minutes = CLOCK_PHRASE_MINUTES[match[1] ?? ""] ?? Number(match[1]);
-    const hour = Number(match[3]);
-    if (minutes < 1 || minutes > 59 || hour > 23) return null;
-    const before = ["to", "till", "before"].includes(match[2] ?? "");
-    const dayMinutes = hour <= 12 ? 12 * 60 : 24 * 60;
-    const total = ((hour % (dayMinutes / 60)) * 60 + (before ? -minutes : minutes) + dayMinutes) % dayMinutes;
+    const minutes = clockPhraseMinutes(match[1] ?? "");
+    const portion = match[5];
+    const meridiem = match[4] ?? (portion && (portion === "in the morning" ? "am" : "pm"));
+    let hour = Number(match[3]);
+    if (minutes === null || hour > (meridiem ? 12 : 23)) return null;
+    if (meridiem) hour = (hour % 12) + (meridiem === "pm" ? 12 : 0);
+    const eitherHalf = hour <= 12 && !meridiem;
+    const dayMinutes = eitherHalf ? 12 * 60 : 24 * 60;
+    const offset = MINUTES_BEFORE.has(match[2] ?? "") ? -minutes : minutes;
+    const total = (((hour * 60) % dayMinutes) + offset + dayMinutes) % dayMinutes;
     const components = context
       .createParsingComponents()
       .assign("hour", Math.floor(total / 60))
       .assign("minute", total % 60);
-    return hour <= 12 ? components.addTags([AMBIGUOUS_HOUR, EITHER_HALF_OF_DAY]) : components;
+    if (meridiem) return components.assign("meridiem", total >= 12 * 60 ? Meridiem.PM : Meridiem.AM);
+    return eitherHalf ? components.addTags([AMBIGUOUS_HOUR, EITHER_HALF_OF_DAY]) : components;
+  },
+);
+
+/**
+ * "10 to", "quarter past" without an hour: minutes before or after the coming hour, that is
+ * the next time from now at that minute ("10 to" at 14:00 is 14:50, at 14:55 it is 15:50).
+ */
+const hourlessClockPhraseParser = parser(
+  /\b(\d{1,2}|quarter|half) (past|after|to|till|before)$/,
+  (context, match) => {
+    const minutes = clockPhraseMinutes(match[1] ?? "");
+    if (minutes === null) return null;
+    const { now } = clockOf(context);
+    const minute = MINUTES_BEFORE.has(match[2] ?? "") ? 60 - minutes : minutes;
+    const thisHour = now.startOf("hour").set({ minute });
+    return instantResult(context, thisHour < now ? thisHour.plus({ hours: 1 }) : thisHour);
   },
 );
 
@@ -492,36 +731,67 @@ const midnightParser = parser(/\bmidnight\b/, (context) =>
   context.createParsingComponents().assign("hour", 0).assign("minute", 0).addTag(MIDNIGHT),
 );
 
-/** "in 3 hours": an offset from now. */
-const inOffsetParser = parser(new RegExp(`\\bin (\\d+) ${OFFSET_UNIT}\\b`), (context, match) => {
-  const clock = clockOf(context);
-  return instantResult(context, offsetFrom(clock.now, match[2] ?? "", Number(match[1])));
+/** "in 3 hours", "in 5 mins", "in 2 hours and 15 minutes": an offset from now. */
+const inOffsetParser = parser(new RegExp(`\\bin ${OFFSET_TERMS}\\b`), (context, match) => {
+  const instant = offsetFrom(clockOf(context), clockOf(context).now, match[1] ?? "", 1);
+  return instant ? instantResult(context, instant) : null;
 });
 
 /**
- * "7 days from now", "1 week hence", "3 years ago", "7 hours before tomorrow at noon",
- * "1 year ago tomorrow": an offset from an anchor, which is any readable expression (now when
- * none follows "ago", "hence" or "later").
+ * "7 days from now", "1 week hence", "3 years ago", "2 hours and 15 minutes from now",
+ * "7 hours before tomorrow at noon", "1 year ago tomorrow": an offset from an anchor, which is
+ * any readable expression (now when none follows "ago", "hence" or "later").
  */
 const anchoredOffsetParser = parser(
-  new RegExp(`\\b(\\d+) ${OFFSET_UNIT} (ago|hence|later|before|after|from)(?: (.+))?$`),
+  new RegExp(`\\b${OFFSET_TERMS} (?<pointer>ago|hence|later|before|after|from)(?: (?<anchor>.+))?$`),
   (context, match) => {
     const clock = clockOf(context);
-    const pointer = match[3] ?? "";
-    const anchorText = match[4];
+    const pointer = match.groups?.pointer ?? "";
+    const anchorText = match.groups?.anchor;
     const needsAnchor = pointer === "before" || pointer === "after" || pointer === "from";
     if (needsAnchor && anchorText === undefined) return null;
     const anchor = anchorText === undefined ? clock.now : readChronicExpression(anchorText, clock.now);
     if (!anchor) return null;
-    const sign = pointer === "ago" || pointer === "before" ? -1 : 1;
-    return instantResult(context, offsetFrom(anchor, match[2] ?? "", sign * Number(match[1])));
+    const instant = offsetFrom(
+      clock,
+      anchor,
+      match[1] ?? "",
+      pointer === "ago" || pointer === "before" ? -1 : 1,
+    );
+    return instant ? instantResult(context, instant) : null;
   },
 );
 
-/** Days and longer move on the calendar (same wall-clock time); hours and shorter are elapsed. */
-function offsetFrom(anchor: DateTime, unitWord: string, amount: number): DateTime {
-  const [unit, multiple] = OFFSET_UNITS[unitWord] ?? ["days", 1];
-  return anchor.plus({ [unit]: amount * multiple });
+/**
+ * An offset ("2 hours and 15 minutes") applied to its anchor, term by term as written. Days and
+ * longer move on the calendar (same wall-clock time), hours and shorter are elapsed, business
+ * days skip Saturdays and Sundays. Weekends and parts of the day are counted from now only, and
+ * alone ("2 weekends from now", "3 mornings ago"). Null for other uses of them.
+ */
+function offsetFrom(clock: Clock, anchor: DateTime, terms: string, direction: 1 | -1): DateTime | null {
+  const counted = [...terms.matchAll(OFFSET_TERM)].map(
+    ([, count, unit]) => [Number(count), unit ?? ""] as const,
+  );
+  const [first] = counted;
+  if (!first) return null;
+  const [count, unit] = first;
+  if (unit === "weekend" || unit in DAY_PORTIONS) {
+    if (counted.length > 1 || count < 1 || anchor.toMillis() !== clock.now.toMillis()) return null;
+    const wall =
+      unit === "weekend"
+        ? nthWeekend(clock, count, direction)
+        : nthPortion(clock, unit as DayPortion, count, direction);
+    return instantOf(wall, clock.zone);
+  }
+  let instant = anchor;
+  for (const [amount, word] of counted) {
+    const duration = OFFSET_UNITS[word];
+    if (duration) instant = instant.plus({ [duration[0]]: direction * amount * duration[1] });
+    else if (word === "weekday" || word === "businessday")
+      instant = plusBusinessDays(instant, direction * amount);
+    else return null;
+  }
+  return instant;
 }
 
 const ORDINAL_OUTER = `(?:(?:in|of) )?(?:${GRABBER} )?(${alternation(MONTHS)}|week|month|year)(?: (\\d{4}))?`;
@@ -578,12 +848,24 @@ const ordinalInPeriodParser = parser(
   },
 );
 
-/** "1979-05": a month of a year. */
-const yearMonthParser = parser(/\b(\d{4})-(\d{1,2})\b(?![-/:\d])/, (context, match) => {
+/** "1979-05", "2026/11": a month of a year. */
+const yearMonthParser = parser(/\b(\d{4})[-/](\d{1,2})\b(?![-/:\d])/, (context, match) => {
   const month = Number(match[2]);
   if (month < 1 || month > 12) return null;
   return context.createParsingComponents().assign("year", Number(match[1])).assign("month", month);
 });
+
+/** "2027 march 3rd", "2009 may 22nd": a date written year first. */
+const yearMonthNameDayParser = parser(
+  new RegExp(`\\b(\\d{4}) ${MONTH} (\\d{1,2})(?:st|nd|rd|th)?\\b(?!:)`),
+  (context, match) => {
+    const date = DateTime.fromObject(
+      { year: Number(match[1]), month: MONTHS[match[2] ?? ""], day: Number(match[3]) },
+      { zone: "utc" },
+    );
+    return date.isValid ? dateResult(context, date) : null;
+  },
+);
 
 // ---------------------------------------------------------------------------------------------
 // Refiners: Chronic's rules applied to what the parsers found
@@ -594,6 +876,52 @@ function refiner(refine: Refiner["refine"]): Refiner {
 
 /** A start time is one time: ranges ("5-7pm", chrono-node's reading of "10 to 8") are dropped. */
 const dropRangesRefiner = refiner((_context, results) => results.filter((result) => !result.end));
+
+/**
+ * A weekday name before a calendar date ("fri sep 4", "friday 4 september 2026 at 3pm") adds
+ * nothing to it: the date is read and the name let go, as Chronic does.
+ */
+const weekdayBeforeDateRefiner = refiner((context, results) =>
+  results.filter((result, index) => {
+    const date = results[index + 1];
+    if (!date || !result.start.tags().has(WEEKDAY_NAME)) return true;
+    const between = context.text.slice(result.index + result.text.length, date.index);
+    if (!/^ (?:the )?$/.test(between) || !date.start.isCertain("month") || !date.start.isCertain("day")) {
+      return true;
+    }
+    date.text = context.text.slice(result.index, date.index + date.text.length);
+    date.index = result.index;
+    return false;
+  }),
+);
+
+/** The zone names Chronic reads after a time (its TimeZone tag, and GMT), as UTC offsets in minutes. */
+const ZONE_OFFSETS: Record<string, number> = {
+  utc: 0,
+  gmt: 0,
+  z: 0,
+  est: -300,
+  edt: -240,
+  cst: -360,
+  cdt: -300,
+  mst: -420,
+  mdt: -360,
+  pst: -480,
+  pdt: -420,
+};
+const ZONE_AFTER_TIME = new RegExp(`^ (${alternation(ZONE_OFFSETS)})\\b`);
+
+/** A zone name after a time ("2011-07-03 21:11:35 utc", "5pm est") fixes its UTC offset. */
+const zoneNameRefiner = refiner((context, results) => {
+  for (const result of results) {
+    if (!result.start.isCertain("hour") || result.start.isCertain("timezoneOffset")) continue;
+    const zone = ZONE_AFTER_TIME.exec(context.text.slice(result.index + result.text.length))?.[1];
+    if (zone === undefined) continue;
+    result.start.assign("timezoneOffset", ZONE_OFFSETS[zone] ?? 0);
+    result.text += ` ${zone}`;
+  }
+  return results;
+});
 
 function isTimeOnly(components: ParsingComponents): boolean {
   return components.isCertain("hour") && !components.isCertain("day");
@@ -785,16 +1113,19 @@ function createReader(): Chrono {
       portionThenDayParser,
       weekdayThenWeekParser,
       weekThenWeekdayParser,
+      weekdayOrdinalDayParser,
       weekdayParser,
       monthWithGrabberParser,
       periodParser,
       portionTimeParser,
       clockPhraseParser,
+      hourlessClockPhraseParser,
       midnightParser,
       inOffsetParser,
       anchoredOffsetParser,
       ordinalInPeriodParser,
       yearMonthParser,
+      yearMonthNameDayParser,
       bareTimeParser,
       ...CHRONO_PARSERS.map((name) => chronoPart(strict.parsers, name)),
       chronoPart(casual.parsers, "ENMonthNameParser"),
@@ -806,6 +1137,8 @@ function createReader(): Chrono {
       timezoneOffset,
       overlapRemoval,
       mergeDateTime,
+      zoneNameRefiner,
+      weekdayBeforeDateRefiner,
       resolveDatedHoursRefiner,
       midnightRefiner,
       yearRefiner,
@@ -838,19 +1171,20 @@ function instantFrom(components: ParsingComponents, clock: Clock): DateTime | nu
 }
 
 /**
- * Reads a free-form expression as Chronic would, on the wall clock of `now`'s zone. The whole
- * expression must be understood: null when it is not (or names no valid date).
+ * Reads a free-form expression as Chronic would, on the wall clock of `now`'s zone. Words that
+ * are not time words are skipped; the time words must make one reading, and joining words ("at",
+ * "of") outside it are skipped too. Null when no such reading exists (or it names no valid date).
  */
 export function readChronicExpression(expression: string, now: DateTime): DateTime | null {
-  const text = normalizeExpression(expression);
-  if (text === "") return null;
+  const text = withoutSkippedWords(normalizeExpression(expression, now.year));
+  if (!text.split(" ").some(isTimeWord)) return null;
   const clock = clockAt(now);
   const reference = now.toJSDate();
   clocks.set(reference, clock);
   const results = reader.parse(text, reference) as ParsingResult[];
   const [result] = results;
-  if (results.length !== 1 || !result || result.index !== 0 || result.text.length !== text.length) {
-    return null;
-  }
+  if (results.length !== 1 || !result) return null;
+  const outside = `${text.slice(0, result.index)} ${text.slice(result.index + result.text.length)}`;
+  if (outside.split(" ").some(isTimeWord)) return null;
   return instantFrom(result.start, clock);
 }
