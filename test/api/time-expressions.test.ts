@@ -86,6 +86,47 @@ describe("scheduled-to-start-at as a free-form expression", () => {
     assert.equal(field(created, "scheduled-to-start-at"), "2030-01-05T22:30:00Z");
   });
 
+  it("reads the forms of issue 19 as written, skipping the words around them", async () => {
+    const examples: [typeof newfoundland, string, string][] = [
+      // Newfoundland daylight time (-02:30) in September, standard time (-03:30) in November.
+      [newfoundland, "lunch with Ann on Fri Sep 4 2026 at 12:30", "2026-09-04T15:00:00Z"],
+      [newfoundland, "20.11.2030 at 9am", "2030-11-20T12:30:00Z"],
+      [newfoundland, "call on 4.9.2030 at 3pm", "2030-09-04T17:30:00Z"],
+      [newfoundland, "2030:07:01 09:00:00", "2030-07-01T11:30:00Z"],
+      [zoneless, "nov 5 2030 1045pm", "2030-11-05T22:45:00Z"],
+      [zoneless, "2031 March 3rd at 9a.m.", "2031-03-03T09:00:00Z"],
+      [zoneless, "jan '31", "2031-01-16T12:00:00Z"],
+      [zoneless, "20-Nov-30 10:30", "2030-11-20T10:30:00Z"],
+      [zoneless, "Mon Apr 02 17:00:00 PDT 2035", "2035-04-03T00:00:00Z"],
+    ];
+    for (const [user, start, stored] of examples) {
+      const response = await create(user, start);
+      assert.equal(response.status, 201, `${start}: ${response.text}`);
+      assert.equal(field(response, "scheduled-to-start-at"), stored, start);
+    }
+  });
+
+  it("reads compound offsets from the moment of the request", async () => {
+    const before = Date.now();
+    const response = await create(zoneless, "meeting in 2 hours and 15 minutes");
+    const after = Date.now();
+    assert.equal(response.status, 201, response.text);
+    const offset = (2 * 60 + 15) * 60 * 1000;
+    const shown = field(response, "scheduled-to-start-at");
+    assert.ok(shown >= apiTime(before + offset) && shown <= apiTime(after + offset), shown);
+  });
+
+  it("answers 422 for text with no time in it, and for a time word it cannot place", async () => {
+    for (const start of ["call Ann about the budget", "meeting in Boston tomorrow at 3"]) {
+      const response = await create(zoneless, start);
+      assert.equal(response.status, 422, response.text);
+      assert.ok(
+        errorsOf(response).some((error) => error.includes(`"${start}"`)),
+        response.text,
+      );
+    }
+  });
+
   it("answers 422 quoting an unreadable expression on create and stores nothing", async () => {
     const list = () => api.request("GET", `/users/${zoneless.id}/conferences`, { auth: zoneless.auth });
     const countBefore = conferenceCount(await list());
