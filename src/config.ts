@@ -18,6 +18,8 @@ export interface Config {
   httpsPort: number;
   /** Plain-HTTP listener, only when BRIDGELINE_HTTP_PORT is set (behind a TLS proxy, or in tests). */
   httpPort: number | null;
+  /** Prometheus metrics (GET /metrics) on a plain-HTTP port of their own; null: none. */
+  metricsPort: number | null;
   /** Proxy addresses (comma-separated IPs/CIDRs) whose X-Forwarded-For names the client. */
   trustedProxies: string | null;
   tlsCertFile: string | null;
@@ -483,6 +485,7 @@ export function loadConfig(env: Env = process.env): Config {
     host: env.BRIDGELINE_HOST || "0.0.0.0",
     httpsPort: readPort(env, "BRIDGELINE_HTTPS_PORT", 8443) as number,
     httpPort: readPort(env, "BRIDGELINE_HTTP_PORT", null),
+    metricsPort: readPort(env, "BRIDGELINE_METRICS_PORT", null),
     trustedProxies: env.BRIDGELINE_TRUSTED_PROXIES || null,
     tlsCertFile,
     tlsKeyFile,

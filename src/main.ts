@@ -3,11 +3,13 @@ import https from "node:https";
 import type { AddressInfo } from "node:net";
 import path from "node:path";
 import type { DestinationStream } from "pino";
+import { EventFeed } from "./api/event-feed.js";
 import { buildApi } from "./api/server.js";
 import { ConferenceRuntime } from "./conference/conference-runtime.js";
 import { conferenceStore } from "./conference/store.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { createLogger } from "./log.js";
+import { listenForScrapes, ServiceMetrics } from "./metrics.js";
 import { fileDelivery, smtpDelivery } from "./notify/delivery.js";
 import { NotificationWorker } from "./notify/notification-worker.js";
 import { Scheduler } from "./scheduler/scheduler.js";
@@ -25,6 +27,8 @@ import { loadSipTlsMaterial, loadTlsMaterial, type TlsMaterial } from "./tls.js"
 export interface RunningService {
   httpsPort: number;
   httpPort: number | null;
+  /** The metrics listener's port; null without BRIDGELINE_METRICS_PORT. */
+  metricsPort: number | null;
   /** The SIP port (UDP and TCP). */
   sipPort: number;
   telephony: Telephony;
@@ -49,6 +53,7 @@ export async function startService(
   options: ServiceOptions = {},
 ): Promise<RunningService> {
   const logger = createLogger(config.logLevel, logDestination);
+  const metrics = new ServiceMetrics(logger.child({ component: "metrics" }));
   const store = await openStoreWhenReachable(config, logger);
   let tls: TlsMaterial;
   let sipTls: ReturnType<typeof loadSipTlsMaterial>;
@@ -87,6 +92,7 @@ export async function startService(
         suites: sip.srtpSuites,
       },
       logger: logger.child({ component: "telephony" }),
+      observer: metrics.calls,
     });
   } catch (error) {
     await store.close();
@@ -142,6 +148,8 @@ export async function startService(
     retrySeconds: mail.retrySeconds,
     logger: logger.child({ component: "notifications" }),
   });
+  const eventFeed = new EventFeed(store, logger);
+  metrics.connect({ store, conferences, mediaStats: () => telephony.media.stats(), eventFeed });
   let plainServer: http.Server | null = null;
   const app = buildApi({
     store,
@@ -152,6 +160,8 @@ export async function startService(
     trustedProxies: config.trustedProxies,
     dataDir: config.dataDir,
     accessNumbers: sip.accessNumbers,
+    eventFeed,
+    onRequestDone: metrics.requestDone,
     readiness: {
       database: async () => {
         try {
@@ -178,6 +188,7 @@ export async function startService(
       return https.createServer({ cert: tls.cert, key: tls.key, minVersion: "TLSv1.2" }, handler);
     },
   });
+  let metricsListener: Awaited<ReturnType<typeof listenForScrapes>> | undefined;
   try {
     await app.listen({ port: config.httpsPort, host: config.host });
     const httpsPort = (app.server.address() as AddressInfo).port;
@@ -190,6 +201,8 @@ export async function startService(
       });
       httpPort = (plain.address() as AddressInfo).port;
     }
+    if (config.metricsPort !== null)
+      metricsListener = await listenForScrapes(metrics, config.host, config.metricsPort, logger);
     await scheduler.start();
     await notifications.start();
     const sipPort = telephony.sipPort;
@@ -199,6 +212,7 @@ export async function startService(
         httpPort,
         sipPort,
         sipTlsPort: telephony.sipTlsPort,
+        metricsPort: metricsListener?.port ?? null,
         store: store.dialect,
         dataDir: config.dataDir,
       },
@@ -207,6 +221,7 @@ export async function startService(
     return {
       httpsPort,
       httpPort,
+      metricsPort: metricsListener?.port ?? null,
       sipPort,
       telephony,
       conferences,
@@ -217,6 +232,7 @@ export async function startService(
           telephony.close(),
           app.close(),
           plain ? new Promise<void>((resolve) => plain.close(() => resolve())) : undefined,
+          metricsListener?.close(),
         ]);
         await store.close();
         logger.info("bridgeline stopped");
@@ -226,11 +242,13 @@ export async function startService(
     await Promise.all([scheduler.stop(), notifications.stop()]);
     await conferences.close();
     await app.close();
+    await metricsListener?.close();
     await telephony.close();
     await store.close();
     throw (
       portInUse(error, {
         [config.httpsPort]: "BRIDGELINE_HTTPS_PORT",
+        ...(config.metricsPort === null ? {} : { [config.metricsPort]: "BRIDGELINE_METRICS_PORT" }),
         ...(config.httpPort === null ? {} : { [config.httpPort]: "BRIDGELINE_HTTP_PORT" }),
       }) ?? error
     );

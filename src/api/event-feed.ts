@@ -90,6 +90,11 @@ export class EventFeed {
     return unsubscribe;
   }
 
+  /** Open event streams. */
+  get subscribers(): number {
+    return this.#subscriptions.size;
+  }
+
   /** Ends every stream (service shutdown). */
   close(): void {
     this.#closed = true;

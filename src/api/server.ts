@@ -55,6 +55,10 @@ export interface ApiOptions {
   serverFactory?: FastifyServerFactory;
   /** What /health/ready checks (the database, the SIP sockets, the media threads...). */
   readiness?: ReadinessChecks;
+  /** The event streams' feed, when the caller keeps one (to count its streams); else one of its own. */
+  eventFeed?: EventFeed;
+  /** Told of every answered request: its route pattern (e.g. `/users/:userId`), method, status, seconds. */
+  onRequestDone?: (route: string, method: string, status: number, seconds: number) => void;
 }
 
 /** What every route handler works with. */
@@ -99,7 +103,7 @@ export function buildApi(options: ApiOptions) {
   });
   const windowMs = options.throttleWindowSeconds * 1000;
   const authenticator = new Authenticator(options.store, new Throttle(options.failedLoginLimit, windowMs));
-  const feed = new EventFeed(options.store, options.logger);
+  const feed = options.eventFeed ?? new EventFeed(options.store, options.logger);
   // Open event streams would hold the server open.
   app.addHook("preClose", async () => feed.close());
   void app.register(fastifyCookie);
@@ -122,6 +126,14 @@ export function buildApi(options: ApiOptions) {
       throw new HttpError(415, "POST and PUT bodies must be sent as Content-Type: application/xml");
     }
   });
+
+  const onRequestDone = options.onRequestDone;
+  if (onRequestDone !== undefined)
+    app.addHook("onResponse", async (request, reply) => {
+      // Unmatched paths share one label, so that scanners cannot grow the label set.
+      const route = request.routeOptions.url ?? "unmatched";
+      onRequestDone(route, request.method, reply.statusCode, reply.elapsedTime / 1000);
+    });
 
   app.setErrorHandler((error, request, reply) => {
     const { status, messages, headers } = describeError(error);

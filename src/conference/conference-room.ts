@@ -163,6 +163,11 @@ export class ConferenceRoom {
     return Math.max(this.#legs.size, this.#options.reserved);
   }
 
+  /** The room's calls, in the greeting or in the room. */
+  get legCount(): number {
+    return this.#legs.size;
+  }
+
   /** Attendees in the room (not those still in the greeting). */
   get participants(): number {
     let count = 0;

@@ -42,6 +42,8 @@ export class ConferenceRuntime {
   /** Wrong PINs by caller, across calls. */
   readonly #wrongPins: Throttle;
   #refreshing = false;
+  #dialIns = 0;
+  #wrongPinCount = 0;
 
   constructor(options: ConferenceRuntimeOptions) {
     this.#options = options;
@@ -74,8 +76,12 @@ export class ConferenceRuntime {
         return;
       }
       call.ring();
+      this.#dialIns++;
       answerDialIn(call, {
-        onWrongPin: () => this.#wrongPins.record(call.from),
+        onWrongPin: () => {
+          this.#wrongPinCount++;
+          this.#wrongPins.record(call.from);
+        },
         store: options.store,
         logger: options.logger,
         telephone: options.telephone,
@@ -95,6 +101,27 @@ export class ConferenceRuntime {
   /** How many conferences this instance runs now. */
   get runningRooms(): number {
     return this.#rooms.size;
+  }
+
+  /** Calls taken on an access number since start (those refused for wrong PINs not counted). */
+  get dialIns(): number {
+    return this.#dialIns;
+  }
+
+  /** Wrong PINs typed by callers since start. */
+  get wrongPins(): number {
+    return this.#wrongPinCount;
+  }
+
+  /** The calls in this instance's rooms: in the greeting, or joined into the audio. */
+  get legs(): { greeting: number; joined: number } {
+    let greeting = 0;
+    let joined = 0;
+    for (const room of this.#rooms.values()) {
+      joined += room.participants;
+      greeting += room.legCount - room.participants;
+    }
+    return { greeting, joined };
   }
 
   /** The participants this instance's rooms take up (see ConferenceRoom.load). */

@@ -11,6 +11,8 @@ export type StoreDialect = "sqlite" | "postgres";
 export interface Store {
   db: Kysely<Database>;
   dialect: StoreDialect;
+  /** The connection pool's use (PostgreSQL); undefined for SQLite's single connection. */
+  pool?: () => { readonly total: number; readonly idle: number; readonly waiting: number };
   close(): Promise<void>;
 }
 
@@ -112,7 +114,12 @@ export async function openPostgresStore(
   // the event must be handled or it would end the process.
   pool.on("error", onIdleClientError);
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  const store: Store = { db, dialect: "postgres", close: () => db.destroy() };
+  const store: Store = {
+    db,
+    dialect: "postgres",
+    pool: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+    close: () => db.destroy(),
+  };
   try {
     await migrate(store);
   } catch (error) {

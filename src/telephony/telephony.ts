@@ -82,6 +82,18 @@ export interface TelephonyOptions {
     readonly suites?: readonly SrtpSuite[];
   };
   readonly logger?: TelephonyLogger;
+  /** Told of each call's course (metrics). */
+  readonly observer?: CallObserver;
+}
+
+/** What happens to calls, as it happens. */
+export interface CallObserver {
+  /** A call placed: then answered after `setupSeconds`, or failed with a SIP status. */
+  placed(): void;
+  answered(setupSeconds: number): void;
+  failed(status: number): void;
+  /** A call taken (an INVITE that reached the service's call handling). */
+  received(): void;
 }
 
 export interface PlaceCallOptions {
@@ -269,11 +281,13 @@ export class Telephony implements CallHost {
       hop?.transport ?? "UDP",
       trunk?.srtp ?? this.#options.srtp?.placed ?? "optional",
     );
-    const call = new OutgoingCall(this, "outbound", e164, {
-      srtp: srtp === "refuse" ? "off" : srtp,
-      codecs: trunk?.codecs,
-      dtmf: trunk?.dtmf,
-    });
+    const call = this.#observed(
+      new OutgoingCall(this, "outbound", e164, {
+        srtp: srtp === "refuse" ? "off" : srtp,
+        codecs: trunk?.codecs,
+        dtmf: trunk?.dtmf,
+      }),
+    );
     this.#calls.add(call);
     const failLater = (status: number, reason: string) =>
       queueMicrotask(() => {
@@ -355,7 +369,7 @@ export class Telephony implements CallHost {
       readonly ringTimeoutMs?: number;
     } = {},
   ): OutgoingCall {
-    const call = new OutgoingCall(this, "outbound", uri);
+    const call = this.#observed(new OutgoingCall(this, "outbound", uri));
     this.#calls.add(call);
     const destination = destinationOf(uri);
     if (destination === undefined) {
@@ -412,6 +426,17 @@ export class Telephony implements CallHost {
     return policy === "required" ? "refuse" : "off";
   }
 
+  /** A placed call, told to the observer as it goes. */
+  #observed(call: OutgoingCall): OutgoingCall {
+    const observer = this.#options.observer;
+    if (observer === undefined) return call;
+    const placedAt = performance.now();
+    observer.placed();
+    call.once("answered", () => observer.answered((performance.now() - placedAt) / 1000));
+    call.once("failed", (failure) => observer.failed(failure.status));
+    return call;
+  }
+
   #trunkFor(e164: string): Trunk | undefined {
     let best: { prefix: string; trunk: Trunk } | undefined;
     for (const route of this.#dialPlan.routes) {
@@ -452,6 +477,7 @@ export class Telephony implements CallHost {
     // The handler decides first (a number not served is 404 whatever the offer); accept() refuses
     // an offer without a common codec (or, with SRTP required, without a key) with 488.
     const call = new IncomingCall(this, session, fromUser, toUser, srtp);
+    this.#options.observer?.received();
     this.#calls.add(call);
     this.#options.logger?.info({ from: fromUser, to: toUser }, "incoming call");
     handler(call);

@@ -24,6 +24,17 @@ export interface LatenessPercentiles {
 /** Lateness is kept for this many of the most recent ticks (60 s at 20 ms). */
 export const LATENESS_WINDOW = 3000;
 
+/** Upper bounds (ms) of the lateness histogram's buckets; one more bucket takes the rest. */
+export const LATENESS_BUCKETS_MS: readonly number[] = [0.5, 1, 2, 5, 10, 20, 50, 100];
+
+/** Every tick's lateness since the clock was made, counted into LATENESS_BUCKETS_MS (for metrics). */
+export interface LatenessHistogram {
+  /** Ticks per bucket, not cumulative; the last is the ticks later than the last bound. */
+  readonly counts: readonly number[];
+  readonly sumMs: number;
+  readonly count: number;
+}
+
 export class MediaClock {
   readonly #intervalMs: number;
   readonly #maxCatchUpTicks: number;
@@ -40,6 +51,8 @@ export class MediaClock {
   readonly #lateness = new Float64Array(LATENESS_WINDOW);
   #latenessCount = 0;
   #latenessNext = 0;
+  readonly #latenessBuckets = new Float64Array(LATENESS_BUCKETS_MS.length + 1);
+  #latenessSumMs = 0;
 
   constructor(options: MediaClockOptions) {
     const { intervalMs = 20, maxCatchUpTicks = 5, onTick } = options;
@@ -97,6 +110,10 @@ export class MediaClock {
     return { p50: at(0.5), p99: at(0.99), max: sorted[count - 1] ?? 0 };
   }
 
+  latenessHistogram(): LatenessHistogram {
+    return { counts: [...this.#latenessBuckets], sumMs: this.#latenessSumMs, count: this.#ticks };
+  }
+
   #schedule(now: number): void {
     const due = this.#origin + this.#nextTick * this.#intervalMs;
     // Node's timers count whole milliseconds from the event loop's cached time, so one can fire a
@@ -131,6 +148,10 @@ export class MediaClock {
   };
 
   #recordLateness(ms: number): void {
+    let bucket = 0;
+    while (bucket < LATENESS_BUCKETS_MS.length && ms > (LATENESS_BUCKETS_MS[bucket] as number)) bucket++;
+    this.#latenessBuckets[bucket] = (this.#latenessBuckets[bucket] as number) + 1;
+    this.#latenessSumMs += ms;
     this.#lateness[this.#latenessNext] = ms;
     this.#latenessNext = (this.#latenessNext + 1) % LATENESS_WINDOW;
     if (this.#latenessCount < LATENESS_WINDOW) this.#latenessCount++;

@@ -28,6 +28,7 @@ import type {
   MediaThreadOptions,
   MediaThreadStats,
   MediaUp,
+  RtpTotals,
   StreamStats,
 } from "./protocol.js";
 
@@ -188,6 +189,8 @@ export class MediaEngine {
   readonly #streams = new Map<number, Stream>();
   readonly #mixes = new Map<number, Mix>();
   readonly #clock: MediaClock;
+  /** The packet counts of the streams closed so far. */
+  #closedTotals: RtpTotals = { packetsReceived: 0, packetsLost: 0, packetsLate: 0, framesConcealed: 0 };
   #ticksToTimeoutCheck = TIMEOUT_CHECK_TICKS;
 
   constructor(options: MediaThreadOptions, post: PostUp) {
@@ -495,6 +498,7 @@ export class MediaEngine {
 
   async #closeStream(stream: Stream): Promise<void> {
     this.#streams.delete(stream.id);
+    this.#closedTotals = addTotals(this.#closedTotals, stream.session.stats());
     this.#unrelay(stream);
     this.#leave(stream);
     stream.stopPlaying();
@@ -536,9 +540,12 @@ export class MediaEngine {
   #stats(resetLateness: boolean): MediaThreadStats {
     const streams: StreamStats[] = [];
     let legs = 0;
+    let rtpTotals = this.#closedTotals;
     for (const stream of this.#streams.values()) {
       if (stream.mix !== null) legs++;
-      streams.push({ streamId: stream.id, ...stream.session.stats() });
+      const stats = stream.session.stats();
+      streams.push({ streamId: stream.id, ...stats });
+      rtpTotals = addTotals(rtpTotals, stats);
     }
     const lateness = this.#clock.latenessPercentiles();
     if (resetLateness) this.#clock.resetLateness();
@@ -546,9 +553,20 @@ export class MediaEngine {
       ticks: this.#clock.ticks,
       skippedTicks: this.#clock.skipped,
       lateness,
+      latenessHistogram: this.#clock.latenessHistogram(),
+      rtpTotals,
       mixes: this.#mixes.size,
       legs,
       streams,
     };
   }
+}
+
+function addTotals(totals: RtpTotals, stream: RtpTotals): RtpTotals {
+  return {
+    packetsReceived: totals.packetsReceived + stream.packetsReceived,
+    packetsLost: totals.packetsLost + stream.packetsLost,
+    packetsLate: totals.packetsLate + stream.packetsLate,
+    framesConcealed: totals.framesConcealed + stream.framesConcealed,
+  };
 }

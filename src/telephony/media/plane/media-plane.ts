@@ -7,6 +7,7 @@
  */
 import { EventEmitter } from "node:events";
 import { Worker } from "node:worker_threads";
+import { LATENESS_BUCKETS_MS } from "../media-clock.js";
 import type { RtpSession, RtpSessionConfiguration } from "../rtp/rtp-session.js";
 import { MediaEngine } from "./media-engine.js";
 import type {
@@ -46,6 +47,8 @@ const IDLE_THREAD: MediaThreadStats = {
   ticks: 0,
   skippedTicks: 0,
   lateness: { p50: 0, p99: 0, max: 0 },
+  latenessHistogram: { counts: LATENESS_BUCKETS_MS.map(() => 0).concat(0), sumMs: 0, count: 0 },
+  rtpTotals: { packetsReceived: 0, packetsLost: 0, packetsLate: 0, framesConcealed: 0 },
   mixes: 0,
   legs: 0,
   streams: [],

@@ -4,6 +4,7 @@
  * crosses only where it is made elsewhere: a recorded name coming up, or run-time speech going down.
  */
 import type { PromptName } from "../../../domain/prompt.js";
+import type { LatenessHistogram } from "../media-clock.js";
 import type { RtpHandover, RtpSessionConfiguration, RtpSessionStats } from "../rtp/rtp-session.js";
 
 /** What is played to a stream or a mix. */
@@ -78,11 +79,22 @@ export interface StreamStats extends RtpSessionStats {
   readonly framesConcealed: number;
 }
 
+/** Packet counts of every stream the thread has had, closed ones included (counters for metrics). */
+export interface RtpTotals {
+  readonly packetsReceived: number;
+  readonly packetsLost: number;
+  readonly packetsLate: number;
+  readonly framesConcealed: number;
+}
+
 export interface MediaThreadStats {
   readonly ticks: number;
   readonly skippedTicks: number;
   /** Milliseconds each tick ran after its due time, since the last reset (or the last 60 s). */
   readonly lateness: { readonly p50: number; readonly p99: number; readonly max: number };
+  /** Every tick's lateness since the thread started. */
+  readonly latenessHistogram: LatenessHistogram;
+  readonly rtpTotals: RtpTotals;
   readonly mixes: number;
   /** Streams in a mix. */
   readonly legs: number;

@@ -1,0 +1,297 @@
+/**
+ * Prometheus metrics (prom-client) for `GET /metrics` on BRIDGELINE_METRICS_PORT: calls, rooms,
+ * dial-in, media threads, RTP, API requests, event streams, notifications and the database pool.
+ * Figures kept elsewhere (the media threads' counts, the store's rows) are read once per scrape and
+ * copied in; events (calls, requests) are counted as they happen. The names and example queries are
+ * in docs/operations.md.
+ */
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { EventFeed } from "./api/event-feed.js";
+import type { ConferenceRuntime } from "./conference/conference-runtime.js";
+import { ATTENDEE_STATES } from "./domain/attendee.js";
+import { CONFERENCE_STATES } from "./domain/conference.js";
+import type { Store } from "./store/database.js";
+import { readStoreCounts } from "./store/metrics.js";
+import { LATENESS_BUCKETS_MS } from "./telephony/media/media-clock.js";
+import type { MediaPlaneStats } from "./telephony/media/plane/media-plane.js";
+import type { CallObserver } from "./telephony/telephony.js";
+
+/** Where the figures read at each scrape come from. */
+export interface MetricSources {
+  readonly store: Store;
+  readonly conferences: ConferenceRuntime;
+  readonly mediaStats: () => Promise<MediaPlaneStats>;
+  readonly eventFeed: EventFeed;
+}
+
+interface MetricsLogger {
+  warn(fields: object, message: string): void;
+}
+
+const SETUP_BUCKETS = [0.25, 0.5, 1, 2, 3, 5, 8, 13, 21, 34, 60];
+const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+const LATENESS_METRIC = "bridgeline_media_tick_lateness_seconds";
+
+export class ServiceMetrics {
+  readonly registry = new Registry();
+  readonly #logger: MetricsLogger;
+  #sources: MetricSources | undefined;
+
+  readonly #placed = this.#counter(
+    "bridgeline_calls_placed_total",
+    "Calls placed (attendees dialled, internal legs)",
+  );
+  readonly #answered = this.#counter("bridgeline_calls_answered_total", "Placed calls answered");
+  readonly #failed = new Counter({
+    name: "bridgeline_calls_failed_total",
+    help: "Placed calls that failed, by SIP status class of the failure (4xx, 5xx, 6xx)",
+    labelNames: ["status_class"],
+    registers: [this.registry],
+  });
+  readonly #received = this.#counter("bridgeline_calls_received_total", "Calls taken (INVITEs handled)");
+  readonly #setup = new Histogram({
+    name: "bridgeline_call_setup_seconds",
+    help: "From placing a call to its answer",
+    buckets: SETUP_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly #requests = new Counter({
+    name: "bridgeline_http_requests_total",
+    help: "API requests answered, by route pattern, method and status",
+    labelNames: ["route", "method", "status"],
+    registers: [this.registry],
+  });
+  readonly #requestSeconds = new Histogram({
+    name: "bridgeline_http_request_duration_seconds",
+    help: "API request latency, by route pattern and method",
+    labelNames: ["route", "method"],
+    buckets: REQUEST_BUCKETS,
+    registers: [this.registry],
+  });
+
+  // Read at each scrape.
+  readonly #conferences = this.#gauge("bridgeline_conferences", "Conferences in the database, by state", [
+    "state",
+  ]);
+  readonly #liveAttendees = this.#gauge(
+    "bridgeline_live_attendees",
+    "Attendees of started conferences in the database, by attendee state",
+    ["state"],
+  );
+  readonly #notifications = this.#gauge(
+    "bridgeline_notifications",
+    "Notification e-mails in the outbox, by state (queued and sending: the queue; failed, refused: given up)",
+    ["state"],
+  );
+  readonly #rooms = this.#gauge("bridgeline_rooms", "Conferences this instance runs");
+  readonly #legs = this.#gauge("bridgeline_room_legs", "Calls in this instance's rooms, by state", ["state"]);
+  readonly #dialIns = this.#counter(
+    "bridgeline_dial_ins_total",
+    "Calls taken on an access number by this instance",
+  );
+  readonly #wrongPins = this.#counter(
+    "bridgeline_wrong_pins_total",
+    "Wrong PINs typed by callers to this instance",
+  );
+  readonly #eventStreams = this.#gauge("bridgeline_event_streams", "Open event streams (SSE clients)");
+  readonly #pool = this.#gauge(
+    "bridgeline_database_pool_connections",
+    "PostgreSQL pool connections: total, idle, and requests waiting for one",
+    ["state"],
+  );
+  readonly #skippedTicks = this.#counter(
+    "bridgeline_media_skipped_ticks_total",
+    "Media ticks skipped after a stall, by media thread",
+    ["thread"],
+  );
+  readonly #packetsReceived = this.#counter("bridgeline_rtp_packets_received_total", "RTP packets received", [
+    "thread",
+  ]);
+  readonly #packetsLost = this.#counter(
+    "bridgeline_rtp_packets_lost_total",
+    "RTP packets lost (expected less received)",
+    ["thread"],
+  );
+  readonly #packetsLate = this.#counter(
+    "bridgeline_rtp_packets_late_total",
+    "RTP packets that came too late for their playout tick",
+    ["thread"],
+  );
+  readonly #framesConcealed = this.#counter(
+    "bridgeline_rtp_frames_concealed_total",
+    "20 ms frames with nothing received, filled by concealment",
+    ["thread"],
+  );
+  readonly #jitter = this.#gauge(
+    "bridgeline_rtp_jitter_seconds",
+    "Interarrival jitter of the streams on a media thread now: their mean and the worst",
+    ["thread", "stat"],
+  );
+  /** The media threads' lateness, kept between scrapes for the exposition prom-client cannot make. */
+  #lateness: MediaPlaneStats["threads"] = [];
+
+  constructor(logger: MetricsLogger) {
+    this.#logger = logger;
+    collectDefaultMetrics({ register: this.registry, prefix: "bridgeline_" });
+  }
+
+  /** Told of every call's course: give it to the telephony. */
+  readonly calls: CallObserver = {
+    placed: () => this.#placed.inc(),
+    answered: (setupSeconds) => {
+      this.#answered.inc();
+      this.#setup.observe(setupSeconds);
+    },
+    failed: (status) => this.#failed.inc({ status_class: `${Math.floor(status / 100)}xx` }),
+    received: () => this.#received.inc(),
+  };
+
+  /** Told of every API request answered: give it to the API. */
+  readonly requestDone = (route: string, method: string, status: number, seconds: number): void => {
+    this.#requests.inc({ route, method, status: String(status) });
+    this.#requestSeconds.observe({ route, method }, seconds);
+  };
+
+  /** The parts read at each scrape, once they exist. */
+  connect(sources: MetricSources): void {
+    this.#sources = sources;
+  }
+
+  /** The text exposition, after reading what is kept elsewhere. */
+  async exposition(): Promise<string> {
+    await this.#refresh();
+    return `${await this.registry.metrics()}${this.#latenessExposition()}`;
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  async #refresh(): Promise<void> {
+    const sources = this.#sources;
+    if (sources === undefined) return;
+    const { conferences } = sources;
+    this.#rooms.set(conferences.runningRooms);
+    const legs = conferences.legs;
+    this.#legs.set({ state: "greeting" }, legs.greeting);
+    this.#legs.set({ state: "joined" }, legs.joined);
+    setCounter(this.#dialIns, {}, conferences.dialIns);
+    setCounter(this.#wrongPins, {}, conferences.wrongPins);
+    this.#eventStreams.set(sources.eventFeed.subscribers);
+    const pool = sources.store.pool?.();
+    if (pool !== undefined) {
+      this.#pool.set({ state: "total" }, pool.total);
+      this.#pool.set({ state: "idle" }, pool.idle);
+      this.#pool.set({ state: "waiting" }, pool.waiting);
+    }
+    await Promise.all([this.#refreshStore(sources.store), this.#refreshMedia(sources.mediaStats)]);
+  }
+
+  async #refreshStore(store: Store): Promise<void> {
+    const gauges = [this.#conferences, this.#liveAttendees, this.#notifications];
+    for (const gauge of gauges) gauge.reset();
+    try {
+      const counts = await readStoreCounts(store);
+      // States with no rows are 0, not absent, so that a query over them finds every series.
+      for (const state of CONFERENCE_STATES) this.#conferences.set({ state }, 0);
+      for (const state of ATTENDEE_STATES) this.#liveAttendees.set({ state }, 0);
+      for (const [state, count] of counts.conferencesByState) this.#conferences.set({ state }, count);
+      for (const [state, count] of counts.liveAttendeesByState) this.#liveAttendees.set({ state }, count);
+      for (const [state, count] of counts.notificationsByState) this.#notifications.set({ state }, count);
+    } catch (error) {
+      // The database is away: those figures are left out rather than shown stale.
+      this.#logger.warn({ err: error }, "metrics: the database counts could not be read");
+    }
+  }
+
+  async #refreshMedia(read: () => Promise<MediaPlaneStats>): Promise<void> {
+    const { threads } = await read();
+    this.#lateness = threads;
+    threads.forEach((stats, index) => {
+      const thread = { thread: String(index) };
+      setCounter(this.#skippedTicks, thread, stats.skippedTicks);
+      setCounter(this.#packetsReceived, thread, stats.rtpTotals.packetsReceived);
+      setCounter(this.#packetsLost, thread, Math.max(0, stats.rtpTotals.packetsLost));
+      setCounter(this.#packetsLate, thread, stats.rtpTotals.packetsLate);
+      setCounter(this.#framesConcealed, thread, stats.rtpTotals.framesConcealed);
+      const jitters = stats.streams.map((stream) => stream.jitterMs / 1000);
+      const mean =
+        jitters.length === 0 ? 0 : jitters.reduce((sum, jitter) => sum + jitter, 0) / jitters.length;
+      this.#jitter.set({ ...thread, stat: "mean" }, mean);
+      this.#jitter.set({ ...thread, stat: "max" }, jitters.length === 0 ? 0 : Math.max(...jitters));
+    });
+  }
+
+  /**
+   * The media threads count tick lateness into fixed buckets themselves (a tick may not wait for
+   * the main thread); prom-client's Histogram only takes single observations, so the already
+   * bucketed counts are written in the text format here.
+   */
+  #latenessExposition(): string {
+    if (this.#lateness.length === 0) return "";
+    const lines = [
+      `# HELP ${LATENESS_METRIC} How late each media tick ran after its due time, by media thread`,
+      `# TYPE ${LATENESS_METRIC} histogram`,
+    ];
+    this.#lateness.forEach(({ latenessHistogram: histogram }, index) => {
+      let cumulative = 0;
+      LATENESS_BUCKETS_MS.forEach((bound, bucket) => {
+        cumulative += histogram.counts[bucket] ?? 0;
+        lines.push(`${LATENESS_METRIC}_bucket{thread="${index}",le="${bound / 1000}"} ${cumulative}`);
+      });
+      lines.push(`${LATENESS_METRIC}_bucket{thread="${index}",le="+Inf"} ${histogram.count}`);
+      lines.push(`${LATENESS_METRIC}_sum{thread="${index}"} ${histogram.sumMs / 1000}`);
+      lines.push(`${LATENESS_METRIC}_count{thread="${index}"} ${histogram.count}`);
+    });
+    return `${lines.join("\n")}\n`;
+  }
+
+  #counter(name: string, help: string, labelNames: string[] = []): Counter {
+    return new Counter({ name, help, labelNames, registers: [this.registry] });
+  }
+
+  #gauge(name: string, help: string, labelNames: string[] = []): Gauge {
+    return new Gauge({ name, help, labelNames, registers: [this.registry] });
+  }
+}
+
+/** A counter kept elsewhere (a running total that only a restart of its keeper resets), copied in. */
+function setCounter(counter: Counter, labels: Record<string, string>, total: number): void {
+  counter.remove(labels);
+  counter.inc(labels, total);
+}
+
+/**
+ * The metrics listener: plain HTTP on a port of its own, never the public HTTPS one, for a
+ * Prometheus that scrapes from the private network.
+ */
+export async function listenForScrapes(
+  metrics: ServiceMetrics,
+  host: string,
+  port: number,
+  logger: MetricsLogger,
+): Promise<{ port: number; close(): Promise<void> }> {
+  const server = http.createServer((request, response) => {
+    if (request.method !== "GET" || request.url?.split("?")[0] !== "/metrics") {
+      response.writeHead(404, { "content-type": "text/plain" }).end("only GET /metrics here\n");
+      return;
+    }
+    metrics.exposition().then(
+      (body) => response.writeHead(200, { "content-type": metrics.contentType }).end(body),
+      (error: unknown) => {
+        logger.warn({ err: error }, "metrics could not be gathered");
+        response.writeHead(500, { "content-type": "text/plain" }).end("metrics could not be gathered\n");
+      },
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => resolve());
+  });
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}
