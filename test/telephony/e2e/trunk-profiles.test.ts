@@ -9,6 +9,7 @@ import { Telephony } from "../../../src/telephony/telephony.js";
 import type { Trunk } from "../../../src/telephony/trunk.js";
 import { exchangeAudio } from "../../helpers/audio.js";
 import { CallRecord, rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
+import { until } from "../../helpers/until.js";
 
 const skip = skipWithout("sipp");
 const running: { stop(): Promise<void> }[] = [];
@@ -112,6 +113,28 @@ describe("trunk profiles, read back from the INVITE a SIPp carrier received", {
     const invite = await placedInvite(telephony, proxy);
     assert.match(invite, /^INVITE sip:\+16045550123@sip\.carrier\.invalid:5099 SIP\/2\.0\r?$/m);
     assert.equal(header(invite, "Route"), `<sip:127.0.0.1:${proxy.sipPort};lr>`);
+  });
+
+  test("REGISTER goes through the outbound proxy too, for the trunk's own domain", async () => {
+    const proxy = await sipp({ scenario: "uas-registrar.xml" });
+    const telephony = await telephonyWith({
+      uri: "sip:sip.carrier.invalid",
+      outboundProxy: `sip:127.0.0.1:${proxy.sipPort};lr`,
+      credentials: { username: "acct", password: "secret" },
+      registration: { expires: 600 },
+    });
+    await until("the REGISTER", async () => (/^REGISTER /m.test(proxy.messages()) ? true : undefined), {
+      detail: () => proxy.report(),
+    });
+    await telephony.close();
+    await proxy.expectSuccess();
+    const register = /^REGISTER [\s\S]*?(?=^-{10,}|(?![\s\S]))/m.exec(proxy.messages())?.[0] ?? "";
+    assert.match(register, /^REGISTER sip:sip\.carrier\.invalid SIP\/2\.0\r?$/m);
+    assert.equal(header(register, "Route"), `<sip:127.0.0.1:${proxy.sipPort};lr>`);
+    assert.equal(header(register, "To"), "<sip:acct@sip.carrier.invalid>");
+    assert.equal(header(register, "Expires"), "600");
+    // The binding removed at close went the same way.
+    assert.match(proxy.messages(), /^Expires: 0\r?$/m);
   });
 
   test("a trunk that takes keys in the audio: no telephone-event offered, and the keys sent as tones", async () => {
