@@ -3,7 +3,9 @@
  * framework and its English date and clock-time parsers; this module adds, as chrono-node parsers
  * and refiners, the forms it lacks and the rules by which the Ruby library Chronic turns a form
  * into one instant (spans resolve to their middle, bare hours are read between 6 am and 6 pm,
- * clock times without a date lie in the future). docs/time-expressions.md lists the forms.
+ * clock times without a date lie in the future). Before chrono-node sees an expression it is
+ * normalized as Chronic's pre_normalize does, and the words that are not time words are dropped,
+ * as Chronic drops the words it does not know. docs/time-expressions.md lists the forms.
  *
  * Calendar work happens on the owner's wall clock (see wall-clock.ts); a result becomes an
  * instant with the zone rules in force on its own date.
@@ -117,7 +119,7 @@ const DAY_PORTIONS = {
 type DayPortion = keyof typeof DAY_PORTIONS;
 
 /** Units counted by Chronic's own rules rather than as a duration (business days, weekends, parts of the day). */
-const COUNTED_UNITS = { weekday: 1, businessday: 1, weekend: 1, ...DAY_PORTIONS };
+const COUNTED_UNITS = ["weekday", "businessday", "weekend", ...Object.keys(DAY_PORTIONS)];
 
 /** "this/next/last <unit>" and a unit alone; abbreviations as Chronic's scanner reads them. */
 const PERIOD_UNITS: Record<string, PeriodUnit | "fortnight" | "weekend" | "weekday"> = {
@@ -137,15 +139,16 @@ const PERIOD_UNITS: Record<string, PeriodUnit | "fortnight" | "weekend" | "weekd
   year: "year",
 };
 
-function alternation(words: Record<string, unknown>): string {
-  return Object.keys(words)
+/** A regular-expression alternation of the words (or a record's keys), longest first. */
+function alternation(words: Record<string, unknown> | string[]): string {
+  return (Array.isArray(words) ? [...words] : Object.keys(words))
     .sort((a, b) => b.length - a.length)
     .join("|");
 }
 
 const WEEKDAY = `(${alternation(WEEKDAYS)})`;
 const MONTH = `(${alternation(MONTHS)})`;
-const OFFSET_UNIT = `(${alternation({ ...OFFSET_UNITS, ...COUNTED_UNITS })})s?`;
+const OFFSET_UNIT = `(${alternation([...Object.keys(OFFSET_UNITS), ...COUNTED_UNITS])})s?`;
 /** One or more "N units", as in "2 hours and 15 minutes" or "1 hour 30 minutes". */
 const OFFSET_TERMS = `(\\d+ ${OFFSET_UNIT}(?: (?:and )?\\d+ ${OFFSET_UNIT})*)`;
 const OFFSET_TERM = new RegExp(`(\\d+) ${OFFSET_UNIT}`, "g");
