@@ -4,7 +4,7 @@
  * and checks the ones received.
  */
 import { randomBytes } from "node:crypto";
-import { parseCSeq, parseNameAddr, parseSipUri } from "../message/header-values.js";
+import { parseNameAddr, parseSipUri } from "../message/header-values.js";
 import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
 import { MAGIC_COOKIE } from "../transaction/transaction-key.js";
 import type { Destination, TransportName } from "../transport/sip-transport.js";
@@ -22,13 +22,7 @@ export function newCallId(host: string): string {
   return `${randomBytes(12).toString("hex")}@${host}`;
 }
 
-/** The tag parameter of a From or To value, if any. */
-export function tagOf(value: string | undefined): string | undefined {
-  if (value === undefined) return undefined;
-  return parseNameAddr(value)?.params.get("tag") ?? undefined;
-}
-
-/** The URI inside a Contact, Route or Record-Route value. */
+/** The URI inside a Route or Record-Route value. */
 function uriOf(value: string): string | undefined {
   return parseNameAddr(value)?.uri;
 }
@@ -99,12 +93,11 @@ export class Dialog {
    * set is the response's Record-Route in reverse order; the remote target its Contact.
    */
   static forUac(invite: SipRequest, response: SipResponse): Dialog | undefined {
-    const remoteTag = tagOf(response.headers.get("To"));
-    const localTag = tagOf(invite.headers.get("From"));
-    const callId = invite.headers.get("Call-ID");
-    const contact = response.headers.get("Contact");
-    const target = contact === undefined ? undefined : uriOf(contact);
-    const cseq = parseCSeq(invite.headers.get("CSeq") ?? "");
+    const remoteTag = response.headers.to?.tag;
+    const localTag = invite.headers.from?.tag;
+    const callId = invite.headers.callId;
+    const target = response.headers.contact?.uri;
+    const cseq = invite.headers.cseq;
     if (remoteTag === undefined || localTag === undefined || callId === undefined || cseq === undefined) {
       return undefined;
     }
@@ -131,11 +124,10 @@ export class Dialog {
    * source, as symmetric signalling does (RFC 3581's idea for requests).
    */
   static forUas(invite: SipRequest, localTag: string, source?: Destination): Dialog | undefined {
-    const remoteTag = tagOf(invite.headers.get("From"));
-    const callId = invite.headers.get("Call-ID");
-    const contact = invite.headers.get("Contact");
-    const target = contact === undefined ? undefined : uriOf(contact);
-    const cseq = parseCSeq(invite.headers.get("CSeq") ?? "");
+    const remoteTag = invite.headers.from?.tag;
+    const callId = invite.headers.callId;
+    const target = invite.headers.contact?.uri;
+    const cseq = invite.headers.cseq;
     const from = invite.headers.get("From");
     const to = invite.headers.get("To");
     if (
@@ -148,7 +140,7 @@ export class Dialog {
     ) {
       return undefined;
     }
-    const localParty = tagOf(to) === undefined ? `${to};tag=${localTag}` : to;
+    const localParty = invite.headers.to?.tag === undefined ? `${to};tag=${localTag}` : to;
     const routeSet = invite.headers.getAll("Record-Route");
     const contactDestination = destinationOf(target);
     const behindNat =
@@ -182,15 +174,14 @@ export class Dialog {
    * answered 500; a target refresh (re-INVITE) with a Contact updates the remote target.
    */
   receiveRequest(request: SipRequest): boolean {
-    const cseq = parseCSeq(request.headers.get("CSeq") ?? "");
+    const cseq = request.headers.cseq;
     if (cseq === undefined) return false;
     if (request.method !== "ACK" && request.method !== "CANCEL") {
       if (this.remoteSeq !== undefined && cseq.seq <= this.remoteSeq) return false;
       this.remoteSeq = cseq.seq;
     }
     if (request.method === "INVITE") {
-      const contact = request.headers.get("Contact");
-      const target = contact === undefined ? undefined : uriOf(contact);
+      const target = request.headers.contact?.uri;
       if (target !== undefined) this.remoteTarget = target;
     }
     return true;
@@ -198,8 +189,7 @@ export class Dialog {
 
   /** A 2xx to our re-INVITE refreshes the remote target too (section 12.2.1.2). */
   receiveTargetRefreshResponse(response: SipResponse): void {
-    const contact = response.headers.get("Contact");
-    const target = contact === undefined ? undefined : uriOf(contact);
+    const target = response.headers.contact?.uri;
     if (target !== undefined) this.remoteTarget = target;
   }
 

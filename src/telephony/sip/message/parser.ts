@@ -1,18 +1,18 @@
 /** SIP message parsing (RFC 3261 sections 7 and 18.3), validated in the spirit of RFC 4475. */
 import {
   isAbsoluteUri,
-  isSipUriWithoutHeaders,
   isToken,
-  isValidNameAddr,
-  isValidVia,
   listItemEnd,
   parseBoundedInteger,
   parseCSeq,
+  parseNameAddr,
   parseSipUri,
+  parseVia,
   trimmedSlice,
 } from "./header-values.js";
 import {
   appendParsedField,
+  type FieldValue,
   knownName,
   SIP_VERSION,
   SipHeaders,
@@ -280,7 +280,7 @@ function hasCommaBefore(text: string, start: number, end: number): boolean {
   return comma >= 0 && comma < end;
 }
 
-/** Appends `source.slice(start, end).trim()` and checks it. */
+/** Appends `source.slice(start, end).trim()`, checked, with what its grammar yielded. */
 function addHeaderValue(
   headers: SipHeaders,
   checks: FieldChecks | undefined,
@@ -305,8 +305,7 @@ function addHeaderValue(
   } else {
     value = source.slice(from, to);
   }
-  appendParsedField(headers, name, key, value);
-  checks?.check(name, value, text, from, to);
+  appendParsedField(headers, name, key, value, checks?.check(name, value, text, from, to));
 }
 
 /** White space as String.prototype.trim sees it, among the ASCII characters. */
@@ -344,13 +343,9 @@ function readStartLine(line: string, headers: SipHeaders): MessageHead {
   if (isSipScheme(uri)) {
     // A sip or sips URI that parses is an absoluteURI; 19.1.1 table 1: it has no headers component in a
     // Request-URI (RFC 4475 3.1.2.12)
-    if (!isSipUriWithoutHeaders(uri)) {
-      throw new ParseError(
-        parseSipUri(uri) === undefined
-          ? `invalid Request-URI: ${uri.slice(0, 60)}`
-          : "Request-URI with a headers component",
-      );
-    }
+    const sipUri = parseSipUri(uri);
+    if (sipUri === undefined) throw new ParseError(`invalid Request-URI: ${uri.slice(0, 60)}`);
+    if (sipUri.headers.size > 0) throw new ParseError("Request-URI with a headers component");
   } else if (!isAbsoluteUri(uri)) {
     throw new ParseError(`invalid Request-URI: ${uri.slice(0, 60)}`);
   }
@@ -404,49 +399,62 @@ class FieldChecks {
   /** `requestMethod`: the method of a request, to compare the CSeq method with. */
   constructor(readonly requestMethod: string | undefined) {}
 
-  /** Checks one value, which is also `text.slice(start, end)`. */
-  check(name: string, value: string, text: string, start: number, end: number): void {
+  /**
+   * Checks one value, which is also `text.slice(start, end)`, with the grammar of its field; returns
+   * what the grammar yielded, to be kept with the field.
+   */
+  check(name: string, value: string, text: string, start: number, end: number): FieldValue | undefined {
     switch (name) {
-      case "Via":
+      case "Via": {
         this.vias++;
-        if (!isValidVia(text, start, end)) this.fail(`invalid Via header field: ${value.slice(0, 60)}`);
-        break;
+        const via = parseVia(text, start, end);
+        if (via === undefined) this.fail(`invalid Via header field: ${value.slice(0, 60)}`);
+        return via;
+      }
       case "To":
       case "From":
       case "Route":
-      case "Record-Route":
+      case "Record-Route": {
         if (name === "To") this.to++;
         else if (name === "From") this.from++;
-        if (!isValidNameAddr(text, start, end)) this.fail(`invalid ${name} header field`);
-        break;
-      case "Contact":
+        const nameAddr = parseNameAddr(text, start, end);
+        if (nameAddr === undefined) this.fail(`invalid ${name} header field`);
+        return nameAddr;
+      }
+      case "Contact": {
         this.contacts++;
         // Contact: "*" is only meaningful alone (20.10)
-        if (value === "*") this.wildcardContact = true;
-        else if (!isValidNameAddr(text, start, end)) this.fail("invalid Contact header field");
-        break;
+        if (value === "*") {
+          this.wildcardContact = true;
+          return undefined;
+        }
+        const contact = parseNameAddr(text, start, end);
+        if (contact === undefined) this.fail("invalid Contact header field");
+        return contact;
+      }
       case "Call-ID":
         this.callId++;
         if (value.length === 0) this.fail("empty Call-ID header field");
-        break;
+        return undefined;
       case "CSeq": {
         this.cseq++;
-        const parsed = parseCSeq(value);
-        if (parsed === undefined) this.fail("invalid CSeq header field");
-        else if (this.requestMethod !== undefined && parsed.method !== this.requestMethod) {
+        const cseq = parseCSeq(text, start, end);
+        if (cseq === undefined) this.fail("invalid CSeq header field");
+        else if (this.requestMethod !== undefined && cseq.method !== this.requestMethod) {
           this.fail("CSeq method does not match the request method");
         }
-        break;
+        return cseq;
       }
       case "Max-Forwards":
         this.maxForwards++;
         if (parseBoundedInteger(value, 255) === undefined) this.fail("invalid Max-Forwards header field");
-        break;
+        return undefined;
       case "Content-Length":
         this.contentLengths++;
         this.contentLength = value;
-        break;
+        return undefined;
     }
+    return undefined;
   }
 
   fail(error: string): void {

@@ -1,4 +1,5 @@
 /** SIP messages (RFC 3261 section 7) as plain data: start line, ordered header fields, body octets. */
+import { type CSeq, type NameAddr, parseCSeq, parseNameAddr, parseVia, type Via } from "./header-values.js";
 
 /** Compact header forms (RFC 3261 section 7.3.3, plus RFC 3265, 3515, 4028) mapped to their full names. */
 const COMPACT_FORMS: Readonly<Record<string, string>> = {
@@ -134,28 +135,52 @@ function headerKey(name: string): string {
 
 export type HeaderField = readonly [name: string, value: string];
 
+/** What the grammars of the header fields with typed accessors yield. */
+export type FieldValue = Via | NameAddr | CSeq;
+
+/** Set by SipHeaders' static block: see appendParsedField. */
+let appendField: (
+  headers: SipHeaders,
+  name: string,
+  key: string,
+  value: string,
+  parsed: FieldValue | undefined,
+) => void;
+
+/**
+ * For the parser, which has already looked the name up and checked the value: `headers.append(name,
+ * value)` where `name` is what append would store (the canonical name, else the name as received),
+ * `key` its headerKey, and `parsed` what the field's grammar (see SipHeaders) yielded for `value`.
+ */
+export function appendParsedField(
+  headers: SipHeaders,
+  name: string,
+  key: string,
+  value: string,
+  parsed: FieldValue | undefined,
+): void {
+  appendField(headers, name, key, value, parsed);
+}
+
 /**
  * Header fields in message order (RFC 3261 section 7.3.1: the relative order of same-named fields is
  * significant). A list-valued field such as Via holds one entry per value. Names compare case-insensitively.
+ *
+ * The fields SIP itself reads have typed accessors (via, from, to, contact, cseq, callId), each read
+ * with the one grammar of header-values.ts for that field: parsed on first use and kept, or kept from
+ * the parser, which checks received values with the same grammars. Fields are only ever appended, so
+ * the first field of a name, and what was parsed from it, never changes.
  */
-/** Set by SipHeaders' static block: see appendParsedField. */
-let appendField: (headers: SipHeaders, name: string, key: string, value: string) => void;
-
-/**
- * For the parser, which has already looked the name up: `headers.append(name, value)` where `name` is
- * what append would store (the canonical name, else the name as received) and `key` its headerKey.
- */
-export function appendParsedField(headers: SipHeaders, name: string, key: string, value: string): void {
-  appendField(headers, name, key, value);
-}
-
 export class SipHeaders {
   readonly #fields: HeaderField[] = [];
   /** headerKey of each field, parallel to #fields. */
   readonly #keys: string[] = [];
+  /** What the grammar of a field yielded, by the field's index: null when it is malformed, unset until read. */
+  readonly #parsed: (FieldValue | null)[] = [];
 
   static {
-    appendField = (headers, name, key, value) => {
+    appendField = (headers, name, key, value, parsed) => {
+      if (parsed !== undefined) headers.#parsed[headers.#fields.length] = parsed;
       headers.#fields.push([name, value]);
       headers.#keys.push(key);
     };
@@ -189,6 +214,65 @@ export class SipHeaders {
 
   has(name: string): boolean {
     return this.#keys.includes(headerKey(name));
+  }
+
+  /**
+   * A copy with the first field of the name given the value (put first when there is none); the other
+   * fields keep what was parsed from them.
+   */
+  withFirst(name: string, value: string): SipHeaders {
+    const copy = new SipHeaders();
+    const key = headerKey(name);
+    const replaced = this.#keys.indexOf(key);
+    if (replaced < 0) copy.append(name, value);
+    const offset = copy.#fields.length;
+    for (let i = 0; i < this.#fields.length; i++) {
+      const field = this.#fields[i] as HeaderField;
+      copy.#fields.push(i === replaced ? [field[0], value] : field);
+      copy.#keys.push(this.#keys[i] as string);
+      const parsed = this.#parsed[i];
+      if (parsed !== undefined && i !== replaced) copy.#parsed[i + offset] = parsed;
+    }
+    return copy;
+  }
+
+  /** The top Via: the hop a response goes back to (sections 8.2.6.2, 18.2.2). */
+  get via(): Via | undefined {
+    return this.#first("Via", parseVia);
+  }
+
+  get from(): NameAddr | undefined {
+    return this.#first("From", parseNameAddr);
+  }
+
+  get to(): NameAddr | undefined {
+    return this.#first("To", parseNameAddr);
+  }
+
+  /** The first Contact: the remote target of a dialog (section 12.1); undefined for "*". */
+  get contact(): NameAddr | undefined {
+    return this.#first("Contact", parseNameAddr);
+  }
+
+  get cseq(): CSeq | undefined {
+    return this.#first("CSeq", parseCSeq);
+  }
+
+  get callId(): string | undefined {
+    return this.get("Call-ID");
+  }
+
+  /** What `grammar` yields for the first field with that key, parsed once; undefined when absent or malformed. */
+  #first<T extends FieldValue>(key: string, grammar: (value: string) => T | undefined): T | undefined {
+    const index = this.#keys.indexOf(key);
+    if (index < 0) return undefined;
+    let parsed = this.#parsed[index];
+    if (parsed === undefined) {
+      parsed = grammar((this.#fields[index] as HeaderField)[1]) ?? null;
+      this.#parsed[index] = parsed;
+    }
+    // the parser keeps, for a field of this key, only what this same grammar yielded
+    return (parsed ?? undefined) as T | undefined;
   }
 
   [Symbol.iterator](): IterableIterator<HeaderField> {

@@ -155,8 +155,7 @@ export function generateAck(invite: SipRequest, response: SipResponse): SipReque
   if (to !== undefined) headers.append("To", to);
   const callId = source.get("Call-ID");
   if (callId !== undefined) headers.append("Call-ID", callId);
-  const cseqNumber = source.get("CSeq")?.trim().split(/\s+/)[0] ?? "1";
-  headers.append("CSeq", `${cseqNumber} ACK`);
+  headers.append("CSeq", `${source.cseq?.seq ?? 1} ACK`);
   headers.append("Content-Length", "0");
   return {
     kind: "request",

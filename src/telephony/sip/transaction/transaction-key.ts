@@ -1,19 +1,8 @@
 /** Transaction matching keys (RFC 3261 sections 17.1.3 and 17.2.3). */
-import { parseCSeq, parseVia, type Via } from "../message/header-values.js";
 import type { SipRequest, SipResponse } from "../message/sip-message.js";
 
 /** The branch prefix of RFC 3261-compliant elements (section 8.1.1.7). */
 export const MAGIC_COOKIE = "z9hG4bK";
-
-function topVia(message: SipRequest | SipResponse): Via | undefined {
-  const value = message.headers.get("Via");
-  return value === undefined ? undefined : parseVia(value);
-}
-
-function cseqMethod(message: SipRequest | SipResponse): string | undefined {
-  const value = message.headers.get("CSeq");
-  return value === undefined ? undefined : parseCSeq(value)?.method;
-}
 
 /**
  * Section 17.1.3: a response matches a client transaction by the branch of its top Via and its CSeq
@@ -21,8 +10,8 @@ function cseqMethod(message: SipRequest | SipResponse): string | undefined {
  * the request that creates the transaction and the responses to it; undefined without a branch or CSeq.
  */
 export function clientTransactionKey(message: SipRequest | SipResponse): string | undefined {
-  const branch = topVia(message)?.branch;
-  const method = message.kind === "request" ? message.method : cseqMethod(message);
+  const branch = message.headers.via?.branch;
+  const method = message.kind === "request" ? message.method : message.headers.cseq?.method;
   if (branch === undefined || method === undefined) return undefined;
   return `${branch}|${method}`;
 }
@@ -37,11 +26,11 @@ export function clientTransactionKey(message: SipRequest | SipResponse): string 
  * matches. Every key ends with "|method". Undefined without a top Via, Call-ID or CSeq.
  */
 export function serverTransactionKey(request: SipRequest): string | undefined {
-  const via = topVia(request);
+  const via = request.headers.via;
   if (via === undefined) return undefined;
   const method = request.method === "ACK" ? "INVITE" : request.method;
-  const callId = request.headers.get("Call-ID");
-  const cseq = parseCSeq(request.headers.get("CSeq") ?? "");
+  const callId = request.headers.callId;
+  const cseq = request.headers.cseq;
   if (via.branch?.startsWith(MAGIC_COOKIE)) {
     const sentBy = `${via.host.toLowerCase()}${via.port === undefined ? "" : `:${via.port}`}`;
     // Call-ID and CSeq number are the same in every retransmission, ACK and CANCEL of a request;
@@ -50,7 +39,7 @@ export function serverTransactionKey(request: SipRequest): string | undefined {
     return `${via.branch}|${sentBy}|${callId ?? ""}|${cseq?.seq ?? ""}|${method}`;
   }
   if (callId === undefined || cseq === undefined) return undefined;
-  const fromTag = /;\s*tag\s*=\s*([^;\s>]+)/i.exec(request.headers.get("From") ?? "")?.[1] ?? "";
+  const fromTag = request.headers.from?.tag ?? "";
   // The Via as sent: without what our transport stamped (received, rport's value).
   const sentVia = `${via.transport} ${via.host.toLowerCase()}:${via.port ?? ""};${via.branch ?? ""}`;
   return `rfc2543|${request.uri}|${fromTag}|${callId}|${cseq.seq}|${sentVia}|${method}`;

@@ -186,7 +186,10 @@ export function responseTo(
   if (from !== undefined) headers.append("From", from);
   const to = request.headers.get("To");
   if (to !== undefined) {
-    const tagged = options.toTag !== undefined && !/;\s*tag=/i.test(to) ? `${to};tag=${options.toTag}` : to;
+    const tagged =
+      options.toTag !== undefined && request.headers.to?.tag === undefined
+        ? `${to};tag=${options.toTag}`
+        : to;
     headers.append("To", tagged);
   }
   const callId = request.headers.get("Call-ID");

@@ -20,7 +20,6 @@ import {
   normalizeHost,
   responseTarget,
   stampReceivedVia,
-  withTopVia,
 } from "./via.js";
 
 export type TransportName = "UDP" | "TCP" | "TLS";
@@ -319,8 +318,7 @@ export class SipTransport {
    */
   async sendResponse(response: SipResponse): Promise<void> {
     this.#checkOpen();
-    const top = response.headers.get("Via");
-    const via = top === undefined ? undefined : parseVia(top);
+    const via = response.headers.via;
     if (via === undefined) throw new Error("response without a readable top Via");
     const wire = serializeMessage(response);
     if (via.transport === "UDP") {
@@ -383,9 +381,9 @@ export class SipTransport {
   }
 
   #stampRequest(request: SipRequest, transport: TransportName): SipRequest {
-    const top = request.headers.get("Via");
-    const existing = top === undefined ? undefined : parseVia(top);
-    if (top !== undefined && existing === undefined) throw new Error("request with an unreadable top Via");
+    const existing = request.headers.via;
+    if (existing === undefined && request.headers.has("Via"))
+      throw new Error("request with an unreadable top Via");
     const base: Via = existing ?? {
       protocol: "SIP",
       version: "2.0",
@@ -400,7 +398,7 @@ export class SipTransport {
     const params = new Map(base.params);
     if (!params.has("rport")) params.set("rport", undefined);
     const value = formatVia({ ...base, transport }, params, this.sentByFor(transport));
-    return { ...request, headers: withTopVia(request.headers, value) };
+    return { ...request, headers: request.headers.withFirst("Via", value) };
   }
 
   // --- receiving ---
@@ -483,15 +481,16 @@ export class SipTransport {
 
   #deliver(message: SipMessage, source: MessageSource, connection: Connection | undefined): void {
     let delivered = message;
-    const top = message.headers.get("Via");
     if (message.kind === "request") {
-      const stamped = top === undefined ? undefined : stampReceivedVia(top, source.address, source.port);
-      if (stamped === undefined) {
+      const received = message.headers.via;
+      if (received === undefined) {
         this.#drop("request without a readable Via", source);
         return;
       }
-      if (stamped !== top) delivered = { ...message, headers: withTopVia(message.headers, stamped) };
-      const via = parseVia(stamped);
+      const stamped = stampReceivedVia(received, source.address, source.port);
+      if (stamped !== undefined)
+        delivered = { ...message, headers: message.headers.withFirst("Via", stamped) };
+      const via = delivered.headers.via;
       if (connection !== undefined) {
         if (via !== undefined) this.#rememberBranch(connection, branchKey(via));
       } else if (via !== undefined && via.transport !== "UDP") {
@@ -502,7 +501,7 @@ export class SipTransport {
       }
     } else {
       // 18.1.2: a response whose top Via is not ours is discarded
-      const via = top === undefined ? undefined : parseVia(top);
+      const via = message.headers.via;
       const sentBy = this.sentByFor(source.transport);
       if (
         via === undefined ||
@@ -547,8 +546,7 @@ export class SipTransport {
       this.#write(connection, wire).catch((error: unknown) => this.#sendFailed(error, source));
       return;
     }
-    const top = response.headers.get("Via");
-    const via = top === undefined ? undefined : parseVia(top);
+    const via = response.headers.via;
     const target = via === undefined ? { host: source.address, port: source.port } : responseTarget(via);
     this.#sendDatagram(wire, target.host, target.port).catch((error: unknown) =>
       this.#sendFailed(error, source),
@@ -677,7 +675,8 @@ export class SipTransport {
 export function buildRefusal(partial: PartialRequest, status: number, source: MessageSource): SipResponse {
   const headers = new SipHeaders();
   partial.via.forEach((value, index) => {
-    const stamped = index === 0 ? stampReceivedVia(value, source.address, source.port) : undefined;
+    const via = index === 0 ? parseVia(value) : undefined;
+    const stamped = via === undefined ? undefined : stampReceivedVia(via, source.address, source.port);
     headers.append("Via", stamped ?? value);
   });
   if (partial.from !== undefined) headers.append("From", partial.from);

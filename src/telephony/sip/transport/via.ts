@@ -1,7 +1,6 @@
 /** Via header field handling for the transport layer (RFC 3261 18.1.1, 18.2.1, 18.2.2; RFC 3581). */
 import { isIPv6 } from "node:net";
-import { type Params, parseVia, type Via } from "../message/header-values.js";
-import { type HeaderField, SipHeaders } from "../message/sip-message.js";
+import type { Params, Via } from "../message/header-values.js";
 
 /** The port a sent-by without one means for UDP and TCP (RFC 3261 18.1.1, 19.1.2). */
 export const DEFAULT_SIP_PORT = 5060;
@@ -36,40 +35,18 @@ function formatParams(params: Params): string {
 }
 
 /**
- * The top Via value of a received request as RFC 3261 18.2.1 and RFC 3581 section 4 want it: `received`
+ * The top Via of a received request as RFC 3261 18.2.1 and RFC 3581 section 4 want it: `received`
  * when the sent-by host is not the packet's source address (and always alongside a filled `rport`), and
- * `rport` set to the source port when it was requested without a value. Undefined when unparsable.
+ * `rport` set to the source port when it was requested without a value. Undefined when it stays as sent.
  */
-export function stampReceivedVia(
-  value: string,
-  sourceAddress: string,
-  sourcePort: number,
-): string | undefined {
-  const via = parseVia(value);
-  if (via === undefined) return undefined;
+export function stampReceivedVia(via: Via, sourceAddress: string, sourcePort: number): string | undefined {
   const source = normalizeHost(sourceAddress);
   const differs = normalizeHost(via.host) !== source;
-  if (!differs && via.rport !== true) return value;
+  if (!differs && via.rport !== true) return undefined;
   const params = new Map(via.params);
   params.set("received", source);
   if (via.rport === true) params.set("rport", String(sourcePort));
   return formatVia(via, params);
-}
-
-/** Headers with the first Via value replaced (or, when there is none, a Via put first). */
-export function withTopVia(headers: SipHeaders, value: string): SipHeaders {
-  const fields: HeaderField[] = [];
-  let replaced = false;
-  for (const [name, fieldValue] of headers) {
-    if (!replaced && name === "Via") {
-      fields.push([name, value]);
-      replaced = true;
-    } else {
-      fields.push([name, fieldValue]);
-    }
-  }
-  if (!replaced) fields.unshift(["Via", value]);
-  return new SipHeaders(fields);
 }
 
 /** Where a response goes over an unreliable transport (RFC 3261 18.2.2, RFC 3581 section 4). */

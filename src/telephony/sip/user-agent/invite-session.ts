@@ -8,7 +8,7 @@
 
 import { randomInt } from "node:crypto";
 import { Dialog } from "../dialog/dialog.js";
-import { listsToken, parseCSeq, parseVia } from "../message/header-values.js";
+import { listsToken } from "../message/header-values.js";
 import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
 import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
 import type { InviteServerTransaction } from "../transaction/invite-server-transaction.js";
@@ -120,7 +120,7 @@ export abstract class InviteSession {
     protected readonly host: SessionHost,
     invite: SipRequest,
   ) {
-    this.callId = invite.headers.get("Call-ID") ?? "";
+    this.callId = invite.headers.callId ?? "";
     this.#timer = new SessionTimer(host.clock, {
       refresh: () => this.#refresh(),
       expire: () => this.#expired(),
@@ -240,7 +240,7 @@ export abstract class InviteSession {
     transaction.respond(
       responseTo(request, 200, "OK", {
         headers: [
-          ["Contact", this.host.contact(transportOf(request.headers.get("Via")), this.secure)],
+          ["Contact", this.host.contact(transportOf(request), this.secure)],
           ...this.#refreshedBy(request),
           ...(answer === undefined ? [] : ([["Content-Type", "application/sdp"]] as [string, string][])),
         ],
@@ -369,7 +369,7 @@ export abstract class InviteSession {
 
   /** A 2xx the transaction layer could not match: the peer did not get our ACK (section 13.2.2.4). */
   receiveStray2xx(response: SipResponse): void {
-    const ack = this.sentAcks.get(parseCSeq(response.headers.get("CSeq") ?? "")?.seq ?? -1);
+    const ack = this.sentAcks.get(response.headers.cseq?.seq ?? -1);
     const destination = this.dialog?.destination;
     if (ack !== undefined && destination !== undefined) this.host.sendAck(ack, destination);
   }
@@ -381,7 +381,7 @@ export abstract class InviteSession {
   protected acknowledge(invite: SipRequest): void {
     const dialog = this.dialog;
     const destination = dialog?.destination;
-    const cseq = parseCSeq(invite.headers.get("CSeq") ?? "")?.seq;
+    const cseq = invite.headers.cseq?.seq;
     if (dialog === undefined || destination === undefined || cseq === undefined) return;
     let ack = this.sentAcks.get(cseq);
     if (ack === undefined) {
@@ -418,7 +418,7 @@ export abstract class InviteSession {
   }
 
   protected okResponse(request: SipRequest, sdp: string, extra: [string, string][] = []): SipResponse {
-    const transport = transportOf(request.headers.get("Via"));
+    const transport = transportOf(request);
     return responseTo(request, 200, "OK", {
       headers: [
         ["Contact", this.host.contact(transport, this.secure)],
@@ -439,7 +439,7 @@ export abstract class InviteSession {
    * an ACK after 64*T1 the session is confirmed and then ended with BYE.
    */
   protected retransmitUntilAcked(ok: SipResponse, transaction: InviteServerTransaction): void {
-    const cseq = parseCSeq(ok.headers.get("CSeq") ?? "")?.seq ?? 0;
+    const cseq = ok.headers.cseq?.seq ?? 0;
     const reliable = transaction.reliable;
     let elapsed = 0;
     let interval = reliable ? TIMER_H : T1;
@@ -463,7 +463,7 @@ export abstract class InviteSession {
   /** An ACK stops the 2xx retransmissions it acknowledges; true when it acknowledged one. */
   protected ackArrived(ack: SipRequest): boolean {
     const pending = this.pendingOk;
-    const cseq = parseCSeq(ack.headers.get("CSeq") ?? "")?.seq;
+    const cseq = ack.headers.cseq?.seq;
     if (pending === undefined || cseq !== pending.cseq) return false;
     if (pending.timer !== undefined) this.host.clock.clearTimeout(pending.timer);
     this.pendingOk = undefined;
@@ -570,7 +570,7 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
    */
   #sendAgain(changes: Readonly<Record<string, string | null>>, nextCSeq: boolean): void {
     const previous = this.#invite;
-    const cseq = (parseCSeq(previous.headers.get("CSeq") ?? "")?.seq ?? 1) + 1;
+    const cseq = (previous.headers.cseq?.seq ?? 1) + 1;
     const transport = this.#destination.transport;
     const headers = new SipHeaders();
     for (const [name, value] of previous.headers) {
@@ -652,7 +652,7 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     if (early === undefined || destination === undefined) return;
     this.#early = early;
     this.#lastRSeq = rseq;
-    const cseq = parseCSeq(this.#invite.headers.get("CSeq") ?? "")?.seq ?? 1;
+    const cseq = this.#invite.headers.cseq?.seq ?? 1;
     const prack = early.createRequest("PRACK", {
       via: this.host.via(destination.transport),
       contact: this.host.contact(destination.transport, this.secure),
@@ -739,7 +739,7 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
       const value = invite.headers.get(name);
       if (value !== undefined) headers.append(name, value);
     }
-    const seq = parseCSeq(invite.headers.get("CSeq") ?? "")?.seq ?? 1;
+    const seq = invite.headers.cseq?.seq ?? 1;
     headers.append("CSeq", `${seq} CANCEL`);
     headers.append("Content-Length", "0");
     const cancel: SipRequest = {
@@ -872,7 +872,7 @@ export class IncomingInviteSession extends InviteSession {
     const matches =
       unacked !== undefined &&
       Number(rseq) === unacked.rseq &&
-      Number(cseq) === parseCSeq(this.invite.headers.get("CSeq") ?? "")?.seq &&
+      Number(cseq) === this.invite.headers.cseq?.seq &&
       method?.toUpperCase() === "INVITE";
     if (!matches) {
       transaction.respond(responseTo(request, 481, "Call/Transaction Does Not Exist"));
@@ -941,8 +941,8 @@ export class IncomingInviteSession extends InviteSession {
   }
 
   protected override acknowledged(ack: SipRequest): void {
-    const cseq = parseCSeq(ack.headers.get("CSeq") ?? "")?.seq;
-    if (cseq !== parseCSeq(this.invite.headers.get("CSeq") ?? "")?.seq) {
+    const cseq = ack.headers.cseq?.seq;
+    if (cseq !== this.invite.headers.cseq?.seq) {
       super.acknowledged(ack);
       return;
     }
@@ -956,13 +956,13 @@ export class IncomingInviteSession extends InviteSession {
    * is known, the one it truly arrived on, not what its Via claims.
    */
   get transport(): Destination["transport"] {
-    return this.source?.transport ?? transportOf(this.invite.headers.get("Via"));
+    return this.source?.transport ?? transportOf(this.invite);
   }
 }
 
 /** The transport a request came over, from its top Via. */
-function transportOf(via: string | undefined): Destination["transport"] {
-  const transport = via === undefined ? undefined : parseVia(via)?.transport;
+function transportOf(request: SipRequest): Destination["transport"] {
+  const transport = request.headers.via?.transport;
   return transport === "TCP" || transport === "TLS" ? transport : "UDP";
 }
 

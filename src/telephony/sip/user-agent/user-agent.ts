@@ -5,7 +5,7 @@
  */
 
 import { type BlockList, isIPv6 } from "node:net";
-import { dialogId, newBranch, newCallId, newTag, tagOf } from "../dialog/dialog.js";
+import { dialogId, newBranch, newCallId, newTag } from "../dialog/dialog.js";
 import { listItems } from "../message/header-values.js";
 import { SipHeaders, type SipMessage, type SipRequest, type SipResponse } from "../message/sip-message.js";
 import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
@@ -275,7 +275,7 @@ export class UserAgent implements TransactionCore, SessionHost {
         return;
       }
     }
-    const toTag = tagOf(request.headers.get("To"));
+    const toTag = request.headers.to?.tag;
     if (toTag !== undefined) {
       this.#receiveInDialog(request, transaction, toTag);
       return;
@@ -313,9 +313,9 @@ export class UserAgent implements TransactionCore, SessionHost {
 
   receiveStrayResponse(response: SipResponse): void {
     if (response.status < 200 || response.status >= 300) return;
-    const callId = response.headers.get("Call-ID");
-    const fromTag = tagOf(response.headers.get("From"));
-    const toTag = tagOf(response.headers.get("To"));
+    const callId = response.headers.callId;
+    const fromTag = response.headers.from?.tag;
+    const toTag = response.headers.to?.tag;
     if (callId === undefined || fromTag === undefined || toTag === undefined) return;
     this.#dialogs.get(dialogId(callId, fromTag, toTag))?.receiveStray2xx(response);
   }
@@ -377,15 +377,15 @@ export class UserAgent implements TransactionCore, SessionHost {
   /** RFC 3262: a PRACK comes in the early dialog of an INVITE we have not answered yet. */
   #earlyFor(request: SipRequest, toTag: string): InviteSession | undefined {
     if (request.method !== "PRACK") return undefined;
-    const callId = request.headers.get("Call-ID");
+    const callId = request.headers.callId;
     for (const session of this.#pending.values())
-      if (session.localTag === toTag && session.invite.headers.get("Call-ID") === callId) return session;
+      if (session.localTag === toTag && session.invite.headers.callId === callId) return session;
     return undefined;
   }
 
-  #sessionFor(request: SipRequest, toTag = tagOf(request.headers.get("To"))): InviteSession | undefined {
-    const callId = request.headers.get("Call-ID");
-    const fromTag = tagOf(request.headers.get("From"));
+  #sessionFor(request: SipRequest, toTag = request.headers.to?.tag): InviteSession | undefined {
+    const callId = request.headers.callId;
+    const fromTag = request.headers.from?.tag;
     if (callId === undefined || fromTag === undefined || toTag === undefined) return undefined;
     return this.#dialogs.get(dialogId(callId, toTag, fromTag));
   }

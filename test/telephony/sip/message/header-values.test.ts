@@ -62,6 +62,15 @@ describe("parseNameAddr", () => {
     assert.ok(nameAddr?.params.has("unknownparam"));
     assert.equal(parseNameAddr("<sip:x@y;unknownparam>")?.params.size, 0);
   });
+  it("reads the tag parameter, and a range of a longer text", () => {
+    assert.equal(parseNameAddr("<sip:a@b>;TAG=x1;q=0.5")?.tag, "x1");
+    assert.equal(parseNameAddr("<sip:a@b;tag=in-uri>")?.tag, undefined);
+    assert.equal(parseNameAddr("<sip:a@b>;tag")?.tag, undefined);
+    const text = "To: <sip:bob@example.com>;tag=t9\r\n";
+    const nameAddr = parseNameAddr(text, 4, text.length - 2);
+    assert.equal(nameAddr?.uri, "sip:bob@example.com");
+    assert.equal(nameAddr?.tag, "t9");
+  });
   it("accepts any absolute URI and quoted parameter values", () => {
     assert.equal(parseNameAddr("<http://www.example.com>")?.uri, "http://www.example.com");
     assert.equal(parseNameAddr('<sip:a@b>;p="x;y"')?.params.get("p"), '"x;y"');
@@ -110,6 +119,15 @@ describe("parseCSeq", () => {
   it("reads the number (leading zeros allowed) and the method", () => {
     assert.deepEqual(parseCSeq("0009 INVITE"), { seq: 9, method: "INVITE" });
     assert.deepEqual(parseCSeq("4294967295  ACK"), { seq: 4294967295, method: "ACK" });
+  });
+  it("allows white space around the value, Unicode white space included", () => {
+    assert.deepEqual(parseCSeq(" 1 ACK\t"), { seq: 1, method: "ACK" });
+    assert.deepEqual(parseCSeq("\u00a01 ACK\u00a0"), { seq: 1, method: "ACK" });
+    assert.deepEqual(parseCSeq("CSeq: 7 BYE", 5), { seq: 7, method: "BYE" });
+  });
+  it("refuses a method that is not a token", () => {
+    assert.equal(parseCSeq("1 INVIT\u00c9"), undefined);
+    assert.equal(parseCSeq("1 IN VITE"), undefined);
   });
   it("refuses numbers above 2**32-1 and missing parts", () => {
     assert.equal(parseCSeq("36893488147419103232 REGISTER"), undefined);
@@ -162,6 +180,10 @@ describe("parseSipUri", () => {
   });
   it("refuses other schemes and malformed URIs", () => {
     assert.equal(parseSipUri("http://example.com"), undefined);
+    assert.equal(parseSipUri("sipx"), undefined); // no scheme at all
+    assert.equal(parseSipUri("sip:a@b;"), undefined); // an empty parameter
+    assert.equal(parseSipUri("sip:a@b?"), undefined); // an empty header
+    assert.equal(parseSipUri("sip:a@b?=x"), undefined);
     assert.equal(parseSipUri("sip:"), undefined);
     assert.equal(parseSipUri("sip:a b@example.com"), undefined);
     assert.equal(parseSipUri("sip:a%zz@example.com"), undefined);
