@@ -37,8 +37,10 @@ export interface Config {
   conferences: ConferencesConfig;
 }
 
-/** How conferences run (BRIDGELINE_EMPTY_GRACE_SECONDS, _NO_SHOW_MINUTES, _MAX_PARTICIPANTS, _WRONG_PIN_*). */
+/** How conferences run (BRIDGELINE_EMPTY_GRACE_SECONDS, _NO_SHOW_MINUTES, _MAX_PARTICIPANTS, _WRONG_PIN_*, _DENIED_NUMBERS). */
 export interface ConferencesConfig {
+  /** E.164 prefixes attendees' numbers may not start with, besides the fixed rules (toll fraud). */
+  deniedNumberPrefixes: string[];
   /** A conference everyone left stays open this long for callers to come back (with dial-in open). */
   emptyGraceSeconds: number;
   /** A started conference nobody has joined stays open this long for callers (with dial-in open). */
@@ -216,6 +218,21 @@ function readPortRange(env: Env): { min: number; max: number } {
     );
   }
   return { min, max };
+}
+
+/** BRIDGELINE_DENIED_NUMBERS: comma-separated E.164 prefixes such as `+1876,+1809`. */
+function readDeniedNumbers(env: Env): string[] {
+  const raw = env.BRIDGELINE_DENIED_NUMBERS;
+  if (raw === undefined || raw.trim() === "") return [];
+  return raw.split(",").map((entry) => {
+    const prefix = entry.trim().replace(/[\s().-]/g, "");
+    if (!/^\+1\d{1,10}$/.test(prefix))
+      throw new ConfigError(
+        "BRIDGELINE_DENIED_NUMBERS",
+        `each entry must be the start of a +1 number such as +1876; got "${entry.trim()}"`,
+      );
+    return prefix;
+  });
 }
 
 /** BRIDGELINE_ACCESS_NUMBERS: comma-separated North American numbers, kept as +1NPANXXXXXX. */
@@ -497,6 +514,7 @@ export function loadConfig(env: Env = process.env): Config {
     sip: readSipConfig(env),
     mail: readMailConfig(env),
     conferences: {
+      deniedNumberPrefixes: readDeniedNumbers(env),
       emptyGraceSeconds: readPositiveInteger(env, "BRIDGELINE_EMPTY_GRACE_SECONDS", 120),
       noShowMinutes: readPositiveInteger(env, "BRIDGELINE_NO_SHOW_MINUTES", 60),
       maxParticipants: env.BRIDGELINE_MAX_PARTICIPANTS

@@ -106,12 +106,14 @@ export async function startService(
   if (sip.trunk === null && sip.routes.length === 0) {
     logger.warn("no SIP trunk configured (BRIDGELINE_SIP_TRUNK): calls cannot be placed");
   }
+  const callingPolicy = { deniedPrefixes: config.conferences.deniedNumberPrefixes };
   const conferences = new ConferenceRuntime({
     telephone: telephony,
     store: conferenceStore(store),
     speak,
     dataDir: config.dataDir,
     accessNumbers: sip.accessNumbers,
+    callingPolicy,
     emptyPeriods: {
       emptyGraceMs: config.conferences.emptyGraceSeconds * 1000,
       noShowMs: config.conferences.noShowMinutes * 60_000,
@@ -160,6 +162,7 @@ export async function startService(
     trustedProxies: config.trustedProxies,
     dataDir: config.dataDir,
     accessNumbers: sip.accessNumbers,
+    callingPolicy,
     eventFeed,
     onRequestDone: metrics.requestDone,
     readiness: {

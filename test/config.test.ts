@@ -60,6 +60,7 @@ describe("loadConfig", () => {
         retrySeconds: 30,
       },
       conferences: {
+        deniedNumberPrefixes: [],
         emptyGraceSeconds: 120,
         noShowMinutes: 60,
         maxParticipants: null,
@@ -138,6 +139,7 @@ describe("loadConfig", () => {
       BRIDGELINE_INSTANCE_ID: "bridgeline-2",
       BRIDGELINE_DATABASE_WAIT_SECONDS: "90",
       BRIDGELINE_METRICS_PORT: "9464",
+      BRIDGELINE_DENIED_NUMBERS: "+1876, +1 (809)",
       BRIDGELINE_SIP_ADDRESS: "10.0.0.5",
       BRIDGELINE_SIP_PORT: "5080",
       BRIDGELINE_PUBLIC_ADDRESS: "203.0.113.7",
@@ -243,6 +245,7 @@ describe("loadConfig", () => {
         retrySeconds: 5,
       },
       conferences: {
+        deniedNumberPrefixes: ["+1876", "+1809"],
         emptyGraceSeconds: 30,
         noShowMinutes: 15,
         maxParticipants: 200,
@@ -306,6 +309,7 @@ describe("loadConfig", () => {
     [{ BRIDGELINE_MAX_PARTICIPANTS: "0" }, "BRIDGELINE_MAX_PARTICIPANTS"],
     [{ BRIDGELINE_MAX_PARTICIPANTS: "lots" }, "BRIDGELINE_MAX_PARTICIPANTS"],
     [{ BRIDGELINE_WRONG_PIN_LIMIT: "0" }, "BRIDGELINE_WRONG_PIN_LIMIT"],
+    [{ BRIDGELINE_DENIED_NUMBERS: "+44" }, "BRIDGELINE_DENIED_NUMBERS"],
   ];
   for (const [env, variable] of badValues) {
     it(`refuses ${JSON.stringify(env)}, naming ${variable}`, () => {

@@ -20,6 +20,7 @@ import type { Store } from "../store/database.js";
 import { userExists } from "../store/users.js";
 import { Authenticator } from "./authentication.js";
 import { EventFeed } from "./event-feed.js";
+import { type CallingPolicy, OPEN_CALLING_POLICY } from "../domain/phone.js";
 import { HttpError } from "./http-errors.js";
 import type { Representation } from "./representations.js";
 import { accessNumberRoutes } from "./routes/access-numbers.js";
@@ -51,6 +52,8 @@ export interface ApiOptions {
   dataDir: string;
   /** The numbers callers dial in on, E.164. */
   accessNumbers: readonly string[];
+  /** Which numbers attendees may have (toll fraud); default: the fixed rules alone. */
+  callingPolicy?: CallingPolicy;
   /** Creates the listening server(s) around Fastify's handler: HTTPS, and plain HTTP when enabled. */
   serverFactory?: FastifyServerFactory;
   /** What /health/ready checks (the database, the SIP sockets, the media threads...). */
@@ -66,6 +69,7 @@ export interface ApiContext {
   store: Store;
   dataDir: string;
   accessNumbers: readonly string[];
+  callingPolicy: CallingPolicy;
   signups: Throttle;
   /** The authenticated user, who must own the /users/{user_id} tree named by the path. */
   owner(request: FastifyRequest): Promise<number>;
@@ -151,6 +155,7 @@ export function buildApi(options: ApiOptions) {
     store: options.store,
     dataDir: options.dataDir,
     accessNumbers: options.accessNumbers,
+    callingPolicy: options.callingPolicy ?? OPEN_CALLING_POLICY,
     signups: new Throttle(options.signupLimit, windowMs),
     authenticated,
     async owner(request) {

@@ -19,6 +19,7 @@
  * It waits for its moderator (on hold) while the conference has a moderator attendee and no
  * moderator has joined nor had their call fail.
  */
+
 import type { Attendee } from "../domain/attendee.js";
 import { stateAfterFailedCall } from "../domain/attendee.js";
 import {
@@ -29,6 +30,7 @@ import {
   moderatorLeavingEnds,
 } from "../domain/conference.js";
 import type { ConferenceEventType } from "../domain/event.js";
+import { type CallingPolicy, whyNotCallable } from "../domain/phone.js";
 import type { AttendeeCallEvent } from "../store/conference-runtime.js";
 import type { RoomScope } from "../store/live-events.js";
 import { Announcements } from "./announcements.js";
@@ -54,6 +56,8 @@ export interface RoomOptions {
   readonly dataDir: string;
   /** Callers can dial in (access numbers are configured). */
   readonly acceptsDialIn: boolean;
+  /** Which numbers may be dialled (toll fraud). */
+  readonly callingPolicy: CallingPolicy;
   /** How long the conference stays open with nobody in it, while callers can dial in. */
   readonly emptyPeriods: EmptyConferencePeriods;
   /** Participants reserved for the room on its instance (its attendees when claimed, at least one). */
@@ -323,10 +327,29 @@ export class ConferenceRoom {
     }
   }
 
+  /** The attendee's call failed (or was never placed): recorded with the status, the room told. */
+  #notReached(attendee: Attendee, status: number, reason: string): void {
+    const state = stateAfterFailedCall(status);
+    this.#record(attendee.id, { kind: "failed", state, result: `${status} ${reason}` });
+    this.#options.logger.warn(
+      { conferenceId: this.#conference.id, attendeeId: attendee.id, status, reason },
+      `attendee call ${state}`,
+    );
+    if (attendee.moderator && this.#moderatorCall !== "joined") this.#moderatorCall = "unreachable";
+    this.#settle();
+    this.#endIfEmpty();
+  }
+
   #dial(attendee: Attendee): void {
     const conferenceId = this.#conference.id;
     const number = `+${attendee.phoneNumberCountryCode ?? "1"}${attendee.phoneNumberSubscriberNumber ?? ""}`;
     this.#dialled.add(attendee.id);
+    const refused = whyNotCallable(attendee.phoneNumberSubscriberNumber ?? "", this.#options.callingPolicy);
+    if (refused !== undefined) {
+      // A number stored before the rule (or the deny list) said otherwise: never dialled.
+      this.#notReached(attendee, 403, `Not Called: ${refused}`);
+      return;
+    }
     const call = this.#options.telephone.placeCall(number, { room: this.#media });
     const leg = new Leg(call, attendee.id, attendee.moderator);
     this.#add(leg);
@@ -358,16 +381,7 @@ export class ConferenceRoom {
     call.on("failed", (failure) => {
       if (this.#legs.get(attendee.id) !== leg) return;
       this.#legs.delete(attendee.id);
-      const state = stateAfterFailedCall(failure.status);
-      const result = `${failure.status} ${failure.reason}`;
-      this.#record(attendee.id, { kind: "failed", state, result });
-      this.#options.logger.warn(
-        { conferenceId, attendeeId: attendee.id, status: failure.status, reason: failure.reason },
-        `attendee call ${state}`,
-      );
-      if (attendee.moderator && this.#moderatorCall !== "joined") this.#moderatorCall = "unreachable";
-      this.#settle();
-      this.#endIfEmpty();
+      this.#notReached(attendee, failure.status, failure.reason);
     });
     this.#followCallEnd(leg);
   }

@@ -4,7 +4,7 @@
  * access number. The rooms' audio is the telephone's: nothing here is ticked.
  */
 import type { Conference, EmptyConferencePeriods } from "../domain/conference.js";
-import { normalizeNanpNumber } from "../domain/phone.js";
+import { type CallingPolicy, normalizeNanpNumber, OPEN_CALLING_POLICY } from "../domain/phone.js";
 import { Throttle } from "../domain/throttle.js";
 import { ConferenceRoom, type RoomLogger } from "./conference-room.js";
 import { answerDialIn, HANDOFF_HEADER } from "./dial-in.js";
@@ -19,6 +19,8 @@ export interface ConferenceRuntimeOptions {
   readonly dataDir: string;
   /** The numbers callers dial in on (E.164); calls to other numbers are refused 404. */
   readonly accessNumbers: readonly string[];
+  /** Which numbers attendees' calls may go to (toll fraud); default the fixed rules alone. */
+  readonly callingPolicy?: CallingPolicy;
   /** How long a conference stays open with nobody in it, while callers can dial in. */
   readonly emptyPeriods: EmptyConferencePeriods;
   /**
@@ -141,6 +143,7 @@ export class ConferenceRuntime {
       logger: this.#options.logger,
       dataDir: this.#options.dataDir,
       acceptsDialIn: this.#accessNumbers.size > 0,
+      callingPolicy: this.#options.callingPolicy ?? OPEN_CALLING_POLICY,
       reserved: Math.max(1, attendees),
       emptyPeriods: this.#options.emptyPeriods,
       onEnded: (ended) => {

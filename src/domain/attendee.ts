@@ -1,6 +1,6 @@
 import { isValidEmail } from "./email.js";
 import { FieldReader, type InputMap } from "./input.js";
-import { normalizeNanpNumber } from "./phone.js";
+import { type CallingPolicy, normalizeNanpNumber, OPEN_CALLING_POLICY, whyNotCallable } from "./phone.js";
 import type { Versioned } from "./user.js";
 
 export const MAX_ATTENDEES_PER_CONFERENCE = 250;
@@ -70,8 +70,15 @@ export interface AttendeeChanges {
 /** Digits, *, #, "," (a one-second pause) and w (wait for the far end's prompt). */
 const EXTENSION_PATTERN = /^[0-9*#,w]{1,40}$/i;
 
-/** Reads an attendee document; name and email are create-only, muted and hand-up update-only. */
-export function readAttendeeChanges(input: InputMap, mode: "create" | "update"): AttendeeChanges {
+/**
+ * Reads an attendee document; name and email are create-only, muted and hand-up update-only. A phone
+ * number the calling policy refuses is a mistake in the document.
+ */
+export function readAttendeeChanges(
+  input: InputMap,
+  mode: "create" | "update",
+  policy: CallingPolicy = OPEN_CALLING_POLICY,
+): AttendeeChanges {
   const reader = new FieldReader(input);
   const changes: AttendeeChanges = {};
 
@@ -81,10 +88,12 @@ export function readAttendeeChanges(input: InputMap, mode: "create" | "update"):
     changes.phoneNumberSubscriberNumber = null;
   } else if (phone !== undefined) {
     const normalized = normalizeNanpNumber(phone);
-    if (normalized) {
+    const refused = normalized ? whyNotCallable(normalized.subscriberNumber, policy) : undefined;
+    if (normalized && refused === undefined) {
       changes.phoneNumberCountryCode = normalized.countryCode;
       changes.phoneNumberSubscriberNumber = normalized.subscriberNumber;
-    } else reader.fail(`phone-number "${phone}" is not a valid North American number`);
+    } else if (normalized) reader.fail(`phone-number "${phone}" cannot be called: ${refused}`);
+    else reader.fail(`phone-number "${phone}" is not a valid North American number`);
   }
   const extension = reader.text("extension", 40);
   if (extension != null && !EXTENSION_PATTERN.test(extension)) {

@@ -15,3 +15,28 @@ export function normalizeNanpNumber(input: string): NanpNumber | null {
   if (phone?.countryCallingCode !== "1" || phone.ext || !phone.isValid()) return null;
   return { countryCode: "1", subscriberNumber: phone.nationalNumber };
 }
+
+/** Which placed calls are refused besides the rules below: E.164 prefixes, e.g. `+1876` (settings). */
+export interface CallingPolicy {
+  readonly deniedPrefixes: readonly string[];
+}
+
+export const OPEN_CALLING_POLICY: CallingPolicy = { deniedPrefixes: [] };
+
+/**
+ * Why a North American number (its 10 digits) may not be called by a conference, or undefined when it
+ * may (toll fraud: a conference spends money on every call it places). Premium-rate 900 and 976
+ * numbers, N11 service codes and directory assistance (NXX-555-1212) are refused, as are numbers under
+ * a denied prefix.
+ */
+export function whyNotCallable(subscriberNumber: string, policy: CallingPolicy): string | undefined {
+  const areaCode = subscriberNumber.slice(0, 3);
+  const exchange = subscriberNumber.slice(3, 6);
+  const line = subscriberNumber.slice(6);
+  if (areaCode === "900" || exchange === "976") return "premium-rate numbers (900, 976) are not called";
+  if (/^[2-9]11$/.test(areaCode) || /^[2-9]11$/.test(exchange)) return "service codes (N11) are not called";
+  if (exchange === "555" && line === "1212") return "directory assistance (555-1212) is not called";
+  const e164 = `+1${subscriberNumber}`;
+  const denied = policy.deniedPrefixes.find((prefix) => e164.startsWith(prefix));
+  return denied === undefined ? undefined : `numbers starting ${denied} are not called here`;
+}

@@ -93,6 +93,20 @@ describe("attendees API", () => {
       attendeesPath = await newConference();
     });
 
+    it("refuses numbers a conference may not call (toll fraud): premium rate, N11, directory assistance", async () => {
+      for (const [number, why] of [
+        ["1-900-555-0123", "premium-rate numbers (900, 976) are not called"],
+        ["(604) 976-0123", "premium-rate numbers (900, 976) are not called"],
+        ["604-555-1212", "directory assistance (555-1212) is not called"],
+      ]) {
+        await assertRefused(
+          attendeesPath,
+          `<attendee><phone-number>${number}</phone-number></attendee>`,
+          `phone-number "${number}" cannot be called: ${why}`,
+        );
+      }
+    });
+
     it("normalizes common spellings of a North American number to 10 digits with country code 1", async () => {
       for (const spelling of ["604-555-0100", "(604) 555 0100", "+1 604 555 0100"]) {
         const response = await post(

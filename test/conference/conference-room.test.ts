@@ -135,6 +135,46 @@ test("nobody answering ends the conference at once when nobody can dial in", asy
   assert.deepEqual(h.store.of("end"), [{ op: "end", reason: "no attendee left" }]);
 });
 
+test("a stored number the calling rules refuse is never dialled: the attendee fails 403 and the others are called", async () => {
+  const h = await startRoom({
+    attendees: [
+      attendee(1, { moderator: true }),
+      attendee(2, { phoneNumberSubscriberNumber: "9005550123" }),
+      attendee(3, { phoneNumberSubscriberNumber: "8765550123" }),
+    ],
+    callingPolicy: { deniedPrefixes: ["+1876"] },
+  });
+  await flush();
+  assert.deepEqual(
+    h.telephone.calls.map((call) => call.to),
+    ["+16045550101"],
+  );
+  assert.deepEqual(
+    h.store
+      .of("call")
+      .filter((write) => write.event.kind === "failed")
+      .map((write) => [write.attendeeId, write.event]),
+    [
+      [
+        2,
+        {
+          kind: "failed",
+          state: "failed",
+          result: "403 Not Called: premium-rate numbers (900, 976) are not called",
+        },
+      ],
+      [
+        3,
+        {
+          kind: "failed",
+          state: "failed",
+          result: "403 Not Called: numbers starting +1876 are not called here",
+        },
+      ],
+    ],
+  );
+});
+
 test("with dial-in open, the last one leaving ends it only after the grace period, and a caller within it keeps it going", async (t) => {
   t.mock.timers.enable({ apis: ["Date"], now: 0 });
   const h = await startRoom({ attendees: [attendee(2), attendee(3)], acceptsDialIn: true });

@@ -5,6 +5,7 @@ import { ConferenceRoom } from "../../src/conference/conference-room.js";
 import type { Speak } from "../../src/conference/ports.js";
 import type { Attendee } from "../../src/domain/attendee.js";
 import type { Conference } from "../../src/domain/conference.js";
+import { type CallingPolicy, OPEN_CALLING_POLICY } from "../../src/domain/phone.js";
 import {
   attendee,
   type FakeCall,
@@ -41,6 +42,7 @@ export interface HarnessOptions {
   speak?: Speak;
   /** Access numbers are configured (default: none, so nobody can dial in). */
   acceptsDialIn?: boolean;
+  callingPolicy?: CallingPolicy;
 }
 
 /** The settings' defaults: two minutes' grace, an hour for the first caller. */
@@ -65,6 +67,7 @@ export async function startRoom(options: HarnessOptions = {}): Promise<Harness> 
     logger,
     dataDir: DATA_DIR,
     acceptsDialIn: options.acceptsDialIn ?? false,
+    callingPolicy: options.callingPolicy ?? OPEN_CALLING_POLICY,
     emptyPeriods: EMPTY_PERIODS,
     reserved: 1,
     speak:

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { normalizeNanpNumber } from "../../src/domain/phone.js";
+import { normalizeNanpNumber, OPEN_CALLING_POLICY, whyNotCallable } from "../../src/domain/phone.js";
 
 describe("normalizeNanpNumber", () => {
   const accepted: Array<[string, string]> = [
@@ -37,4 +37,28 @@ describe("normalizeNanpNumber", () => {
   for (const input of rejected) {
     it(`rejects ${JSON.stringify(input)}`, () => assert.equal(normalizeNanpNumber(input), null));
   }
+});
+
+describe("whyNotCallable (toll fraud)", () => {
+  const policy = { deniedPrefixes: ["+1876", "+1604555019"] };
+  const cases: Array<[string, string | undefined]> = [
+    ["6045550123", undefined],
+    ["8005550100", undefined],
+    ["9005550123", "premium-rate numbers (900, 976) are not called"],
+    ["6049760123", "premium-rate numbers (900, 976) are not called"],
+    ["6044110123", "service codes (N11) are not called"],
+    ["6045551212", "directory assistance (555-1212) is not called"],
+    ["6045551213", undefined],
+    ["8765550123", "numbers starting +1876 are not called here"],
+    ["6045550199", "numbers starting +1604555019 are not called here"],
+    ["6045550200", undefined],
+  ];
+  for (const [number, reason] of cases) {
+    it(`${number}: ${reason ?? "callable"}`, () => {
+      assert.equal(whyNotCallable(number, policy), reason);
+    });
+  }
+  it("without a deny list, only the fixed rules", () => {
+    assert.equal(whyNotCallable("8765550123", OPEN_CALLING_POLICY), undefined);
+  });
 });

@@ -49,7 +49,7 @@ export function attendeeRoutes(api: ApiContext): void {
     POST: async (request, reply) => {
       const { userId, conferenceId } = await ownedConference(api, request);
       const representation = representationOf(request);
-      const changes = readAttendeeChanges(readBody(request, "attendee"), "create");
+      const changes = readAttendeeChanges(readBody(request, "attendee"), "create", api.callingPolicy);
       const attendee = await createAttendee(api.store, conferenceId, changes, new Date());
       return sendCreated(
         reply,
@@ -72,7 +72,7 @@ export function attendeeRoutes(api: ApiContext): void {
       const representation = representationOf(request);
       const input = readBody(request, "attendee");
       const lockVersion = readLockVersion(input);
-      const changes = readAttendeeChanges(input, "update");
+      const changes = readAttendeeChanges(input, "update", api.callingPolicy);
       if (changes.muted !== undefined || changes.handUp !== undefined) {
         const current = await getAttendee(api.store, conferenceId, id);
         const changed = changedLiveControls(current, changes).join(" and ");
