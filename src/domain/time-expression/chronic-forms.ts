@@ -333,10 +333,7 @@ function normalizeExpression(expression: string, year: number): string {
     .replace(/ ?\bo ?clock\b/g, "")
     .replace(/\b(\d{1,2})(\d{2}) ?([ap])m?\b/g, "$1:$2$3m")
     .replace(/\b(\d{1,2}(?::\d{2})?) ?([ap])\b/g, "$1$2m")
-    .replace(
-      new RegExp(`\\b(\\d{1,2}:\\d{2}(?::\\d{2})? (?:${alternation(ZONE_OFFSETS)})) (\\d{4})$`),
-      "$2 $1",
-    );
+    .replace(YEAR_AFTER_ZONE, "$2 $1");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -913,6 +910,10 @@ const ZONE_OFFSETS: Record<string, number> = {
   pdt: -420,
 };
 const ZONE_AFTER_TIME = new RegExp(`^ (${alternation(ZONE_OFFSETS)})\\b`);
+/** date(1)'s "17:00:00 pdt 2007": the year after the zone, moved before the time. */
+const YEAR_AFTER_ZONE = new RegExp(
+  `\\b(\\d{1,2}:\\d{2}(?::\\d{2})? (?:${alternation(ZONE_OFFSETS)})) (\\d{4})$`,
+);
 
 /** A zone name after a time ("2011-07-03 21:11:35 utc", "5pm est") fixes its UTC offset. */
 const zoneNameRefiner = refiner((context, results) => {

@@ -39,6 +39,8 @@ export function instantOf(wall: WallTime, zone: string): DateTime {
   const local = wall.toMillis();
   // The zone's offsets a day either side: one, or the two of a DST change in between.
   const offsets = [rules.offset(local - DAY_MS), rules.offset(local + DAY_MS)];
+  if (offsets[0] === offsets[1])
+    return DateTime.fromMillis(local - (offsets[0] ?? 0) * 60_000, { zone: rules });
   const readings = offsets
     .map((offset) => local - offset * 60_000)
     .filter((instant, index) => rules.offset(instant) === offsets[index]);
