@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
-import { keypadTones } from "./media/dtmf/keypad-tones.js";
+import { KEYPAD, keypadTones } from "./media/dtmf/keypad-tones.js";
 import type { PlayoutKind } from "./media/jitter-buffer.js";
 import type { MediaMix, MediaStream } from "./media/plane/media-plane.js";
 import type { MediaSound } from "./media/plane/protocol.js";
@@ -82,6 +82,9 @@ export interface CallMediaOptions {
   readonly dtmf?: DtmfMethod;
 }
 
+/** A key's length, as tones and INFO say it. */
+const KEY_MS = 100;
+
 export class Call extends EventEmitter<CallEvents> {
   #state: CallState = "calling";
   #media: MediaStream | undefined;
@@ -148,6 +151,7 @@ export class Call extends EventEmitter<CallEvents> {
     if (this.#state !== "answered" || this.#media === undefined) return Promise.resolve(false);
     const method = this.#mediaOptions.dtmf ?? "rfc4733";
     if (method === "rfc4733" && this.#telephoneEvents) return this.#media.sendDigits(keys);
+    if (method === "info") return this.#sendKeysByInfo(keys);
     let tones: Int16Array;
     try {
       tones = keypadTones(keys);
@@ -155,6 +159,19 @@ export class Call extends EventEmitter<CallEvents> {
       return Promise.resolve(false);
     }
     return this.play({ samples: tones }).then(() => this.#state === "answered");
+  }
+
+  /** One INFO a key, each after the last is answered, 100 ms apart as tones would be; `,` one second. */
+  async #sendKeysByInfo(keys: string): Promise<boolean> {
+    if (![...keys].every((key) => key === "," || KEYPAD.includes(key.toUpperCase()))) return false;
+    for (const key of keys) {
+      if (this.#state !== "answered" || this.session === undefined) return false;
+      if (key !== ",") {
+        if (!(await this.session.sendKey(key.toUpperCase(), KEY_MS))) return false;
+      }
+      await new Promise((resolve) => setTimeout(resolve, key === "," ? 1000 : KEY_MS));
+    }
+    return this.#state === "answered";
   }
 
   /**

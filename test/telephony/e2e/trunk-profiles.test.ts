@@ -137,6 +137,37 @@ describe("trunk profiles, read back from the INVITE a SIPp carrier received", {
     assert.match(proxy.messages(), /^Expires: 0\r?$/m);
   });
 
+  test("a trunk that takes keys by SIP INFO: no telephone-event offered, one INFO a key (application/dtmf-relay)", async () => {
+    const peer = await sipp({ scenario: "uas-info-keys.xml" });
+    const telephony = await telephonyWith({
+      uri: `sip:127.0.0.1:${peer.sipPort}`,
+      dtmf: "info",
+      codecs: ["PCMA"],
+    });
+    const record = new CallRecord(telephony.placeCall("+16045550123"), () => peer.report());
+    await peer.unlessFailed(record.reached("answered"));
+    assert.equal(await record.call.sendDigits("4,7#"), true);
+    record.call.hangup();
+    await record.reached("ended");
+    await peer.expectSuccess();
+    assert.doesNotMatch(inviteReceived(peer), /telephone-event/);
+    const infos = [...peer.messages().matchAll(/^INFO [\s\S]*?(?=^-{10,}|(?![\s\S]))/gm)].map(
+      (match) => match[0],
+    );
+    assert.deepEqual(
+      infos.map((info) => [
+        header(info, "Content-Type"),
+        /^Signal=(.*?)\r?$/m.exec(info)?.[1],
+        /^Duration=(.*?)\r?$/m.exec(info)?.[1],
+      ]),
+      [
+        ["application/dtmf-relay", "4", "100"],
+        ["application/dtmf-relay", "7", "100"],
+        ["application/dtmf-relay", "#", "100"],
+      ],
+    );
+  });
+
   test("a trunk that takes keys in the audio: no telephone-event offered, and the keys sent as tones", async () => {
     const peer = await sipp({ scenario: "uas-answer.xml", args: ["-rtp_echo"] });
     const telephony = await telephonyWith({

@@ -157,6 +157,28 @@ export abstract class InviteSession {
   }
 
   /**
+   * Sends a key by SIP INFO (RFC 6086) as `application/dtmf-relay` (`Signal=5`, `Duration=` in ms),
+   * the body carriers that take keys this way read; resolves true once the peer answers 2xx.
+   */
+  sendKey(key: string, durationMs: number): Promise<boolean> {
+    const dialog = this.dialog;
+    const destination = dialog?.destination;
+    if (dialog === undefined || destination === undefined || this.endedAlready) return Promise.resolve(false);
+    const request = dialog.createRequest("INFO", {
+      via: this.host.via(destination.transport),
+      contact: this.host.contact(destination.transport, this.secure),
+      headers: [["User-Agent", this.host.userAgent]],
+      contentType: "application/dtmf-relay",
+      body: Buffer.from(`Signal=${key}\r\nDuration=${durationMs}\r\n`),
+    });
+    return new Promise((resolve) =>
+      this.host.sendNonInvite(request, destination, (response) =>
+        resolve(response !== undefined && response.status < 300),
+      ),
+    );
+  }
+
+  /**
    * Sends a re-INVITE with a new offer (section 14.1); resolves with the peer's answer, or undefined when
    * it refused the offer (the session continues unchanged, section 14.1).
    */
