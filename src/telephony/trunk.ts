@@ -15,9 +15,9 @@ export type NumberFormat = "+E164" | "E164" | "11-digit" | "national";
 export const NUMBER_FORMATS: readonly NumberFormat[] = ["+E164", "E164", "11-digit", "national"];
 
 /**
- * How the carrier is asked to send keypad digits: RFC 4733 telephone-events offered in the SDP, or
- * none offered, so that it sends SIP INFO or leaves the tones in the audio. All three are received
- * from every trunk whatever this says.
+ * How keys go to the carrier (an attendee's extension): RFC 4733 events (offered in our SDP), SIP
+ * INFO, or tones in the audio; with `info` or `inband` no telephone-event is offered, so the carrier
+ * sends its own keys those ways. All three are received from every trunk whatever this says.
  */
 export type DtmfMethod = "rfc4733" | "info" | "inband";
 export const DTMF_METHODS: readonly DtmfMethod[] = ["rfc4733", "info", "inband"];
