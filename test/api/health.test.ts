@@ -66,12 +66,20 @@ class DatabaseRelay {
   }
 }
 
-/** A database URL through `relay` to the test database `url`. */
-function through(relay: DatabaseRelay, url: string): string {
-  const relayed = new URL(url);
-  relayed.hostname = "127.0.0.1";
-  relayed.port = String(relay.port);
-  return relayed.toString();
+/** A fresh test database and a relay to it (not yet open), with the database URL through the relay. */
+async function relayedTestDatabase(): Promise<{ relay: DatabaseRelay; url: string }> {
+  const database = await createTestDatabase();
+  cleanups.push(() => database.drop());
+  const target = new URL(database.url);
+  const relay = new DatabaseRelay(await DatabaseRelay.freePort(), {
+    host: target.hostname,
+    port: Number(target.port || 5432),
+  });
+  cleanups.push(() => relay.cut());
+  const url = new URL(database.url);
+  url.hostname = "127.0.0.1";
+  url.port = String(relay.port);
+  return { relay, url: url.toString() };
 }
 
 describe("health probes", () => {
@@ -94,16 +102,9 @@ describe("health probes", () => {
   it("ready turns 503 naming the database when PostgreSQL is cut off, and 200 when it is back", {
     skip: TEST_STORE === "postgres" ? false : "runs in the PostgreSQL half of the suite",
   }, async () => {
-    const database = await createTestDatabase();
-    cleanups.push(() => database.drop());
-    const target = new URL(database.url);
-    const relay = new DatabaseRelay(await DatabaseRelay.freePort(), {
-      host: target.hostname,
-      port: Number(target.port || 5432),
-    });
+    const { relay, url } = await relayedTestDatabase();
     await relay.open();
-    cleanups.push(() => relay.cut());
-    const api = await startTestService({ databaseUrl: through(relay, database.url) });
+    const api = await startTestService({ databaseUrl: url });
     cleanups.push(() => api.close());
     assert.equal((await readiness(api)).status, 200);
 
@@ -132,14 +133,7 @@ describe("health probes", () => {
   it("start-up waits for PostgreSQL, a line per attempt, and starts once it is there", {
     skip: TEST_STORE === "postgres" ? false : "runs in the PostgreSQL half of the suite",
   }, async () => {
-    const database = await createTestDatabase();
-    cleanups.push(() => database.drop());
-    const target = new URL(database.url);
-    const relay = new DatabaseRelay(await DatabaseRelay.freePort(), {
-      host: target.hostname,
-      port: Number(target.port || 5432),
-    });
-    cleanups.push(() => relay.cut());
+    const { relay, url } = await relayedTestDatabase();
     const logs: string[] = [];
     const sink = new Writable({
       write(chunk, _encoding, done) {
@@ -149,7 +143,7 @@ describe("health probes", () => {
     });
     const config = {
       ...loadConfig({}),
-      databaseUrl: through(relay, database.url),
+      databaseUrl: url,
       databaseWaitSeconds: 30,
       host: "127.0.0.1",
       httpsPort: 0,

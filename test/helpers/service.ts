@@ -161,3 +161,35 @@ export async function createUser(
   const user = response.xml.user as Record<string, { "#text": string }>;
   return { id: Number(user.id?.["#text"]), auth: [email, password], response };
 }
+
+/**
+ * A conference through the API with `numbers` as attendees, set to pending so that the scheduler
+ * starts it at `startAt` (default now); `extra` is XML inserted inside <conference>. Its path.
+ */
+export async function createPendingConference(
+  api: TestService,
+  owner: { id: number; auth: [string, string] },
+  options: { numbers: readonly string[]; extra?: string; startAt?: Date; name?: string },
+): Promise<string> {
+  const startAt = (options.startAt ?? new Date()).toISOString();
+  const created = await api.request("POST", `/users/${owner.id}/conferences`, {
+    auth: owner.auth,
+    body: `<conference><name>${options.name ?? "Weekly"}</name><scheduled-to-start-at>${startAt}</scheduled-to-start-at>${options.extra ?? ""}</conference>`,
+  });
+  if (created.status !== 201) throw new Error(`conference not created: ${created.status} ${created.text}`);
+  const conference = new URL(String(created.headers.location), "http://localhost").pathname;
+  for (const number of options.numbers) {
+    const added = await api.request("POST", `${conference}/attendees`, {
+      auth: owner.auth,
+      body: `<attendee><phone-number>${number}</phone-number></attendee>`,
+    });
+    if (added.status !== 201) throw new Error(`attendee ${number} not added: ${added.status} ${added.text}`);
+  }
+  const pending = await api.request("PUT", conference, {
+    auth: owner.auth,
+    body: "<conference><state>pending</state></conference>",
+  });
+  if (pending.status !== 200)
+    throw new Error(`conference not made pending: ${pending.status} ${pending.text}`);
+  return conference;
+}

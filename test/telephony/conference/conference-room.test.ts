@@ -9,7 +9,12 @@ import { after, describe, test } from "node:test";
 import { loadConfig } from "../../../src/config.js";
 import { goertzelLevelDb, rmsLevelDb, SAMPLE_RATE } from "../../helpers/audio.js";
 import { Baresip } from "../../helpers/baresip.js";
-import { createUser, startTestService, type TestService } from "../../helpers/service.js";
+import {
+  createPendingConference,
+  createUser,
+  startTestService,
+  type TestService,
+} from "../../helpers/service.js";
 import { rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
 import { until } from "../../helpers/until.js";
 
@@ -67,30 +72,19 @@ async function conference(
   userId: number,
   options: { numbers: string[]; extra?: string; startInSeconds?: number },
 ): Promise<Room> {
-  const startAt = new Date(Date.now() + (options.startInSeconds ?? 0) * 1000).toISOString();
   // Phones that answer by themselves go straight in unless the test wants the press-1 greeting.
   const directDial = options.extra?.includes("direct-dial")
     ? ""
     : '<direct-dial type="boolean">true</direct-dial>';
-  const created = await api.request("POST", `/users/${userId}/conferences`, {
-    auth,
-    body: `<conference><name>Weekly</name><scheduled-to-start-at>${startAt}</scheduled-to-start-at>
-      <announce-attendees type="boolean">false</announce-attendees>${directDial}${options.extra ?? ""}</conference>`,
-  });
-  assert.equal(created.status, 201, created.text);
-  const conferencePath = new URL(String(created.headers.location), "http://localhost").pathname;
-  for (const number of options.numbers) {
-    const added = await api.request("POST", `${conferencePath}/attendees`, {
-      auth,
-      body: `<attendee><phone-number>${number}</phone-number></attendee>`,
-    });
-    assert.equal(added.status, 201, added.text);
-  }
-  const pending = await api.request("PUT", conferencePath, {
-    auth,
-    body: "<conference><state>pending</state></conference>",
-  });
-  assert.equal(pending.status, 200, pending.text);
+  const conferencePath = await createPendingConference(
+    api,
+    { id: userId, auth },
+    {
+      numbers: options.numbers,
+      startAt: new Date(Date.now() + (options.startInSeconds ?? 0) * 1000),
+      extra: `<announce-attendees type="boolean">false</announce-attendees>${directDial}${options.extra ?? ""}`,
+    },
+  );
   return {
     conferencePath,
     async read() {

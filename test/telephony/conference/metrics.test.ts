@@ -7,7 +7,12 @@ import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { request } from "undici";
 import { loadConfig } from "../../../src/config.js";
-import { createUser, startTestService, type TestService } from "../../helpers/service.js";
+import {
+  createPendingConference,
+  createUser,
+  startTestService,
+  type TestService,
+} from "../../helpers/service.js";
 import { rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
 import { until } from "../../helpers/until.js";
 
@@ -66,26 +71,12 @@ describe("metrics during a real conference", { skip }, () => {
     assert.equal(total(before, "bridgeline_calls_placed_total"), 0);
     assert.equal(total(before, "bridgeline_conferences", 'state="started"'), 0);
 
-    const { id, auth } = await createUser(api);
-    const created = await api.request("POST", `/users/${id}/conferences`, {
-      auth,
-      body: `<conference><name>Metered</name><scheduled-to-start-at>${new Date().toISOString()}</scheduled-to-start-at>
-        <direct-dial type="boolean">true</direct-dial><announce-attendees type="boolean">false</announce-attendees></conference>`,
+    await createPendingConference(api, await createUser(api), {
+      name: "Metered",
+      numbers: ["+16045550123", "+17785550123"],
+      extra:
+        '<direct-dial type="boolean">true</direct-dial><announce-attendees type="boolean">false</announce-attendees>',
     });
-    assert.equal(created.status, 201, created.text);
-    const conference = new URL(String(created.headers.location), "http://localhost").pathname;
-    for (const number of ["+16045550123", "+17785550123"]) {
-      const added = await api.request("POST", `${conference}/attendees`, {
-        auth,
-        body: `<attendee><phone-number>${number}</phone-number></attendee>`,
-      });
-      assert.equal(added.status, 201, added.text);
-    }
-    const pending = await api.request("PUT", conference, {
-      auth,
-      body: "<conference><state>pending</state></conference>",
-    });
-    assert.equal(pending.status, 200, pending.text);
 
     const detail = () => `${answering.report()}\n${busy.report()}\n${api.logs.slice(-15).join("\n")}`;
     // In the room: one call answered and joined, one failed 486, media flowing.

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
 import { loadConfig } from "../../../src/config.js";
-import { createUser, startTestService } from "../../helpers/service.js";
+import { createPendingConference, createUser, startTestService } from "../../helpers/service.js";
 import { rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
 import { until } from "../../helpers/until.js";
 
@@ -55,26 +55,11 @@ routes:
     });
     cleanups.push(() => api.close());
 
-    const { id, auth } = await createUser(api);
-    const created = await api.request("POST", `/users/${id}/conferences`, {
-      auth,
-      body: `<conference><name>Carriers</name><scheduled-to-start-at>${new Date().toISOString()}</scheduled-to-start-at>
-        <direct-dial type="boolean">true</direct-dial></conference>`,
+    await createPendingConference(api, await createUser(api), {
+      name: "Carriers",
+      numbers: ["604 555 0123", "(778) 555-0123"],
+      extra: '<direct-dial type="boolean">true</direct-dial>',
     });
-    assert.equal(created.status, 201, created.text);
-    const conference = new URL(String(created.headers.location), "http://localhost").pathname;
-    for (const number of ["604 555 0123", "(778) 555-0123"]) {
-      const added = await api.request("POST", `${conference}/attendees`, {
-        auth,
-        body: `<attendee><phone-number>${number}</phone-number></attendee>`,
-      });
-      assert.equal(added.status, 201, added.text);
-    }
-    const pending = await api.request("PUT", conference, {
-      auth,
-      body: "<conference><state>pending</state></conference>",
-    });
-    assert.equal(pending.status, 200, pending.text);
 
     const invited = (peer: Sipp) => async () =>
       /^INVITE /m.test(peer.messages()) ? peer.messages() : undefined;
