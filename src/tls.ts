@@ -1,6 +1,5 @@
 import fs from "node:fs";
 import path from "node:path";
-import selfsigned from "selfsigned";
 import type { Config } from "./config.js";
 
 export interface TlsMaterial {
@@ -27,6 +26,8 @@ export async function loadTlsMaterial(config: Config): Promise<TlsMaterial> {
   }
   const notAfterDate = new Date();
   notAfterDate.setFullYear(notAfterDate.getFullYear() + 5);
+  // Loaded only here: most starts find the certificate already made.
+  const { default: selfsigned } = await import("selfsigned");
   const generated = await selfsigned.generate([{ name: "commonName", value: "localhost" }], {
     keySize: 2048,
     algorithm: "sha256",

@@ -5,7 +5,7 @@
  */
 import fs from "node:fs/promises";
 import path from "node:path";
-import nodemailer from "nodemailer";
+import type { Transporter } from "nodemailer";
 import type Mail from "nodemailer/lib/mailer/index.js";
 
 export interface MailDelivery {
@@ -16,14 +16,33 @@ export interface MailDelivery {
   readonly target: string;
 }
 
+/**
+ * A nodemailer transport made at the first message: nodemailer is some forty modules, loaded then
+ * rather than at start, which it would slow down for a service that may send no mail for hours.
+ */
+function lazyTransport<Info>(
+  make: (nodemailer: typeof import("nodemailer")["default"]) => Transporter<Info>,
+): { sendMail(message: Mail.Options): Promise<Info>; close(): void } {
+  let transport: Promise<Transporter<Info>> | undefined;
+  return {
+    async sendMail(message) {
+      transport ??= import("nodemailer").then((module) => make(module.default));
+      return (await transport).sendMail(message);
+    },
+    close: () => void transport?.then((made) => made.close()),
+  };
+}
+
 export function smtpDelivery(url: string): MailDelivery {
-  const transport = nodemailer.createTransport({
-    url,
-    // Fail over to the retry schedule rather than hang on an unreachable or stalled server.
-    connectionTimeout: 10_000,
-    greetingTimeout: 10_000,
-    socketTimeout: 60_000,
-  });
+  const transport = lazyTransport((nodemailer) =>
+    nodemailer.createTransport({
+      url,
+      // Fail over to the retry schedule rather than hang on an unreachable or stalled server.
+      connectionTimeout: 10_000,
+      greetingTimeout: 10_000,
+      socketTimeout: 60_000,
+    }),
+  );
   const target = new URL(url);
   return {
     target: `${target.protocol}//${target.host}`,
@@ -35,7 +54,9 @@ export function smtpDelivery(url: string): MailDelivery {
 }
 
 export function fileDelivery(directory: string): MailDelivery {
-  const transport = nodemailer.createTransport({ streamTransport: true, buffer: true, newline: "windows" });
+  const transport = lazyTransport((nodemailer) =>
+    nodemailer.createTransport({ streamTransport: true, buffer: true, newline: "windows" }),
+  );
   return {
     target: directory,
     async send(message, name) {

@@ -2,7 +2,6 @@ import fs from "node:fs";
 import path from "node:path";
 import SQLite from "better-sqlite3";
 import { Kysely, Migrator, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from "kysely";
-import pg from "pg";
 import { migrationProvider } from "./migrations.js";
 import type { Database } from "./schema.js";
 
@@ -94,14 +93,8 @@ export async function openSqliteStore(dataDir: string): Promise<Store> {
   return store;
 }
 
-/*
- * PostgreSQL hands timestamptz back as Date and bigint (count) as string; the repositories expect
- * the same ISO strings and numbers that SQLite gives, so both are converted at the driver.
- */
 const TIMESTAMPTZ_OID = 1184;
 const INT8_OID = 20;
-pg.types.setTypeParser(TIMESTAMPTZ_OID, (value) => new Date(value).toISOString());
-pg.types.setTypeParser(INT8_OID, (value) => Number(value));
 
 /** The production store: a pool of connections to one PostgreSQL database shared by N instances. */
 export async function openPostgresStore(
@@ -109,6 +102,13 @@ export async function openPostgresStore(
   onIdleClientError: (error: Error) => void = () => {},
   poolSize = 10,
 ): Promise<Store> {
+  // The driver is loaded only here: the embedded store never needs it, and it is a good part of
+  // the start-up time and memory of a service on SQLite.
+  const { default: pg } = await import("pg");
+  // PostgreSQL hands timestamptz back as Date and bigint (count) as string; the repositories expect
+  // the same ISO strings and numbers that SQLite gives, so both are converted at the driver.
+  pg.types.setTypeParser(TIMESTAMPTZ_OID, (value) => new Date(value).toISOString());
+  pg.types.setTypeParser(INT8_OID, (value) => Number(value));
   const pool = new pg.Pool({ connectionString, max: poolSize });
   // An idle connection can be cut by the server (restart, failover); the pool replaces it, and
   // the event must be handled or it would end the process.
