@@ -11,6 +11,12 @@ export BRIDGELINE_TEST_DATABASE_URL
 if (($#)); then files=("$@"); else mapfile -t files < <(find test -name '*.test.ts' | sort); fi
 status=0
 
+# The tests that start `bin/bridgeline.js` run the compiled service in dist/: bring it up to date
+# with the sources first (incremental, a few seconds when nothing changed). A failed build fails the
+# run; the tests still run, on what was emitted.
+echo "== building dist/"
+npm run --silent build:service || status=1
+
 run_suite() {
   local store=$1
   shift
