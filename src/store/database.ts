@@ -2,6 +2,7 @@ import fs from "node:fs";
 import path from "node:path";
 import SQLite from "better-sqlite3";
 import { Kysely, Migrator, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from "kysely";
+import { CONNECTION_ERRORS } from "../network-errors.js";
 import { migrationProvider } from "./migrations.js";
 import type { Database } from "./schema.js";
 
@@ -41,13 +42,7 @@ export async function pingDatabase(store: Store): Promise<void> {
 
 /** Errors that mean PostgreSQL cannot be reached yet (down, starting, not resolvable), not a mistake. */
 const UNREACHABLE: Readonly<Record<string, string>> = {
-  ECONNREFUSED: "connection refused",
-  ECONNRESET: "connection reset",
-  ETIMEDOUT: "connection timed out",
-  EHOSTUNREACH: "host unreachable",
-  ENETUNREACH: "network unreachable",
-  ENOTFOUND: "host name not found",
-  EAI_AGAIN: "host name lookup failed",
+  ...CONNECTION_ERRORS,
   "57P03": "the database system is starting up",
 };
 
