@@ -39,6 +39,16 @@ export interface NotificationFacts {
   recipient: NotificationRecipient;
 }
 
+/** The e-mail to a webhook's owner when the service disables it (src/store/webhooks.ts). */
+export interface WebhookDisabledFacts {
+  kind: "webhook-disabled";
+  webhook: { id: number; userId: number; url: string; disabledAt: string; reason: string };
+  recipient: { email: string; name: string | null };
+}
+
+/** What a message of the notification outbox says: about a conference, or a webhook disabled. */
+export type OutboxFacts = NotificationFacts | WebhookDisabledFacts;
+
 export interface RecipientCandidate {
   email: string | null;
   name: string | null;

@@ -7,7 +7,7 @@ import ical, { ICalCalendarMethod, ICalEventStatus } from "ical-generator";
 import { parsePhoneNumberFromString } from "libphonenumber-js";
 import { DateTime } from "luxon";
 import { KEYPAD } from "../domain/keypad.js";
-import type { NotificationFacts } from "../domain/notification.js";
+import type { NotificationFacts, OutboxFacts, WebhookDisabledFacts } from "../domain/notification.js";
 
 export interface MessageSettings {
   /** The From header, `Name <address>` or a bare address. */
@@ -21,7 +21,8 @@ export interface NotificationMessage {
   subject: string;
   text: string;
   html: string;
-  calendar: { method: "REQUEST" | "CANCEL"; content: string };
+  /** The iCalendar object of a message about a conference; none for other messages. */
+  calendar?: { method: "REQUEST" | "CANCEL"; content: string };
 }
 
 /** Conferences have no end time; calendars get an hour-long event. */
@@ -65,17 +66,21 @@ function startTime(facts: NotificationFacts): string {
 /** One paragraph or list of the message, rendered once as text and once as HTML. */
 type Block = { paragraph: string } | { heading: string; items: string[] };
 
-function blocks(facts: NotificationFacts, settings: MessageSettings): Block[] {
-  const { conference, recipient } = facts;
-  const when = startTime(facts);
-  const greeting = `Hello ${recipient.name ? headerSafe(recipient.name) : recipient.email},`;
-  const support: Block = {
+function supportBlock(settings: MessageSettings): Block {
+  return {
     heading: "Support",
     items: [
       `E-mail: ${settings.supportEmail}`,
       ...(settings.supportPhone === null ? [] : [`Telephone: ${settings.supportPhone}`]),
     ],
   };
+}
+
+function blocks(facts: NotificationFacts, settings: MessageSettings): Block[] {
+  const { conference, recipient } = facts;
+  const when = startTime(facts);
+  const greeting = `Hello ${recipient.name ? headerSafe(recipient.name) : recipient.email},`;
+  const support = supportBlock(settings);
   if (facts.kind === "cancellation") {
     return [
       { paragraph: greeting },
@@ -181,4 +186,32 @@ export function composeNotification(
   const text = asText(content);
   const title = subject(facts);
   return { subject: title, text, html: asHtml(content, title), calendar: calendar(facts, settings, text) };
+}
+
+/** The e-mail to a webhook's owner when the service disabled the webhook. */
+export function composeWebhookDisabled(
+  facts: WebhookDisabledFacts,
+  settings: MessageSettings,
+): NotificationMessage {
+  const { webhook, recipient } = facts;
+  const path = `/users/${webhook.userId}/webhooks/${webhook.id}`;
+  const content: Block[] = [
+    { paragraph: `Hello ${recipient.name ? headerSafe(recipient.name) : recipient.email},` },
+    {
+      paragraph: `Bridgeline disabled your webhook ${webhook.id} to ${webhook.url} on ${webhook.disabledAt.slice(0, 19).replace("T", " ")} UTC: ${webhook.reason}.`,
+    },
+    {
+      paragraph: `Events are no longer sent to it. Its delivery log is at ${path}/deliveries. Once the receiver answers again, enable the webhook with a PUT to ${path} carrying <enabled>true</enabled>; events from then on are sent to it.`,
+    },
+    supportBlock(settings),
+  ];
+  const title = headerSafe(`Webhook disabled: ${webhook.url}`);
+  return { subject: title, text: asText(content), html: asHtml(content, title) };
+}
+
+/** The message of any kind the notification outbox holds. */
+export function composeMessage(facts: OutboxFacts, settings: MessageSettings): NotificationMessage {
+  return facts.kind === "webhook-disabled"
+    ? composeWebhookDisabled(facts, settings)
+    : composeNotification(facts, settings);
 }

@@ -15,7 +15,7 @@ import {
   releaseStaleClaims,
 } from "../store/notifications.js";
 import type { MailDelivery } from "./delivery.js";
-import { addressOf, composeNotification, headerSafe, type MessageSettings, mailDomain } from "./message.js";
+import { addressOf, composeMessage, headerSafe, type MessageSettings, mailDomain } from "./message.js";
 
 export interface NotificationWorkerOptions {
   store: Store;
@@ -118,8 +118,10 @@ export class NotificationWorker {
   async #send(notification: QueuedNotification): Promise<void> {
     const { store, worker, delivery, settings, logger } = this.#options;
     const { facts } = notification;
-    const log = { notification: notification.id, kind: facts.kind, conference: facts.conference.id };
-    const message = composeNotification(facts, settings);
+    const about =
+      facts.kind === "webhook-disabled" ? { webhook: facts.webhook.id } : { conference: facts.conference.id };
+    const log = { notification: notification.id, kind: facts.kind, ...about };
+    const message = composeMessage(facts, settings);
     try {
       await delivery.send(
         {
@@ -128,7 +130,10 @@ export class NotificationWorker {
           subject: message.subject,
           text: message.text,
           html: message.html,
-          icalEvent: { method: message.calendar.method, content: message.calendar.content },
+          icalEvent: message.calendar && {
+            method: message.calendar.method,
+            content: message.calendar.content,
+          },
           // The same Message-ID on every attempt, so a receiver can tell a repeat from a new message.
           messageId: `<notification-${notification.id}-${Date.parse(notification.createdAt)}@${mailDomain(settings.from)}>`,
           replyTo: addressOf(settings.from) === settings.supportEmail ? undefined : settings.supportEmail,

@@ -7,6 +7,7 @@ import type { Kysely, Selectable } from "kysely";
 import type { ConferenceEvent, ConferenceEventType, NewConferenceEvent } from "../domain/event.js";
 import type { Store } from "./database.js";
 import type { Database, EventTable } from "./schema.js";
+import { queueWebhookDeliveries } from "./webhooks.js";
 
 /** How long events are kept. */
 export const EVENT_RETENTION_MS = 60 * 60 * 1000;
@@ -23,15 +24,19 @@ function toEvent(row: Selectable<EventTable>): ConferenceEvent {
   };
 }
 
-/** Appends events, in the given order, with `db` being the transaction of the change they report. */
+/**
+ * Appends events, in the given order, with `db` being the transaction of the change they report, and
+ * queues their webhook deliveries in it (outside a transaction, one is opened for the two).
+ */
 export async function appendEvents(
   db: Kysely<Database>,
   events: readonly NewConferenceEvent[],
   now: Date,
 ): Promise<void> {
   if (events.length === 0) return;
+  if (!db.isTransaction) return db.transaction().execute((trx) => appendEvents(trx, events, now));
   const at = now.toISOString();
-  await db
+  const rows = await db
     .insertInto("events")
     .values(
       events.map((event) => ({
@@ -43,7 +48,9 @@ export async function appendEvents(
         created_at: at,
       })),
     )
+    .returningAll()
     .execute();
+  await queueWebhookDeliveries(db, rows.sort((a, b) => a.id - b.id).map(toEvent), now);
 }
 
 /** Appends one event on its own (talking started and stopped, which change no other row). */

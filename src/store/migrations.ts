@@ -24,15 +24,21 @@ function columnTypes(dialect: StoreDialect) {
   };
 }
 
+type ColumnTypes = ReturnType<typeof columnTypes>;
+
+/** A table of a resource the API shows: id, created_at, updated_at, lock_version. */
+function versionedTable(db: AnyDb, t: ColumnTypes, name: string) {
+  return db.schema
+    .createTable(name)
+    .addColumn("id", t.id, t.idColumn)
+    .addColumn("created_at", t.timestamp, (c) => c.notNull())
+    .addColumn("updated_at", t.timestamp, (c) => c.notNull())
+    .addColumn("lock_version", "integer", (c) => c.notNull().defaultTo(0));
+}
+
 function initialSchema(dialect: StoreDialect): Migration {
   const t = columnTypes(dialect);
-  const versioned = (name: string, db: AnyDb) =>
-    db.schema
-      .createTable(name)
-      .addColumn("id", t.id, t.idColumn)
-      .addColumn("created_at", t.timestamp, (c) => c.notNull())
-      .addColumn("updated_at", t.timestamp, (c) => c.notNull())
-      .addColumn("lock_version", "integer", (c) => c.notNull().defaultTo(0));
+  const versioned = (name: string, db: AnyDb) => versionedTable(db, t, name);
 
   return {
     async up(db: AnyDb) {
@@ -188,33 +194,47 @@ function notificationOutbox(dialect: StoreDialect): Migration {
   const t = columnTypes(dialect);
   return {
     async up(db: AnyDb) {
-      await db.schema
-        .createTable("notifications")
-        .addColumn("id", t.id, t.idColumn)
-        .addColumn("created_at", t.timestamp, (c) => c.notNull())
-        .addColumn("conference_id", "integer", (c) => c.notNull())
-        .addColumn("kind", "text", (c) => c.notNull())
-        .addColumn("recipient", "text", (c) => c.notNull())
-        .addColumn("facts", "text", (c) => c.notNull())
-        .addColumn("state", "text", (c) => c.notNull())
-        .addColumn("attempts", "integer", (c) => c.notNull().defaultTo(0))
-        .addColumn("next_attempt_at", t.timestamp, (c) => c.notNull())
-        .addColumn("claimed_by", "text")
-        .addColumn("claimed_at", t.timestamp)
-        .addColumn("sent_at", t.timestamp)
-        .addColumn("last_error", "text")
-        .execute();
+      await createNotificationsTable(db, t, "notifications", true);
       await db.schema
         .alterTable("conferences")
         .addColumn("notification_sequence", "integer", (c) => c.notNull().defaultTo(0))
         .execute();
-      await db.schema
-        .createIndex("notifications_due")
-        .on("notifications")
-        .columns(["state", "next_attempt_at"])
-        .execute();
+      await createNotificationsDueIndex(db);
     },
   };
+}
+
+/** The notification outbox's table: conference_id NOT NULL as first made (0004), nullable since 0007. */
+async function createNotificationsTable(
+  db: AnyDb,
+  t: ColumnTypes,
+  name: string,
+  conferenceRequired: boolean,
+): Promise<void> {
+  await db.schema
+    .createTable(name)
+    .addColumn("id", t.id, t.idColumn)
+    .addColumn("created_at", t.timestamp, (c) => c.notNull())
+    .addColumn("conference_id", "integer", (c) => (conferenceRequired ? c.notNull() : c))
+    .addColumn("kind", "text", (c) => c.notNull())
+    .addColumn("recipient", "text", (c) => c.notNull())
+    .addColumn("facts", "text", (c) => c.notNull())
+    .addColumn("state", "text", (c) => c.notNull())
+    .addColumn("attempts", "integer", (c) => c.notNull().defaultTo(0))
+    .addColumn("next_attempt_at", t.timestamp, (c) => c.notNull())
+    .addColumn("claimed_by", "text")
+    .addColumn("claimed_at", t.timestamp)
+    .addColumn("sent_at", t.timestamp)
+    .addColumn("last_error", "text")
+    .execute();
+}
+
+async function createNotificationsDueIndex(db: AnyDb): Promise<void> {
+  await db.schema
+    .createIndex("notifications_due")
+    .on("notifications")
+    .columns(["state", "next_attempt_at"])
+    .execute();
 }
 
 /**
@@ -274,6 +294,85 @@ function dialInHandoffs(dialect: StoreDialect): Migration {
   };
 }
 
+/**
+ * Webhooks: each user's endpoints, the outbox of deliveries (one per webhook and event, queued in the
+ * event's transaction), and the log of every attempt. The notification outbox also takes messages
+ * that are about no conference (a webhook disabled), so its conference_id may be null: SQLite cannot
+ * drop a NOT NULL, so there the table is rebuilt.
+ */
+function webhooks(dialect: StoreDialect): Migration {
+  const t = columnTypes(dialect);
+  return {
+    async up(db: AnyDb) {
+      await versionedTable(db, t, "webhooks")
+        .addColumn("user_id", "integer", (c) => c.notNull().references("users.id").onDelete("cascade"))
+        .addColumn("url", "text", (c) => c.notNull())
+        .addColumn("event_types", "text")
+        .addColumn("secret", "text", (c) => c.notNull())
+        .addColumn("enabled", t.flag, (c) => c.notNull())
+        .addColumn("disabled_at", t.timestamp)
+        .addColumn("disabled_reason", "text")
+        .execute();
+      await db.schema.createIndex("webhooks_user").on("webhooks").column("user_id").execute();
+      await versionedTable(db, t, "webhook_deliveries")
+        .addColumn("webhook_id", "integer", (c) => c.notNull().references("webhooks.id").onDelete("cascade"))
+        .addColumn("message_id", "text", (c) => c.notNull().unique())
+        .addColumn("event_id", "integer", (c) => c.notNull())
+        .addColumn("event_type", "text", (c) => c.notNull())
+        .addColumn("payload", "text", (c) => c.notNull())
+        .addColumn("state", "text", (c) => c.notNull())
+        .addColumn("attempts", "integer", (c) => c.notNull().defaultTo(0))
+        .addColumn("next_attempt_at", t.timestamp)
+        .addColumn("claimed_by", "text")
+        .addColumn("claimed_at", t.timestamp)
+        .addColumn("delivered_at", t.timestamp)
+        .addColumn("last_error", "text")
+        .execute();
+      await db.schema
+        .createIndex("webhook_deliveries_due")
+        .on("webhook_deliveries")
+        .columns(["state", "next_attempt_at"])
+        .execute();
+      await db.schema
+        .createIndex("webhook_deliveries_webhook")
+        .on("webhook_deliveries")
+        .columns(["webhook_id", "id"])
+        .execute();
+      await db.schema
+        .createTable("webhook_attempts")
+        .addColumn("id", t.id, t.idColumn)
+        .addColumn("delivery_id", "integer", (c) =>
+          c.notNull().references("webhook_deliveries.id").onDelete("cascade"),
+        )
+        .addColumn("attempted_at", t.timestamp, (c) => c.notNull())
+        .addColumn("status_code", "integer")
+        .addColumn("error", "text")
+        .addColumn("duration_ms", "integer", (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createIndex("webhook_attempts_delivery")
+        .on("webhook_attempts")
+        .column("delivery_id")
+        .execute();
+
+      if (dialect === "postgres") {
+        await db.schema
+          .alterTable("notifications")
+          .alterColumn("conference_id", (c) => c.dropNotNull())
+          .execute();
+        return;
+      }
+      await createNotificationsTable(db, t, "notifications_rebuilt", false);
+      await sql`insert into notifications_rebuilt select id, created_at, conference_id, kind, recipient, facts, state, attempts, next_attempt_at, claimed_by, claimed_at, sent_at, last_error from notifications`.execute(
+        db,
+      );
+      await db.schema.dropTable("notifications").execute();
+      await db.schema.alterTable("notifications_rebuilt").renameTo("notifications").execute();
+      await createNotificationsDueIndex(db);
+    },
+  };
+}
+
 export function migrationProvider(dialect: StoreDialect): MigrationProvider {
   return {
     async getMigrations() {
@@ -284,6 +383,7 @@ export function migrationProvider(dialect: StoreDialect): MigrationProvider {
         "0004_notification_outbox": notificationOutbox(dialect),
         "0005_console_events": consoleEvents(dialect),
         "0006_dial_in_handoffs": dialInHandoffs(dialect),
+        "0007_webhooks": webhooks(dialect),
       };
     },
   };

@@ -10,8 +10,10 @@ import {
   type NotificationKind,
   type NotificationRecipient,
   notificationRecipients,
+  type OutboxFacts,
   type RecipientCandidate,
   type RecipientSources,
+  type WebhookDisabledFacts,
 } from "../domain/notification.js";
 import type { Store } from "./database.js";
 import type { ConferenceTable, Database, NotificationTable } from "./schema.js";
@@ -21,7 +23,7 @@ export interface QueuedNotification {
   id: number;
   createdAt: string;
   attempts: number;
-  facts: NotificationFacts;
+  facts: OutboxFacts;
 }
 
 /** The owner and the candidates (every attendee of the conference unless one is given), with zones. */
@@ -206,12 +208,56 @@ export async function queueAttendeeNotification(
   await queue(trx, conference, sources.owner.name, kind, [recipient], now);
 }
 
+/** Queues the e-mail telling a webhook's owner that the service disabled it, and why. */
+export async function queueWebhookDisabledNotice(
+  trx: Kysely<Database>,
+  webhook: {
+    id: number;
+    userId: number;
+    url: string;
+    disabledAt: string | null;
+    disabledReason: string | null;
+  },
+  now: Date,
+): Promise<void> {
+  const owner = await trx
+    .selectFrom("users")
+    .select(["name", "email"])
+    .where("id", "=", webhook.userId)
+    .executeTakeFirstOrThrow();
+  const at = timestamp(now);
+  const facts: WebhookDisabledFacts = {
+    kind: "webhook-disabled",
+    webhook: {
+      id: webhook.id,
+      userId: webhook.userId,
+      url: webhook.url,
+      disabledAt: webhook.disabledAt ?? at,
+      reason: webhook.disabledReason ?? "",
+    },
+    recipient: { email: owner.email, name: owner.name },
+  };
+  await trx
+    .insertInto("notifications")
+    .values({
+      created_at: at,
+      conference_id: null,
+      kind: facts.kind,
+      recipient: owner.email,
+      facts: JSON.stringify(facts),
+      state: "queued",
+      attempts: 0,
+      next_attempt_at: at,
+    })
+    .execute();
+}
+
 function toQueued(row: Selectable<NotificationTable>): QueuedNotification {
   return {
     id: row.id,
     createdAt: row.created_at,
     attempts: row.attempts,
-    facts: JSON.parse(row.facts) as NotificationFacts,
+    facts: JSON.parse(row.facts) as OutboxFacts,
   };
 }
 

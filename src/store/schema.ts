@@ -132,7 +132,8 @@ export interface PinTable {
 export interface NotificationTable {
   id: Generated<number>;
   created_at: Timestamp;
-  conference_id: number;
+  /** The conference the message is about; null for a message about something else (a webhook disabled). */
+  conference_id: number | null;
   kind: string;
   recipient: string;
   /** JSON of the domain's NotificationFacts: everything the message says, as it was when queued. */
@@ -179,6 +180,51 @@ export interface DialInHandoffTable {
   created_at: Timestamp;
 }
 
+/** A user's webhook (see store/webhooks.ts); the secret signs its requests and is shown once. */
+export interface WebhookTable extends Versioned {
+  user_id: number;
+  url: string;
+  /** JSON array of event types; null: every type. */
+  event_types: string | null;
+  secret: string;
+  enabled: Flag;
+  disabled_at: Timestamp | null;
+  disabled_reason: string | null;
+}
+
+/**
+ * The webhook outbox: one row per webhook and event, queued in the transaction of the event, with
+ * the body it sends frozen then (events are kept an hour, deliveries are tried for a day).
+ */
+export interface WebhookDeliveryTable extends Versioned {
+  webhook_id: number;
+  /** The webhook-id header: the same on every attempt. */
+  message_id: string;
+  event_id: number;
+  event_type: string;
+  payload: string;
+  /** pending, sending (claimed by a worker), delivered or failed (given up). */
+  state: string;
+  attempts: number;
+  /** When it is next due (to the millisecond); null once delivered or failed. */
+  next_attempt_at: Timestamp | null;
+  claimed_by: string | null;
+  claimed_at: Timestamp | null;
+  delivered_at: Timestamp | null;
+  last_error: string | null;
+}
+
+/** The delivery log: one row per attempt. */
+export interface WebhookAttemptTable {
+  id: Generated<number>;
+  delivery_id: number;
+  attempted_at: Timestamp;
+  /** The receiver's HTTP status; null when there was none (refused, timed out...). */
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+}
+
 export interface Database {
   billing_packages: BillingPackageTable;
   users: UserTable;
@@ -193,4 +239,7 @@ export interface Database {
   events: EventTable;
   console_sessions: ConsoleSessionTable;
   dial_in_handoffs: DialInHandoffTable;
+  webhooks: WebhookTable;
+  webhook_deliveries: WebhookDeliveryTable;
+  webhook_attempts: WebhookAttemptTable;
 }
