@@ -35,6 +35,17 @@ export interface Config {
   sip: SipConfig;
   mail: MailConfig;
   conferences: ConferencesConfig;
+  webhooks: WebhookConfig;
+}
+
+/** Webhook delivery (BRIDGELINE_WEBHOOK_*). */
+export interface WebhookConfig {
+  /** Let webhooks call private, loopback and link-local addresses (server-side request forgery). */
+  allowPrivate: boolean;
+  /** How long a receiver has to answer an attempt. */
+  timeoutSeconds: number;
+  /** The first wait before an attempt is made again; later waits are multiples of it, for a day. */
+  retrySeconds: number;
 }
 
 /** How conferences run (BRIDGELINE_EMPTY_GRACE_SECONDS, _NO_SHOW_MINUTES, _MAX_PARTICIPANTS, _WRONG_PIN_*, _DENIED_NUMBERS). */
@@ -513,6 +524,11 @@ export function loadConfig(env: Env = process.env): Config {
     instanceId: env.BRIDGELINE_INSTANCE_ID || `${os.hostname()}:${dataDir}`,
     sip: readSipConfig(env),
     mail: readMailConfig(env),
+    webhooks: {
+      allowPrivate: readBoolean(env, "BRIDGELINE_WEBHOOK_ALLOW_PRIVATE", false),
+      timeoutSeconds: readPositiveInteger(env, "BRIDGELINE_WEBHOOK_TIMEOUT_SECONDS", 15),
+      retrySeconds: readPositiveInteger(env, "BRIDGELINE_WEBHOOK_RETRY_SECONDS", 5),
+    },
     conferences: {
       deniedNumberPrefixes: readDeniedNumbers(env),
       emptyGraceSeconds: readPositiveInteger(env, "BRIDGELINE_EMPTY_GRACE_SECONDS", 120),

@@ -23,6 +23,7 @@ import {
 import { speak } from "./telephony/media/speech.js";
 import { Telephony } from "./telephony/telephony.js";
 import { loadSipTlsMaterial, loadTlsMaterial, type TlsMaterial } from "./tls.js";
+import { WebhookWorker } from "./webhooks/webhook-worker.js";
 
 export interface RunningService {
   httpsPort: number;
@@ -44,6 +45,8 @@ export class StartupError extends Error {
 export interface ServiceOptions {
   /** Lets a room's mix be made to fail on purpose (tests of fault isolation). */
   readonly allowMediaFaultInjection?: boolean;
+  /** The clock that schedules webhook attempts (tests of the day-long retry schedule). */
+  readonly webhookClock?: () => Date;
 }
 
 /** Wires the store, the API and the listeners; the one place that knows them all. */
@@ -150,6 +153,16 @@ export async function startService(
     retrySeconds: mail.retrySeconds,
     logger: logger.child({ component: "notifications" }),
   });
+  const webhookDestinations = { allowPrivate: config.webhooks.allowPrivate };
+  const webhooks = new WebhookWorker({
+    store,
+    worker: config.instanceId,
+    destinations: webhookDestinations,
+    timeoutMs: config.webhooks.timeoutSeconds * 1000,
+    retryBaseMs: config.webhooks.retrySeconds * 1000,
+    clock: options.webhookClock,
+    logger: logger.child({ component: "webhooks" }),
+  });
   const eventFeed = new EventFeed(store, logger);
   metrics.connect({ store, conferences, mediaStats: () => telephony.media.stats(), eventFeed });
   let plainServer: http.Server | null = null;
@@ -165,6 +178,7 @@ export async function startService(
     callingPolicy,
     eventFeed,
     onRequestDone: metrics.requestDone,
+    webhookDestinations,
     readiness: {
       database: async () => {
         try {
@@ -208,6 +222,7 @@ export async function startService(
       metricsListener = await listenForScrapes(metrics, config.host, config.metricsPort, logger);
     await scheduler.start();
     await notifications.start();
+    await webhooks.start();
     const sipPort = telephony.sipPort;
     logger.info(
       {
@@ -229,7 +244,7 @@ export async function startService(
       telephony,
       conferences,
       async close() {
-        await Promise.all([scheduler.stop(), notifications.stop()]);
+        await Promise.all([scheduler.stop(), notifications.stop(), webhooks.stop()]);
         await conferences.close();
         await Promise.all([
           telephony.close(),
@@ -242,7 +257,7 @@ export async function startService(
       },
     };
   } catch (error) {
-    await Promise.all([scheduler.stop(), notifications.stop()]);
+    await Promise.all([scheduler.stop(), notifications.stop(), webhooks.stop()]);
     await conferences.close();
     await app.close();
     await metricsListener?.close();

@@ -67,6 +67,7 @@ describe("loadConfig", () => {
         wrongPinLimit: 10,
         wrongPinWindowMinutes: 15,
       },
+      webhooks: { allowPrivate: false, timeoutSeconds: 15, retrySeconds: 5 },
     });
   });
 
@@ -117,6 +118,9 @@ describe("loadConfig", () => {
         "BRIDGELINE_MAX_PARTICIPANTS",
         "BRIDGELINE_WRONG_PIN_LIMIT",
         "BRIDGELINE_WRONG_PIN_WINDOW_MINUTES",
+        "BRIDGELINE_WEBHOOK_ALLOW_PRIVATE",
+        "BRIDGELINE_WEBHOOK_TIMEOUT_SECONDS",
+        "BRIDGELINE_WEBHOOK_RETRY_SECONDS",
       ].map((name) => [name, ""]),
     );
     assert.deepEqual(loadConfig(empty), loadConfig({}));
@@ -177,6 +181,9 @@ describe("loadConfig", () => {
       BRIDGELINE_MAX_PARTICIPANTS: "200",
       BRIDGELINE_WRONG_PIN_LIMIT: "5",
       BRIDGELINE_WRONG_PIN_WINDOW_MINUTES: "60",
+      BRIDGELINE_WEBHOOK_ALLOW_PRIVATE: "true",
+      BRIDGELINE_WEBHOOK_TIMEOUT_SECONDS: "30",
+      BRIDGELINE_WEBHOOK_RETRY_SECONDS: "10",
     });
     assert.deepEqual(config, {
       dataDir: "/var/lib/bridgeline",
@@ -252,6 +259,7 @@ describe("loadConfig", () => {
         wrongPinLimit: 5,
         wrongPinWindowMinutes: 60,
       },
+      webhooks: { allowPrivate: true, timeoutSeconds: 30, retrySeconds: 10 },
     });
   });
 
@@ -262,6 +270,9 @@ describe("loadConfig", () => {
     [{ BRIDGELINE_MAIL_FROM: "Bridgeline" }, "BRIDGELINE_MAIL_FROM"],
     [{ BRIDGELINE_SUPPORT_EMAIL: "help at example.com" }, "BRIDGELINE_SUPPORT_EMAIL"],
     [{ BRIDGELINE_MAIL_RETRY_SECONDS: "0" }, "BRIDGELINE_MAIL_RETRY_SECONDS"],
+    [{ BRIDGELINE_WEBHOOK_ALLOW_PRIVATE: "yes" }, "BRIDGELINE_WEBHOOK_ALLOW_PRIVATE"],
+    [{ BRIDGELINE_WEBHOOK_TIMEOUT_SECONDS: "0" }, "BRIDGELINE_WEBHOOK_TIMEOUT_SECONDS"],
+    [{ BRIDGELINE_WEBHOOK_RETRY_SECONDS: "soon" }, "BRIDGELINE_WEBHOOK_RETRY_SECONDS"],
     [{ BRIDGELINE_HTTPS_PORT: "70000" }, "BRIDGELINE_HTTPS_PORT"],
     [{ BRIDGELINE_HTTPS_PORT: "-1" }, "BRIDGELINE_HTTPS_PORT"],
     [{ BRIDGELINE_HTTPS_PORT: "80.5" }, "BRIDGELINE_HTTPS_PORT"],

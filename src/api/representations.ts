@@ -2,6 +2,7 @@ import type { Attendee } from "../domain/attendee.js";
 import type { Conference } from "../domain/conference.js";
 import type { Contact } from "../domain/contact.js";
 import type { User, Versioned } from "../domain/user.js";
+import type { Webhook, WebhookDelivery } from "../domain/webhook.js";
 import type { BillingPackage } from "../store/users.js";
 import { array, boolean, datetime, integer, nested, text, type XmlElement } from "./xml.js";
 
@@ -139,4 +140,46 @@ export function attendeeElement(attendee: Attendee, representation: Representati
 
 export function billingPackageElement(billingPackage: BillingPackage): XmlElement {
   return { id: integer(billingPackage.id), name: text(billingPackage.name) };
+}
+
+/**
+ * A webhook. event-types is nil when it takes every type; the secret appears in the create response
+ * alone (the only time it is shown).
+ */
+export function webhookElement(webhook: Webhook, secret?: string): XmlElement {
+  const element = versioned(webhook, {
+    url: text(webhook.url),
+    "event-types":
+      webhook.eventTypes === null
+        ? { "@_type": "array", "@_nil": "true" }
+        : array("event-type", webhook.eventTypes),
+    enabled: boolean(webhook.enabled),
+    "disabled-at": datetime(webhook.disabledAt),
+    "disabled-reason": text(webhook.disabledReason),
+  });
+  return secret === undefined ? element : Object.assign(element, { secret: text(secret) });
+}
+
+/** A delivery of the webhook log, with every attempt (duration-ms in milliseconds). */
+export function deliveryElement(delivery: WebhookDelivery): XmlElement {
+  return versioned(delivery, {
+    "message-id": text(delivery.messageId),
+    "event-id": integer(delivery.eventId),
+    "event-type": text(delivery.eventType),
+    state: text(delivery.state),
+    "attempt-count": integer(delivery.attemptCount),
+    "next-attempt-at": datetime(delivery.nextAttemptAt),
+    "delivered-at": datetime(delivery.deliveredAt),
+    "last-error": text(delivery.lastError),
+    payload: text(delivery.payload),
+    attempts: array(
+      "attempt",
+      delivery.attempts.map((attempt) => ({
+        "attempted-at": datetime(attempt.attemptedAt),
+        "status-code": integer(attempt.statusCode),
+        error: text(attempt.error),
+        "duration-ms": integer(attempt.durationMs),
+      })),
+    ),
+  });
 }

@@ -15,12 +15,13 @@ import {
   ValidationFailed,
 } from "../domain/errors.js";
 import { FieldReader, type InputMap } from "../domain/input.js";
+import { type CallingPolicy, OPEN_CALLING_POLICY } from "../domain/phone.js";
 import { Throttle } from "../domain/throttle.js";
 import type { Store } from "../store/database.js";
 import { userExists } from "../store/users.js";
+import type { DestinationPolicy } from "../webhooks/destination.js";
 import { Authenticator } from "./authentication.js";
 import { EventFeed } from "./event-feed.js";
-import { type CallingPolicy, OPEN_CALLING_POLICY } from "../domain/phone.js";
 import { HttpError } from "./http-errors.js";
 import type { Representation } from "./representations.js";
 import { accessNumberRoutes } from "./routes/access-numbers.js";
@@ -34,6 +35,7 @@ import { healthRoutes, type ReadinessChecks } from "./routes/health.js";
 import { liveControlRoutes } from "./routes/live-control.js";
 import { recordingRoutes } from "./routes/recordings.js";
 import { userRoutes } from "./routes/users.js";
+import { webhookRoutes } from "./routes/webhooks.js";
 import { parseDocument, renderDocument, type XmlElement } from "./xml.js";
 
 export const MAX_BODY_BYTES = 64 * 1024;
@@ -58,6 +60,8 @@ export interface ApiOptions {
   serverFactory?: FastifyServerFactory;
   /** What /health/ready checks (the database, the SIP sockets, the media threads...). */
   readiness?: ReadinessChecks;
+  /** Where webhooks may lead (server-side request forgery); default: no private, loopback or link-local address. */
+  webhookDestinations?: DestinationPolicy;
   /** The event streams' feed, when the caller keeps one (to count its streams); else one of its own. */
   eventFeed?: EventFeed;
   /** Told of every answered request: its route pattern (e.g. `/users/:userId`), method, status, seconds. */
@@ -193,6 +197,7 @@ export function buildApi(options: ApiOptions) {
   recordingRoutes(context);
   liveControlRoutes(context);
   eventRoutes(context, feed);
+  webhookRoutes(context, options.webhookDestinations ?? { allowPrivate: false });
   healthRoutes(context, options.readiness ?? {});
   void app.register(consoleRoutes(context, authenticator));
   return app;

@@ -1,0 +1,123 @@
+import { ValidationFailed } from "../../domain/errors.js";
+import { parseSearch } from "../../domain/search.js";
+import { readWebhookChanges, type WebhookChanges } from "../../domain/webhook.js";
+import {
+  createWebhook,
+  DELIVERY_SEARCH,
+  deleteWebhook,
+  getDelivery,
+  getWebhook,
+  listDeliveries,
+  listWebhooks,
+  updateWebhook,
+  WEBHOOK_SEARCH,
+} from "../../store/webhooks.js";
+import { type DestinationPolicy, destinationProblem } from "../../webhooks/destination.js";
+import { newSecret } from "../../webhooks/signature.js";
+import { deliveryElement, webhookElement } from "../representations.js";
+import {
+  type ApiContext,
+  idParam,
+  readBody,
+  readLockVersion,
+  searchQuery,
+  sendCreated,
+  sendDocument,
+  sendList,
+} from "../server.js";
+
+/** A new or changed URL must lead somewhere webhooks may call (server-side request forgery). */
+async function checkUrl(changes: WebhookChanges, destinations: DestinationPolicy): Promise<void> {
+  if (changes.url === undefined) return;
+  const problem = await destinationProblem(changes.url, destinations);
+  if (problem !== undefined) throw new ValidationFailed([problem]);
+}
+
+export function webhookRoutes(api: ApiContext, destinations: DestinationPolicy): void {
+  api.resource("/users/:userId/webhooks", {
+    GET: async (request, reply) => {
+      const userId = await api.owner(request);
+      const webhooks = await listWebhooks(
+        api.store,
+        userId,
+        parseSearch(searchQuery(request), WEBHOOK_SEARCH),
+      );
+      return sendList(
+        reply,
+        "webhooks",
+        "webhook",
+        webhooks.map((webhook) => webhookElement(webhook)),
+      );
+    },
+    POST: async (request, reply) => {
+      const userId = await api.owner(request);
+      const changes = readWebhookChanges(readBody(request, "webhook"), "create");
+      await checkUrl(changes, destinations);
+      const secret = newSecret();
+      const webhook = await createWebhook(
+        api.store,
+        userId,
+        changes as typeof changes & { url: string },
+        secret,
+        new Date(),
+      );
+      return sendCreated(
+        reply,
+        `/users/${userId}/webhooks/${webhook.id}`,
+        "webhook",
+        webhookElement(webhook, secret),
+      );
+    },
+  });
+
+  api.resource("/users/:userId/webhooks/:webhookId", {
+    GET: async (request, reply) => {
+      const userId = await api.owner(request);
+      const webhook = await getWebhook(api.store, userId, idParam(request, "webhookId"));
+      return sendDocument(reply, 200, "webhook", webhookElement(webhook));
+    },
+    PUT: async (request, reply) => {
+      const userId = await api.owner(request);
+      const id = idParam(request, "webhookId");
+      const input = readBody(request, "webhook");
+      const lockVersion = readLockVersion(input);
+      const changes = readWebhookChanges(input, "update");
+      const current = await getWebhook(api.store, userId, id);
+      // Only a new URL is checked: one that was accepted is not refused again for a DNS hiccup.
+      if (changes.url !== current.url) await checkUrl(changes, destinations);
+      const webhook = await updateWebhook(api.store, userId, id, changes, lockVersion, new Date());
+      return sendDocument(reply, 200, "webhook", webhookElement(webhook));
+    },
+    DELETE: async (request, reply) => {
+      const userId = await api.owner(request);
+      await deleteWebhook(api.store, userId, idParam(request, "webhookId"));
+      return reply.status(204).send();
+    },
+  });
+
+  api.resource("/users/:userId/webhooks/:webhookId/deliveries", {
+    GET: async (request, reply) => {
+      const userId = await api.owner(request);
+      const deliveries = await listDeliveries(
+        api.store,
+        userId,
+        idParam(request, "webhookId"),
+        parseSearch(searchQuery(request), DELIVERY_SEARCH),
+      );
+      return sendList(reply, "deliveries", "delivery", deliveries.map(deliveryElement));
+    },
+  });
+
+  api.resource("/users/:userId/webhooks/:webhookId/deliveries/:deliveryId", {
+    GET: async (request, reply) => {
+      const userId = await api.owner(request);
+      const delivery = await getDelivery(
+        api.store,
+        userId,
+        idParam(request, "webhookId"),
+        idParam(request, "deliveryId"),
+      );
+      return sendDocument(reply, 200, "delivery", deliveryElement(delivery));
+    },
+  });
+}
