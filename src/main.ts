@@ -162,6 +162,7 @@ export async function startService(
     retryBaseMs: config.webhooks.retrySeconds * 1000,
     clock: options.webhookClock,
     logger: logger.child({ component: "webhooks" }),
+    onAttempt: metrics.webhookAttempt,
   });
   const eventFeed = new EventFeed(store, logger);
   metrics.connect({ store, conferences, mediaStats: () => telephony.media.stats(), eventFeed });

@@ -1,6 +1,7 @@
 /**
  * Prometheus metrics (prom-client) for `GET /metrics` on BRIDGELINE_METRICS_PORT: calls, rooms,
- * dial-in, media threads, RTP, API requests, event streams, notifications and the database pool.
+ * dial-in, media threads, RTP, API requests, event streams, notifications, webhooks and the
+ * database pool.
  * Figures kept elsewhere (the media threads' counts, the store's rows) are read once per scrape and
  * copied in; events (calls, requests) are counted as they happen. The names and example queries are
  * in docs/operations.md.
@@ -85,6 +86,23 @@ export class ServiceMetrics {
     "Notification e-mails in the outbox, by state (queued and sending: the queue; failed, refused: given up)",
     ["state"],
   );
+  readonly #webhookDeliveries = this.#gauge(
+    "bridgeline_webhook_deliveries",
+    "Webhook deliveries in the outbox, by state (pending and sending: the queue; failed: given up)",
+    ["state"],
+  );
+  readonly #webhookAttempts = new Counter({
+    name: "bridgeline_webhook_attempts_total",
+    help: "Webhook delivery attempts by this instance, by result (delivered, failed, gone: 410)",
+    labelNames: ["result"],
+    registers: [this.registry],
+  });
+  readonly #webhookSeconds = new Histogram({
+    name: "bridgeline_webhook_attempt_duration_seconds",
+    help: "How long a webhook receiver took to answer an attempt",
+    buckets: REQUEST_BUCKETS,
+    registers: [this.registry],
+  });
   readonly #rooms = this.#gauge("bridgeline_rooms", "Conferences this instance runs");
   readonly #legs = this.#gauge("bridgeline_room_legs", "Calls in this instance's rooms, by state", ["state"]);
   readonly #dialIns = this.#counter(
@@ -154,6 +172,12 @@ export class ServiceMetrics {
     this.#requestSeconds.observe({ route, method }, seconds);
   };
 
+  /** Told of every webhook attempt: give it to the webhook worker. */
+  readonly webhookAttempt = (result: string, seconds: number): void => {
+    this.#webhookAttempts.inc({ result });
+    this.#webhookSeconds.observe(seconds);
+  };
+
   /** The parts read at each scrape, once they exist. */
   connect(sources: MetricSources): void {
     this.#sources = sources;
@@ -190,7 +214,7 @@ export class ServiceMetrics {
   }
 
   async #refreshStore(store: Store): Promise<void> {
-    const gauges = [this.#conferences, this.#liveAttendees, this.#notifications];
+    const gauges = [this.#conferences, this.#liveAttendees, this.#notifications, this.#webhookDeliveries];
     for (const gauge of gauges) gauge.reset();
     try {
       const counts = await readStoreCounts(store);
@@ -200,6 +224,8 @@ export class ServiceMetrics {
       for (const [state, count] of counts.conferencesByState) this.#conferences.set({ state }, count);
       for (const [state, count] of counts.liveAttendeesByState) this.#liveAttendees.set({ state }, count);
       for (const [state, count] of counts.notificationsByState) this.#notifications.set({ state }, count);
+      for (const [state, count] of counts.webhookDeliveriesByState)
+        this.#webhookDeliveries.set({ state }, count);
     } catch (error) {
       // The database is away: those figures are left out rather than shown stale.
       this.#logger.warn({ err: error }, "metrics: the database counts could not be read");

@@ -6,10 +6,11 @@ export interface StoreCounts {
   /** Attendees of started conferences, by attendee state. */
   readonly liveAttendeesByState: ReadonlyMap<string, number>;
   readonly notificationsByState: ReadonlyMap<string, number>;
+  readonly webhookDeliveriesByState: ReadonlyMap<string, number>;
 }
 
 export async function readStoreCounts(store: Store): Promise<StoreCounts> {
-  const [conferences, attendees, notifications] = await Promise.all([
+  const [conferences, attendees, notifications, deliveries] = await Promise.all([
     store.db
       .selectFrom("conferences")
       .select(["state", (eb) => eb.fn.countAll<number>().as("count")])
@@ -27,6 +28,11 @@ export async function readStoreCounts(store: Store): Promise<StoreCounts> {
       .select(["state", (eb) => eb.fn.countAll<number>().as("count")])
       .groupBy("state")
       .execute(),
+    store.db
+      .selectFrom("webhook_deliveries")
+      .select(["state", (eb) => eb.fn.countAll<number>().as("count")])
+      .groupBy("state")
+      .execute(),
   ]);
   const byState = (rows: { state: string; count: number }[]) =>
     new Map(rows.map((row) => [row.state, Number(row.count)]));
@@ -34,5 +40,6 @@ export async function readStoreCounts(store: Store): Promise<StoreCounts> {
     conferencesByState: byState(conferences),
     liveAttendeesByState: byState(attendees),
     notificationsByState: byState(notifications),
+    webhookDeliveriesByState: byState(deliveries),
   };
 }

@@ -15,7 +15,13 @@ import { type Config, loadConfig } from "../../src/config.js";
 import { CONFERENCE_EVENT_TYPES } from "../../src/domain/event.js";
 import { RETRY_MULTIPLES } from "../../src/domain/webhook.js";
 import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
-import { createUser, startTestService, type TestService } from "../helpers/service.js";
+import {
+  createUser,
+  scrapeMetrics,
+  startTestService,
+  type TestService,
+  totalOf,
+} from "../helpers/service.js";
 import { until } from "../helpers/until.js";
 import { verifyStandardWebhook, WebhookReceiver } from "../helpers/webhook-receiver.js";
 import {
@@ -121,6 +127,7 @@ describe("webhooks API", () => {
     // conference whose calls all failed stays open until it is ended.
     api = await startTestService({
       ...fastWebhooks(),
+      metricsPort: 0,
       sip: { ...loadConfig({}).sip, bindAddress: "127.0.0.1", port: 0, accessNumbers: ["+16045550199"] },
     });
     receiver = await WebhookReceiver.start();
@@ -258,6 +265,7 @@ describe("webhooks API", () => {
       return 204;
     });
 
+    const metricsBefore = await scrapeMetrics(api);
     const conference = await createConference(api, owner, new Date().toISOString());
     const conferenceId = Number(conference.split("/").pop());
     await addAttendee(api, owner, conference, "6045550142");
@@ -369,6 +377,19 @@ describe("webhooks API", () => {
     const one = await api.request("GET", `${all.path}/deliveries/${id}`, { auth: owner.auth });
     assert.equal(one.status, 200, one.text);
     assert.equal(textOf(one.xml.delivery as XmlNode, "event-type"), "attendee-added");
+
+    // And so do the metrics: every attempt counted by its result, none left in the queue.
+    const metrics = await scrapeMetrics(api);
+    const attempts = (result: string) =>
+      totalOf(metrics, "bridgeline_webhook_attempts_total", `result="${result}"`) -
+      totalOf(metricsBefore, "bridgeline_webhook_attempts_total", `result="${result}"`);
+    assert.equal(attempts("failed"), 2, "the 500 and the unanswered attempt");
+    assert.equal(
+      attempts("delivered"),
+      receiver.accepted("/all").length + receiver.accepted("/filtered").length,
+    );
+    assert.equal(totalOf(metrics, "bridgeline_webhook_deliveries", 'state="pending"'), 0);
+    assert.ok(totalOf(metrics, "bridgeline_webhook_deliveries", 'state="delivered"') >= log.length);
   });
 
   it("disables a webhook whose receiver answers 410 Gone, and tells its owner", async () => {

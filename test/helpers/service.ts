@@ -193,3 +193,27 @@ export async function createPendingConference(
     throw new Error(`conference not made pending: ${pending.status} ${pending.text}`);
   return conference;
 }
+
+/** Every sample of the service's /metrics exposition, as `name{labels}` to value. */
+export async function scrapeMetrics(api: TestService): Promise<Map<string, number>> {
+  const response = await request(`http://127.0.0.1:${api.service.metricsPort}/metrics`);
+  if (response.statusCode !== 200) throw new Error(`/metrics answered ${response.statusCode}`);
+  if (!/^text\/plain; version=0\.0\.4/.test(String(response.headers["content-type"])))
+    throw new Error(`/metrics is ${response.headers["content-type"]}, not the Prometheus text format`);
+  const samples = new Map<string, number>();
+  for (const line of (await response.body.text()).split("\n")) {
+    const match = /^([a-z_]+(?:\{[^}]*\})?) (\S+)$/.exec(line);
+    if (match !== null) samples.set(match[1] as string, Number(match[2]));
+  }
+  return samples;
+}
+
+/** The sum of a metric's samples whose labels include `labels` (e.g. `status_class="4xx"`). */
+export function totalOf(samples: Map<string, number>, name: string, labels = ""): number {
+  let sum = 0;
+  for (const [key, value] of samples) {
+    const [metric, rest = ""] = key.split("{");
+    if (metric === name && rest.includes(labels)) sum += value;
+  }
+  return sum;
+}
