@@ -87,7 +87,12 @@ describe("trunk profile file", () => {
   });
 
   const mistakes: [string, string, number, RegExp][] = [
-    ["bad YAML", "trunks:\n  a:\n    uri: sip:a.example\n\tdtmf: info\n", 4, /^line 4: Tabs are not allowed as indentation$/],
+    [
+      "bad YAML",
+      "trunks:\n  a:\n    uri: sip:a.example\n\tdtmf: info\n",
+      4,
+      /^line 4: Tabs are not allowed as indentation$/,
+    ],
     ["no trunks", "default: a\n", 1, /trunks: is missing/],
     [
       "unknown top-level key",
