@@ -5,7 +5,8 @@
  * Every scalar is read as text (YAML's failsafe schema), so that `+16045550100` and `0011#` keep
  * their digits; each mistake is reported with its line.
  */
-import { isMap, isScalar, isSeq, LineCounter, type Node, parseDocument, type YAMLMap } from "yaml";
+import { createRequire } from "node:module";
+import type { Node, YAMLMap } from "yaml";
 import { normalizeNanpNumber } from "./domain/phone.js";
 import { AUDIO_CODECS, type AudioCodec } from "./telephony/sdp/session-description.js";
 import {
@@ -17,6 +18,13 @@ import {
   type Trunk,
   trunkOfUri,
 } from "./telephony/trunk.js";
+
+/** yaml, loaded when a profile file is read: most starts have none, and it takes 40 ms to load. */
+let yamlModule: typeof import("yaml") | undefined;
+function yaml(): typeof import("yaml") {
+  yamlModule ??= createRequire(import.meta.url)("yaml") as typeof import("yaml");
+  return yamlModule;
+}
 
 /** A mistake in the file, at a line (1-based). */
 export class TrunkProfileError extends Error {
@@ -65,8 +73,8 @@ export function readCallerId(text: string): string | undefined {
 
 /** Reads and checks the profile file's text; throws TrunkProfileError at the first mistake. */
 export function parseTrunkProfiles(text: string): DialPlanSettings {
-  const lines = new LineCounter();
-  const document = parseDocument(text, { schema: "failsafe", lineCounter: lines, uniqueKeys: true });
+  const lines = new (yaml().LineCounter)();
+  const document = yaml().parseDocument(text, { schema: "failsafe", lineCounter: lines, uniqueKeys: true });
   const lineOf = (node: Node | null | undefined): number =>
     node?.range == null ? 1 : lines.linePos(node.range[0]).line;
   const [syntax] = document.errors;
@@ -78,17 +86,17 @@ export function parseTrunkProfiles(text: string): DialPlanSettings {
     );
 
   const root = document.contents;
-  if (!isMap(root)) throw new TrunkProfileError(lineOf(root), "the file must be a map with trunks:");
+  if (!yaml().isMap(root)) throw new TrunkProfileError(lineOf(root), "the file must be a map with trunks:");
   const top = entries(root, lineOf, ["trunks", "default", "routes"]);
   const trunksNode = top.get("trunks");
   if (trunksNode === undefined) throw new TrunkProfileError(1, "trunks: is missing");
-  if (!isMap(trunksNode.value) || trunksNode.value.items.length === 0)
+  if (!yaml().isMap(trunksNode.value) || trunksNode.value.items.length === 0)
     throw new TrunkProfileError(trunksNode.line, "trunks: must map each trunk's name to its settings");
 
   const trunks = new Map<string, Trunk>();
   for (const item of trunksNode.value.items) {
     const name = scalarText(item.key as Node, lineOf, "a trunk's name");
-    if (!isMap(item.value))
+    if (!yaml().isMap(item.value))
       throw new TrunkProfileError(lineOf(item.key as Node), `trunk ${name}: its settings must be a map`);
     trunks.set(name, readTrunk(name, item.value, lineOf));
   }
@@ -113,7 +121,7 @@ export function parseTrunkProfiles(text: string): DialPlanSettings {
   const routes: { prefix: string; trunk: Trunk }[] = [];
   const routesNode = top.get("routes");
   if (routesNode !== undefined) {
-    if (!isMap(routesNode.value))
+    if (!yaml().isMap(routesNode.value))
       throw new TrunkProfileError(routesNode.line, "routes: must map number prefixes to trunk names");
     for (const item of routesNode.value.items) {
       const line = lineOf(item.key as Node);
@@ -160,7 +168,7 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
   const text = (key: string): { value: string; line: number } | undefined => {
     const entry = settings.get(key);
     if (entry === undefined) return undefined;
-    if (!isScalar(entry.value) || typeof entry.value.value !== "string" || entry.value.value === "")
+    if (!yaml().isScalar(entry.value) || typeof entry.value.value !== "string" || entry.value.value === "")
       return fail(entry.line, `${key} must be a value`);
     return { value: entry.value.value, line: entry.line };
   };
@@ -244,12 +252,12 @@ type Fail = (line: number, message: string) => never;
 
 function readHeaders(entry: Entry | undefined, lineOf: LineOf, fail: Fail) {
   if (entry === undefined) return undefined;
-  if (!isMap(entry.value)) return fail(entry.line, "headers must map header names to values");
+  if (!yaml().isMap(entry.value)) return fail(entry.line, "headers must map header names to values");
   return entry.value.items.map((item): [string, string] => {
     const key = item.key as Node;
     const line = lineOf(key);
-    const name = isScalar(key) ? String(key.value) : "";
-    const value = isScalar(item.value) ? String(item.value.value) : undefined;
+    const name = yaml().isScalar(key) ? String(key.value) : "";
+    const value = yaml().isScalar(item.value) ? String(item.value.value) : undefined;
     if (!TOKEN.test(name)) fail(line, `headers: "${name}" is not a header name`);
     if (STACK_HEADERS.has(name.toLowerCase()))
       fail(line, `headers: ${name} is written by Bridgeline itself (use the profile's own setting)`);
@@ -261,10 +269,10 @@ function readHeaders(entry: Entry | undefined, lineOf: LineOf, fail: Fail) {
 
 function readCodecs(entry: Entry | undefined, lineOf: LineOf, fail: Fail) {
   if (entry === undefined) return undefined;
-  if (!isSeq(entry.value) || entry.value.items.length === 0)
+  if (!yaml().isSeq(entry.value) || entry.value.items.length === 0)
     return fail(entry.line, `codecs must be a list such as [${AUDIO_CODECS.join(", ")}]`);
   const codecs = entry.value.items.map((item): AudioCodec => {
-    const name = isScalar(item) ? String(item.value).toUpperCase() : "";
+    const name = yaml().isScalar(item) ? String(item.value).toUpperCase() : "";
     return (
       AUDIO_CODECS.find((codec) => codec === name) ??
       fail(lineOf(item as Node), `codecs: "${name}" is not one of ${AUDIO_CODECS.join(", ")}`)
@@ -288,7 +296,7 @@ function entries(map: YAMLMap, lineOf: LineOf, known: readonly string[]): Map<st
 }
 
 function scalarText(node: Node | null | undefined, lineOf: LineOf, what: string): string {
-  if (!isScalar(node) || typeof node.value !== "string" || node.value === "")
+  if (!yaml().isScalar(node) || typeof node.value !== "string" || node.value === "")
     throw new TrunkProfileError(lineOf(node), `${what} must be a single value`);
   return node.value;
 }
