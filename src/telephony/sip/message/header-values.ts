@@ -127,11 +127,53 @@ export function trimmedSlice(text: string, start: number, end: number): string {
   return scanTrimmed(text, start, end, sliceOf);
 }
 
-/** Parameters by lower-cased name; one without a value maps to undefined. */
-export type Params = ReadonlyMap<string, string | undefined>;
+/** Parameters by lower-cased name, in the order written; one without a value maps to undefined. */
+export interface Params extends Iterable<readonly [name: string, value: string | undefined]> {
+  get(name: string): string | undefined;
+  has(name: string): boolean;
+  readonly size: number;
+}
+
+/**
+ * The parameters of one value: a handful, which a list compares faster than a Map hashes them. A
+ * name written twice keeps its place and takes its last value, as in a Map.
+ */
+class ParamList implements Params {
+  /** name, value, name, value... */
+  readonly #entries: (string | undefined)[] = [];
+
+  get size(): number {
+    return this.#entries.length / 2;
+  }
+
+  get(name: string): string | undefined {
+    const index = this.#index(name);
+    return index < 0 ? undefined : this.#entries[index + 1];
+  }
+
+  has(name: string): boolean {
+    return this.#index(name) >= 0;
+  }
+
+  set(name: string, value: string | undefined): void {
+    const index = this.#index(name);
+    if (index < 0) this.#entries.push(name, value);
+    else this.#entries[index + 1] = value;
+  }
+
+  *[Symbol.iterator](): Iterator<readonly [string, string | undefined]> {
+    for (let i = 0; i < this.#entries.length; i += 2)
+      yield [this.#entries[i] as string, this.#entries[i + 1]];
+  }
+
+  #index(name: string): number {
+    for (let i = 0; i < this.#entries.length; i += 2) if (this.#entries[i] === name) return i;
+    return -1;
+  }
+}
 
 /** What values without parameters share. */
-const NO_PARAMS: Params = new Map();
+const NO_PARAMS: Params = new ParamList();
 
 /**
  * *( SEMI generic-param ) in `text.slice(from, end)`, where generic-param = token [ EQUAL gen-value ]
@@ -142,14 +184,20 @@ const NO_PARAMS: Params = new Map();
 function parseParams(text: string, from: number, end: number): Params | undefined {
   let i = skipSpace(text, from, end);
   if (i === end) return NO_PARAMS;
-  const params = new Map<string, string | undefined>();
+  const params = new ParamList();
   while (i < end) {
     if (text.charCodeAt(i) !== 0x3b) return undefined;
     i = skipSpace(text, i + 1, end);
     const nameStart = i;
-    while (i < end && isTokenChar(text.charCodeAt(i))) i++;
+    let upperCase = false;
+    for (; i < end; i++) {
+      const code = text.charCodeAt(i);
+      if (!isTokenChar(code)) break;
+      if (code <= 0x5a && code >= 0x41) upperCase = true;
+    }
     if (i === nameStart) return undefined;
-    const name = text.slice(nameStart, i).toLowerCase();
+    // toLowerCase() copies again, and names are lower-case almost always
+    const name = upperCase ? text.slice(nameStart, i).toLowerCase() : text.slice(nameStart, i);
     i = skipSpace(text, i, end);
     if (i < end && text.charCodeAt(i) === 0x3d) {
       i = skipSpace(text, i + 1, end);
@@ -201,12 +249,25 @@ export function unquote(quoted: string): string {
  * RFC 3986 3.1), in `text.slice(start, end)`.
  */
 export function isAbsoluteUri(text: string, start = 0, end = text.length): boolean {
+  return absoluteUriEnd(text, start, end) === end;
+}
+
+/**
+ * Where the absoluteURI at `start` ends: at `end` or at the first character it cannot hold; -1 when
+ * there is none (no scheme, or nothing after the colon).
+ */
+function absoluteUriEnd(text: string, start: number, end: number): number {
   // scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." )
-  if (start >= end || !isAlpha(text.charCodeAt(start))) return false;
+  if (start >= end || !isAlpha(text.charCodeAt(start))) return -1;
   let i = start + 1;
   while (i < end && isSchemeChar(text.charCodeAt(i))) i++;
-  if (i === end || text.charCodeAt(i) !== 0x3a || i + 1 === end) return false;
-  return !hasUriExcluded(text, i + 1, end);
+  if (i === end || text.charCodeAt(i) !== 0x3a || i + 1 === end) return -1;
+  const colon = i;
+  for (i++; i < end; i++) {
+    const code = text.charCodeAt(i);
+    if (code <= SPACE || code === 0x22 || code === 0x3c || code === 0x3e || code === 0x7f) break;
+  }
+  return i === colon + 1 ? -1 : i;
 }
 
 function isSchemeChar(code: number): boolean {
@@ -254,9 +315,9 @@ export function parseNameAddr(text: string, start = 0, end = text.length): NameA
   if (open >= 0) {
     // display-name = *(token LWS): tokens only, so "Bell, Alexander" is refused (RFC 4475 3.1.2.15)
     if (quoteEnd < 0 && open > i && !isTokenWords(text, i, open)) return undefined;
-    const close = text.indexOf(">", open);
-    // no LWS inside the brackets (RFC 4475 3.1.2.14); isAbsoluteUri refuses any whitespace
-    if (close < 0 || close >= end || !isAbsoluteUri(text, open + 1, close)) return undefined;
+    // no LWS inside the brackets (RFC 4475 3.1.2.14): the URI, which holds none, must end at the ">"
+    const close = absoluteUriEnd(text, open + 1, end);
+    if (close < 0 || close === end || text.charCodeAt(close) !== 0x3e) return undefined;
     uriStart = open + 1;
     uriEnd = close;
   } else {
@@ -336,7 +397,7 @@ export function parseVia(text: string, start = 0, end = text.length): Via | unde
   return {
     protocol: text.slice(protocolStart, protocolEnd),
     version: text.slice(versionStart, versionEnd),
-    transport: text.slice(transportStart, transportEnd).toUpperCase(),
+    transport: upperCased(text.slice(transportStart, transportEnd)),
     host: sentBy.host,
     port: sentBy.port,
     params,
@@ -344,6 +405,15 @@ export function parseVia(text: string, start = 0, end = text.length): Via | unde
     received: params.get("received"),
     rport,
   };
+}
+
+/** toUpperCase() without its copy of a text that is upper-case already, as transports almost always are. */
+function upperCased(text: string): string {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 0x61 && code <= 0x7a) return text.toUpperCase();
+  }
+  return text;
 }
 
 /** Index past the token at `from` (`from` itself when there is none); -1 stays -1. */
@@ -498,7 +568,7 @@ function schemeOf(uri: string, colon: number): "sip" | "sips" | "tel" | undefine
  * names lower-cased, both unescaped (RFC 3261 19.1.1).
  */
 function parseUriParams(text: string, start: number, end: number): Params | undefined {
-  const params = new Map<string, string | undefined>();
+  const params = new ParamList();
   for (let paramStart = start; ; ) {
     let paramEnd = text.indexOf(";", paramStart);
     if (paramEnd < 0 || paramEnd > end) paramEnd = end;

@@ -20,7 +20,7 @@ const COMPACT_FORMS: Readonly<Record<string, string>> = {
 };
 
 /** Header names this layer knows, in the spelling RFC 3261 section 20 uses. */
-const KNOWN_NAMES = [
+export const KNOWN_NAMES: readonly string[] = [
   "Accept",
   "Accept-Encoding",
   "Accept-Language",
@@ -172,16 +172,19 @@ export function appendParsedField(
  * the first field of a name, and what was parsed from it, never changes.
  */
 export class SipHeaders {
-  readonly #fields: HeaderField[] = [];
-  /** headerKey of each field, parallel to #fields. */
+  /** The name of each field: the canonical name of a known field, else the name as given. */
+  readonly #names: string[] = [];
+  readonly #values: string[] = [];
+  /** headerKey of each field. */
   readonly #keys: string[] = [];
   /** What the grammar of a field yielded, by the field's index: null when it is malformed, unset until read. */
   readonly #parsed: (FieldValue | null)[] = [];
 
   static {
     appendField = (headers, name, key, value, parsed) => {
-      if (parsed !== undefined) headers.#parsed[headers.#fields.length] = parsed;
-      headers.#fields.push([name, value]);
+      if (parsed !== undefined) headers.#parsed[headers.#names.length] = parsed;
+      headers.#names.push(name);
+      headers.#values.push(value);
       headers.#keys.push(key);
     };
   }
@@ -192,14 +195,15 @@ export class SipHeaders {
 
   append(name: string, value: string): void {
     const known = knownName(name);
-    this.#fields.push([known ?? name, value]);
+    this.#names.push(known ?? name);
+    this.#values.push(value);
     this.#keys.push(known ?? name.toLowerCase());
   }
 
   /** The first value of the named field, or undefined. */
   get(name: string): string | undefined {
     const index = this.#keys.indexOf(headerKey(name));
-    return index < 0 ? undefined : this.#fields[index]?.[1];
+    return index < 0 ? undefined : this.#values[index];
   }
 
   /** Every value of the named field, in order. */
@@ -207,7 +211,7 @@ export class SipHeaders {
     const key = headerKey(name);
     const values: string[] = [];
     for (let i = 0; i < this.#keys.length; i++) {
-      if (this.#keys[i] === key) values.push((this.#fields[i] as HeaderField)[1]);
+      if (this.#keys[i] === key) values.push(this.#values[i] as string);
     }
     return values;
   }
@@ -216,19 +220,33 @@ export class SipHeaders {
     return this.#keys.includes(headerKey(name));
   }
 
+  /** How many fields there are (one per value of a list-valued field). */
+  get size(): number {
+    return this.#names.length;
+  }
+
+  /** The name of the field at `index` in message order, as iteration gives it. */
+  nameAt(index: number): string | undefined {
+    return this.#names[index];
+  }
+
+  /** The value of the field at `index` in message order. */
+  valueAt(index: number): string | undefined {
+    return this.#values[index];
+  }
+
   /**
    * A copy with the first field of the name given the value (put first when there is none); the other
    * fields keep what was parsed from them.
    */
   withFirst(name: string, value: string): SipHeaders {
     const copy = new SipHeaders();
-    const key = headerKey(name);
-    const replaced = this.#keys.indexOf(key);
+    const replaced = this.#keys.indexOf(headerKey(name));
     if (replaced < 0) copy.append(name, value);
-    const offset = copy.#fields.length;
-    for (let i = 0; i < this.#fields.length; i++) {
-      const field = this.#fields[i] as HeaderField;
-      copy.#fields.push(i === replaced ? [field[0], value] : field);
+    const offset = copy.#names.length;
+    for (let i = 0; i < this.#names.length; i++) {
+      copy.#names.push(this.#names[i] as string);
+      copy.#values.push(i === replaced ? value : (this.#values[i] as string));
       copy.#keys.push(this.#keys[i] as string);
       const parsed = this.#parsed[i];
       if (parsed !== undefined && i !== replaced) copy.#parsed[i + offset] = parsed;
@@ -268,15 +286,15 @@ export class SipHeaders {
     if (index < 0) return undefined;
     let parsed = this.#parsed[index];
     if (parsed === undefined) {
-      parsed = grammar((this.#fields[index] as HeaderField)[1]) ?? null;
+      parsed = grammar(this.#values[index] as string) ?? null;
       this.#parsed[index] = parsed;
     }
     // the parser keeps, for a field of this key, only what this same grammar yielded
     return (parsed ?? undefined) as T | undefined;
   }
 
-  [Symbol.iterator](): IterableIterator<HeaderField> {
-    return this.#fields[Symbol.iterator]();
+  *[Symbol.iterator](): IterableIterator<HeaderField> {
+    for (let i = 0; i < this.#names.length; i++) yield [this.#names[i] as string, this.#values[i] as string];
   }
 }
 

@@ -71,6 +71,24 @@ describe("parseNameAddr", () => {
     assert.equal(nameAddr?.uri, "sip:bob@example.com");
     assert.equal(nameAddr?.tag, "t9");
   });
+  it("keeps a repeated parameter in its first place with its last value, as a Map would", () => {
+    const params = parseNameAddr("<sip:a@b>;x=1;Y;x=2")?.params;
+    assert.deepEqual(
+      [...(params ?? [])],
+      [
+        ["x", "2"],
+        ["y", undefined],
+      ],
+    );
+    assert.equal(params?.size, 2);
+    assert.deepEqual(
+      new Map(params),
+      new Map<string, string | undefined>([
+        ["x", "2"],
+        ["y", undefined],
+      ]),
+    );
+  });
   it("accepts any absolute URI and quoted parameter values", () => {
     assert.equal(parseNameAddr("<http://www.example.com>")?.uri, "http://www.example.com");
     assert.equal(parseNameAddr('<sip:a@b>;p="x;y"')?.params.get("p"), '"x;y"');

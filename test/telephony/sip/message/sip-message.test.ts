@@ -27,7 +27,9 @@ function received(): SipHeaders {
 describe("SipHeaders accessors", () => {
   it("read a received message's fields with their grammars", () => {
     const headers = received();
-    assert.deepEqual(headers.via, parseVia("SIP/2.0/UDP 192.0.2.1:5060;branch=z9hG4bK1;rport"));
+    const via = parseVia("SIP/2.0/UDP 192.0.2.1:5060;branch=z9hG4bK1;rport");
+    assert.deepEqual(headers.via, via);
+    assert.deepEqual([...(headers.via?.params ?? [])], [...(via?.params ?? [])]);
     assert.equal(headers.via?.branch, "z9hG4bK1");
     assert.equal(headers.via?.rport, true);
     assert.equal(headers.from?.displayName, "Alice");
@@ -86,6 +88,20 @@ describe("SipHeaders accessors", () => {
   });
 });
 
+describe("SipHeaders by index", () => {
+  it("gives each field's name and value in message order, as iteration does", () => {
+    const headers = received();
+    const fields = [...headers];
+    assert.equal(headers.size, fields.length);
+    for (let i = 0; i < headers.size; i++) {
+      assert.equal(headers.nameAt(i), fields[i]?.[0]);
+      assert.equal(headers.valueAt(i), fields[i]?.[1]);
+    }
+    assert.equal(headers.nameAt(0), "Via"); // the compact "v" under its full name
+    assert.equal(headers.nameAt(headers.size), undefined);
+  });
+});
+
 describe("SipHeaders.withFirst", () => {
   it("replaces the first field of the name and keeps what was parsed from the others", () => {
     const headers = received();
@@ -123,5 +139,6 @@ describe("the parser's values", () => {
     assert.deepEqual(headers.from, parseNameAddr('"Alice" <sip:alice@example.com>;tag=a1'));
     assert.deepEqual(headers.cseq, parseCSeq("0009 INVITE"));
     assert.deepEqual(headers.contact, parseNameAddr("<sip:alice@192.0.2.1>;expires=60"));
+    assert.deepEqual([...(headers.contact?.params ?? [])], [["expires", "60"]]);
   });
 });
