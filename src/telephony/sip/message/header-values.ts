@@ -262,25 +262,21 @@ function absoluteUriEnd(text: string, start: number, end: number): number {
   let i = start + 1;
   while (i < end && isSchemeChar(text.charCodeAt(i))) i++;
   if (i === end || text.charCodeAt(i) !== 0x3a || i + 1 === end) return -1;
-  const colon = i;
-  for (i++; i < end; i++) {
-    const code = text.charCodeAt(i);
-    if (code <= SPACE || code === 0x22 || code === 0x3c || code === 0x3e || code === 0x7f) break;
-  }
-  return i === colon + 1 ? -1 : i;
+  const uriEnd = uriCharsEnd(text, i + 1, end);
+  return uriEnd === i + 1 ? -1 : uriEnd;
 }
 
 function isSchemeChar(code: number): boolean {
   return isAlphaNum(code) || code === 0x2b || code === 0x2d || code === 0x2e;
 }
 
-/** Whether `text.slice(start, end)` holds white space, a control, a quote or an angle bracket. */
-function hasUriExcluded(text: string, start: number, end: number): boolean {
+/** The first white space, control, quote or angle bracket in `text.slice(start, end)`, else `end`. */
+function uriCharsEnd(text: string, start: number, end: number): number {
   for (let i = start; i < end; i++) {
     const code = text.charCodeAt(i);
-    if (code <= SPACE || code === 0x22 || code === 0x3c || code === 0x3e || code === 0x7f) return true;
+    if (code <= SPACE || code === 0x22 || code === 0x3c || code === 0x3e || code === 0x7f) return i;
   }
-  return false;
+  return end;
 }
 
 /** From, To, Contact, Route, Refer-To...: ( name-addr / addr-spec ) *( SEMI param ) (RFC 3261 20.10). */
@@ -511,7 +507,7 @@ const NO_URI_HEADERS: ReadonlyMap<string, string> = new Map();
 export function parseSipUri(uri: string): SipUri | undefined {
   const colon = uri.indexOf(":");
   const scheme = schemeOf(uri, colon);
-  if (scheme === undefined || hasUriExcluded(uri, colon + 1, uri.length)) return undefined;
+  if (scheme === undefined || uriCharsEnd(uri, colon + 1, uri.length) < uri.length) return undefined;
   if (scheme === "tel") {
     let paramsStart = uri.indexOf(";", colon);
     if (paramsStart < 0) paramsStart = uri.length;
