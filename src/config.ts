@@ -179,8 +179,6 @@ function readFile(env: Env, name: string): string | null {
   return raw === undefined || raw === "" ? null : path.resolve(raw);
 }
 
-const SIP_URI = /^sips?:[^\s<>"]+$/i;
-
 function readSipUri(env: Env, name: string): string | null {
   const raw = env[name];
   if (raw === undefined || raw === "") return null;
@@ -202,8 +200,8 @@ function readRoutes(env: Env, credentials: Trunk["credentials"]): SipRoute[] {
     .map((entry) => entry.trim())
     .filter((entry) => entry !== "")
     .map((entry) => {
-      const match = /^(\+?\d+)\s*=\s*(\S+)$/.exec(entry);
-      if (match === null || !SIP_URI.test(match[2] as string)) {
+      const match = /^(\+?\d+)\s*=\s*(sips?:\S+)$/i.exec(entry);
+      if (match === null) {
         throw new ConfigError(
           "BRIDGELINE_SIP_ROUTES",
           `each entry must be <number prefix>=<SIP URI>, such as +1604555=sip:127.0.0.1:5071; got "${entry}"`,

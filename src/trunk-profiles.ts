@@ -9,6 +9,7 @@ import { createRequire } from "node:module";
 import type { Node, YAMLMap } from "yaml";
 import { normalizeNanpNumber } from "./domain/phone.js";
 import { AUDIO_CODECS, type AudioCodec } from "./telephony/sdp/session-description.js";
+import { isToken } from "./telephony/sip/message/header-values.js";
 import {
   DTMF_METHODS,
   NUMBER_FORMATS,
@@ -45,7 +46,6 @@ export interface DialPlanSettings {
 }
 
 const SIP_URI = /^sips?:[^\s<>"]+$/i;
-const TOKEN = /^[A-Za-z0-9\-.!%*_+`'~]+$/;
 const DEFAULT_REGISTER_EXPIRES = 3600;
 
 /** A trunk or proxy URI, or why it is not one. */
@@ -258,7 +258,7 @@ function readHeaders(entry: Entry | undefined, lineOf: LineOf, fail: Fail) {
     const line = lineOf(key);
     const name = yaml().isScalar(key) ? String(key.value) : "";
     const value = yaml().isScalar(item.value) ? String(item.value.value) : undefined;
-    if (!TOKEN.test(name)) fail(line, `headers: "${name}" is not a header name`);
+    if (!isToken(name)) fail(line, `headers: "${name}" is not a header name`);
     if (STACK_HEADERS.has(name.toLowerCase()))
       fail(line, `headers: ${name} is written by Bridgeline itself (use the profile's own setting)`);
     if (value === undefined || value === "" || /[\r\n\0]/.test(value))

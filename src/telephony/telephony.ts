@@ -10,7 +10,7 @@ import { Call, type CallHost, IncomingCall, OutgoingCall, type SrtpPolicy } from
 import { type MediaMix, MediaPlane, type MediaStream } from "./media/plane/media-plane.js";
 import { SRTP_SUITES, type SrtpSuite } from "./media/rtp/srtp.js";
 import { destinationOf, newCallId, newTag } from "./sip/dialog/dialog.js";
-import { parseNameAddr, parseSipUri } from "./sip/message/header-values.js";
+import { parseSipUri } from "./sip/message/header-values.js";
 import { ServerLocator } from "./sip/transport/server-locator.js";
 import { type Destination, type SipTlsOptions, SipTransport } from "./sip/transport/sip-transport.js";
 import type { IncomingInviteSession } from "./sip/user-agent/invite-session.js";
@@ -309,7 +309,8 @@ export class Telephony implements CallHost {
     const port = trunkUri.port === undefined ? "" : `:${trunkUri.port}`;
     // The trunk's scheme and transport carry over: a sips: or TLS trunk is called over TLS only.
     const scheme = trunkUri.scheme === "sips" ? "sips" : "sip";
-    const transportName = destinationOf(trunk.uri)?.transport ?? "UDP";
+    // The trunk's own transport goes in the Request-URI; without a proxy the first hop is the trunk.
+    const transportName = (firstHop === trunk.uri ? hop : destinationOf(trunk.uri))?.transport ?? "UDP";
     const transport =
       transportName === "UDP" || scheme === "sips" ? "" : `;transport=${transportName.toLowerCase()}`;
     const requestUri = `${scheme}:${uriUser(dialString(trunk, e164))}@${trunkUri.host}${port}${transport}`;
@@ -450,12 +451,13 @@ export class Telephony implements CallHost {
   #receiveInvite(session: IncomingInviteSession): void {
     const handler = this.#onIncomingCall;
     const invite = session.invite;
-    const from = parseNameAddr(invite.headers.get("From") ?? "");
+    // The parser checked From and To and keeps their values: read them, not the raw text again.
+    const from = invite.headers.from;
     const fromUser = (from === undefined ? undefined : parseSipUri(from.uri)?.user) ?? "anonymous";
     // A trunk that reaches us by registration sends the number called in To, and our Contact as the
     // Request-URI: the number is whichever of the two is one.
     const requestUser = parseSipUri(invite.uri)?.user ?? "";
-    const toHeaderUser = parseSipUri(parseNameAddr(invite.headers.get("To") ?? "")?.uri ?? "")?.user ?? "";
+    const toHeaderUser = parseSipUri(invite.headers.to?.uri ?? "")?.user ?? "";
     const toUser =
       normalizeNanpNumber(requestUser) === null && normalizeNanpNumber(toHeaderUser) !== null
         ? toHeaderUser
