@@ -17,7 +17,7 @@ import {
 import { FieldReader, type InputMap } from "../domain/input.js";
 import { type CallingPolicy, OPEN_CALLING_POLICY } from "../domain/phone.js";
 import { Throttle } from "../domain/throttle.js";
-import type { Store } from "../store/database.js";
+import { type Store, unreachableReason } from "../store/database.js";
 import { userExists } from "../store/users.js";
 import type { DestinationPolicy } from "../webhooks/destination.js";
 import { Authenticator } from "./authentication.js";
@@ -219,6 +219,9 @@ function accepts(accept: string | undefined, mediaTypes: readonly string[]): boo
   });
 }
 
+/** What a 503 for an unreachable database suggests as the wait: about a restart's length. */
+const DATABASE_RETRY_AFTER_SECONDS = 5;
+
 function describeError(error: unknown): {
   status: number;
   messages: string[];
@@ -246,6 +249,14 @@ function describeError(error: unknown): {
   if (fastifyStatus && fastifyStatus >= 400 && fastifyStatus < 500) {
     return { status: fastifyStatus, messages: [clientErrorMessage(fastifyStatus, error)], headers: {} };
   }
+  // PostgreSQL away (restarting, failing over): the request was not carried out and may be sent again.
+  const unreachable = unreachableReason(error);
+  if (unreachable !== undefined)
+    return {
+      status: 503,
+      messages: [`The database is unavailable (${unreachable}); try again shortly`],
+      headers: { "retry-after": String(DATABASE_RETRY_AFTER_SECONDS) },
+    };
   return { status: 500, messages: ["Internal server error"], headers: {} };
 }
 

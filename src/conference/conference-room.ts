@@ -32,6 +32,7 @@ import {
 import type { ConferenceEventType } from "../domain/event.js";
 import { type CallingPolicy, whyNotCallable } from "../domain/phone.js";
 import type { AttendeeCallEvent } from "../store/conference-runtime.js";
+import { unreachableReason } from "../store/database.js";
 import type { RoomScope } from "../store/live-events.js";
 import { Announcements } from "./announcements.js";
 import { CallMenu } from "./call-menu.js";
@@ -112,9 +113,21 @@ export class ConferenceRoom {
     this.#conference = conference;
     this.#options = options;
     this.#media = options.telephone.openRoom();
-    this.#writes = new OrderedWrites((error) =>
-      options.logger.warn({ err: error, conferenceId: this.#conference.id }, "conference state not saved"),
-    );
+    this.#writes = new OrderedWrites({
+      onError: (error) =>
+        options.logger.warn({ err: error, conferenceId: this.#conference.id }, "conference state not saved"),
+      retryable: (error) => unreachableReason(error) !== undefined,
+      onRetrying: (error) =>
+        options.logger.warn(
+          { err: error, conferenceId: this.#conference.id },
+          "database unreachable: the conference's state changes wait and are retried in order",
+        ),
+      onRecovered: (attempts) =>
+        options.logger.info(
+          { conferenceId: this.#conference.id, attempts },
+          "database back: the conference's waiting state changes are being saved",
+        ),
+    });
     this.#recording = new RoomRecording({
       media: this.#media,
       dataDir: options.dataDir,
@@ -136,6 +149,20 @@ export class ConferenceRoom {
       conference: () => this.#conference,
     });
     this.#keypadRoom = this.#makeKeypadRoom();
+    this.#media.on("recording-failed", (reason) => {
+      if (this.#state === "ended") return;
+      options.logger.warn(
+        { conferenceId: this.conferenceId, reason },
+        "recording stopped: its file could not be written; the conference goes on",
+      );
+      this.#recording.stopped();
+      this.#conference = { ...this.#conference, recordAudio: false };
+      const scope = this.#scope;
+      const why = `the recording could not be written: ${reason}`;
+      this.#writes.queue(() =>
+        options.store.recordConferenceControls(scope, { recordAudio: false }, new Date(), why),
+      );
+    });
     this.#media.on("failed", (reason) => {
       if (this.#state === "ended") return;
       options.logger.warn({ conferenceId: this.conferenceId, reason }, "conference audio failed");

@@ -77,6 +77,8 @@ export interface RoomMediaEvents {
    * nothing more, and the conference must end with this reason.
    */
   failed: [reason: string];
+  /** The recording could not be written (the disk full, say) and stopped; the audio goes on. */
+  "recording-failed": [reason: string];
 }
 
 /** The mixed audio of one room. */
@@ -157,6 +159,7 @@ export interface ConferenceStore {
     scope: RoomScope,
     controls: { dialInLocked?: boolean; lectureMode?: boolean; recordAudio?: boolean },
     at: Date,
+    reason?: string,
   ): Promise<unknown>;
   endConference(scope: RoomScope, reason: string, at: Date): Promise<unknown>;
   /** An event that changes no state (talking started or stopped). */

@@ -51,6 +51,12 @@ export class RoomRecording {
     this.#follow();
   }
 
+  /** The media stopped recording by itself (its file could not be written). */
+  stopped(): void {
+    this.#on = false;
+    this.#recording = false;
+  }
+
   /** The room ended: no start or pause from now on (the media's close completes the file). */
   close(): void {
     this.#closed = true;

@@ -22,7 +22,8 @@ export function conferenceStore(store: Store): ConferenceStore {
       recordAttendeeCall(store, scope, attendeeId, event, at),
     recordAttendeeControls: (scope, attendeeId, controls, at) =>
       recordAttendeeControls(store, scope, attendeeId, controls, at),
-    recordConferenceControls: (scope, controls, at) => recordConferenceControls(store, scope, controls, at),
+    recordConferenceControls: (scope, controls, at, reason) =>
+      recordConferenceControls(store, scope, controls, at, reason),
     endConference: (scope, reason, at) => endConference(store, scope, reason, at),
     appendEvent: (scope, attendeeId, type, at) => appendEvent(store, roomEvent(scope, type, attendeeId), at),
     setRecordingFile: (conferenceId, fileName) => setRecordingFile(store, conferenceId, fileName),

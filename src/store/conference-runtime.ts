@@ -260,6 +260,8 @@ export async function recordConferenceControls(
   scope: RoomScope,
   controls: { dialInLocked?: boolean; lectureMode?: boolean; recordAudio?: boolean },
   now: Date,
+  /** Why, when the room changed them itself (its recording failed). */
+  reason: string | null = null,
 ): Promise<void> {
   await store.db.transaction().execute(async (trx) => {
     const before = await trx
@@ -288,7 +290,7 @@ export async function recordConferenceControls(
     const types = conferenceControlEvents(old, { ...old, ...controls });
     await appendEvents(
       trx,
-      types.map((type) => roomEvent(scope, type)),
+      types.map((type) => roomEvent(scope, type, null, reason)),
       now,
     );
   });

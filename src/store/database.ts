@@ -40,16 +40,27 @@ export async function pingDatabase(store: Store): Promise<void> {
   await sql`select 1`.execute(store.db);
 }
 
-/** Errors that mean PostgreSQL cannot be reached yet (down, starting, not resolvable), not a mistake. */
+/**
+ * Errors that mean PostgreSQL cannot be reached now (down, starting, shutting down, not resolvable),
+ * not a mistake: what was asked may succeed once it is back.
+ */
 const UNREACHABLE: Readonly<Record<string, string>> = {
   ...CONNECTION_ERRORS,
+  "57P01": "the database server is shutting down",
+  "57P02": "the database server crashed",
   "57P03": "the database system is starting up",
+  "08001": "the connection could not be made",
+  "08006": "the connection failed",
 };
+
+/** node-postgres reports a connection cut under a query as a plain Error, without a code. */
+const CONNECTION_LOST = /^Connection terminated|is not queryable/;
 
 /** Why PostgreSQL is unreachable, briefly, when `error` says it is; undefined for any other error. */
 export function unreachableReason(error: unknown): string | undefined {
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === "string" ? UNREACHABLE[code] : undefined;
+  const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code === "string") return UNREACHABLE[code];
+  return typeof message === "string" && CONNECTION_LOST.test(message) ? "connection lost" : undefined;
 }
 
 const STATEMENT_CACHE_LIMIT = 500;

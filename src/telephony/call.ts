@@ -545,8 +545,13 @@ export class IncomingCall extends Call {
     if (this.state !== "calling" || this.#invite.answered) return false;
     try {
       await this.openMedia();
-    } catch {
-      this.reject(503, "Service Unavailable");
+    } catch (error) {
+      // Every RTP port of the range in use (BRIDGELINE_RTP_PORTS): the phrase says so to the caller.
+      this.host.logger?.warn(
+        { from: this.from, reason: error instanceof Error ? error.message : String(error) },
+        "incoming call refused: no media port",
+      );
+      this.reject(503, "No Free Media Port");
       return false;
     }
     const offered = this.#invite.invite.body.toString();

@@ -33,14 +33,19 @@ export class WavRecorder {
   /** The loop appending to the file, while one runs. */
   #appending: Promise<void> | undefined;
   #failure: Error | undefined;
+  readonly #onFailure: (error: Error) => void;
   #closed = false;
 
-  private constructor(file: FileHandle) {
+  private constructor(file: FileHandle, onFailure: (error: Error) => void) {
     this.#file = file;
+    this.#onFailure = onFailure;
   }
 
-  /** Creates (or truncates) the file and writes a header for no samples yet. */
-  static async open(filePath: string): Promise<WavRecorder> {
+  /**
+   * Creates (or truncates) the file and writes a header for no samples yet. `onFailure` is told of
+   * the first background write that fails (the disk full, say): nothing more is written after it.
+   */
+  static async open(filePath: string, onFailure: (error: Error) => void = () => {}): Promise<WavRecorder> {
     const file = await open(filePath, "w");
     try {
       await writeFully(file, wavHeader(SAMPLE_RATE, 0), 0);
@@ -48,7 +53,12 @@ export class WavRecorder {
       await file.close();
       throw error;
     }
-    return new WavRecorder(file);
+    return new WavRecorder(file, onFailure);
+  }
+
+  /** The error of the background write that failed, after which frames are dropped. */
+  get failure(): Error | undefined {
+    return this.#failure;
   }
 
   /** Seconds of audio recorded so far, including what is still buffered. */
@@ -117,6 +127,7 @@ export class WavRecorder {
       }
     } catch (error) {
       this.#failure = error as Error;
+      this.#onFailure(this.#failure);
     }
   }
 

@@ -296,9 +296,12 @@ export class MediaEngine {
       }
       case "start-recording": {
         const mix = this.#mix(request.mixId);
+        // The file stays as the failure left it: opening it again would truncate what it holds.
+        const failure = mix.recorder?.failure;
+        if (failure !== undefined) throw new Error(`the recording failed earlier: ${failure.message}`);
         if (mix.recorder === undefined) {
           mix.opening ??= mkdir(path.dirname(request.file), { recursive: true }).then(() =>
-            WavRecorder.open(request.file),
+            WavRecorder.open(request.file, (error) => this.#recordingFailed(mix, error)),
           );
           try {
             mix.recorder = await mix.opening;
@@ -440,6 +443,13 @@ export class MediaEngine {
     this.#post({ type: "mix-failed", mixId: mix.id, reason: errorText(error) });
   }
 
+  /** The recording's file could not be written (the disk full, say): it stops, the mix goes on. */
+  #recordingFailed(mix: Mix, error: Error): void {
+    if (!this.#mixes.has(mix.id)) return;
+    mix.recording = false;
+    this.#post({ type: "recording-failed", mixId: mix.id, reason: errorText(error) });
+  }
+
   readonly #talking = (stream: Stream): void => {
     this.#post({ type: "talking", streamId: stream.id, talking: stream.talk.talking });
   };
@@ -518,7 +528,10 @@ export class MediaEngine {
     mix.recording = false;
     const recorder = mix.recorder ?? (await mix.opening?.catch(() => undefined));
     mix.recorder = undefined;
-    await recorder?.close();
+    // A failed recording's error was reported when it happened; its file is closed all the same.
+    await recorder?.close().catch((error: unknown) => {
+      if (recorder.failure === undefined) throw error;
+    });
   }
 
   #stopClockWhenIdle(): void {

@@ -305,6 +305,9 @@ export class MediaPlane {
         this.#options.logger?.error({ mixId: message.mixId, reason: message.reason }, "a mix failed");
         this.#mixes.get(message.mixId)?.failed(message.reason);
         return;
+      case "recording-failed":
+        this.#mixes.get(message.mixId)?.emit("recording-failed", message.reason);
+        return;
     }
   }
 
@@ -514,6 +517,8 @@ export class MediaStream extends EventEmitter<MediaStreamEvents> {
 export interface MediaMixEvents {
   /** The mix broke (its tick threw, or its thread died): its streams hear nothing more. */
   failed: [reason: string];
+  /** Its recording could not be written (the disk full, say) and stopped; the mix goes on. */
+  "recording-failed": [reason: string];
 }
 
 /** One room's mix on a media thread. */

@@ -110,6 +110,8 @@ export type MediaUp =
   | { readonly type: "media-timeout"; readonly streamId: number }
   /** The mix threw during a tick: it is gone, its streams hear nothing more. */
   | { readonly type: "mix-failed"; readonly mixId: number; readonly reason: string }
+  /** The mix's recording could not be written: it stopped (the mix goes on). */
+  | { readonly type: "recording-failed"; readonly mixId: number; readonly reason: string }
   /** The stream's playback threw during a tick: it is closed. */
   | { readonly type: "stream-failed"; readonly streamId: number; readonly reason: string };
 
