@@ -48,10 +48,14 @@ export interface WebhookConfig {
   retrySeconds: number;
 }
 
-/** How conferences run (BRIDGELINE_EMPTY_GRACE_SECONDS, _NO_SHOW_MINUTES, _MAX_PARTICIPANTS, _WRONG_PIN_*, _DENIED_NUMBERS). */
+/** How conferences run (BRIDGELINE_EMPTY_GRACE_SECONDS, _NO_SHOW_MINUTES, _MAX_PARTICIPANTS, _WRONG_PIN_*, _DENIED_NUMBERS, _MAX_CALLS_*). */
 export interface ConferencesConfig {
   /** E.164 prefixes attendees' numbers may not start with, besides the fixed rules (toll fraud). */
   deniedNumberPrefixes: string[];
+  /** Calls one user's conferences may have in progress at once, over every instance (toll fraud). */
+  maxCallsInProgressPerUser: number;
+  /** Calls one user's conferences may place in any hour, over every instance (toll fraud). */
+  maxCallsPerHourPerUser: number;
   /** A conference everyone left stays open this long for callers to come back (with dial-in open). */
   emptyGraceSeconds: number;
   /** A started conference nobody has joined stays open this long for callers (with dial-in open). */
@@ -529,6 +533,9 @@ export function loadConfig(env: Env = process.env): Config {
     },
     conferences: {
       deniedNumberPrefixes: readDeniedNumbers(env),
+      // One full conference (250 attendees) at once; four an hour.
+      maxCallsInProgressPerUser: readPositiveInteger(env, "BRIDGELINE_MAX_CALLS_IN_PROGRESS_PER_USER", 250),
+      maxCallsPerHourPerUser: readPositiveInteger(env, "BRIDGELINE_MAX_CALLS_PER_HOUR_PER_USER", 1000),
       emptyGraceSeconds: readPositiveInteger(env, "BRIDGELINE_EMPTY_GRACE_SECONDS", 120),
       noShowMinutes: readPositiveInteger(env, "BRIDGELINE_NO_SHOW_MINUTES", 60),
       maxParticipants: env.BRIDGELINE_MAX_PARTICIPANTS

@@ -8,6 +8,7 @@ import { buildApi } from "./api/server.js";
 import { ConferenceRuntime } from "./conference/conference-runtime.js";
 import { conferenceStore } from "./conference/store.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
+import type { CallingPolicy } from "./domain/phone.js";
 import { createLogger } from "./log.js";
 import { listenForScrapes, ServiceMetrics } from "./metrics.js";
 import { fileDelivery, smtpDelivery } from "./notify/delivery.js";
@@ -109,7 +110,11 @@ export async function startService(
   if (sip.trunk === null && sip.routes.length === 0) {
     logger.warn("no SIP trunk configured (BRIDGELINE_SIP_TRUNK): calls cannot be placed");
   }
-  const callingPolicy = { deniedPrefixes: config.conferences.deniedNumberPrefixes };
+  const callingPolicy: CallingPolicy = {
+    deniedPrefixes: config.conferences.deniedNumberPrefixes,
+    maxCallsInProgressPerUser: config.conferences.maxCallsInProgressPerUser,
+    maxCallsPerHourPerUser: config.conferences.maxCallsPerHourPerUser,
+  };
   const conferences = new ConferenceRuntime({
     telephone: telephony,
     store: conferenceStore(store),

@@ -34,6 +34,7 @@ import { type CallingPolicy, whyNotCallable } from "../domain/phone.js";
 import type { AttendeeCallEvent } from "../store/conference-runtime.js";
 import { unreachableReason } from "../store/database.js";
 import type { RoomScope } from "../store/live-events.js";
+import type { PlacedCallAllowance } from "../store/placed-calls.js";
 import { Announcements } from "./announcements.js";
 import { CallMenu } from "./call-menu.js";
 import { askToJoin, recordName, sayNoResponse } from "./greeting.js";
@@ -255,6 +256,7 @@ export class ConferenceRoom {
       }
     }
     this.#roster = attendees;
+    const toDial = new Map<number, Attendee>();
     for (const attendee of attendees) {
       if (
         !attendee.dialIn &&
@@ -262,7 +264,7 @@ export class ConferenceRoom {
         !this.#dialled.has(attendee.id) &&
         this.#state !== "ending"
       )
-        this.#dial(attendee);
+        toDial.set(attendee.id, attendee);
     }
     for (const attendee of attendees) {
       const requestedAt = callRequests.get(attendee.id);
@@ -273,8 +275,9 @@ export class ConferenceRoom {
         attendee.phoneNumberSubscriberNumber !== null &&
         this.#state !== "ending"
       )
-        this.#dial(attendee);
+        toDial.set(attendee.id, attendee);
     }
+    await this.#dialAll([...toDial.values()]);
     this.#settle();
     this.#endIfEmpty();
   }
@@ -367,17 +370,59 @@ export class ConferenceRoom {
     this.#endIfEmpty();
   }
 
-  #dial(attendee: Attendee): void {
+  /**
+   * Calls these attendees, as far as the calling policy allows: numbers it refuses and calls past the
+   * owner's limits are never placed, and the attendee fails with the reason (toll fraud).
+   */
+  async #dialAll(attendees: readonly Attendee[]): Promise<void> {
+    const { callingPolicy } = this.#options;
+    const refusals = new Map<Attendee, string>();
+    const callable: Attendee[] = [];
+    for (const attendee of attendees) {
+      this.#dialled.add(attendee.id);
+      const refused = whyNotCallable(attendee.phoneNumberSubscriberNumber ?? "", callingPolicy);
+      // A number stored before the rule (or the deny list) said otherwise: never dialled.
+      if (refused !== undefined) refusals.set(attendee, refused);
+      else callable.push(attendee);
+    }
+    if (callable.length > 0) {
+      let allowances: Map<number, PlacedCallAllowance>;
+      try {
+        const ids = callable.map((attendee) => attendee.id);
+        allowances = await this.#options.store.reservePlacedCalls(
+          this.#scope,
+          ids,
+          callingPolicy,
+          new Date(),
+        );
+      } catch (error) {
+        // Nothing was placed: the next refresh tries these attendees again.
+        for (const attendee of callable) {
+          this.#dialled.delete(attendee.id);
+          this.#callRequestsTaken.delete(attendee.id);
+        }
+        throw error;
+      }
+      if (this.#state === "ending" || this.#state === "ended") return;
+      for (const attendee of callable) {
+        const allowance = allowances.get(attendee.id);
+        if (allowance === undefined) continue;
+        if ("refused" in allowance) refusals.set(attendee, allowance.refused);
+        else this.#dial(attendee, allowance.placedCallId);
+      }
+    }
+    // After the calls placed, so that the room is not found empty in between.
+    for (const [attendee, reason] of refusals) this.#notReached(attendee, 403, `Not Called: ${reason}`);
+  }
+
+  #dial(attendee: Attendee, placedCallId: number): void {
     const conferenceId = this.#conference.id;
     const number = `+${attendee.phoneNumberCountryCode ?? "1"}${attendee.phoneNumberSubscriberNumber ?? ""}`;
-    this.#dialled.add(attendee.id);
-    const refused = whyNotCallable(attendee.phoneNumberSubscriberNumber ?? "", this.#options.callingPolicy);
-    if (refused !== undefined) {
-      // A number stored before the rule (or the deny list) said otherwise: never dialled.
-      this.#notReached(attendee, 403, `Not Called: ${refused}`);
-      return;
-    }
     const call = this.#options.telephone.placeCall(number, { room: this.#media });
+    const callOver = () =>
+      this.#writes.append(() => this.#options.store.endPlacedCall(placedCallId, new Date()));
+    call.on("failed", callOver);
+    call.on("ended", callOver);
     const leg = new Leg(call, attendee.id, attendee.moderator);
     this.#add(leg);
     this.#record(attendee.id, { kind: "calling" });

@@ -6,9 +6,11 @@
 import type { Attendee } from "../domain/attendee.js";
 import type { ConferenceEventType } from "../domain/event.js";
 import type { PromptName } from "../domain/prompt.js";
+import type { CallingPolicy } from "../domain/phone.js";
 import type { AttendeeCallEvent, RoomState } from "../store/conference-runtime.js";
 import type { DialInHandoff, PinTarget, RoomLocation } from "../store/dial-in.js";
 import type { RoomScope } from "../store/live-events.js";
+import type { PlacedCallAllowance } from "../store/placed-calls.js";
 
 /** What is played to a call or to a whole room. */
 export type Sound =
@@ -162,6 +164,18 @@ export interface ConferenceStore {
     reason?: string,
   ): Promise<unknown>;
   endConference(scope: RoomScope, reason: string, at: Date): Promise<unknown>;
+  /**
+   * Takes a call each for these attendees, in order, as far as the owner's limits allow (counted over
+   * every instance); those refused get the reason.
+   */
+  reservePlacedCalls(
+    scope: RoomScope,
+    attendeeIds: readonly number[],
+    policy: CallingPolicy,
+    at: Date,
+  ): Promise<Map<number, PlacedCallAllowance>>;
+  /** A call reserved above is over: it no longer counts as in progress. */
+  endPlacedCall(placedCallId: number, at: Date): Promise<unknown>;
   /** An event that changes no state (talking started or stopped). */
   appendEvent(scope: RoomScope, attendeeId: number, type: ConferenceEventType, at: Date): Promise<unknown>;
   setRecordingFile(conferenceId: number, fileName: string): Promise<unknown>;

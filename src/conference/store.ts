@@ -11,6 +11,7 @@ import type { Store } from "../store/database.js";
 import { admitCaller, createHandoff, findPinTarget, roomLocation, takeHandoff } from "../store/dial-in.js";
 import { appendEvent } from "../store/events.js";
 import { roomEvent } from "../store/live-events.js";
+import { endPlacedCall, reservePlacedCalls } from "../store/placed-calls.js";
 import { setRecordingFile } from "../store/recordings.js";
 import type { ConferenceStore } from "./ports.js";
 
@@ -25,6 +26,9 @@ export function conferenceStore(store: Store): ConferenceStore {
     recordConferenceControls: (scope, controls, at, reason) =>
       recordConferenceControls(store, scope, controls, at, reason),
     endConference: (scope, reason, at) => endConference(store, scope, reason, at),
+    reservePlacedCalls: (scope, attendeeIds, policy, at) =>
+      reservePlacedCalls(store, scope, attendeeIds, policy, at),
+    endPlacedCall: (placedCallId, at) => endPlacedCall(store, placedCallId, at),
     appendEvent: (scope, attendeeId, type, at) => appendEvent(store, roomEvent(scope, type, attendeeId), at),
     setRecordingFile: (conferenceId, fileName) => setRecordingFile(store, conferenceId, fileName),
     findPinTarget: (pin) => findPinTarget(store, pin),

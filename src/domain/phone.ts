@@ -16,12 +16,42 @@ export function normalizeNanpNumber(input: string): NanpNumber | null {
   return { countryCode: "1", subscriberNumber: phone.nationalNumber };
 }
 
-/** Which placed calls are refused besides the rules below: E.164 prefixes, e.g. `+1876` (settings). */
+/** Which calls a conference may place besides the rules below (settings). */
 export interface CallingPolicy {
+  /** E.164 prefixes never called, e.g. `+1876`. */
   readonly deniedPrefixes: readonly string[];
+  /** Calls one user's conferences may have in progress (ringing or connected) at once. */
+  readonly maxCallsInProgressPerUser: number;
+  /** Calls one user's conferences may place in any hour. */
+  readonly maxCallsPerHourPerUser: number;
 }
 
-export const OPEN_CALLING_POLICY: CallingPolicy = { deniedPrefixes: [] };
+export const OPEN_CALLING_POLICY: CallingPolicy = {
+  deniedPrefixes: [],
+  maxCallsInProgressPerUser: Number.POSITIVE_INFINITY,
+  maxCallsPerHourPerUser: Number.POSITIVE_INFINITY,
+};
+
+/** The window of `maxCallsPerHourPerUser`. */
+export const CALL_RATE_WINDOW_MS = 3_600_000;
+
+/** The calls a user's conferences have placed: in progress now, and placed in the last hour. */
+export interface PlacedCallCounts {
+  inProgress: number;
+  lastHour: number;
+}
+
+/**
+ * Why one more call may not be placed for a user with these calls placed, or undefined when it may
+ * (toll fraud: a stolen account must not run up calls without bound).
+ */
+export function whyOverCallLimits(counts: PlacedCallCounts, policy: CallingPolicy): string | undefined {
+  if (counts.inProgress >= policy.maxCallsInProgressPerUser)
+    return `the account has ${counts.inProgress} calls in progress, the most it may have at once`;
+  if (counts.lastHour >= policy.maxCallsPerHourPerUser)
+    return `the account has placed ${counts.lastHour} calls in the last hour, the most it may place in an hour`;
+  return undefined;
+}
 
 /**
  * Why a North American number (its 10 digits) may not be called by a conference, or undefined when it

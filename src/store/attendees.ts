@@ -135,24 +135,40 @@ async function otherModeratorExists(trx: Kysely<Database>, conferenceId: number,
   return row !== undefined;
 }
 
+/**
+ * Adds an attendee. `maxDialled` is how many attendees the conference may dial: the calls its owner
+ * may have in progress at once (more would be refused when it starts).
+ */
 export async function createAttendee(
   store: Store,
   conferenceId: number,
   changes: AttendeeChanges,
   now: Date,
+  maxDialled = Number.POSITIVE_INFINITY,
 ): Promise<Attendee> {
   const at = timestamp(now);
   return store.db.transaction().execute(async (trx) => {
     const state = await lockConference(trx, store, conferenceId);
     const problems: string[] = [];
     if (state === "ended") problems.push("conference has ended; attendees can no longer be added");
-    const { count } = await trx
+    const { count, dialled } = await trx
       .selectFrom("attendees")
-      .select((eb) => eb.fn.countAll<number>().as("count"))
+      .select((eb) => [
+        eb.fn.countAll<number>().as("count"),
+        eb.fn
+          .count<number>("phone_number_subscriber_number")
+          .filterWhere("dial_in", "=", flag(false))
+          .as("dialled"),
+      ])
       .where("conference_id", "=", conferenceId)
       .executeTakeFirstOrThrow();
     if (Number(count) >= MAX_ATTENDEES_PER_CONFERENCE) {
       problems.push(`a conference can have at most ${MAX_ATTENDEES_PER_CONFERENCE} attendees`);
+    }
+    if (!changes.dialIn && changes.phoneNumberSubscriberNumber && Number(dialled) >= maxDialled) {
+      problems.push(
+        `phone-number: a conference can call at most ${maxDialled} attendees, the calls its owner may have in progress at once`,
+      );
     }
     if (changes.moderator && (await otherModeratorExists(trx, conferenceId, null))) {
       problems.push("moderator: this conference already has a moderator");

@@ -373,6 +373,30 @@ function webhooks(dialect: StoreDialect): Migration {
   };
 }
 
+/** The calls placed for each user, counted against the per-user call limits (toll fraud). */
+function placedCalls(dialect: StoreDialect): Migration {
+  const t = columnTypes(dialect);
+  return {
+    async up(db: AnyDb) {
+      await db.schema
+        .createTable("placed_calls")
+        .addColumn("id", t.id, t.idColumn)
+        .addColumn("user_id", "integer", (c) => c.notNull().references("users.id").onDelete("cascade"))
+        // No foreign key: a deleted conference's calls still count against the hourly limit.
+        .addColumn("conference_id", "integer", (c) => c.notNull())
+        .addColumn("attendee_id", "integer", (c) => c.notNull())
+        .addColumn("placed_at", t.timestamp, (c) => c.notNull())
+        .addColumn("ended_at", t.timestamp)
+        .execute();
+      await db.schema
+        .createIndex("placed_calls_user_placed_at")
+        .on("placed_calls")
+        .columns(["user_id", "placed_at"])
+        .execute();
+    },
+  };
+}
+
 export function migrationProvider(dialect: StoreDialect): MigrationProvider {
   return {
     async getMigrations() {
@@ -384,6 +408,7 @@ export function migrationProvider(dialect: StoreDialect): MigrationProvider {
         "0005_console_events": consoleEvents(dialect),
         "0006_dial_in_handoffs": dialInHandoffs(dialect),
         "0007_webhooks": webhooks(dialect),
+        "0008_placed_calls": placedCalls(dialect),
       };
     },
   };

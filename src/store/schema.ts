@@ -225,6 +225,17 @@ export interface WebhookAttemptTable {
   duration_ms: number;
 }
 
+/** A call placed for a user's conference, kept while it counts against the user's call limits. */
+export interface PlacedCallTable {
+  id: Generated<number>;
+  user_id: number;
+  conference_id: number;
+  attendee_id: number;
+  placed_at: Timestamp;
+  /** When the call failed or hung up; null while it is in progress. */
+  ended_at: Timestamp | null;
+}
+
 export interface Database {
   billing_packages: BillingPackageTable;
   users: UserTable;
@@ -242,4 +253,5 @@ export interface Database {
   webhooks: WebhookTable;
   webhook_deliveries: WebhookDeliveryTable;
   webhook_attempts: WebhookAttemptTable;
+  placed_calls: PlacedCallTable;
 }

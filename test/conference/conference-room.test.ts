@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { OPEN_CALLING_POLICY } from "../../src/domain/phone.js";
 import { attendee, FakeCall, flush } from "./fakes.js";
 import { answer, EMPTY_PERIODS, type Harness, startRoom } from "./harness.js";
 
@@ -142,7 +143,7 @@ test("a stored number the calling rules refuse is never dialled: the attendee fa
       attendee(2, { phoneNumberSubscriberNumber: "9005550123" }),
       attendee(3, { phoneNumberSubscriberNumber: "8765550123" }),
     ],
-    callingPolicy: { deniedPrefixes: ["+1876"] },
+    callingPolicy: { ...OPEN_CALLING_POLICY, deniedPrefixes: ["+1876"] },
   });
   await flush();
   assert.deepEqual(
@@ -329,4 +330,71 @@ test("entry and exit are announced to the room (the recorded name) only with ann
   const direct = await startRoom({ conference: { directDial: true, announceAttendees: true } });
   await answer(direct, 2);
   assert.deepEqual(direct.media.played, []);
+});
+
+test("calls past the owner's limit of calls in progress are not placed; a call that ends frees its place", async () => {
+  const h = await startRoom({
+    attendees: [attendee(1, { moderator: true }), attendee(2), attendee(3)],
+    callingPolicy: { ...OPEN_CALLING_POLICY, maxCallsInProgressPerUser: 2 },
+  });
+  await flush();
+  assert.deepEqual(
+    h.telephone.calls.map((call) => call.to),
+    ["+16045550101", "+16045550102"],
+  );
+  assert.deepEqual(
+    h.store
+      .of("call")
+      .filter((write) => write.event.kind === "failed")
+      .map((write) => [write.attendeeId, write.event]),
+    [
+      [
+        3,
+        {
+          kind: "failed",
+          state: "failed",
+          result: "403 Not Called: the account has 2 calls in progress, the most it may have at once",
+        },
+      ],
+    ],
+  );
+  assert.ok(h.logger.lines.some((line) => line.level === "warn" && line.fields.attendeeId === 3));
+  // Attendee 2 is busy: its place is free again, and the API's call-again for 3 goes out.
+  h.telephone.calls[1]?.fail(486, "Busy Here");
+  await flush();
+  h.store.callRequests.set(3, "2026-11-26T12:00:00.000Z");
+  await h.room.refresh();
+  await flush();
+  assert.deepEqual(
+    h.telephone.calls.map((call) => call.to),
+    ["+16045550101", "+16045550102", "+16045550103"],
+  );
+});
+
+test("calls past the owner's hourly limit are not placed, though none is in progress", async () => {
+  const h = await startRoom({
+    attendees: [attendee(1, { moderator: true }), attendee(2)],
+    callingPolicy: { ...OPEN_CALLING_POLICY, maxCallsPerHourPerUser: 1 },
+  });
+  await flush();
+  h.telephone.calls[0]?.fail(486, "Busy Here");
+  await flush();
+  assert.deepEqual(
+    h.telephone.calls.map((call) => call.to),
+    ["+16045550101"],
+  );
+  assert.deepEqual(
+    h.store
+      .of("call")
+      .filter((write) => write.attendeeId === 2)
+      .map((write) => write.event),
+    [
+      {
+        kind: "failed",
+        state: "failed",
+        result:
+          "403 Not Called: the account has placed 1 calls in the last hour, the most it may place in an hour",
+      },
+    ],
+  );
 });

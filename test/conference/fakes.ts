@@ -15,10 +15,12 @@ import type {
 import type { Attendee } from "../../src/domain/attendee.js";
 import type { Conference } from "../../src/domain/conference.js";
 import type { ConferenceEventType } from "../../src/domain/event.js";
+import { type CallingPolicy, whyOverCallLimits } from "../../src/domain/phone.js";
 import type { PromptName } from "../../src/domain/prompt.js";
 import type { AttendeeCallEvent, RoomState } from "../../src/store/conference-runtime.js";
 import type { DialInHandoff, PinTarget, RoomLocation } from "../../src/store/dial-in.js";
 import type { RoomScope } from "../../src/store/live-events.js";
+import type { PlacedCallAllowance } from "../../src/store/placed-calls.js";
 
 /** Lets every pending promise and timer-free callback run. */
 export async function flush(): Promise<void> {
@@ -373,6 +375,37 @@ export class FakeStore implements ConferenceStore {
   async endConference(_scope: RoomScope, reason: string): Promise<void> {
     this.writes.push({ op: "end", reason });
     if (this.conference !== undefined) this.conference = { ...this.conference, state: "ended" };
+  }
+
+  /** The calls reserved, by id: in progress until ended. */
+  readonly placedCalls = new Map<number, { attendeeId: number; ended: boolean }>();
+
+  async reservePlacedCalls(
+    _scope: RoomScope,
+    attendeeIds: readonly number[],
+    policy: CallingPolicy,
+  ): Promise<Map<number, PlacedCallAllowance>> {
+    const placed = [...this.placedCalls.values()];
+    const counts = { inProgress: placed.filter((call) => !call.ended).length, lastHour: placed.length };
+    const allowances = new Map<number, PlacedCallAllowance>();
+    for (const attendeeId of attendeeIds) {
+      const refused = whyOverCallLimits(counts, policy);
+      if (refused !== undefined) {
+        allowances.set(attendeeId, { refused });
+        continue;
+      }
+      const placedCallId = this.placedCalls.size + 1;
+      this.placedCalls.set(placedCallId, { attendeeId, ended: false });
+      allowances.set(attendeeId, { placedCallId });
+      counts.inProgress++;
+      counts.lastHour++;
+    }
+    return allowances;
+  }
+
+  async endPlacedCall(placedCallId: number): Promise<void> {
+    const call = this.placedCalls.get(placedCallId);
+    if (call !== undefined) call.ended = true;
   }
 
   async appendEvent(_scope: RoomScope, attendeeId: number, type: ConferenceEventType): Promise<void> {

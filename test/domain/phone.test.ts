@@ -1,6 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { normalizeNanpNumber, OPEN_CALLING_POLICY, whyNotCallable } from "../../src/domain/phone.js";
+import {
+  normalizeNanpNumber,
+  OPEN_CALLING_POLICY,
+  whyNotCallable,
+  whyOverCallLimits,
+} from "../../src/domain/phone.js";
 
 describe("normalizeNanpNumber", () => {
   const accepted: Array<[string, string]> = [
@@ -40,7 +45,7 @@ describe("normalizeNanpNumber", () => {
 });
 
 describe("whyNotCallable (toll fraud)", () => {
-  const policy = { deniedPrefixes: ["+1876", "+1604555019"] };
+  const policy = { ...OPEN_CALLING_POLICY, deniedPrefixes: ["+1876", "+1604555019"] };
   const cases: Array<[string, string | undefined]> = [
     ["6045550123", undefined],
     ["8005550100", undefined],
@@ -60,5 +65,24 @@ describe("whyNotCallable (toll fraud)", () => {
   }
   it("without a deny list, only the fixed rules", () => {
     assert.equal(whyNotCallable("8765550123", OPEN_CALLING_POLICY), undefined);
+  });
+});
+
+describe("whyOverCallLimits (toll fraud)", () => {
+  const policy = { ...OPEN_CALLING_POLICY, maxCallsInProgressPerUser: 3, maxCallsPerHourPerUser: 10 };
+  it("under both limits: another call may be placed", () => {
+    assert.equal(whyOverCallLimits({ inProgress: 2, lastHour: 9 }, policy), undefined);
+  });
+  it("at the calls in progress: refused", () => {
+    assert.equal(
+      whyOverCallLimits({ inProgress: 3, lastHour: 3 }, policy),
+      "the account has 3 calls in progress, the most it may have at once",
+    );
+  });
+  it("at the calls an hour: refused, though none is in progress", () => {
+    assert.equal(
+      whyOverCallLimits({ inProgress: 0, lastHour: 10 }, policy),
+      "the account has placed 10 calls in the last hour, the most it may place in an hour",
+    );
   });
 });

@@ -50,7 +50,8 @@ export function attendeeRoutes(api: ApiContext): void {
       const { userId, conferenceId } = await ownedConference(api, request);
       const representation = representationOf(request);
       const changes = readAttendeeChanges(readBody(request, "attendee"), "create", api.callingPolicy);
-      const attendee = await createAttendee(api.store, conferenceId, changes, new Date());
+      const maxDialled = api.callingPolicy.maxCallsInProgressPerUser;
+      const attendee = await createAttendee(api.store, conferenceId, changes, new Date(), maxDialled);
       return sendCreated(
         reply,
         `/users/${userId}/conferences/${conferenceId}/attendees/${attendee.id}`,

@@ -5,8 +5,10 @@
  * resources themselves (attendees.ts, conferences.ts).
  */
 import { NotFound, ValidationFailed } from "../../domain/errors.js";
+import { whyOverCallLimits } from "../../domain/phone.js";
 import { requestAttendeeCall, requestConferenceEnd } from "../../store/conference-runtime.js";
 import { getConference } from "../../store/conferences.js";
+import { placedCallCounts } from "../../store/placed-calls.js";
 import { HttpError } from "../http-errors.js";
 import { attendeeElement, conferenceElement } from "../representations.js";
 import { type ApiContext, idParam, representationOf, sendDocument } from "../server.js";
@@ -25,6 +27,17 @@ export function liveControlRoutes(api: ApiContext): void {
       const userId = await api.owner(request);
       const conference = await getConference(api.store, userId, idParam(request, "conferenceId"));
       const attendeeId = idParam(request, "attendeeId");
+      const overLimit = whyOverCallLimits(
+        await placedCallCounts(api.store, userId, new Date()),
+        api.callingPolicy,
+      );
+      if (overLimit !== undefined) {
+        request.log.warn(
+          { userId, conferenceId: conference.id, attendeeId, overLimit },
+          "call refused (toll fraud)",
+        );
+        throw new ValidationFailed([`call: ${overLimit}`]);
+      }
       const result = await requestAttendeeCall(api.store, conference.id, attendeeId, new Date());
       switch (result.outcome) {
         case "not-started":
