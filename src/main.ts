@@ -14,6 +14,7 @@ import { listenForScrapes, ServiceMetrics } from "./metrics.js";
 import { fileDelivery, smtpDelivery } from "./notify/delivery.js";
 import { NotificationWorker } from "./notify/notification-worker.js";
 import { Scheduler } from "./scheduler/scheduler.js";
+import { attemptCounts } from "./store/attempt-counts.js";
 import {
   openStore,
   pendingMigrations,
@@ -130,6 +131,7 @@ export async function startService(
       limit: config.conferences.wrongPinLimit,
       windowMs: config.conferences.wrongPinWindowMinutes * 60_000,
     },
+    attempts: attemptCounts(store),
     logger: logger.child({ component: "conferences" }),
   });
   const scheduler = new Scheduler({
@@ -172,7 +174,7 @@ export async function startService(
   const eventFeed = new EventFeed(store, logger);
   metrics.connect({ store, conferences, mediaStats: () => telephony.media.stats(), eventFeed });
   let plainServer: http.Server | null = null;
-  const app = buildApi({
+  const app = await buildApi({
     store,
     logger,
     failedLoginLimit: config.failedLoginLimit,

@@ -1,13 +1,14 @@
 import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { FastifyRequest } from "fastify";
-import type { Throttle } from "../domain/throttle.js";
 import { createConsoleSession, deleteConsoleSession, findConsoleSession } from "../store/console-sessions.js";
 import type { Store } from "../store/database.js";
 import { findCredentials } from "../store/users.js";
 import { authenticationRequired, HttpError, tooManyRequests } from "./http-errors.js";
 import { hashPassword, verifyPassword } from "./passwords.js";
+import type { RequestLimiter } from "./rate-limits.js";
 
-const CACHE_LIMIT = 10_000;
+/** Verified credentials remembered (then forgotten all at once): bounds the cache an attacker can grow. */
+export const VERIFIED_CACHE_LIMIT = 10_000;
 
 /** The console's session cookie. */
 export const SESSION_COOKIE = "bridgeline_session";
@@ -27,7 +28,9 @@ export interface OpenedSession {
  * of milliseconds by design, so a successful check is remembered under a keyed hash of the
  * credentials together with the stored hash it matched: a password change anywhere invalidates it
  * at the next request. A cookie session's changes (POST, PUT, DELETE) must carry its CSRF token in
- * X-CSRF-Token: another site can make a browser send the cookie, but cannot read the token.
+ * X-CSRF-Token: another site can make a browser send the cookie, but cannot read the token. Failed
+ * logins count against the client address (`failedLogins`, shared by the instances); once it has
+ * none left, even the right password is answered 429 until the window ends.
  */
 export class Authenticator {
   private readonly cacheKey = randomBytes(32);
@@ -36,7 +39,7 @@ export class Authenticator {
 
   constructor(
     private readonly store: Store,
-    private readonly failedLogins: Throttle,
+    private readonly failedLogins: RequestLimiter,
   ) {}
 
   /**
@@ -46,8 +49,7 @@ export class Authenticator {
    */
   async authenticateRequest(request: FastifyRequest): Promise<number> {
     const token = request.cookies[SESSION_COOKIE];
-    if (request.headers.authorization !== undefined || token === undefined)
-      return this.authenticate(request.headers.authorization, request.ip);
+    if (request.headers.authorization !== undefined || token === undefined) return this.authenticate(request);
     const session = await findConsoleSession(this.store, hashToken(token), new Date());
     // No WWW-Authenticate: a browser would answer it with its own password dialog.
     if (!session) throw new HttpError(401, "The console session has ended; sign in again");
@@ -63,10 +65,9 @@ export class Authenticator {
   }
 
   /** Checks an e-mail and password as Basic does (same throttle) and opens a console session. */
-  async openSession(email: string, password: string, clientAddress: string): Promise<OpenedSession> {
-    const retryAfter = this.failedLogins.retryAfter(clientAddress);
-    if (retryAfter > 0) throw tooManyRequests(retryAfter);
-    const userId = await this.verify(email, password, clientAddress, () => {
+  async openSession(email: string, password: string, request: FastifyRequest): Promise<OpenedSession> {
+    await this.refuseWhenLockedOut(request);
+    const userId = await this.verify(email, password, request, () => {
       throw new HttpError(401, "Invalid e-mail or password");
     });
     const token = randomBytes(32).toString("base64url");
@@ -81,21 +82,26 @@ export class Authenticator {
     if (token !== undefined) await deleteConsoleSession(this.store, hashToken(token));
   }
 
-  /** The authenticated user's id; throws 401, or 429 once an address has failed too often. */
-  async authenticate(authorization: string | undefined, clientAddress: string): Promise<number> {
-    const retryAfter = this.failedLogins.retryAfter(clientAddress);
-    if (retryAfter > 0) throw tooManyRequests(retryAfter);
-    const credentials = parseBasic(authorization);
+  /** The Basic-authenticated user's id; throws 401, or 429 once an address has failed too often. */
+  private async authenticate(request: FastifyRequest): Promise<number> {
+    await this.refuseWhenLockedOut(request);
+    const credentials = parseBasic(request.headers.authorization);
     if (!credentials) throw authenticationRequired();
-    return this.verify(credentials.username, credentials.password, clientAddress, () => {
+    return this.verify(credentials.username, credentials.password, request, () => {
       throw authenticationRequired("Invalid e-mail or password");
     });
+  }
+
+  /** 429 when the request's client address has no failed logins left in the window. */
+  private async refuseWhenLockedOut(request: FastifyRequest): Promise<void> {
+    const failures = await this.failedLogins(request, { increment: false });
+    if (!failures.isAllowed && failures.remaining === 0) throw tooManyRequests(failures.ttlInSeconds);
   }
 
   private async verify(
     username: string,
     password: string,
-    clientAddress: string,
+    request: FastifyRequest,
     refuse: () => never,
   ): Promise<number> {
     const stored = await findCredentials(this.store, username);
@@ -110,12 +116,12 @@ export class Authenticator {
       if (cached && cached.userId === stored.id && cached.passwordHash === stored.passwordHash)
         return stored.id;
       if (await verifyPassword(password, stored.passwordHash)) {
-        if (this.verified.size >= CACHE_LIMIT) this.verified.clear();
+        if (this.verified.size >= VERIFIED_CACHE_LIMIT) this.verified.clear();
         this.verified.set(key, { userId: stored.id, passwordHash: stored.passwordHash });
         return stored.id;
       }
     }
-    this.failedLogins.record(clientAddress);
+    await this.failedLogins(request);
     return refuse();
   }
 }

@@ -1,4 +1,5 @@
 import fastifyCookie from "@fastify/cookie";
+import fastifyRateLimit, { type RateLimitOptions } from "@fastify/rate-limit";
 import Fastify, {
   type FastifyReply,
   type FastifyRequest,
@@ -16,13 +17,14 @@ import {
 } from "../domain/errors.js";
 import { FieldReader, type InputMap } from "../domain/input.js";
 import { type CallingPolicy, OPEN_CALLING_POLICY } from "../domain/phone.js";
-import { Throttle } from "../domain/throttle.js";
+import { attemptCounts } from "../store/attempt-counts.js";
 import { type Store, unreachableReason } from "../store/database.js";
 import { userExists } from "../store/users.js";
 import type { DestinationPolicy } from "../webhooks/destination.js";
 import { Authenticator } from "./authentication.js";
 import { EventFeed } from "./event-feed.js";
 import { HttpError } from "./http-errors.js";
+import { byClientAddress, sharedRateLimits } from "./rate-limits.js";
 import type { Representation } from "./representations.js";
 import { accessNumberRoutes } from "./routes/access-numbers.js";
 import { attendeeRoutes } from "./routes/attendees.js";
@@ -74,7 +76,8 @@ export interface ApiContext {
   dataDir: string;
   accessNumbers: readonly string[];
   callingPolicy: CallingPolicy;
-  signups: Throttle;
+  /** The sign-up limit per client address, for the sign-up route (ResourceOptions.rateLimit). */
+  signupLimit: RateLimitOptions;
   /** The authenticated user, who must own the /users/{user_id} tree named by the path. */
   owner(request: FastifyRequest): Promise<number>;
   authenticated(request: FastifyRequest): Promise<number>;
@@ -88,6 +91,8 @@ export interface ApiContext {
 export interface ResourceOptions {
   /** The media types the resource's methods answer with, when not XML; Accept must admit one. */
   produces?: readonly string[];
+  /** A limit on the resource's methods' requests (@fastify/rate-limit, counted across instances). */
+  rateLimit?: RateLimitOptions;
 }
 
 declare module "fastify" {
@@ -98,7 +103,7 @@ declare module "fastify" {
 
 export type RouteHandler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
-export function buildApi(options: ApiOptions) {
+export async function buildApi(options: ApiOptions) {
   const app = Fastify({
     loggerInstance: options.logger,
     bodyLimit: MAX_BODY_BYTES,
@@ -110,7 +115,16 @@ export function buildApi(options: ApiOptions) {
     ...(options.serverFactory && { serverFactory: options.serverFactory }),
   });
   const windowMs = options.throttleWindowSeconds * 1000;
-  const authenticator = new Authenticator(options.store, new Throttle(options.failedLoginLimit, windowMs));
+  // Before the routes: the plugin adds its hooks to the routes as they are declared.
+  await app.register(fastifyRateLimit, sharedRateLimits(attemptCounts(options.store)));
+  const authenticator = new Authenticator(
+    options.store,
+    app.createRateLimit({
+      max: options.failedLoginLimit,
+      timeWindow: windowMs,
+      keyGenerator: byClientAddress("failed-login"),
+    }),
+  );
   const feed = options.eventFeed ?? new EventFeed(options.store, options.logger);
   // Open event streams would hold the server open.
   app.addHook("preClose", async () => feed.close());
@@ -160,7 +174,7 @@ export function buildApi(options: ApiOptions) {
     dataDir: options.dataDir,
     accessNumbers: options.accessNumbers,
     callingPolicy: options.callingPolicy ?? OPEN_CALLING_POLICY,
-    signups: new Throttle(options.signupLimit, windowMs),
+    signupLimit: { max: options.signupLimit, timeWindow: windowMs, keyGenerator: byClientAddress("sign-up") },
     authenticated,
     async owner(request) {
       const userId = await authenticated(request);
@@ -173,7 +187,7 @@ export function buildApi(options: ApiOptions) {
     },
     resource(path, handlers, resourceOptions = {}) {
       const allowed = Object.keys(handlers) as HTTPMethods[];
-      const config = { produces: resourceOptions.produces };
+      const config = { produces: resourceOptions.produces, rateLimit: resourceOptions.rateLimit };
       for (const method of allowed)
         app.route({ method, url: path, handler: handlers[method] as RouteHandler, config });
       const allow = [...allowed, ...(allowed.includes("GET") ? ["HEAD"] : [])].join(", ");

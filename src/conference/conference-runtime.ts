@@ -5,7 +5,7 @@
  */
 import type { Conference, EmptyConferencePeriods } from "../domain/conference.js";
 import { type CallingPolicy, normalizeNanpNumber, OPEN_CALLING_POLICY } from "../domain/phone.js";
-import { Throttle } from "../domain/throttle.js";
+import type { AttemptCounts } from "../store/attempt-counts.js";
 import { ConferenceRoom, type RoomLogger } from "./conference-room.js";
 import { answerDialIn, HANDOFF_HEADER } from "./dial-in.js";
 import type { ConferenceStore, IncomingConferenceCall, Speak, Telephone } from "./ports.js";
@@ -24,10 +24,12 @@ export interface ConferenceRuntimeOptions {
   /** How long a conference stays open with nobody in it, while callers can dial in. */
   readonly emptyPeriods: EmptyConferencePeriods;
   /**
-   * Wrong PINs a caller (by caller ID) may type within the window before its calls are refused 403
-   * until the window ends; default 10 in 15 minutes.
+   * Wrong PINs a caller (by caller ID) may type within the window, over any calls to any instance,
+   * before its calls are refused 403 until the window ends; default 10 in 15 minutes.
    */
   readonly pinFailures?: { readonly limit: number; readonly windowMs: number };
+  /** Where wrong PINs are counted: the store's attempt counts, which the instances share. */
+  readonly attempts: AttemptCounts;
   /** How often rooms re-read their conference and attendees (and check whether empty ones end). */
   readonly refreshIntervalMs?: number;
 }
@@ -41,8 +43,7 @@ export class ConferenceRuntime {
   readonly #refreshTimer: ReturnType<typeof setInterval>;
   /** The access numbers' 10-digit national numbers. */
   readonly #accessNumbers: Set<string>;
-  /** Wrong PINs by caller, across calls. */
-  readonly #wrongPins: Throttle;
+  readonly #pinFailures: { readonly limit: number; readonly windowMs: number };
   #refreshing = false;
   #dialIns = 0;
   #wrongPinCount = 0;
@@ -52,8 +53,7 @@ export class ConferenceRuntime {
     this.#accessNumbers = new Set(
       options.accessNumbers.map((number) => normalizeNanpNumber(number)?.subscriberNumber ?? number),
     );
-    const pinFailures = options.pinFailures ?? DEFAULT_PIN_FAILURES;
-    this.#wrongPins = new Throttle(pinFailures.limit, pinFailures.windowMs);
+    this.#pinFailures = options.pinFailures ?? DEFAULT_PIN_FAILURES;
     options.telephone.onIncomingCall((call) => {
       const token = call.header(HANDOFF_HEADER);
       if (token !== undefined) {
@@ -68,30 +68,7 @@ export class ConferenceRuntime {
         call.reject(404, "Not Found");
         return;
       }
-      const retryAfter = this.#wrongPins.retryAfter(call.from);
-      if (retryAfter > 0) {
-        options.logger.warn(
-          { from: call.from, retryAfterSeconds: retryAfter },
-          "dial-in: call refused, too many wrong PINs from this caller",
-        );
-        call.reject(403, "Forbidden");
-        return;
-      }
-      call.ring();
-      this.#dialIns++;
-      answerDialIn(call, {
-        onWrongPin: () => {
-          this.#wrongPinCount++;
-          this.#wrongPins.record(call.from);
-        },
-        store: options.store,
-        logger: options.logger,
-        telephone: options.telephone,
-        roomOf: (conferenceId) => this.#rooms.get(conferenceId),
-      }).catch((error: unknown) => {
-        options.logger.warn({ err: error, from: call.from }, "dial-in failed");
-        call.hangup();
-      });
+      void this.#dialIn(call);
     });
     this.#refreshTimer = setInterval(
       () => void this.#refreshAll(),
@@ -156,6 +133,50 @@ export class ConferenceRuntime {
         { err: error, conferenceId: conference.id },
         "conference could not start its calls",
       );
+    });
+  }
+
+  /**
+   * A call to an access number: refused 403 while its caller has no wrong PINs left in the window
+   * (counted by every instance), else answered and asked for a PIN.
+   */
+  async #dialIn(call: IncomingConferenceCall): Promise<void> {
+    const { logger, attempts } = this.#options;
+    const key = `wrong-pin:${call.from}`;
+    let wrongPins: Awaited<ReturnType<AttemptCounts["read"]>>;
+    try {
+      wrongPins = await attempts.read(key);
+    } catch (error) {
+      logger.warn({ err: error, from: call.from }, "dial-in: wrong PINs could not be read; call refused");
+      call.reject(503, "Service Unavailable");
+      return;
+    }
+    if (wrongPins !== undefined && wrongPins.count >= this.#pinFailures.limit) {
+      logger.warn(
+        { from: call.from, retryAfterSeconds: Math.ceil((wrongPins.endsAt - Date.now()) / 1000) },
+        "dial-in: call refused, too many wrong PINs from this caller",
+      );
+      call.reject(403, "Forbidden");
+      return;
+    }
+    // The caller may have given up while the count was read.
+    if (call.state === "ended" || call.state === "failed") return;
+    call.ring();
+    this.#dialIns++;
+    answerDialIn(call, {
+      onWrongPin: () => {
+        this.#wrongPinCount++;
+        attempts.count(key, this.#pinFailures.windowMs).catch((error: unknown) => {
+          logger.warn({ err: error, from: call.from }, "dial-in: a wrong PIN could not be counted");
+        });
+      },
+      store: this.#options.store,
+      logger,
+      telephone: this.#options.telephone,
+      roomOf: (conferenceId) => this.#rooms.get(conferenceId),
+    }).catch((error: unknown) => {
+      logger.warn({ err: error, from: call.from }, "dial-in failed");
+      call.hangup();
     });
   }
 

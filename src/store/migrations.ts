@@ -397,6 +397,29 @@ function placedCalls(dialect: StoreDialect): Migration {
   };
 }
 
+/**
+ * Attempts counted per key in fixed windows, shared by the instances (store/attempt-counts.ts); the
+ * index serves the sweep of windows that ended.
+ */
+function attemptCounts(dialect: StoreDialect): Migration {
+  const t = columnTypes(dialect);
+  return {
+    async up(db: AnyDb) {
+      await db.schema
+        .createTable("attempt_counts")
+        .addColumn("key", "text", (c) => c.primaryKey())
+        .addColumn("count", "integer", (c) => c.notNull())
+        .addColumn("window_ends_at", t.timestamp, (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createIndex("attempt_counts_window_ends_at")
+        .on("attempt_counts")
+        .column("window_ends_at")
+        .execute();
+    },
+  };
+}
+
 export function migrationProvider(dialect: StoreDialect): MigrationProvider {
   return {
     async getMigrations() {
@@ -409,6 +432,7 @@ export function migrationProvider(dialect: StoreDialect): MigrationProvider {
         "0006_dial_in_handoffs": dialInHandoffs(dialect),
         "0007_webhooks": webhooks(dialect),
         "0008_placed_calls": placedCalls(dialect),
+        "0009_attempt_counts": attemptCounts(dialect),
       };
     },
   };

@@ -236,6 +236,13 @@ export interface PlacedCallTable {
   ended_at: Timestamp | null;
 }
 
+/** Attempts under one key (a client address, a caller) in the window open now (store/attempt-counts.ts). */
+export interface AttemptCountTable {
+  key: string;
+  count: number;
+  window_ends_at: Timestamp;
+}
+
 export interface Database {
   billing_packages: BillingPackageTable;
   users: UserTable;
@@ -253,5 +260,6 @@ export interface Database {
   webhooks: WebhookTable;
   webhook_deliveries: WebhookDeliveryTable;
   webhook_attempts: WebhookAttemptTable;
+  attempt_counts: AttemptCountTable;
   placed_calls: PlacedCallTable;
 }

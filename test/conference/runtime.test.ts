@@ -1,11 +1,17 @@
 import assert from "node:assert/strict";
-import { test } from "node:test";
+import path from "node:path";
+import { after, test } from "node:test";
 import { ConferenceRuntime } from "../../src/conference/conference-runtime.js";
 import type { Conference } from "../../src/domain/conference.js";
+import { attemptCounts } from "../../src/store/attempt-counts.js";
+import { openSqliteStore, type Store } from "../../src/store/database.js";
 import { attendee, conference, type FakeCall, FakeLogger, FakeStore, FakeTelephone, flush } from "./fakes.js";
 import { DATA_DIR, EMPTY_PERIODS } from "./harness.js";
 
 const ACCESS_NUMBER = "+16045550199";
+/** Wrong PINs are counted in a real store, a fresh one per runtime. */
+const attemptStores: Store[] = [];
+after(() => Promise.all(attemptStores.map((store) => store.close())));
 
 /** A runtime over fakes running conference 7, whose only attendee dials in. */
 async function runtime(
@@ -21,6 +27,8 @@ async function runtime(
   store.pins.set("2222", { role: "moderator", conferenceId: 7 });
   store.pins.set("3333", { role: "member", conferenceId: 8 });
   const logger = new FakeLogger();
+  const attemptStore = await openSqliteStore(path.join(DATA_DIR, `attempts-${attemptStores.length}`));
+  attemptStores.push(attemptStore);
   const conferences = new ConferenceRuntime({
     telephone,
     store,
@@ -30,6 +38,7 @@ async function runtime(
     accessNumbers: [ACCESS_NUMBER],
     emptyPeriods: EMPTY_PERIODS,
     pinFailures,
+    attempts: attemptCounts(attemptStore),
     refreshIntervalMs: 3_600_000,
   });
   conferences.run(store.conference as Conference);
@@ -51,6 +60,7 @@ test("calls to numbers not served are refused 404; the access number rings with 
   assert.deepEqual(other.rejected, { status: 404, reason: "Not Found" });
   assert.equal(other.rang, false);
   const national = telephone.dialIn("+17785550123", "6045550199");
+  await flush(); // it rings once the caller's wrong PINs are read from the store
   assert.equal(national.rang, true);
   assert.equal(national.rejected, undefined);
   national.hangUpFarEnd();

@@ -82,7 +82,7 @@ export function consoleRoutes(
       const body = request.body as { email?: unknown; password?: unknown } | undefined;
       if (typeof body?.email !== "string" || typeof body.password !== "string")
         throw new HttpError(400, 'The body must be JSON {"email": "...", "password": "..."}');
-      const opened = await authenticator.openSession(body.email, body.password, request.ip);
+      const opened = await authenticator.openSession(body.email, body.password, request);
       reply.setCookie(SESSION_COOKIE, opened.token, COOKIE_OPTIONS);
       return reply.type(JSON_TYPE).send(await sessionBody(opened.userId, opened.csrfToken));
     });

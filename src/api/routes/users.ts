@@ -1,28 +1,28 @@
 import { readUserChanges } from "../../domain/user.js";
 import { createUser, getUser, updateUser } from "../../store/users.js";
-import { tooManyRequests } from "../http-errors.js";
 import { hashPassword } from "../passwords.js";
 import { userElement } from "../representations.js";
 import { type ApiContext, readBody, readLockVersion, sendCreated, sendDocument } from "../server.js";
 
 export function userRoutes(api: ApiContext): void {
-  api.resource("/users", {
-    // Sign-up needs no credentials, so it is throttled per client address instead.
-    POST: async (request, reply) => {
-      const retryAfter = api.signups.retryAfter(request.ip);
-      if (retryAfter > 0) throw tooManyRequests(retryAfter);
-      api.signups.record(request.ip);
-      const changes = readUserChanges(readBody(request, "user"), "create");
-      const passwordHash = await hashPassword(changes.password as string);
-      const user = await createUser(
-        api.store,
-        changes as typeof changes & { name: string; email: string; billingPackageId: number },
-        passwordHash,
-        new Date(),
-      );
-      return sendCreated(reply, `/users/${user.id}`, "user", userElement(user));
+  api.resource(
+    "/users",
+    {
+      POST: async (request, reply) => {
+        const changes = readUserChanges(readBody(request, "user"), "create");
+        const passwordHash = await hashPassword(changes.password as string);
+        const user = await createUser(
+          api.store,
+          changes as typeof changes & { name: string; email: string; billingPackageId: number },
+          passwordHash,
+          new Date(),
+        );
+        return sendCreated(reply, `/users/${user.id}`, "user", userElement(user));
+      },
     },
-  });
+    // Sign-up needs no credentials, so every attempt counts against its client address instead.
+    { rateLimit: api.signupLimit },
+  );
 
   api.resource("/users/:userId", {
     GET: async (request, reply) => {
