@@ -113,6 +113,14 @@ export class Kamailio {
       " ",
     );
     const kamailio = new Kamailio(child, dir, port, commandLine, exited);
+    // Detached, it would outlive a test process that ends without stopping it (a failed `before`).
+    const orphaned = () => {
+      try {
+        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+      } catch {}
+    };
+    process.once("exit", orphaned);
+    void exited.then(() => process.off("exit", orphaned));
     try {
       await kamailio.waitUntilAnswering();
     } catch (error) {
