@@ -123,6 +123,10 @@ export interface SipConfig {
   dialInSrtp: SrtpPolicy;
   /** Let SRTP keys travel in SIP that is not over TLS. */
   srtpKeysOverPlainSip: boolean;
+  /** Requests per second one source address may send (a burst of twice that); past it 503, then dropped. */
+  requestRatePerSource: number;
+  /** Calls in progress (placed and taken) past which an INVITE is refused 503. */
+  maxCalls: number;
   /** The SRTP suites offered and accepted, preferred first. */
   srtpSuites: SrtpSuite[];
 }
@@ -305,6 +309,8 @@ function readSipConfig(env: Env): SipConfig {
     srtp: readSrtpPolicy(env, "BRIDGELINE_SRTP"),
     dialInSrtp: readSrtpPolicy(env, "BRIDGELINE_DIAL_IN_SRTP"),
     srtpKeysOverPlainSip: readBoolean(env, "BRIDGELINE_SRTP_KEYS_OVER_PLAIN_SIP", false),
+    requestRatePerSource: readPositiveInteger(env, "BRIDGELINE_SIP_REQUEST_RATE", 50),
+    maxCalls: readPositiveInteger(env, "BRIDGELINE_SIP_MAX_CALLS", 2000),
     srtpSuites: readSrtpSuites(env),
   };
 }

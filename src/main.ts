@@ -85,6 +85,8 @@ export async function startService(
       serverTimeoutMs: sip.serverTimeoutSeconds * 1000,
       mediaTimeoutMs: sip.mediaTimeoutSeconds * 1000,
       mediaThreads: sip.mediaThreads,
+      requestRatePerSource: sip.requestRatePerSource,
+      maxCalls: sip.maxCalls,
       allowMediaFaultInjection: options.allowMediaFaultInjection,
       tls: { port: sip.tlsPort ?? (sip.port === 0 ? 0 : sip.port + 1), ...sipTls.material },
       tlsCa: sipTls.ca,

@@ -12,7 +12,12 @@ import { SRTP_SUITES, type SrtpSuite } from "./media/rtp/srtp.js";
 import { destinationOf, newCallId, newTag } from "./sip/dialog/dialog.js";
 import { parseSipUri } from "./sip/message/header-values.js";
 import { ServerLocator } from "./sip/transport/server-locator.js";
-import { type Destination, type SipTlsOptions, SipTransport } from "./sip/transport/sip-transport.js";
+import {
+  type Destination,
+  type SipTlsOptions,
+  SipTransport,
+  type TransportStats,
+} from "./sip/transport/sip-transport.js";
 import type { IncomingInviteSession } from "./sip/user-agent/invite-session.js";
 import { Registration } from "./sip/user-agent/registration.js";
 import type { SessionTimerSettings } from "./sip/user-agent/session-timer.js";
@@ -56,6 +61,13 @@ export interface TelephonyOptions {
   readonly serverDownMs?: number;
   /** Session timers (RFC 4028), in seconds: the interval asked for and the smallest taken (1800, 90). */
   readonly sessionTimer?: SessionTimerSettings;
+  /**
+   * Requests per second one source address may send, with a burst of twice that: past it they are
+   * refused 503 with Retry-After, and past a burst of refusals dropped. Undefined: no limit.
+   */
+  readonly requestRatePerSource?: number;
+  /** Calls in progress (placed and taken) past which INVITEs are refused 503; undefined: no limit. */
+  readonly maxCalls?: number;
   /** Lets a mix be made to fail on purpose (tests of fault isolation). */
   readonly allowMediaFaultInjection?: boolean;
   /** SIP over TLS: a listener with this certificate (calls out over TLS need none). */
@@ -96,6 +108,13 @@ export interface CallObserver {
   received(): void;
 }
 
+export interface SipStats {
+  readonly transport: Readonly<TransportStats>;
+  /** Requests served, refused 503 and dropped under the per-source rate; undefined without one. */
+  readonly requestRate: Readonly<{ served: number; refused: number; dropped: number }> | undefined;
+  readonly serverTransactions: number;
+}
+
 export interface PlaceCallOptions {
   readonly callerId?: string;
   readonly ringTimeoutMs?: number;
@@ -106,6 +125,8 @@ export interface PlaceCallOptions {
 const DEFAULT_RING_TIMEOUT_MS = 45_000;
 const DEFAULT_SERVER_TIMEOUT_MS = 4000;
 const DEFAULT_MEDIA_TIMEOUT_MS = 30_000;
+/** Retry-After of the 503 for a call past the limit of calls in progress: about when some have ended. */
+const CALLS_FULL_RETRY_AFTER_SECONDS = 60;
 
 export class Telephony implements CallHost {
   readonly #transport: SipTransport;
@@ -162,8 +183,10 @@ export class Telephony implements CallHost {
       onMessage: (message, source) => agent?.receive(message, source),
       onDrop: (reason, source) => logger?.debug({ source }, `SIP message dropped: ${reason}`),
     });
+    const rate = options.requestRatePerSource;
     agent = new UserAgent(transport, {
       sessionTimer: options.sessionTimer,
+      requestRate: rate === undefined ? undefined : { perSecond: rate, burst: 2 * rate },
       onDrop: (reason) => logger?.debug({}, `SIP: ${reason}`),
       trusted:
         trusted === undefined
@@ -257,6 +280,15 @@ export class Telephony implements CallHost {
   /** Calls in progress (placed or taken, not yet failed or ended). */
   get activeCalls(): number {
     return this.#calls.size;
+  }
+
+  /** The SIP stack's figures: messages, requests limited by source, server transactions kept. */
+  get sipStats(): SipStats {
+    return {
+      transport: this.#transport.stats,
+      requestRate: this.#agent.requestRateStats,
+      serverTransactions: this.#agent.serverTransactions,
+    };
   }
 
   /** Who takes INVITEs; without a handler they are refused 404 (no one here answers any number). */
@@ -464,6 +496,15 @@ export class Telephony implements CallHost {
         : requestUser;
     if (handler === undefined) {
       session.reject(404, "Not Found");
+      return;
+    }
+    const maxCalls = this.#options.maxCalls;
+    if (maxCalls !== undefined && this.#calls.size >= maxCalls) {
+      session.reject(503, "Service Unavailable", [["Retry-After", String(CALLS_FULL_RETRY_AFTER_SECONDS)]]);
+      this.#options.logger?.warn(
+        { from: fromUser, to: toUser, maxCalls },
+        "call refused: as many calls as allowed",
+      );
       return;
     }
     // Keys go back only over the transport the INVITE truly came on (a Via can claim TLS over UDP).

@@ -117,6 +117,8 @@ export interface SippOptions {
   pauseMs?: number;
   /** Values for [key] substitutions (-key). */
   keys?: Record<string, string>;
+  /** The address it sends from and listens on, SIP and media (-i, -mi); default 127.0.0.1. */
+  localAddress?: string;
   /** Further arguments such as ["-rtp_echo"] or ["-lost", "10"]. */
   args?: string[];
   /** For scenarios that play audio: the pcap file that replaces PCAP_FILE in the scenario. */
@@ -179,11 +181,11 @@ export class Sipp {
       "-sf",
       scenario,
       "-i",
-      "127.0.0.1",
+      options.localAddress ?? "127.0.0.1",
       "-p",
       String(sipPort),
       "-mi",
-      "127.0.0.1",
+      options.localAddress ?? "127.0.0.1",
       "-mp",
       String(mediaPort),
       "-ci",
@@ -255,6 +257,11 @@ export class Sipp {
       code === 0 ? step : Promise.reject(new Error(`sipp exited with ${code ?? signal}:\n${this.report()}`)),
     );
     return Promise.race([step, failed]);
+  }
+
+  /** Whether it is still running. */
+  get running(): boolean {
+    return this.process.exitCode === null && this.process.signalCode === null;
   }
 
   /** Waits for SIPp to finish its calls; rejects after `ms`. */

@@ -39,23 +39,54 @@ export interface TransactionCore {
    * already. The core answers the INVITE with 487 if it has not sent a final response.
    */
   receiveCancel(invite: InviteServerTransaction): void;
+  /**
+   * A request that would start a server transaction when there are as many as the limits allow, in
+   * all or from its source: the core answers it without one (503, section 21.5.4).
+   */
+  receiveOverload(request: SipRequest, source: MessageSource): void;
   /** A response no client transaction matched, such as a retransmitted 2xx after the transaction ended. */
   receiveStrayResponse(response: SipResponse): void;
   /** A message the layer dropped, for logging. */
   onDrop?(reason: string): void;
 }
 
+/** Server transactions kept at once: from one source address, and in all. */
+export interface ServerTransactionLimits {
+  readonly perSource: number;
+  readonly total: number;
+}
+
+/**
+ * A server transaction lives up to 64*T1 (32 s) after its final response over UDP, so a source within
+ * the request rate limit holds well under this many; the total leaves room for many such sources.
+ */
+export const DEFAULT_SERVER_TRANSACTION_LIMITS: ServerTransactionLimits = { perSource: 2_048, total: 16_384 };
+
 export class TransactionLayer {
   readonly #sender: MessageSender;
   readonly #core: TransactionCore;
   readonly #options: TransactionOptions;
+  readonly #limits: ServerTransactionLimits;
   readonly #clients = new Map<string, ClientTransaction>();
   readonly #servers = new Map<string, ServerTransaction>();
+  /** Server transactions by the address of the source that started them. */
+  readonly #serversBySource = new Map<string, number>();
 
-  constructor(sender: MessageSender, core: TransactionCore, options: TransactionOptions = {}) {
+  constructor(
+    sender: MessageSender,
+    core: TransactionCore,
+    options: TransactionOptions = {},
+    limits: ServerTransactionLimits = DEFAULT_SERVER_TRANSACTION_LIMITS,
+  ) {
     this.#sender = sender;
     this.#core = core;
     this.#options = options;
+    this.#limits = limits;
+  }
+
+  /** Server transactions kept now. */
+  get serverTransactions(): number {
+    return this.#servers.size;
   }
 
   /** Every message the transport accepted. */
@@ -119,6 +150,13 @@ export class TransactionLayer {
       this.#core.receiveAck(request, source);
       return;
     }
+    if (
+      this.#servers.size >= this.#limits.total ||
+      (this.#serversBySource.get(source.address) ?? 0) >= this.#limits.perSource
+    ) {
+      this.#core.receiveOverload(request, source);
+      return;
+    }
     const transaction = this.#createServerTransaction(request, source);
     if (request.method === "CANCEL") {
       // Section 9.2: the CANCEL matches the INVITE transaction with the same branch and sent-by.
@@ -144,14 +182,20 @@ export class TransactionLayer {
           .catch((error: unknown) => transaction?.transportError(asError(error)));
       },
     };
+    const address = source.address;
     const user = this.#tracking({ receiveAck: (ack) => this.#core.receiveAck(ack, source) }, () => {
-      if (transaction !== undefined) this.#servers.delete(transaction.key);
+      if (transaction === undefined || this.#servers.get(transaction.key) !== transaction) return;
+      this.#servers.delete(transaction.key);
+      const count = (this.#serversBySource.get(address) ?? 1) - 1;
+      if (count === 0) this.#serversBySource.delete(address);
+      else this.#serversBySource.set(address, count);
     });
     transaction =
       request.method === "INVITE"
         ? new InviteServerTransaction(request, transport, user, this.#options)
         : new NonInviteServerTransaction(request, transport, user, this.#options);
     this.#servers.set(transaction.key, transaction);
+    this.#serversBySource.set(address, (this.#serversBySource.get(address) ?? 0) + 1);
     return transaction;
   }
 

@@ -15,6 +15,7 @@ import { systemClock } from "../transaction/timers.js";
 import {
   responseTo,
   type ServerTransaction,
+  type ServerTransactionLimits,
   type TransactionCore,
   TransactionLayer,
 } from "../transaction/transaction-layer.js";
@@ -30,6 +31,7 @@ import {
   type SessionHost,
 } from "./invite-session.js";
 import { DEFAULT_SESSION_TIMER, type SessionTimerSettings, timerForInvite } from "./session-timer.js";
+import { SourceLimit, type SourceRate } from "./source-limit.js";
 
 /** Methods this user agent implements (the Allow header). */
 const ALLOWED = ["INVITE", "ACK", "CANCEL", "BYE", "OPTIONS", "INFO", "UPDATE", "PRACK"];
@@ -37,6 +39,8 @@ const ALLOWED = ["INVITE", "ACK", "CANCEL", "BYE", "OPTIONS", "INFO", "UPDATE", 
 const SUPPORTED = ["timer", "100rel"];
 /** Methods it knows of but does not support: 405 with Allow (section 8.2.1); anything else is 501. */
 const KNOWN_UNSUPPORTED = new Set(["REGISTER", "SUBSCRIBE", "NOTIFY", "PUBLISH", "MESSAGE", "REFER"]);
+/** Retry-After of a 503 for want of server transactions: about when Timer J ends those of a burst. */
+const OVERLOAD_RETRY_AFTER_SECONDS = 5;
 
 export interface UserAgentOptions {
   /** Written in User-Agent and Server headers. */
@@ -53,6 +57,16 @@ export interface UserAgentOptions {
   readonly onUntrusted?: (source: MessageSource, method: string) => void;
   /** Session timers (RFC 4028): the interval asked for and the smallest taken; default 1800 and 90 s. */
   readonly sessionTimer?: SessionTimerSettings;
+  /**
+   * Requests (other than ACK, and those within a dialog this agent has) each source address may send:
+   * past the rate they are refused 503, past a burst of refusals dropped (see SourceLimit). Undefined:
+   * no limit.
+   */
+  readonly requestRate?: SourceRate;
+  /** Server transactions kept at once, per source address and in all; past them, requests get 503. */
+  readonly serverTransactions?: ServerTransactionLimits;
+  /** Milliseconds for the request rate; default performance.now. */
+  readonly now?: () => number;
 }
 
 export interface OutgoingCallRequest {
@@ -88,6 +102,7 @@ export class UserAgent implements TransactionCore, SessionHost {
   readonly #onDrop: ((reason: string) => void) | undefined;
   readonly #trusted: UserAgentOptions["trusted"];
   readonly #onUntrusted: UserAgentOptions["onUntrusted"];
+  readonly #sourceLimit: SourceLimit | undefined;
   /** Sessions by dialog identifier, once they have one. */
   readonly #dialogs = new Map<string, InviteSession>();
   /** Incoming sessions not yet answered, by their INVITE server transaction. */
@@ -102,7 +117,19 @@ export class UserAgent implements TransactionCore, SessionHost {
     this.#onDrop = options.onDrop;
     this.#trusted = options.trusted;
     this.#onUntrusted = options.onUntrusted;
-    this.#layer = new TransactionLayer(transport, this, { clock: this.clock });
+    this.#sourceLimit =
+      options.requestRate === undefined ? undefined : new SourceLimit(options.requestRate, options.now);
+    this.#layer = new TransactionLayer(transport, this, { clock: this.clock }, options.serverTransactions);
+  }
+
+  /** What requests from each source got under the request rate; undefined without one. */
+  get requestRateStats(): Readonly<SourceLimit["stats"]> | undefined {
+    return this.#sourceLimit?.stats;
+  }
+
+  /** Server transactions kept now. */
+  get serverTransactions(): number {
+    return this.#layer.serverTransactions;
   }
 
   #nameAddr({ user, displayName, host = formatHost(this.#transport.sentBy.host) }: Identity): string {
@@ -112,6 +139,7 @@ export class UserAgent implements TransactionCore, SessionHost {
 
   /** The transport's messages come here. */
   receive(message: SipMessage, source: MessageSource): void {
+    if (message.kind === "request" && !this.#withinRate(message, source)) return;
     const trusted = this.#trusted;
     if (
       message.kind === "request" &&
@@ -320,8 +348,41 @@ export class UserAgent implements TransactionCore, SessionHost {
     this.#dialogs.get(dialogId(callId, fromTag, toTag))?.receiveStray2xx(response);
   }
 
+  receiveOverload(request: SipRequest): void {
+    this.#refuseOverloaded(request, OVERLOAD_RETRY_AFTER_SECONDS);
+  }
+
   onDrop(reason: string): void {
     this.#onDrop?.(reason);
+  }
+
+  /**
+   * Whether a request is within its source's rate; one that is not is answered 503 or dropped here.
+   * An ACK is never answered, and a request within a dialog we have belongs to a call in progress: a
+   * flood that shares its source must not end it. Neither counts.
+   */
+  #withinRate(request: SipRequest, source: MessageSource): boolean {
+    const limit = this.#sourceLimit;
+    if (limit === undefined || request.method === "ACK") return true;
+    if (request.headers.to?.tag !== undefined && this.#sessionFor(request) !== undefined) return true;
+    const admission = limit.take(source.address);
+    if (admission === "refuse") this.#refuseOverloaded(request, limit.retryAfter(source.address));
+    return admission === "serve";
+  }
+
+  /**
+   * Section 21.5.4: 503 with Retry-After, sent outside any transaction so that nothing is kept for it
+   * (a retransmission is refused again, while the limit lets it be).
+   */
+  #refuseOverloaded(request: SipRequest, retryAfterSeconds: number): void {
+    this.#transport
+      .sendResponse(
+        responseTo(request, 503, "Service Unavailable", {
+          toTag: newTag(),
+          headers: [["Retry-After", String(retryAfterSeconds)]],
+        }),
+      )
+      .catch(() => undefined);
   }
 
   #receiveInvite(request: SipRequest, transaction: InviteServerTransaction, source: MessageSource): void {

@@ -1,0 +1,163 @@
+/**
+ * The user agent's bounds against a source that sends too much (RFC 3261 section 21.5.4): the request
+ * rate per source address (served, then refused 503 with Retry-After, then dropped, then served again
+ * as the bucket refills) and the server transactions kept per source and in all. On a real UDP socket;
+ * time is a fake clock's, so the schedules are exact.
+ */
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { createSocket, type Socket } from "node:dgram";
+import { after, describe, test } from "node:test";
+import { parseMessage } from "../../../../src/telephony/sip/message/parser.js";
+import type { SipResponse } from "../../../../src/telephony/sip/message/sip-message.js";
+import type { ServerTransactionLimits } from "../../../../src/telephony/sip/transaction/transaction-layer.js";
+import { SipTransport } from "../../../../src/telephony/sip/transport/sip-transport.js";
+import { SourceLimit, type SourceRate } from "../../../../src/telephony/sip/user-agent/source-limit.js";
+import { UserAgent } from "../../../../src/telephony/sip/user-agent/user-agent.js";
+import { until } from "../../../helpers/until.js";
+import { FakeClock } from "../transaction/helpers.js";
+
+const closing: (() => Promise<void> | void)[] = [];
+after(async () => {
+  for (const close of closing) await close();
+});
+
+/** A peer on its own address that sends OPTIONS and keeps the responses by Call-ID. */
+class Peer {
+  readonly responses = new Map<string, SipResponse>();
+  readonly #waiters = new Map<string, (response: SipResponse) => void>();
+
+  private constructor(
+    readonly socket: Socket,
+    readonly address: string,
+    readonly target: number,
+  ) {
+    socket.on("message", (bytes) => {
+      const parsed = parseMessage(bytes, { stream: false });
+      if (!parsed.ok || parsed.message.kind !== "response") return;
+      const callId = parsed.message.headers.callId ?? "";
+      this.responses.set(callId, parsed.message);
+      this.#waiters.get(callId)?.(parsed.message);
+    });
+  }
+
+  static async bind(address: string, target: number): Promise<Peer> {
+    const socket = createSocket("udp4");
+    await new Promise<void>((resolve) => socket.bind(0, address, resolve));
+    closing.push(() => {
+      socket.close();
+    });
+    return new Peer(socket, address, target);
+  }
+
+  /** Sends an OPTIONS (again, when given the same branch and Call-ID); returns its Call-ID. */
+  send(callId = randomBytes(6).toString("hex"), branch = `z9hG4bK${callId}`): string {
+    const text = [
+      `OPTIONS sip:service@127.0.0.1:${this.target} SIP/2.0`,
+      `Via: SIP/2.0/UDP ${this.address}:${this.socket.address().port};branch=${branch}`,
+      "Max-Forwards: 70",
+      `From: <sip:peer@${this.address}>;tag=p${callId}`,
+      "To: <sip:service@127.0.0.1>",
+      `Call-ID: ${callId}`,
+      "CSeq: 1 OPTIONS",
+      "Content-Length: 0",
+      "",
+      "",
+    ].join("\r\n");
+    this.socket.send(text, this.target, "127.0.0.1");
+    return callId;
+  }
+
+  /** Sends an OPTIONS (a retransmission of an earlier one, given its Call-ID) and waits for the response. */
+  async ask(callId = randomBytes(6).toString("hex")): Promise<SipResponse> {
+    const answered = new Promise<SipResponse>((resolve) => this.#waiters.set(callId, resolve));
+    this.send(callId);
+    return answered;
+  }
+}
+
+async function agentWith(options: {
+  requestRate?: SourceRate;
+  serverTransactions?: ServerTransactionLimits;
+  now?: () => number;
+  clock?: FakeClock;
+}): Promise<{ agent: UserAgent; port: number }> {
+  let agent: UserAgent | undefined;
+  const transport = await SipTransport.listen({
+    bindAddress: "127.0.0.1",
+    port: 0,
+    onMessage: (message, source) => agent?.receive(message, source),
+  });
+  closing.push(() => transport.close());
+  agent = new UserAgent(transport, options);
+  return { agent, port: transport.port };
+}
+
+describe("the request rate per source", () => {
+  test("SourceLimit: a burst served, a burst refused, the rest dropped; refilled at the rate", () => {
+    let now = 0;
+    const limit = new SourceLimit({ perSecond: 10, burst: 3 }, () => now);
+    const taken = () => Array.from({ length: 8 }, () => limit.take("192.0.2.1"));
+    assert.deepEqual(taken(), ["serve", "serve", "serve", "refuse", "refuse", "refuse", "drop", "drop"]);
+    assert.equal(limit.take("192.0.2.2"), "serve", "another source has a bucket of its own");
+    // In debt by a burst: 0.4 s brings it to one token, when it is served again; (1 - -3) / 10 s.
+    assert.equal(limit.retryAfter("192.0.2.1"), 1);
+    now = 300;
+    assert.equal(limit.take("192.0.2.1"), "refuse", "a flood that goes on keeps its source in debt");
+    now = 700;
+    assert.equal(limit.take("192.0.2.1"), "serve");
+    assert.deepEqual(limit.stats, { served: 5, refused: 4, dropped: 2 });
+  });
+
+  test("SourceLimit: it remembers at most its number of sources, the oldest forgotten first", () => {
+    const limit = new SourceLimit({ perSecond: 1, burst: 1 }, () => 0, 2);
+    for (const address of ["192.0.2.1", "192.0.2.2", "192.0.2.3"]) limit.take(address);
+    assert.equal(limit.sources, 2);
+    assert.equal(limit.take("192.0.2.3"), "refuse", "the newest is still remembered");
+  });
+
+  test("the user agent: 200, then 503 with Retry-After, then nothing, then 200 once the bucket refills", async () => {
+    let now = 0;
+    const { agent, port } = await agentWith({ requestRate: { perSecond: 1, burst: 2 }, now: () => now });
+    const peer = await Peer.bind("127.0.0.1", port);
+    assert.equal((await peer.ask()).status, 200);
+    assert.equal((await peer.ask()).status, 200);
+    const refused = await peer.ask();
+    assert.equal(refused.status, 503);
+    assert.equal(refused.headers.get("Retry-After"), "2");
+    assert.ok(refused.headers.to?.tag !== undefined, "a 503 carries a To tag (section 8.2.6.2)");
+    assert.equal((await peer.ask()).status, 503);
+    // In debt by the burst: dropped, unanswered.
+    const dropped = peer.send();
+    await until("the request dropped", async () =>
+      agent.requestRateStats?.dropped === 1 ? true : undefined,
+    );
+    now += 3000;
+    assert.equal((await peer.ask()).status, 200);
+    assert.equal(peer.responses.has(dropped), false, "a request past the refusals is dropped");
+    assert.deepEqual(agent.requestRateStats, { served: 3, refused: 2, dropped: 1 });
+  });
+});
+
+describe("server transactions kept", () => {
+  test("past the limit per source, or in all, a new request gets 503; a retransmission is still answered by its transaction", async () => {
+    const clock = new FakeClock();
+    const { agent, port } = await agentWith({ serverTransactions: { perSource: 2, total: 3 }, clock });
+    const first = await Peer.bind("127.0.0.1", port);
+    const second = await Peer.bind("127.0.0.2", port);
+    const kept = "kept";
+    assert.equal((await first.ask(kept)).status, 200);
+    assert.equal((await first.ask()).status, 200);
+    const perSource = await first.ask();
+    assert.equal(perSource.status, 503, "a third transaction from one source");
+    assert.ok(perSource.headers.get("Retry-After") !== undefined);
+    assert.equal((await second.ask()).status, 200, "another source still has room");
+    assert.equal((await second.ask()).status, 503, "a fourth transaction in all");
+    assert.equal(agent.serverTransactions, 3);
+    assert.equal((await first.ask(kept)).status, 200, "a retransmission gets its transaction's response");
+    // Timer J (64*T1 over UDP) ends them; then there is room again.
+    clock.advance(32_000);
+    assert.equal(agent.serverTransactions, 0);
+    assert.equal((await first.ask()).status, 200);
+  });
+});
