@@ -8,7 +8,12 @@ import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { loadConfig } from "../../src/config.js";
 import { EventStream } from "../helpers/event-stream.js";
-import { createUser, startTestService, type TestService } from "../helpers/service.js";
+import {
+  createConference as createTestConference,
+  createUser,
+  startTestService,
+  type TestService,
+} from "../helpers/service.js";
 import { until } from "../helpers/until.js";
 import { type Auth, assertErrorMatches, textOf, type XmlNode } from "../helpers/xml.js";
 
@@ -30,14 +35,8 @@ describe("live control API", () => {
     await api.close();
   });
 
-  async function createConference(startAt: string): Promise<{ path: string; id: number }> {
-    const created = await api.request("POST", `/users/${owner.id}/conferences`, {
-      auth: owner.auth,
-      body: `<conference><name>Live</name><scheduled-to-start-at>${startAt}</scheduled-to-start-at></conference>`,
-    });
-    assert.equal(created.status, 201, created.text);
-    const id = Number(textOf(created.xml.conference as XmlNode, "id"));
-    return { path: `/users/${owner.id}/conferences/${id}`, id };
+  function createConference(startAt: string): Promise<{ path: string; id: number }> {
+    return createTestConference(api, owner, startAt, "Live");
   }
 
   async function addAttendee(conferencePath: string, body: string): Promise<string> {

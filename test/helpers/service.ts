@@ -166,6 +166,22 @@ export async function createUser(
  * A conference through the API with `numbers` as attendees, set to pending so that the scheduler
  * starts it at `startAt` (default now); `extra` is XML inserted inside <conference>. Its path.
  */
+/** Creates a conference (state new) of `owner`'s, scheduled at `startAt`: its path and id. */
+export async function createConference(
+  api: TestService,
+  owner: { id: number; auth: [string, string] },
+  startAt: string,
+  name = "Weekly",
+): Promise<{ path: string; id: number }> {
+  const created = await api.request("POST", `/users/${owner.id}/conferences`, {
+    auth: owner.auth,
+    body: `<conference><name>${name}</name><scheduled-to-start-at>${startAt}</scheduled-to-start-at></conference>`,
+  });
+  if (created.status !== 201) throw new Error(`conference not created: ${created.status} ${created.text}`);
+  const path = new URL(String(created.headers.location), "http://localhost").pathname;
+  return { path, id: Number(path.split("/").pop()) };
+}
+
 export async function createPendingConference(
   api: TestService,
   owner: { id: number; auth: [string, string] },
