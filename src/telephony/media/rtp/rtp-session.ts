@@ -183,6 +183,8 @@ function randomUint32(): number {
   return randomBytes(4).readUInt32BE(0);
 }
 
+const MAX_PORT = 65_535;
+
 function remoteRtcpPort(config: RtpSessionConfiguration): number {
   return config.remoteRtcpPort ?? config.remotePort + 1;
 }
@@ -868,6 +870,12 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
    */
   /** Sends an RTCP compound packet, as SRTCP when SRTP is on. */
   private sendRtcp(buffer: Buffer, length: number, sent?: () => void): void {
+    // RTP on the highest port leaves RTCP no port (§11 puts it one above): nothing is sent until the
+    // peer's own RTCP shows where it listens.
+    if (this.rtcpPort > MAX_PORT) {
+      sent?.();
+      return;
+    }
     if (this.srtpSender === null) this.rtcp.send(buffer, 0, length, this.rtcpPort, this.rtcpAddress, sent);
     else {
       const protectedPacket = this.srtpSender.protectRtcp(buffer.subarray(0, length));

@@ -298,6 +298,26 @@ describe("RtpSession", () => {
     assert.equal(configured.received.length, 1);
   });
 
+  it("sends RTCP to a peer whose RTP is on port 65535 only once the peer's RTCP shows where (no port 65536)", async () => {
+    const peerRtcp = await rawSocket();
+    const session = await open(20);
+    session.configure(configuration(65_535));
+    // Reports are due every 20 ms: before, the first one threw out of its timer (ERR_SOCKET_BAD_PORT).
+    await delay(200);
+    const receiverReport = Buffer.alloc(8);
+    receiverReport.set([0x80, 201, 0, 1, 0, 0, 0, 42]);
+    peerRtcp.socket.send(receiverReport, session.localPort + 1, "127.0.0.1");
+    await waitFor(() => peerRtcp.received.length >= 1, "RTCP at the latched address");
+    await session.close();
+  });
+
+  it("closes without RTCP to send when the peer's RTP is on port 65535", async () => {
+    const session = await open();
+    session.configure(configuration(65_535));
+    // Before, the BYE threw and close() rejected.
+    await session.close();
+  });
+
   it("moves to a new source only when it sends a new SSRC in sequence after the latched one went silent", async () => {
     const phone = await rawSocket();
     const moved = await rawSocket();
