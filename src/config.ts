@@ -30,6 +30,10 @@ export interface Config {
   /** Sign-up attempts per client address within the window before 429. */
   signupLimit: number;
   throttleWindowSeconds: number;
+  /** Open connections each HTTP(S) listener takes; past it new ones are closed at once. */
+  maxConnections: number;
+  /** Open event streams (SSE) this instance serves, over all users; past it 503. */
+  maxEventStreams: number;
   /** This instance's name as the runner of its conferences; must stay the same across its restarts. */
   instanceId: string;
   sip: SipConfig;
@@ -529,6 +533,8 @@ export function loadConfig(env: Env = process.env): Config {
     failedLoginLimit: readPositiveInteger(env, "BRIDGELINE_FAILED_LOGIN_LIMIT", 10),
     signupLimit: readPositiveInteger(env, "BRIDGELINE_SIGNUP_LIMIT", 20),
     throttleWindowSeconds: readPositiveInteger(env, "BRIDGELINE_THROTTLE_WINDOW_SECONDS", 900),
+    maxConnections: readPositiveInteger(env, "BRIDGELINE_MAX_CONNECTIONS", 10_000),
+    maxEventStreams: readPositiveInteger(env, "BRIDGELINE_MAX_EVENT_STREAMS", 5_000),
     instanceId: env.BRIDGELINE_INSTANCE_ID || `${os.hostname()}:${dataDir}`,
     sip: readSipConfig(env),
     mail: readMailConfig(env),

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import type { DestinationStream } from "pino";
 import { EventFeed } from "./api/event-feed.js";
+import { limitListener } from "./api/listener-limits.js";
 import { buildApi } from "./api/server.js";
 import { ConferenceRuntime } from "./conference/conference-runtime.js";
 import { conferenceStore } from "./conference/store.js";
@@ -173,7 +174,7 @@ export async function startService(
     logger: logger.child({ component: "webhooks" }),
     onAttempt: metrics.webhookAttempt,
   });
-  const eventFeed = new EventFeed(store, logger);
+  const eventFeed = new EventFeed(store, logger, { maxStreams: config.maxEventStreams });
   metrics.connect({ store, conferences, mediaStats: () => telephony.media.stats(), eventFeed });
   let plainServer: http.Server | null = null;
   const app = await buildApi({
@@ -210,9 +211,13 @@ export async function startService(
       },
     },
     serverFactory: (handler) => {
-      if (config.httpPort !== null) plainServer = http.createServer(handler);
+      if (config.httpPort !== null)
+        plainServer = limitListener(http.createServer(handler), config.maxConnections);
       // TLS 1.2 is the floor: SSL 3.0 and TLS 1.0/1.1 are broken (decisions.md, Transport).
-      return https.createServer({ cert: tls.cert, key: tls.key, minVersion: "TLSv1.2" }, handler);
+      return limitListener(
+        https.createServer({ cert: tls.cert, key: tls.key, minVersion: "TLSv1.2" }, handler),
+        config.maxConnections,
+      );
     },
   });
   let metricsListener: Awaited<ReturnType<typeof listenForScrapes>> | undefined;

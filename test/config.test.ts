@@ -26,6 +26,8 @@ describe("loadConfig", () => {
       failedLoginLimit: 10,
       signupLimit: 20,
       throttleWindowSeconds: 900,
+      maxConnections: 10_000,
+      maxEventStreams: 5_000,
       instanceId: `${os.hostname()}:${path.resolve("./data")}`,
       sip: {
         bindAddress: "0.0.0.0",
@@ -140,6 +142,8 @@ describe("loadConfig", () => {
       BRIDGELINE_FAILED_LOGIN_LIMIT: "5",
       BRIDGELINE_SIGNUP_LIMIT: "7",
       BRIDGELINE_THROTTLE_WINDOW_SECONDS: "60",
+      BRIDGELINE_MAX_CONNECTIONS: "500",
+      BRIDGELINE_MAX_EVENT_STREAMS: "200",
       BRIDGELINE_INSTANCE_ID: "bridgeline-2",
       BRIDGELINE_DATABASE_WAIT_SECONDS: "90",
       BRIDGELINE_METRICS_PORT: "9464",
@@ -200,6 +204,8 @@ describe("loadConfig", () => {
       failedLoginLimit: 5,
       signupLimit: 7,
       throttleWindowSeconds: 60,
+      maxConnections: 500,
+      maxEventStreams: 200,
       instanceId: "bridgeline-2",
       sip: {
         bindAddress: "10.0.0.5",

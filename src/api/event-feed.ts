@@ -28,12 +28,17 @@ export interface Subscription {
 }
 
 export interface EventFeedOptions {
+  /** Open streams in all, on this instance (BRIDGELINE_MAX_EVENT_STREAMS). */
+  readonly maxStreams?: number;
   readonly pollIntervalMs?: number;
   /** How long a skipped id is looked for again. */
   readonly gapWindowMs?: number;
   readonly pruneIntervalMs?: number;
 }
 
+/** Open streams of one user on one instance: a console tab or two per conference, with room to spare. */
+export const MAX_STREAMS_PER_USER = 20;
+export const DEFAULT_MAX_STREAMS = 5_000;
 const POLL_INTERVAL_MS = 200;
 const GAP_WINDOW_MS = 5_000;
 const PRUNE_INTERVAL_MS = 60_000;
@@ -41,12 +46,29 @@ const BATCH = 500;
 /** More skipped ids than this at once is no longer a commit race; they are not tracked. */
 const MAX_GAP = 1_000;
 
+/** A subscription refused: its user has MAX_STREAMS_PER_USER open, or the feed has maxStreams. */
+export class StreamLimitReached extends Error {
+  constructor(
+    readonly limit: "user" | "all",
+    readonly streams: number,
+  ) {
+    super(
+      limit === "user"
+        ? `This user has ${streams} event streams open, the most allowed; close one first`
+        : `This service has ${streams} event streams open, the most it takes; try again later`,
+    );
+    this.name = "StreamLimitReached";
+  }
+}
+
 export class EventFeed {
   readonly #store: Store;
   readonly #logger: Logger;
   readonly #pollIntervalMs: number;
   readonly #gapWindowMs: number;
+  readonly #maxStreams: number;
   readonly #subscriptions = new Set<Subscription>();
+  readonly #streamsByUser = new Map<number, number>();
   /** Skipped ids below the high-water mark, with when they were first missed. */
   readonly #gaps = new Map<number, number>();
   readonly #pruneTimer: NodeJS.Timeout;
@@ -59,6 +81,7 @@ export class EventFeed {
   constructor(store: Store, logger: Logger, options: EventFeedOptions = {}) {
     this.#store = store;
     this.#logger = logger;
+    this.#maxStreams = options.maxStreams ?? DEFAULT_MAX_STREAMS;
     this.#pollIntervalMs = options.pollIntervalMs ?? POLL_INTERVAL_MS;
     this.#gapWindowMs = options.gapWindowMs ?? GAP_WINDOW_MS;
     this.#pruneTimer = setInterval(() => {
@@ -71,13 +94,23 @@ export class EventFeed {
 
   /**
    * Starts delivering the events committed from now on; resolves once the feed knows where "now" is,
-   * so that a replay read after it overlaps what is delivered rather than leaving a hole.
+   * so that a replay read after it overlaps what is delivered rather than leaving a hole. Throws
+   * StreamLimitReached when the user, or the feed, has as many streams open as allowed.
    */
   async subscribe(subscription: Subscription): Promise<() => void> {
     if (this.#closed) throw new Error("the event feed is closed");
+    const { userId } = subscription.scope;
+    const userStreams = this.#streamsByUser.get(userId) ?? 0;
+    if (userStreams >= MAX_STREAMS_PER_USER) throw new StreamLimitReached("user", userStreams);
+    if (this.#subscriptions.size >= this.#maxStreams)
+      throw new StreamLimitReached("all", this.#subscriptions.size);
     this.#subscriptions.add(subscription);
+    this.#streamsByUser.set(userId, userStreams + 1);
     const unsubscribe = () => {
-      this.#subscriptions.delete(subscription);
+      if (!this.#subscriptions.delete(subscription)) return;
+      const left = (this.#streamsByUser.get(userId) ?? 1) - 1;
+      if (left === 0) this.#streamsByUser.delete(userId);
+      else this.#streamsByUser.set(userId, left);
       if (this.#subscriptions.size === 0) this.#stop();
     };
     try {
@@ -101,6 +134,7 @@ export class EventFeed {
     clearInterval(this.#pruneTimer);
     for (const subscription of [...this.#subscriptions]) subscription.close();
     this.#subscriptions.clear();
+    this.#streamsByUser.clear();
     this.#stop();
   }
 

@@ -6,6 +6,8 @@ import type { Store } from "./database.js";
 
 /** A session ends after this long without a request. */
 export const SESSION_IDLE_MS = 12 * 60 * 60 * 1000;
+/** Sessions one user keeps; signing in again past it ends the least recently used. */
+export const MAX_SESSIONS_PER_USER = 20;
 /** last-seen-at is written at most this often, not on every request. */
 const TOUCH_INTERVAL_MS = 60 * 1000;
 
@@ -33,6 +35,19 @@ export async function createConsoleSession(
       created_at: at,
       last_seen_at: at,
     })
+    .execute();
+  const othersKept = store.db
+    .selectFrom("console_sessions")
+    .select("token_hash")
+    .where("user_id", "=", session.userId)
+    .where("token_hash", "!=", session.tokenHash)
+    .orderBy("last_seen_at", "desc")
+    .limit(MAX_SESSIONS_PER_USER - 1);
+  await store.db
+    .deleteFrom("console_sessions")
+    .where("user_id", "=", session.userId)
+    .where("token_hash", "!=", session.tokenHash)
+    .where("token_hash", "not in", othersKept)
     .execute();
 }
 

@@ -8,7 +8,8 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import { type ConferenceEvent, eventData, stillTalking } from "../../domain/event.js";
 import { getConference } from "../../store/conferences.js";
 import { eventsAfter, lastEventId, talkingEvents } from "../../store/events.js";
-import type { EventFeed, EventScope } from "../event-feed.js";
+import { type EventFeed, type EventScope, StreamLimitReached, type Subscription } from "../event-feed.js";
+import { HttpError } from "../http-errors.js";
 import { type ApiContext, idParam } from "../server.js";
 
 const EVENT_STREAM = "text/event-stream";
@@ -16,6 +17,13 @@ const KEEP_ALIVE_MS = 15_000;
 /** Bytes waiting in a client's socket buffer before it counts as not keeping up. */
 const MAX_BUFFERED_BYTES = 256 * 1024;
 const REPLAY_BATCH = 500;
+/**
+ * Live events held while a reconnecting stream's replay is read; past it the stream is dropped, and
+ * the client reconnects with Last-Event-ID and is replayed what it missed.
+ */
+export const MAX_HELD_EVENTS = 1_000;
+/** What a refusal for the service's stream limit suggests as the wait. */
+const STREAMS_RETRY_AFTER_SECONDS = 30;
 /** How soon a browser reconnects after the stream drops. */
 const RETRY_MS = 1_000;
 
@@ -41,6 +49,17 @@ export function eventRoutes(api: ApiContext, feed: EventFeed): void {
     },
     { produces: [EVENT_STREAM] },
   );
+}
+
+/** The feed's subscription, its limits answered 429 (the user's) or 503 (the service's). */
+async function subscribe(feed: EventFeed, subscription: Subscription): Promise<() => void> {
+  try {
+    return await feed.subscribe(subscription);
+  } catch (error) {
+    if (!(error instanceof StreamLimitReached)) throw error;
+    if (error.limit === "user") throw new HttpError(429, error.message);
+    throw new HttpError(503, error.message, { "retry-after": String(STREAMS_RETRY_AFTER_SECONDS) });
+  }
 }
 
 /** Last-Event-ID as the browser's EventSource sends it on reconnection; undefined when absent or bad. */
@@ -86,11 +105,16 @@ async function stream(
   const send = (event: ConferenceEvent) =>
     write(`id: ${event.id}\nevent: ${event.type}\ndata: ${eventData(event)}\n\n`);
 
-  unsubscribe = await feed.subscribe({
+  unsubscribe = await subscribe(feed, {
     scope,
     deliver: (event) => {
-      if (replaying) held.push(event);
-      else if (event.id > after && !replayed.has(event.id)) send(event);
+      if (!replaying) {
+        if (event.id > after && !replayed.has(event.id)) send(event);
+      } else if (held.length < MAX_HELD_EVENTS) held.push(event);
+      else {
+        request.log.info({ scope }, "events client fell behind during its replay: dropped");
+        end("destroy");
+      }
     },
     close: () => end(),
   });
