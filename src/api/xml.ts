@@ -89,7 +89,11 @@ export function array(itemName: string, items: XmlElement[]): XmlElement {
   return items.length === 0 ? { "@_type": "array" } : { "@_type": "array", [itemName]: items };
 }
 
+/** Elements nested deeper than any document of this API holds (a user's phone numbers are at the third level). */
+export const MAX_ELEMENT_DEPTH = 20;
+
 const parser = new XMLParser({
+  maxNestedTags: MAX_ELEMENT_DEPTH,
   ignoreAttributes: false,
   attributeNamePrefix: "@_",
   parseTagValue: false,
@@ -114,7 +118,13 @@ export function parseDocument(body: string, root: string): InputMap {
       `malformed XML at line ${valid.err.line}, column ${valid.err.col}: ${valid.err.msg}`,
     ]);
   }
-  const parsed = parser.parse(body) as Record<string, unknown>;
+  let parsed: Record<string, unknown>;
+  try {
+    parsed = parser.parse(body) as Record<string, unknown>;
+  } catch (error) {
+    // Well-formed but refused by the parser: nested deeper than MAX_ELEMENT_DEPTH.
+    throw new BadRequest([`the document cannot be read: ${(error as Error).message} (at most ${MAX_ELEMENT_DEPTH})`]);
+  }
   const roots = Object.keys(parsed);
   if (roots.length !== 1 || roots[0] !== root) {
     throw new BadRequest([`the document's root element must be <${root}>`]);

@@ -5,11 +5,13 @@ import {
   boolean,
   datetime,
   integer,
+  MAX_ELEMENT_DEPTH,
   nested,
   parseDocument,
   renderDocument,
   text,
 } from "../../src/api/xml.js";
+import { BadRequest } from "../../src/domain/errors.js";
 
 describe("renderDocument", () => {
   it("writes Rails-style typed, nil, nested and array elements, indented", () => {
@@ -85,5 +87,15 @@ describe("parseDocument", () => {
     assert.throws(() => parseDocument("<contact/>", "user"), /root element must be <user>/);
     assert.throws(() => parseDocument("<user><name>x</user>", "user"), /malformed XML/);
     assert.throws(() => parseDocument('<!DOCTYPE user [<!ENTITY a "b">]><user/>', "user"), /DOCTYPE/);
+  });
+
+  it("refuses elements nested deeper than any document holds as a bad request (it was a 500)", () => {
+    const deep = `<user><name>${"<a>".repeat(MAX_ELEMENT_DEPTH)}x${"</a>".repeat(MAX_ELEMENT_DEPTH)}</name></user>`;
+    assert.throws(
+      () => parseDocument(deep, "user"),
+      (error) => error instanceof BadRequest && /nested/.test(error.messages.join()),
+    );
+    const deepest = `<user>${"<a>".repeat(MAX_ELEMENT_DEPTH - 1)}x${"</a>".repeat(MAX_ELEMENT_DEPTH - 1)}</user>`;
+    assert.deepEqual(Object.keys(parseDocument(deepest, "user")), ["a"]);
   });
 });
