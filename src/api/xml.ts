@@ -123,7 +123,9 @@ export function parseDocument(body: string, root: string): InputMap {
     parsed = parser.parse(body) as Record<string, unknown>;
   } catch (error) {
     // Well-formed but refused by the parser: nested deeper than MAX_ELEMENT_DEPTH.
-    throw new BadRequest([`the document cannot be read: ${(error as Error).message} (at most ${MAX_ELEMENT_DEPTH})`]);
+    throw new BadRequest([
+      `the document cannot be read: ${(error as Error).message} (at most ${MAX_ELEMENT_DEPTH})`,
+    ]);
   }
   const roots = Object.keys(parsed);
   if (roots.length !== 1 || roots[0] !== root) {
