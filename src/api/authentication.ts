@@ -14,6 +14,14 @@ export const VERIFIED_CACHE_LIMIT = 10_000;
 export const SESSION_COOKIE = "bridgeline_session";
 /** The header that must carry a cookie session's CSRF token on every change. */
 const CSRF_HEADER = "x-csrf-token";
+
+/** Password checks per client address, counted by every instance (see server.ts). */
+export interface LoginAttempts {
+  /** Counts one, or with `{ increment: false }` reads how many were counted in the window. */
+  readonly limiter: RequestLimiter;
+  /** Takes back the attempt of a request whose password was right. */
+  giveBack(request: FastifyRequest): Promise<void>;
+}
 const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"]);
 
 /** A console session just opened: the cookie's token and the token its changes must carry. */
@@ -29,8 +37,10 @@ export interface OpenedSession {
  * credentials together with the stored hash it matched: a password change anywhere invalidates it
  * at the next request. A cookie session's changes (POST, PUT, DELETE) must carry its CSRF token in
  * X-CSRF-Token: another site can make a browser send the cookie, but cannot read the token. Failed
- * logins count against the client address (`failedLogins`, shared by the instances); once it has
- * none left, even the right password is answered 429 until the window ends.
+ * logins count against the client address (`attempts`, shared by the instances); once it has none
+ * left, even the right password is answered 429 until the window ends. A password check takes its
+ * attempt before scrypt runs, and gives it back when right, so that many checks at once cannot pass
+ * the limit together.
  */
 export class Authenticator {
   private readonly cacheKey = randomBytes(32);
@@ -39,7 +49,7 @@ export class Authenticator {
 
   constructor(
     private readonly store: Store,
-    private readonly failedLogins: RequestLimiter,
+    private readonly attempts: LoginAttempts,
   ) {}
 
   /**
@@ -66,7 +76,6 @@ export class Authenticator {
 
   /** Checks an e-mail and password as Basic does (same throttle) and opens a console session. */
   async openSession(email: string, password: string, request: FastifyRequest): Promise<OpenedSession> {
-    await this.refuseWhenLockedOut(request);
     const userId = await this.verify(email, password, request, () => {
       throw new HttpError(401, "Invalid e-mail or password");
     });
@@ -84,9 +93,11 @@ export class Authenticator {
 
   /** The Basic-authenticated user's id; throws 401, or 429 once an address has failed too often. */
   private async authenticate(request: FastifyRequest): Promise<number> {
-    await this.refuseWhenLockedOut(request);
     const credentials = parseBasic(request.headers.authorization);
-    if (!credentials) throw authenticationRequired();
+    if (!credentials) {
+      await this.refuseWhenLockedOut(request);
+      throw authenticationRequired();
+    }
     return this.verify(credentials.username, credentials.password, request, () => {
       throw authenticationRequired("Invalid e-mail or password");
     });
@@ -94,7 +105,7 @@ export class Authenticator {
 
   /** 429 when the request's client address has no failed logins left in the window. */
   private async refuseWhenLockedOut(request: FastifyRequest): Promise<void> {
-    const failures = await this.failedLogins(request, { increment: false });
+    const failures = await this.attempts.limiter(request, { increment: false });
     if (!failures.isAllowed && failures.remaining === 0) throw tooManyRequests(failures.ttlInSeconds);
   }
 
@@ -105,23 +116,25 @@ export class Authenticator {
     refuse: () => never,
   ): Promise<number> {
     const stored = await findCredentials(this.store, username);
+    const key = createHmac("sha256", this.cacheKey)
+      .update(`${username.toLowerCase()}\0${password}`)
+      .digest("base64");
+    const cached = this.verified.get(key);
+    if (stored && cached && cached.userId === stored.id && cached.passwordHash === stored.passwordHash) {
+      await this.refuseWhenLockedOut(request);
+      return stored.id;
+    }
+    const attempt = await this.attempts.limiter(request);
+    if (!attempt.isAllowed && attempt.isExceeded) throw tooManyRequests(attempt.ttlInSeconds);
     if (!stored) {
       // The same scrypt cost as a wrong password, so response time does not reveal who has an account.
       await verifyPassword(password, await this.decoyHash);
-    } else {
-      const key = createHmac("sha256", this.cacheKey)
-        .update(`${username.toLowerCase()}\0${password}`)
-        .digest("base64");
-      const cached = this.verified.get(key);
-      if (cached && cached.userId === stored.id && cached.passwordHash === stored.passwordHash)
-        return stored.id;
-      if (await verifyPassword(password, stored.passwordHash)) {
-        if (this.verified.size >= VERIFIED_CACHE_LIMIT) this.verified.clear();
-        this.verified.set(key, { userId: stored.id, passwordHash: stored.passwordHash });
-        return stored.id;
-      }
+    } else if (await verifyPassword(password, stored.passwordHash)) {
+      await this.attempts.giveBack(request);
+      if (this.verified.size >= VERIFIED_CACHE_LIMIT) this.verified.clear();
+      this.verified.set(key, { userId: stored.id, passwordHash: stored.passwordHash });
+      return stored.id;
     }
-    await this.failedLogins(request);
     return refuse();
   }
 }

@@ -116,15 +116,17 @@ export async function buildApi(options: ApiOptions) {
   });
   const windowMs = options.throttleWindowSeconds * 1000;
   // Before the routes: the plugin adds its hooks to the routes as they are declared.
-  await app.register(fastifyRateLimit, sharedRateLimits(attemptCounts(options.store)));
-  const authenticator = new Authenticator(
-    options.store,
-    app.createRateLimit({
+  const counts = attemptCounts(options.store);
+  await app.register(fastifyRateLimit, sharedRateLimits(counts));
+  const failedLoginKey = byClientAddress("failed-login");
+  const authenticator = new Authenticator(options.store, {
+    limiter: app.createRateLimit({
       max: options.failedLoginLimit,
       timeWindow: windowMs,
-      keyGenerator: byClientAddress("failed-login"),
+      keyGenerator: failedLoginKey,
     }),
-  );
+    giveBack: (request) => counts.uncount(failedLoginKey(request)),
+  });
   const feed = options.eventFeed ?? new EventFeed(options.store, options.logger);
   // Open event streams would hold the server open.
   app.addHook("preClose", async () => feed.close());

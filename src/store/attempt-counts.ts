@@ -26,6 +26,8 @@ export interface AttemptCounts {
   count(key: string, windowMs: number, now?: Date): Promise<AttemptWindow>;
   /** The open window of `key`, without counting; undefined when none is open. */
   read(key: string, now?: Date): Promise<AttemptWindow | undefined>;
+  /** Takes back one attempt of `key`'s open window (counted first, found harmless after). */
+  uncount(key: string, now?: Date): Promise<void>;
 }
 
 export function attemptCounts(store: Store): AttemptCounts {
@@ -67,6 +69,16 @@ export function attemptCounts(store: Store): AttemptCounts {
         .where("window_ends_at", ">", now.toISOString())
         .executeTakeFirst();
       return row && { count: row.count, endsAt: Date.parse(row.window_ends_at) };
+    },
+
+    async uncount(key, now = new Date()) {
+      await store.db
+        .updateTable("attempt_counts")
+        .set({ count: sql<number>`count - 1` })
+        .where("key", "=", storedKey(key))
+        .where("count", ">", 0)
+        .where("window_ends_at", ">", now.toISOString())
+        .execute();
     },
   };
 }

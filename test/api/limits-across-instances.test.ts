@@ -40,6 +40,8 @@ describe("limits over two instances on one PostgreSQL database", {
           databaseUrl: database.url,
           failedLoginLimit: LIMIT,
           signupLimit: LIMIT,
+          // Tests stand for clients at other addresses with X-Forwarded-For.
+          trustedProxies: "127.0.0.1",
           sip: {
             ...loadConfig({}).sip,
             bindAddress: "127.0.0.1",
@@ -79,22 +81,37 @@ describe("limits over two instances on one PostgreSQL database", {
     assertThrottled(await instance(1).request("GET", "/current", { auth: user.auth }), "second instance");
   });
 
-  it(`refuses the sign-up after ${LIMIT} from one address, wherever each was made`, async () => {
-    // The first test's createUser was the first sign-up.
-    const made = await instance(1).request("POST", "/users", { body: signupXml("second@example.com") });
-    assert.equal(made.status, 201, made.text);
-    const refused = await instance(0).request("POST", "/users", {
-      body: "<user><name>No e-mail</name></user>",
+  it(`checks only ${LIMIT} of 40 wrong passwords sent together to both instances from one address`, async () => {
+    const user = await createUser(instance(0));
+    const headers = { "x-forwarded-for": "198.51.100.7" };
+    const responses = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        instance(i).request("GET", "/current", { auth: [user.auth[0], "guess"], headers }),
+      ),
+    );
+    const statuses = responses.map((response) => response.status);
+    assert.equal(statuses.filter((status) => status === 401).length, LIMIT, statuses.join(" "));
+    assert.equal(statuses.filter((status) => status === 429).length, 40 - LIMIT);
+    const other = await instance(1).request("GET", "/current", {
+      auth: user.auth,
+      headers: { "x-forwarded-for": "198.51.100.8" },
     });
-    assert.equal(refused.status, 422, "a refused sign-up counts too");
-    assertThrottled(
-      await instance(1).request("POST", "/users", { body: signupXml("late@example.com") }),
-      "second instance",
+    assert.equal(other.status, 200, "another address is not locked out");
+  });
+
+  it(`refuses the sign-up after ${LIMIT} from one address, wherever each was made`, async () => {
+    const headers = { "x-forwarded-for": "198.51.100.9" };
+    const signUp = (index: number, body: string) =>
+      instance(index).request("POST", "/users", { body, headers });
+    assert.equal((await signUp(1, signupXml("first@example.com"))).status, 201);
+    assert.equal(
+      (await signUp(0, "<user><name>No e-mail</name></user>")).status,
+      422,
+      "refused ones count too",
     );
-    assertThrottled(
-      await instance(0).request("POST", "/users", { body: signupXml("later@example.com") }),
-      "first instance",
-    );
+    assert.equal((await signUp(1, signupXml("third@example.com"))).status, 201);
+    assertThrottled(await signUp(0, signupXml("late@example.com")), "first instance");
+    assertThrottled(await signUp(1, signupXml("later@example.com")), "second instance");
   });
 
   it(`refuses a caller's calls after ${WRONG_PIN_LIMIT} wrong PINs typed to different instances`, {

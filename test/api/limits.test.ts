@@ -65,6 +65,26 @@ describe("event streams", () => {
   });
 });
 
+describe("failed logins at once", () => {
+  const LIMIT = 5;
+  let api: TestService;
+  before(async () => {
+    api = await startTestService({ failedLoginLimit: LIMIT });
+  });
+  after(() => api.close());
+
+  it(`checks only ${LIMIT} of 40 wrong passwords sent together from one address; the rest get 429`, async () => {
+    const alice = await createUser(api);
+    const responses = await Promise.all(
+      Array.from({ length: 40 }, () => api.request("GET", "/current", { auth: [alice.auth[0], "guess"] })),
+    );
+    const statuses = responses.map((response) => response.status);
+    assert.equal(statuses.filter((status) => status === 401).length, LIMIT, statuses.join(" "));
+    assert.equal(statuses.filter((status) => status === 429).length, 40 - LIMIT);
+    assert.equal((await api.request("GET", "/current", { auth: alice.auth })).status, 429);
+  });
+});
+
 describe("console sessions", () => {
   let api: TestService;
   before(async () => {

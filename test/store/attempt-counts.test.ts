@@ -44,6 +44,22 @@ describe(`attempt counts (${TEST_STORE})`, () => {
     assert.deepEqual(next, { count: 1, endsAt: start.getTime() + 120_000 }, "a new window");
   });
 
+  it("takes back an attempt of the open window, never below none nor from an ended window", async () => {
+    const counts = attemptCounts(store);
+    const start = new Date("2030-01-05T10:00:00Z");
+    await counts.count("back:a", 60_000, start);
+    await counts.count("back:a", 60_000, start);
+    await counts.uncount("back:a", start);
+    assert.equal((await counts.read("back:a", start))?.count, 1);
+    await counts.uncount("back:a", start);
+    await counts.uncount("back:a", start);
+    assert.equal((await counts.read("back:a", start))?.count, 0);
+    await counts.count("back:a", 60_000, start);
+    await counts.uncount("back:a", new Date(start.getTime() + 60_000));
+    const next = await counts.count("back:a", 60_000, new Date(start.getTime() + 60_000));
+    assert.equal(next.count, 1, "the ended window was not touched; a new one opened");
+  });
+
   it("counts every one of many attempts made at once (as instances do)", async () => {
     const counts = [attemptCounts(store), attemptCounts(store)];
     const now = new Date("2030-01-02T10:00:00Z");
