@@ -1,0 +1,154 @@
+/**
+ * The fuzzed service in a child process of its own (bench/fuzz/service.ts, configured through the
+ * environment as an operator would): its ports from its start-up log line, every log line scanned
+ * for errors, its standard error for the lines the service writes on an unhandled rejection or an
+ * uncaught exception, and its heap after a forced collection.
+ */
+import { type ChildProcess, fork } from "node:child_process";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { createInterface } from "node:readline";
+
+export interface ServicePorts {
+  readonly httpPort: number;
+  readonly sipPort: number;
+}
+
+export interface Heap {
+  readonly heapUsed: number;
+  readonly rss: number;
+}
+
+export interface ServiceSettings {
+  readonly accessNumber: string;
+  readonly mediaThreads: number;
+  /** Extra environment (BRIDGELINE_*) for the service. */
+  readonly env?: Record<string, string>;
+}
+
+/** Lines of the service's standard error that mean what the service did not handle. */
+const UNHANDLED = /nothing handled it|fatal error, stopping/;
+/** pino's error and fatal levels. */
+const ERROR_LEVEL = 50;
+
+export class ServiceProcess {
+  exit: { code: number | null; signal: string | null } | undefined;
+  readonly #heapWaiters: Array<(heap: Heap) => void> = [];
+
+  private constructor(
+    readonly child: ChildProcess,
+    readonly dataDir: string,
+    readonly ports: ServicePorts,
+    /** Log lines at error level or above, and unhandled failures from standard error, in order. */
+    readonly problems: string[],
+    /** Log lines by level name. */
+    readonly logLines: Map<string, number>,
+  ) {}
+
+  static async start(settings: ServiceSettings): Promise<ServiceProcess> {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-fuzz-"));
+    const rtpMin = 30_000 + 2_000 * Math.floor(Math.random() * 15);
+    const child = fork(new URL("service.ts", import.meta.url), [], {
+      execArgv: ["--expose-gc", "--import", "tsx"],
+      stdio: ["ignore", "pipe", "pipe", "ipc"],
+      env: {
+        ...process.env,
+        BRIDGELINE_DATA_DIR: dataDir,
+        BRIDGELINE_HOST: "127.0.0.1",
+        BRIDGELINE_HTTPS_PORT: "0",
+        BRIDGELINE_HTTP_PORT: "0",
+        BRIDGELINE_SIP_ADDRESS: "127.0.0.1",
+        BRIDGELINE_SIP_PORT: "0",
+        BRIDGELINE_RTP_PORTS: `${rtpMin}-${rtpMin + 1_999}`,
+        BRIDGELINE_ACCESS_NUMBERS: settings.accessNumber,
+        BRIDGELINE_MEDIA_THREADS: String(settings.mediaThreads),
+        BRIDGELINE_LOG_LEVEL: "info",
+        // The fuzzer signs up and fails logins far more than a person: the throttles are not its target.
+        BRIDGELINE_FAILED_LOGIN_LIMIT: "1000000",
+        BRIDGELINE_SIGNUP_LIMIT: "1000000",
+        // Nor is the per-source SIP request rate: the inputs come from one address, far above it.
+        BRIDGELINE_SIP_REQUEST_RATE: "1000000",
+        BRIDGELINE_INSTANCE_ID: `fuzz:${dataDir}`,
+        ...settings.env,
+      },
+    });
+    const pending = { ports: undefined as ServicePorts | undefined, stderr: "" };
+    const service = await new Promise<ServiceProcess>((resolve, reject) => {
+      let started: ServiceProcess | undefined;
+      const problems: string[] = [];
+      const logLines = new Map<string, number>();
+      createInterface({ input: child.stdout as NodeJS.ReadableStream }).on("line", (line) => {
+        if (process.env.FUZZ_DEBUG) process.stderr.write(`service: ${line}\n`);
+        let entry: { level?: number; msg?: string; err?: { message?: string; stack?: string } };
+        try {
+          entry = JSON.parse(line);
+        } catch {
+          problems.push(`not a log line: ${line.slice(0, 300)}`);
+          return;
+        }
+        const level = entry.level ?? 0;
+        const name = level >= 60 ? "fatal" : level >= 50 ? "error" : level >= 40 ? "warn" : "info";
+        logLines.set(name, (logLines.get(name) ?? 0) + 1);
+        if (level >= ERROR_LEVEL)
+          problems.push(`${name}: ${entry.msg} ${entry.err?.stack ?? entry.err?.message ?? ""}`.trim());
+        if (entry.msg === "bridgeline started" && started === undefined) {
+          const ports = entry as unknown as ServicePorts;
+          started = new ServiceProcess(
+            child,
+            dataDir,
+            { httpPort: ports.httpPort, sipPort: ports.sipPort },
+            problems,
+            logLines,
+          );
+          resolve(started);
+        }
+      });
+      // The stack under an unhandled failure's line is kept with it (a dozen frames).
+      let stackLines = 0;
+      createInterface({ input: child.stderr as NodeJS.ReadableStream }).on("line", (line) => {
+        pending.stderr = `${pending.stderr}${line}\n`.slice(-20_000);
+        if (UNHANDLED.test(line)) {
+          problems.push(`stderr: ${line}`);
+          stackLines = 12;
+        } else if (stackLines > 0 && /^\s+at /.test(line)) {
+          stackLines--;
+          problems[problems.length - 1] += `\n${line}`;
+        } else stackLines = 0;
+      });
+      child.once("exit", (code, signal) => {
+        if (started === undefined)
+          reject(new Error(`the service exited (${code ?? signal}) before it started:\n${pending.stderr}`));
+        else started.exit = { code, signal };
+      });
+    });
+    child.on("message", (message: { type?: string } & Heap) => {
+      if (message.type === "heap") service.#heapWaiters.shift()?.(message);
+    });
+    return service;
+  }
+
+  get alive(): boolean {
+    return this.exit === undefined;
+  }
+
+  /** The heap after two full collections, and the resident set. */
+  async heap(): Promise<Heap> {
+    const heap = new Promise<Heap>((resolve) => this.#heapWaiters.push(resolve));
+    this.child.send({ type: "heap" });
+    return heap;
+  }
+
+  /** Stops it as an operator does (SIGTERM); resolves with how it exited. */
+  async stop(): Promise<{ code: number | null; signal: string | null }> {
+    if (this.exit === undefined) {
+      const exited = new Promise((resolve) => this.child.once("exit", resolve));
+      this.child.kill("SIGTERM");
+      const forced = setTimeout(() => this.child.kill("SIGKILL"), 20_000);
+      await exited;
+      clearTimeout(forced);
+    }
+    fs.rmSync(this.dataDir, { recursive: true, force: true });
+    return this.exit ?? { code: null, signal: null };
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * A short fuzzing run of every target (bench/fuzz, fixed seed, two seconds each, one after another)
+ * against the service in a process of its own: the service must not crash, log an error or an
+ * unhandled failure, answer a request body with a 5xx, or leave a probe unanswered while any target
+ * runs, and its heap must come back after a collection. On PostgreSQL when the suite runs there.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import { type FuzzReport, heapGrewTooMuch, mb, runFuzz, TARGET_NAMES } from "../../bench/fuzz/fuzz.js";
+import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
+
+const SEED = 20;
+
+describe("fuzzing the running service (bench/fuzz, seed 20)", () => {
+  let report: FuzzReport;
+  let database: TestDatabase | null = null;
+
+  before(async () => {
+    database = TEST_STORE === "postgres" ? await createTestDatabase() : null;
+    report = await runFuzz({ seconds: 2, seed: SEED, settleSeconds: 1, databaseUrl: database?.url });
+  });
+  after(() => database?.drop());
+
+  for (const name of TARGET_NAMES) {
+    it(`${name}: inputs sent, and every probe answered while they were`, () => {
+      const target = report.targets.find((t) => t.name === name);
+      assert.ok(target !== undefined && target.stats.inputs > 0, `${name} sent nothing`);
+      assert.ok(target.probes.sent > 0, `no probe while ${name} ran`);
+      assert.equal(target.probes.answered, target.probes.sent, report.findings.join("\n"));
+    });
+  }
+
+  it("finds nothing: no crash, no error logged, no unhandled failure, no 5xx", () => {
+    assert.deepEqual(report.findings, []);
+    assert.deepEqual(report.failures, []);
+  });
+
+  it("the heap comes back after a collection", () => {
+    const { heapBefore, heapAfter } = report;
+    assert.ok(heapAfter !== undefined, "the service did not live to the end");
+    assert.ok(
+      !heapGrewTooMuch(heapBefore, heapAfter),
+      `${mb(heapBefore.heapUsed)} MB before, ${mb(heapAfter.heapUsed)} MB after`,
+    );
+  });
+});
