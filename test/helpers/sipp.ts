@@ -259,6 +259,11 @@ export class Sipp {
     return Promise.race([step, failed]);
   }
 
+  /** Its working directory, where -trace_rtt, -trace_counts and the like write their files. */
+  get directory(): string {
+    return this.dir;
+  }
+
   /** Whether it is still running. */
   get running(): boolean {
     return this.process.exitCode === null && this.process.signalCode === null;
