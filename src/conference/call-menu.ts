@@ -7,6 +7,11 @@ import type { ConferenceCall, Sound } from "./ports.js";
 
 /** The shortest wait for a key (a wait of nothing still lets a key already on its way arrive). */
 const MIN_WAIT_MS = 20;
+/**
+ * Keys kept unread: more than any menu reads at once (a PIN is at most 12); keys pressed past it,
+ * while nothing reads them, are dropped rather than kept for ever.
+ */
+export const MAX_UNREAD_KEYS = 32;
 
 export class CallMenu {
   readonly #call: ConferenceCall;
@@ -100,7 +105,7 @@ export class CallMenu {
   }
 
   #pressed(key: string): void {
-    this.#keys += key;
+    if (this.#keys.length < MAX_UNREAD_KEYS) this.#keys += key;
     if (key === this.#stopKey) this.#call.stopRecordingVoice();
     for (const wake of this.#keyWaiters.splice(0)) wake();
   }

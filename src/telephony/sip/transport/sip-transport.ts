@@ -70,6 +70,11 @@ export interface SipTransportOptions {
   readonly onDrop?: (reason: string, source: MessageSource | undefined) => void;
   /** Bytes a stream connection may hold without a complete message before it is closed. */
   readonly maxStreamBuffer?: number;
+  /**
+   * Connections accepted (TCP and TLS, handshakes under way included) from one source address and in
+   * all; one past either is closed at once.
+   */
+  readonly maxConnections?: { readonly perSource: number; readonly total: number };
   /** A UDP request larger than this goes over TCP instead (18.1.1: path MTU 1500 minus 200). */
   readonly udpSizeThreshold?: number;
   /** A TLS listener; without it, TLS is used only for connections this side opens. */
@@ -93,9 +98,16 @@ export interface TransportStats {
   /** Requests refused by the parser and answered with 400/505 here. */
   answeredMalformed: number;
   connectionsClosedForOverflow: number;
+  /** Connections closed as they were accepted: as many open as allowed, from their source or in all. */
+  connectionsRefused: number;
 }
 
 const DEFAULT_MAX_STREAM_BUFFER = 65_536;
+/**
+ * A trunk or proxy needs a few connections; a peer wanting more is opening them to exhaust ours. The
+ * total, times the stream buffer, bounds what partial messages can hold (128 MB).
+ */
+const DEFAULT_MAX_CONNECTIONS = { perSource: 64, total: 2048 };
 const UDP_RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
 const DEFAULT_UDP_SIZE_THRESHOLD = 1300;
 /** How many server-transaction branches a connection remembers for routing responses back over it. */
@@ -160,6 +172,7 @@ export class SipTransport {
     dropped: 0,
     answeredMalformed: 0,
     connectionsClosedForOverflow: 0,
+    connectionsRefused: 0,
   };
   readonly #options: SipTransportOptions;
   readonly #udp: DatagramSocket;
@@ -178,6 +191,9 @@ export class SipTransport {
    * connection to answer on, so the answer goes back as a datagram to the source, by branch.
    */
   readonly #strayDatagrams = new Map<string, { address: string; port: number }>();
+  /** Accepted connections open, by source address, and their sum. */
+  readonly #acceptedBySource = new Map<string, number>();
+  #accepted = 0;
   #closing: Promise<void> | undefined;
 
   private constructor(
@@ -194,6 +210,8 @@ export class SipTransport {
     this.#tlsServer = tlsServer;
     const tlsAddress = tlsServer?.address();
     this.#tlsPort = typeof tlsAddress === "object" && tlsAddress !== null ? tlsAddress.port : undefined;
+    // "connection" comes with the bare socket, before the handshake costs anything.
+    tlsServer?.on("connection", (socket: Socket) => this.#guard(() => this.#admit(socket, "TLS")));
     tlsServer?.on("secureConnection", (socket) => this.#guard(() => this.#adopt(socket, "TLS")));
     // A handshake that fails (a scanner, a peer that does not trust us) never becomes a connection.
     tlsServer?.on("tlsClientError", (error, socket) =>
@@ -208,7 +226,11 @@ export class SipTransport {
       this.#guard(() => this.#onDatagram(bytes, normalizeHost(info.address), info.port)),
     );
     udp.on("error", (error) => this.#drop(`UDP socket error: ${error.message}`, undefined));
-    server.on("connection", (socket) => this.#guard(() => this.#adopt(socket, "TCP")));
+    server.on("connection", (socket) =>
+      this.#guard(() => {
+        if (this.#admit(socket, "TCP")) this.#adopt(socket, "TCP");
+      }),
+    );
     server.on("error", (error) => this.#drop(`TCP server error: ${error.message}`, undefined));
   }
 
@@ -411,6 +433,33 @@ export class SipTransport {
     } else if (!result.incomplete) {
       this.#refused(result, source, undefined);
     }
+  }
+
+  /** Counts an accepted connection in, or closes it when its source, or everyone, has as many as allowed. */
+  #admit(socket: Socket, transport: StreamTransport): boolean {
+    const address = normalizeHost(socket.remoteAddress ?? "");
+    const limits = this.#options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
+    const fromSource = this.#acceptedBySource.get(address) ?? 0;
+    if (fromSource >= limits.perSource || this.#accepted >= limits.total) {
+      this.stats.connectionsRefused++;
+      this.#drop(
+        fromSource >= limits.perSource
+          ? `connection refused: ${fromSource} open from this source`
+          : `connection refused: ${this.#accepted} open`,
+        { transport, address, port: socket.remotePort ?? 0 },
+      );
+      socket.destroy();
+      return false;
+    }
+    this.#accepted++;
+    this.#acceptedBySource.set(address, fromSource + 1);
+    socket.once("close", () => {
+      this.#accepted--;
+      const left = (this.#acceptedBySource.get(address) ?? 1) - 1;
+      if (left === 0) this.#acceptedBySource.delete(address);
+      else this.#acceptedBySource.set(address, left);
+    });
+    return true;
   }
 
   #adopt(socket: Socket, transport: StreamTransport): Connection {
