@@ -115,17 +115,21 @@ export class Authenticator {
     request: FastifyRequest,
     refuse: () => never,
   ): Promise<number> {
-    const stored = await findCredentials(this.store, username);
     const key = createHmac("sha256", this.cacheKey)
       .update(`${username.toLowerCase()}\0${password}`)
       .digest("base64");
     const cached = this.verified.get(key);
-    if (stored && cached && cached.userId === stored.id && cached.passwordHash === stored.passwordHash) {
-      await this.refuseWhenLockedOut(request);
-      return stored.id;
+    if (cached !== undefined) {
+      const stored = await findCredentials(this.store, username);
+      if (stored && cached.userId === stored.id && cached.passwordHash === stored.passwordHash) {
+        await this.refuseWhenLockedOut(request);
+        return stored.id;
+      }
     }
+    // Counted before the account is even looked up: a locked-out address costs one count and no more.
     const attempt = await this.attempts.limiter(request);
     if (!attempt.isAllowed && attempt.isExceeded) throw tooManyRequests(attempt.ttlInSeconds);
+    const stored = await findCredentials(this.store, username);
     if (!stored) {
       // The same scrypt cost as a wrong password, so response time does not reveal who has an account.
       await verifyPassword(password, await this.decoyHash);

@@ -10,11 +10,19 @@ import {
   type RateLimitPluginOptions,
 } from "@fastify/rate-limit";
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import type { AttemptCounts } from "../store/attempt-counts.js";
+import type { AttemptCounts, AttemptWindow } from "../store/attempt-counts.js";
 import { tooManyRequests } from "./http-errors.js";
 
 /** A limiter made by createRateLimit: counts (or only reads, `{ increment: false }`) a request's key. */
 export type RequestLimiter = ReturnType<FastifyInstance["createRateLimit"]>;
+
+/**
+ * A key found over its limit is answered from memory for this long (never past its window's end), so
+ * that a flood at a limit costs the database one count a second per instance, not one per request.
+ */
+export const OVER_LIMIT_MEMO_MS = 1_000;
+/** Keys remembered over their limit at once; past it the memo starts again empty. */
+export const OVER_LIMIT_MEMO_KEYS = 10_000;
 
 const NO_HEADERS = { "x-ratelimit-limit": false, "x-ratelimit-remaining": false, "x-ratelimit-reset": false };
 
@@ -42,23 +50,50 @@ export function byClientAddress(what: string): (request: FastifyRequest) => stri
 }
 
 function sharedStore(counts: AttemptCounts): FastifyRateLimitStoreCtor {
+  /** Keys seen over their limit: when the memo of it ends, and when their window does. */
+  const overLimit = new Map<string, { until: number; endsAt: number }>();
+  const remembered = (key: string, max: number, now: number) => {
+    const memo = overLimit.get(key);
+    if (memo === undefined) return undefined;
+    if (memo.until > now) return { current: max + 1, ttl: memo.endsAt - now };
+    overLimit.delete(key);
+    return undefined;
+  };
+  const remember = (key: string, max: number, window: AttemptWindow | undefined, now: number) => {
+    if (window === undefined || window.count <= max) return;
+    if (overLimit.size >= OVER_LIMIT_MEMO_KEYS) overLimit.clear();
+    overLimit.set(key, { until: Math.min(now + OVER_LIMIT_MEMO_MS, window.endsAt), endsAt: window.endsAt });
+  };
+  /** Answers `callback` from the memo, or from `query` (the shared counts) remembering what it says. */
+  const settle = (
+    key: string,
+    max: number,
+    callback: StoreCallback,
+    query: (now: Date) => Promise<AttemptWindow | undefined>,
+  ) => {
+    const now = new Date();
+    const known = remembered(key, max, now.getTime());
+    if (known !== undefined) {
+      callback(null, known);
+      return;
+    }
+    query(now).then(
+      (window) => {
+        remember(key, max, window, now.getTime());
+        callback(null, window ? { current: window.count, ttl: window.endsAt - now.getTime() } : NONE);
+      },
+      (error: Error) => callback(error),
+    );
+  };
+
   return class SharedAttemptStore implements FastifyRateLimitStore {
-    incr(key: string, callback: StoreCallback, timeWindow: number): void {
-      const now = new Date();
-      counts.count(key, timeWindow, now).then(
-        (window) => callback(null, { current: window.count, ttl: window.endsAt - now.getTime() }),
-        (error: Error) => callback(error),
-      );
+    incr(key: string, callback: StoreCallback, timeWindow: number, max: number): void {
+      settle(key, max, callback, (now) => counts.count(key, timeWindow, now));
     }
 
     /** What `{ increment: false }` calls: the count so far, unchanged. */
-    read(key: string, callback: StoreCallback): void {
-      const now = new Date();
-      counts.read(key, now).then(
-        (window) =>
-          callback(null, window ? { current: window.count, ttl: window.endsAt - now.getTime() } : NONE),
-        (error: Error) => callback(error),
-      );
+    read(key: string, callback: StoreCallback, _timeWindow: number, max: number): void {
+      settle(key, max, callback, (now) => counts.read(key, now));
     }
 
     /** Every limit shares the one table; keys tell them apart (byClientAddress). */
