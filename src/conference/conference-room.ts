@@ -160,8 +160,9 @@ export class ConferenceRoom {
       this.#conference = { ...this.#conference, recordAudio: false };
       const scope = this.#scope;
       const why = `the recording could not be written: ${reason}`;
+      const at = new Date();
       this.#writes.queue(() =>
-        options.store.recordConferenceControls(scope, { recordAudio: false }, new Date(), why),
+        options.store.recordConferenceControls(scope, { recordAudio: false }, at, why),
       );
     });
     this.#media.on("failed", (reason) => {
@@ -617,7 +618,9 @@ export class ConferenceRoom {
       }),
     );
     const scope = this.#scope;
-    this.#writes.queue(() => this.#options.store.endConference(scope, reason, new Date()));
+    // Dated now, not when the write lands (later, if the database is away meanwhile).
+    const endedAt = new Date();
+    this.#writes.queue(() => this.#options.store.endConference(scope, reason, endedAt));
     void this.#writes.settled().then(() => this.#options.onEnded(this));
   }
 

@@ -119,6 +119,10 @@ export async function openPostgresStore(
   // An idle connection can be cut by the server (restart, failover); the pool replaces it, and
   // the event must be handled or it would end the process.
   pool.on("error", onIdleClientError);
+  // A connection cut while its client is checked out (between the queries of a transaction) is
+  // reported on the client, where an unheard "error" event would end the process; the query then
+  // running or the next one fails with it instead, and the pool drops the client when it returns.
+  pool.on("connect", (client) => client.on("error", () => {}));
   const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const store: Store = {
     db,
