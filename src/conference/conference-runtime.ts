@@ -30,11 +30,18 @@ export interface ConferenceRuntimeOptions {
   readonly pinFailures?: { readonly limit: number; readonly windowMs: number };
   /** Where wrong PINs are counted: the store's attempt counts, which the instances share. */
   readonly attempts: AttemptCounts;
+  /** Callers at the PIN prompt at once, past which a caller is refused 503; default 100. */
+  readonly maxCallersAtPinPrompt?: number;
   /** How often rooms re-read their conference and attendees (and check whether empty ones end). */
   readonly refreshIntervalMs?: number;
 }
 
 const DEFAULT_REFRESH_INTERVAL_MS = 500;
+/**
+ * Callers at the PIN prompt at once: each holds a call, a media stream and prompts playing for up to
+ * three tries of 10 s, while a PIN typed lets them into a room; more at once is a flood, not callers.
+ */
+export const MAX_CALLERS_AT_PIN_PROMPT = 100;
 const DEFAULT_PIN_FAILURES = { limit: 10, windowMs: 15 * 60_000 };
 
 export class ConferenceRuntime {
@@ -46,6 +53,8 @@ export class ConferenceRuntime {
   readonly #pinFailures: { readonly limit: number; readonly windowMs: number };
   #refreshing = false;
   #dialIns = 0;
+  /** Callers from the call's arrival until they are in a room or gone. */
+  #atPinPrompt = 0;
   #wrongPinCount = 0;
 
   constructor(options: ConferenceRuntimeOptions) {
@@ -68,7 +77,16 @@ export class ConferenceRuntime {
         call.reject(404, "Not Found");
         return;
       }
-      void this.#dialIn(call);
+      if (this.#atPinPrompt >= (options.maxCallersAtPinPrompt ?? MAX_CALLERS_AT_PIN_PROMPT)) {
+        options.logger.warn(
+          { from: call.from },
+          "dial-in: call refused, as many callers at the PIN prompt as allowed",
+        );
+        call.reject(503, "Service Unavailable");
+        return;
+      }
+      this.#atPinPrompt++;
+      void this.#dialIn(call).finally(() => this.#atPinPrompt--);
     });
     this.#refreshTimer = setInterval(
       () => void this.#refreshAll(),
@@ -163,7 +181,7 @@ export class ConferenceRuntime {
     if (call.state === "ended" || call.state === "failed") return;
     call.ring();
     this.#dialIns++;
-    answerDialIn(call, {
+    await answerDialIn(call, {
       onWrongPin: () => {
         this.#wrongPinCount++;
         attempts.count(key, this.#pinFailures.windowMs).catch((error: unknown) => {
