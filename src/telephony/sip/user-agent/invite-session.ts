@@ -13,6 +13,7 @@ import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../m
 import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
 import type { InviteServerTransaction } from "../transaction/invite-server-transaction.js";
 import { T1, T2, TIMER_H, type TimerClock, type TimerHandle } from "../transaction/timers.js";
+import { TransactionState } from "../transaction/transaction-state.js";
 import type { ServerTransaction } from "../transaction/transaction-layer.js";
 import { responseTo } from "../transaction/transaction-layer.js";
 import type { Destination, MessageSource } from "../transport/sip-transport.js";
@@ -458,7 +459,9 @@ export abstract class InviteSession {
 
   /**
    * Section 13.3.1.4: the 2xx is retransmitted at T1, doubling up to T2, until the ACK arrives; without
-   * an ACK after 64*T1 the session is confirmed and then ended with BYE.
+   * an ACK after 64*T1 the session is confirmed and then ended with BYE. A transaction that ended
+   * before that (the transport failed to send the 2xx, section 17.2.4) takes no more: the ACK will
+   * never come, so the session ends as if it had timed out.
    */
   protected retransmitUntilAcked(ok: SipResponse, transaction: InviteServerTransaction): void {
     const cseq = ok.headers.cseq?.seq ?? 0;
@@ -469,7 +472,7 @@ export abstract class InviteSession {
     const fire = () => {
       if (this.pendingOk !== pending) return;
       elapsed += interval;
-      if (elapsed >= TIMER_H) {
+      if (elapsed >= TIMER_H || transaction.state === TransactionState.Terminated) {
         this.pendingOk = undefined;
         this.ackTimedOut();
         return;

@@ -292,6 +292,27 @@ describe("user agent core", () => {
     session.bye();
   });
 
+  it("ends a call whose 2xx its transport could not send with BYE, rather than send it again through the ended transaction (sections 13.3.1.4, 17.2.4)", async () => {
+    const callId = randomBytes(8).toString("hex");
+    const before = invites.length;
+    // maddr sends the responses to the broadcast address, where a UDP socket may not send: the 200
+    // fails and its transaction ends. Before, its retransmission at T1 threw out of a timer (found by
+    // bench/fuzz: an uncaught exception stops the service).
+    send(request("INVITE", { callId }).replace(/^(Via: [^\r]*)/m, "$1;maddr=255.255.255.255"));
+    for (let waited = 0; invites.length === before; waited += 5) {
+      assert.ok(waited < 5000, "no INVITE session");
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const session = invites[before] as IncomingInviteSession;
+    session.accept(
+      "v=0\r\no=- 1 1 IN IP4 127.0.0.1\r\ns=-\r\nc=IN IP4 127.0.0.1\r\nt=0 0\r\nm=audio 4000 RTP/AVP 0\r\n",
+    );
+    // The dialog's remote target, the Contact, is reachable: the BYE arrives there.
+    await until("the BYE", async () =>
+      requestsIn.find((each) => each.method === "BYE" && each.headers.get("Call-ID") === callId),
+    );
+  });
+
   it("retransmits a 487 until the ACK arrives (Timer G, section 17.2.1)", async () => {
     const callId = randomBytes(8).toString("hex");
     const branch = `z9hG4bK${randomBytes(6).toString("hex")}`;
