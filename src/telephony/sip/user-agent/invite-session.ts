@@ -13,9 +13,9 @@ import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../m
 import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
 import type { InviteServerTransaction } from "../transaction/invite-server-transaction.js";
 import { T1, T2, TIMER_H, type TimerClock, type TimerHandle } from "../transaction/timers.js";
-import { TransactionState } from "../transaction/transaction-state.js";
 import type { ServerTransaction } from "../transaction/transaction-layer.js";
 import { responseTo } from "../transaction/transaction-layer.js";
+import { TransactionState } from "../transaction/transaction-state.js";
 import type { Destination, MessageSource } from "../transport/sip-transport.js";
 import { chooseChallenge, digestAuthorization } from "./digest.js";
 import {
