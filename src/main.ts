@@ -175,7 +175,13 @@ export async function startService(
     onAttempt: metrics.webhookAttempt,
   });
   const eventFeed = new EventFeed(store, logger, { maxStreams: config.maxEventStreams });
-  metrics.connect({ store, conferences, mediaStats: () => telephony.media.stats(), eventFeed });
+  metrics.connect({
+    store,
+    conferences,
+    mediaStats: () => telephony.media.stats(),
+    eventFeed,
+    sipStats: () => telephony.sipStats,
+  });
   let plainServer: http.Server | null = null;
   const app = await buildApi({
     store,

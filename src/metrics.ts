@@ -17,7 +17,7 @@ import type { Store } from "./store/database.js";
 import { readStoreCounts } from "./store/metrics.js";
 import { LATENESS_BUCKETS_MS } from "./telephony/media/media-clock.js";
 import type { MediaPlaneStats } from "./telephony/media/plane/media-plane.js";
-import type { CallObserver } from "./telephony/telephony.js";
+import type { CallObserver, SipStats } from "./telephony/telephony.js";
 
 /** Where the figures read at each scrape come from. */
 export interface MetricSources {
@@ -25,6 +25,7 @@ export interface MetricSources {
   readonly conferences: ConferenceRuntime;
   readonly mediaStats: () => Promise<MediaPlaneStats>;
   readonly eventFeed: EventFeed;
+  readonly sipStats: () => SipStats;
 }
 
 interface MetricsLogger {
@@ -147,6 +148,19 @@ export class ServiceMetrics {
     "Interarrival jitter of the streams on a media thread now: their mean and the worst",
     ["thread", "stat"],
   );
+  readonly #sipLimited = this.#counter(
+    "bridgeline_sip_requests_limited_total",
+    "SIP requests past their source's rate: refused 503, or dropped unanswered",
+    ["outcome"],
+  );
+  readonly #sipTransactions = this.#gauge(
+    "bridgeline_sip_server_transactions",
+    "SIP server transactions kept",
+  );
+  readonly #sipConnectionsRefused = this.#counter(
+    "bridgeline_sip_connections_refused_total",
+    "SIP connections closed as accepted: as many open as allowed, from their source or in all",
+  );
   /** The media threads' lateness, kept between scrapes for the exposition prom-client cannot make. */
   #lateness: MediaPlaneStats["threads"] = [];
 
@@ -204,6 +218,11 @@ export class ServiceMetrics {
     setCounter(this.#dialIns, {}, conferences.dialIns);
     setCounter(this.#wrongPins, {}, conferences.wrongPins);
     this.#eventStreams.set(sources.eventFeed.subscribers);
+    const sip = sources.sipStats();
+    setCounter(this.#sipLimited, { outcome: "refused" }, sip.requestRate?.refused ?? 0);
+    setCounter(this.#sipLimited, { outcome: "dropped" }, sip.requestRate?.dropped ?? 0);
+    this.#sipTransactions.set(sip.serverTransactions);
+    setCounter(this.#sipConnectionsRefused, {}, sip.transport.connectionsRefused);
     const pool = sources.store.pool?.();
     if (pool !== undefined) {
       this.#pool.set({ state: "total" }, pool.total);

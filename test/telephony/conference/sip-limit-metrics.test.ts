@@ -1,0 +1,67 @@
+/**
+ * /metrics shows what the SIP bounds did: requests past their source's rate refused and dropped.
+ * Requests from a real UDP socket to the running service.
+ */
+import assert from "node:assert/strict";
+import { randomBytes } from "node:crypto";
+import { createSocket } from "node:dgram";
+import { after, test } from "node:test";
+import { loadConfig } from "../../../src/config.js";
+import { scrapeMetrics, startTestService, totalOf } from "../../helpers/service.js";
+import { rtpPortRange } from "../../helpers/sipp.js";
+import { until } from "../../helpers/until.js";
+
+const cleanups: Array<() => unknown> = [];
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+test("requests past a source's rate are counted as refused and dropped", async () => {
+  const api = await startTestService({
+    metricsPort: 0,
+    sip: {
+      ...loadConfig({}).sip,
+      bindAddress: "127.0.0.1",
+      port: 0,
+      rtpPorts: rtpPortRange(),
+      requestRatePerSource: 1,
+    },
+  });
+  cleanups.push(() => api.close());
+  const socket = createSocket("udp4");
+  await new Promise<void>((resolve) => socket.bind(0, "127.0.0.1", resolve));
+  cleanups.push(() => {
+    socket.close();
+  });
+  const port = api.service.sipPort;
+  const before = await scrapeMetrics(api);
+  assert.equal(totalOf(before, "bridgeline_sip_requests_limited_total"), 0);
+  // Twelve at once from one address: a burst of two served, two refused, and most of the rest dropped.
+  for (let i = 0; i < 12; i++) {
+    const callId = randomBytes(6).toString("hex");
+    socket.send(
+      [
+        `OPTIONS sip:service@127.0.0.1:${port} SIP/2.0`,
+        `Via: SIP/2.0/UDP 127.0.0.1:${socket.address().port};branch=z9hG4bK${callId}`,
+        "Max-Forwards: 70",
+        `From: <sip:probe@127.0.0.1>;tag=${callId}`,
+        "To: <sip:service@127.0.0.1>",
+        `Call-ID: ${callId}`,
+        "CSeq: 1 OPTIONS",
+        "Content-Length: 0",
+        "",
+        "",
+      ].join("\r\n"),
+      port,
+      "127.0.0.1",
+    );
+  }
+  const samples = await until("the requests limited to show", async () => {
+    const scraped = await scrapeMetrics(api);
+    return totalOf(scraped, "bridgeline_sip_requests_limited_total", 'outcome="dropped"') > 0
+      ? scraped
+      : undefined;
+  });
+  assert.ok(totalOf(samples, "bridgeline_sip_requests_limited_total", 'outcome="refused"') >= 1);
+  assert.equal(totalOf(samples, "bridgeline_sip_connections_refused_total"), 0);
+});
