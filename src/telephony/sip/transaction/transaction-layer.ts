@@ -12,6 +12,7 @@ import {
   type SipResponse,
 } from "../message/sip-message.js";
 import type { Destination, MessageSource } from "../transport/sip-transport.js";
+import { sourceOf } from "../transport/source-address.js";
 import { InviteClientTransaction } from "./invite-client-transaction.js";
 import { InviteServerTransaction } from "./invite-server-transaction.js";
 import { NonInviteClientTransaction } from "./non-invite-client-transaction.js";
@@ -69,7 +70,7 @@ export class TransactionLayer {
   readonly #limits: ServerTransactionLimits;
   readonly #clients = new Map<string, ClientTransaction>();
   readonly #servers = new Map<string, ServerTransaction>();
-  /** Server transactions by the address of the source that started them. */
+  /** Server transactions by the source (sourceOf) that started them. */
   readonly #serversBySource = new Map<string, number>();
 
   constructor(
@@ -152,7 +153,7 @@ export class TransactionLayer {
     }
     if (
       this.#servers.size >= this.#limits.total ||
-      (this.#serversBySource.get(source.address) ?? 0) >= this.#limits.perSource
+      (this.#serversBySource.get(sourceOf(source.address)) ?? 0) >= this.#limits.perSource
     ) {
       this.#core.receiveOverload(request, source);
       return;
@@ -182,7 +183,7 @@ export class TransactionLayer {
           .catch((error: unknown) => transaction?.transportError(asError(error)));
       },
     };
-    const address = source.address;
+    const address = sourceOf(source.address);
     const user = this.#tracking({ receiveAck: (ack) => this.#core.receiveAck(ack, source) }, () => {
       if (transaction === undefined || this.#servers.get(transaction.key) !== transaction) return;
       this.#servers.delete(transaction.key);

@@ -12,6 +12,7 @@ import { type ParseResult, type PartialRequest, parseMessage } from "../message/
 import { serializeMessage } from "../message/serializer.js";
 import type { SipMessage } from "../message/sip-message.js";
 import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
+import { sourceOf } from "./source-address.js";
 import {
   DEFAULT_SIP_PORT,
   DEFAULT_SIPS_PORT,
@@ -191,7 +192,7 @@ export class SipTransport {
    * connection to answer on, so the answer goes back as a datagram to the source, by branch.
    */
   readonly #strayDatagrams = new Map<string, { address: string; port: number }>();
-  /** Accepted connections open, by source address, and their sum. */
+  /** Accepted connections open, by source (sourceOf), and their sum. */
   readonly #acceptedBySource = new Map<string, number>();
   #accepted = 0;
   #closing: Promise<void> | undefined;
@@ -438,8 +439,9 @@ export class SipTransport {
   /** Counts an accepted connection in, or closes it when its source, or everyone, has as many as allowed. */
   #admit(socket: Socket, transport: StreamTransport): boolean {
     const address = normalizeHost(socket.remoteAddress ?? "");
+    const source = sourceOf(address);
     const limits = this.#options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
-    const fromSource = this.#acceptedBySource.get(address) ?? 0;
+    const fromSource = this.#acceptedBySource.get(source) ?? 0;
     if (fromSource >= limits.perSource || this.#accepted >= limits.total) {
       this.stats.connectionsRefused++;
       this.#drop(
@@ -452,12 +454,12 @@ export class SipTransport {
       return false;
     }
     this.#accepted++;
-    this.#acceptedBySource.set(address, fromSource + 1);
+    this.#acceptedBySource.set(source, fromSource + 1);
     socket.once("close", () => {
       this.#accepted--;
-      const left = (this.#acceptedBySource.get(address) ?? 1) - 1;
-      if (left === 0) this.#acceptedBySource.delete(address);
-      else this.#acceptedBySource.set(address, left);
+      const left = (this.#acceptedBySource.get(source) ?? 1) - 1;
+      if (left === 0) this.#acceptedBySource.delete(source);
+      else this.#acceptedBySource.set(source, left);
     });
     return true;
   }

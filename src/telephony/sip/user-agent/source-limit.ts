@@ -7,6 +7,8 @@
  * in debt, so it gets nothing but the refusals; once it stops, the bucket refills and it is served.
  */
 
+import { sourceOf } from "../transport/source-address.js";
+
 /** Requests per second a source may send, and how many at once. */
 export interface SourceRate {
   readonly perSecond: number;
@@ -41,16 +43,17 @@ export class SourceLimit {
     this.#maxSources = maxSources;
   }
 
-  /** Takes one request from the address and says what it gets. */
+  /** Takes one request from the address (its /64, for IPv6) and says what it gets. */
   take(address: string): Admission {
     const { perSecond, burst } = this.#rate;
     const now = this.#now();
-    let bucket = this.#buckets.get(address);
+    const source = sourceOf(address);
+    let bucket = this.#buckets.get(source);
     if (bucket === undefined) {
       if (this.#buckets.size >= this.#maxSources)
         this.#buckets.delete(this.#buckets.keys().next().value as string);
       bucket = { tokens: burst, at: now };
-      this.#buckets.set(address, bucket);
+      this.#buckets.set(source, bucket);
     } else {
       bucket.tokens = Math.min(burst, bucket.tokens + ((now - bucket.at) * perSecond) / 1000);
       bucket.at = now;
@@ -71,7 +74,7 @@ export class SourceLimit {
 
   /** Whole seconds until the address is served again if it sends nothing meanwhile (Retry-After). */
   retryAfter(address: string): number {
-    const tokens = this.#buckets.get(address)?.tokens ?? this.#rate.burst;
+    const tokens = this.#buckets.get(sourceOf(address))?.tokens ?? this.#rate.burst;
     return Math.max(1, Math.ceil((1 - tokens) / this.#rate.perSecond));
   }
 

@@ -12,6 +12,7 @@ import { parseMessage } from "../../../../src/telephony/sip/message/parser.js";
 import type { SipResponse } from "../../../../src/telephony/sip/message/sip-message.js";
 import type { ServerTransactionLimits } from "../../../../src/telephony/sip/transaction/transaction-layer.js";
 import { SipTransport } from "../../../../src/telephony/sip/transport/sip-transport.js";
+import { sourceOf } from "../../../../src/telephony/sip/transport/source-address.js";
 import { SourceLimit, type SourceRate } from "../../../../src/telephony/sip/user-agent/source-limit.js";
 import { UserAgent } from "../../../../src/telephony/sip/user-agent/user-agent.js";
 import { until } from "../../../helpers/until.js";
@@ -114,6 +115,19 @@ describe("the request rate per source", () => {
     for (const address of ["192.0.2.1", "192.0.2.2", "192.0.2.3"]) limit.take(address);
     assert.equal(limit.sources, 2);
     assert.equal(limit.take("192.0.2.3"), "refuse", "the newest is still remembered");
+  });
+
+  test("an IPv6 source is its /64: its addresses share one bucket, another /64 has its own", () => {
+    assert.equal(sourceOf("192.0.2.1"), "192.0.2.1");
+    assert.equal(sourceOf("2001:db8::1"), "2001:db8:0:0");
+    assert.equal(sourceOf("2001:db8:0:0:ffff::2"), "2001:db8:0:0");
+    assert.equal(sourceOf("2001:db8:1:2:3:4:5:6"), "2001:db8:1:2");
+    assert.equal(sourceOf("::1"), "0:0:0:0");
+    assert.equal(sourceOf("fe80::1%eth0"), "fe80:0:0:0");
+    const limit = new SourceLimit({ perSecond: 1, burst: 1 }, () => 0);
+    assert.equal(limit.take("2001:db8::1"), "serve");
+    assert.equal(limit.take("2001:db8::2"), "refuse", "another address of the same /64");
+    assert.equal(limit.take("2001:db8:0:1::1"), "serve", "another /64");
   });
 
   test("the user agent: 200, then 503 with Retry-After, then nothing, then 200 once the bucket refills", async () => {
