@@ -14,9 +14,11 @@
  * Printed per window: what the flooder got (its INVITEs answered 200, refused 503, left unanswered, as
  * SIPp counted them; the service's own served/refused/dropped), the callers' setup success and time
  * (p50/p99/max), and the media threads' tick lateness (p50/p99/max of the worst thread) and skipped
- * ticks. The run is invalid (exit status 1) unless every attendee was connected (through the API)
- * right before and right after each window, every live leg received at least 90 % of the window's
- * packets in each window, and the flood really ran (at least 80 % of its INVITEs sent).
+ * ticks, and the CPU of the service's process, of the SIPp peers and of everything else on the
+ * machine (other work shares it). The run is invalid (exit status 1) unless every attendee was
+ * connected (through the API) right before and right after each window, every live leg received at
+ * least 90 % of the window's packets in each window, and the flood really ran (at least 80 % of its
+ * INVITEs sent).
  */
 import { randomBytes } from "node:crypto";
 import { createSocket } from "node:dgram";
@@ -32,7 +34,7 @@ import type { MediaPlaneStats } from "../../src/telephony/media/plane/media-plan
 import { parseMessage } from "../../src/telephony/sip/message/parser.js";
 import { signupXml } from "../../test/helpers/service.js";
 import { Sipp } from "../../test/helpers/sipp.js";
-import { machineJiffies } from "../proc.js";
+import { childJiffies, machineJiffies } from "../proc.js";
 
 const BEFORE_SECONDS = Number(process.env.BENCH_BEFORE_SECONDS ?? 20);
 const FLOOD_SECONDS = Number(process.env.BENCH_FLOOD_SECONDS ?? 60);
@@ -100,8 +102,10 @@ interface Window {
   callers: CallerFigures;
   flood: FloodFigures | null;
   service: { served: number; refused: number; dropped: number };
-  /** Everyone's CPU over the window, percent of one core. */
-  machineCpuPercent: number;
+  /** CPU over the window, percent of one core: this process (the service and its media threads), the SIPp peers, everything else. */
+  serviceCpuPercent: number;
+  sippCpuPercent: number;
+  othersCpuPercent: number;
 }
 
 interface CallerFigures {
@@ -328,7 +332,13 @@ async function main(): Promise<void> {
       const serviceBefore = { ...(telephony.sipStats.requestRate ?? { served: 0, refused: 0, dropped: 0 }) };
       const mediaBefore = await telephony.media.stats({ resetLateness: true });
       const machineBefore = machineJiffies();
+      const sippBefore = childJiffies(process.pid, "sipp");
+      const cpuBefore = process.cpuUsage();
+      const wallBefore = performance.now();
       await sleep(seconds * 1000);
+      const cpu = process.cpuUsage(cpuBefore);
+      const wallMs = performance.now() - wallBefore;
+      const sipp = childJiffies(process.pid, "sipp") - sippBefore;
       const mediaAfter = await telephony.media.stats();
       const machine = machineJiffies();
       const serviceAfter = telephony.sipStats.requestRate ?? { served: 0, refused: 0, dropped: 0 };
@@ -337,6 +347,9 @@ async function main(): Promise<void> {
       const [callerResult] = await Promise.all([callers.result(120_000), flood?.result(120_000)]);
       const times = setupTimes(callers);
       const coreJiffies = (machine.total - machineBefore.total) / os.cpus().length;
+      const serviceCpuPercent = ((cpu.user + cpu.system) / 1000 / wallMs) * 100;
+      const sippCpuPercent = (sipp / coreJiffies) * 100;
+      const machineCpuPercent = ((machine.busy - machineBefore.busy) / coreJiffies) * 100;
       return {
         seconds,
         ...mediaWindow(mediaBefore, mediaAfter, legs),
@@ -356,7 +369,9 @@ async function main(): Promise<void> {
           refused: serviceAfter.refused - serviceBefore.refused,
           dropped: serviceAfter.dropped - serviceBefore.dropped,
         },
-        machineCpuPercent: ((machine.busy - machineBefore.busy) / coreJiffies) * 100,
+        serviceCpuPercent,
+        sippCpuPercent,
+        othersCpuPercent: Math.max(0, machineCpuPercent - serviceCpuPercent - sippCpuPercent),
       };
     };
 
@@ -372,7 +387,7 @@ async function main(): Promise<void> {
     );
     console.log("");
     console.log(
-      "| window | s | callers set up | setup p50 / p99 / max ms | tick lateness p50 / p99 / max ms | skipped ticks | fewest packets a live leg got | attendees connected (start, end) | machine CPU % of a core |",
+      "| window | s | callers set up | setup p50 / p99 / max ms | tick lateness p50 / p99 / max ms | skipped ticks | fewest packets a live leg got | attendees connected (start, end) | CPU % of a core: service, SIPp, others |",
     );
     console.log("| --- | --: | --: | --: | --: | --: | --: | --: | --: |");
     for (const [name, window] of [
@@ -383,7 +398,7 @@ async function main(): Promise<void> {
       console.log(
         `| ${name} | ${window.seconds} | ${c.setUp} / ${c.attempted} | ${c.p50} / ${c.p99} / ${c.max} | ` +
           `${window.lateP50.toFixed(2)} / ${window.lateP99.toFixed(2)} / ${window.lateMax.toFixed(2)} | ${window.skipped} | ` +
-          `${window.fewestReceived} of ${window.seconds * 50} | ${window.connectedBefore}, ${window.connectedAfter} | ${window.machineCpuPercent.toFixed(0)} |`,
+          `${window.fewestReceived} of ${window.seconds * 50} | ${window.connectedBefore}, ${window.connectedAfter} | ${window.serviceCpuPercent.toFixed(0)}, ${window.sippCpuPercent.toFixed(0)}, ${window.othersCpuPercent.toFixed(0)} |`,
       );
     }
     const f = during.flood;

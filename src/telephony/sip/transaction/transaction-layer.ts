@@ -41,6 +41,12 @@ export interface TransactionCore {
    */
   receiveCancel(invite: InviteServerTransaction): void;
   /**
+   * Whether a request that would start a server transaction may (its source's rate, say); one that
+   * may not has been answered or dropped by the core. Retransmissions matched to a transaction are
+   * not asked about.
+   */
+  admitRequest(request: SipRequest, source: MessageSource): boolean;
+  /**
    * A request that would start a server transaction when there are as many as the limits allow, in
    * all or from its source: the core answers it without one (503, section 21.5.4).
    */
@@ -151,6 +157,7 @@ export class TransactionLayer {
       this.#core.receiveAck(request, source);
       return;
     }
+    if (!this.#core.admitRequest(request, source)) return;
     if (
       this.#servers.size >= this.#limits.total ||
       (this.#serversBySource.get(sourceOf(source.address)) ?? 0) >= this.#limits.perSource

@@ -139,13 +139,14 @@ export class UserAgent implements TransactionCore, SessionHost {
 
   /** The transport's messages come here. */
   receive(message: SipMessage, source: MessageSource): void {
-    if (message.kind === "request" && !this.#withinRate(message, source)) return;
     const trusted = this.#trusted;
     if (
       message.kind === "request" &&
       trusted !== undefined &&
       !trusted.sources.check(source.address, isIPv6(source.address) ? "ipv6" : "ipv4")
     ) {
+      // A stranger's requests count against its rate too: neither 403s nor log lines follow a flood 1:1.
+      if (!this.#withinRate(message, source)) return;
       this.#onUntrusted?.(source, message.method);
       if (trusted.others === "drop" || message.method === "ACK") return;
       // Refused 403 outside any transaction: a retransmission is refused again, and nothing else
@@ -346,6 +347,10 @@ export class UserAgent implements TransactionCore, SessionHost {
     const toTag = response.headers.to?.tag;
     if (callId === undefined || fromTag === undefined || toTag === undefined) return;
     this.#dialogs.get(dialogId(callId, fromTag, toTag))?.receiveStray2xx(response);
+  }
+
+  admitRequest(request: SipRequest, source: MessageSource): boolean {
+    return this.#withinRate(request, source);
   }
 
   receiveOverload(request: SipRequest): void {

@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { createSocket, type Socket } from "node:dgram";
+import { BlockList } from "node:net";
 import { after, describe, test } from "node:test";
 import { parseMessage } from "../../../../src/telephony/sip/message/parser.js";
 import type { SipResponse } from "../../../../src/telephony/sip/message/sip-message.js";
@@ -14,7 +15,7 @@ import type { ServerTransactionLimits } from "../../../../src/telephony/sip/tran
 import { SipTransport } from "../../../../src/telephony/sip/transport/sip-transport.js";
 import { sourceOf } from "../../../../src/telephony/sip/transport/source-address.js";
 import { SourceLimit, type SourceRate } from "../../../../src/telephony/sip/user-agent/source-limit.js";
-import { UserAgent } from "../../../../src/telephony/sip/user-agent/user-agent.js";
+import { UserAgent, type UserAgentOptions } from "../../../../src/telephony/sip/user-agent/user-agent.js";
 import { until } from "../../../helpers/until.js";
 import { FakeClock } from "../transaction/helpers.js";
 
@@ -79,6 +80,8 @@ class Peer {
 
 async function agentWith(options: {
   requestRate?: SourceRate;
+  trusted?: UserAgentOptions["trusted"];
+  onUntrusted?: UserAgentOptions["onUntrusted"];
   serverTransactions?: ServerTransactionLimits;
   now?: () => number;
   clock?: FakeClock;
@@ -150,6 +153,36 @@ describe("the request rate per source", () => {
     assert.equal((await peer.ask()).status, 200);
     assert.equal(peer.responses.has(dropped), false, "a request past the refusals is dropped");
     assert.deepEqual(agent.requestRateStats, { served: 3, refused: 2, dropped: 1 });
+  });
+
+  test("an untrusted source's requests count too: 403 (and a log line) only within its rate", async () => {
+    const sources = new BlockList();
+    sources.addAddress("127.0.0.2");
+    let logged = 0;
+    const { agent, port } = await agentWith({
+      requestRate: { perSecond: 1, burst: 1 },
+      now: () => 0,
+      trusted: { sources, others: "refuse" },
+      onUntrusted: () => logged++,
+    });
+    const stranger = await Peer.bind("127.0.0.1", port);
+    assert.equal((await stranger.ask()).status, 403);
+    assert.equal((await stranger.ask()).status, 503);
+    const dropped = stranger.send();
+    await until("the request dropped", async () =>
+      agent.requestRateStats?.dropped === 1 ? true : undefined,
+    );
+    assert.equal(stranger.responses.has(dropped), false);
+    assert.equal(logged, 1, "one log line, for the one request within the rate");
+  });
+
+  test("a retransmission is answered by its transaction, whatever the rate: it is not a new request", async () => {
+    const { agent, port } = await agentWith({ requestRate: { perSecond: 1, burst: 1 }, now: () => 0 });
+    const peer = await Peer.bind("127.0.0.1", port);
+    assert.equal((await peer.ask("first")).status, 200);
+    assert.equal((await peer.ask()).status, 503, "the source is past its rate");
+    assert.equal((await peer.ask("first")).status, 200, "the first request again, with its branch");
+    assert.deepEqual(agent.requestRateStats, { served: 1, refused: 1, dropped: 0 });
   });
 });
 
