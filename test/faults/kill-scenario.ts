@@ -194,7 +194,7 @@ export async function killMidLoad(
       timeoutMs: 60_000,
       detail: () =>
         service.lines
-          .filter((line) => !line.includes("request"))
+          .filter((line) => !/"level":[23]0/.test(line))
           .slice(-40)
           .join("\n"),
     },
