@@ -76,6 +76,8 @@ export interface SipTransportOptions {
    * all; one past either is closed at once.
    */
   readonly maxConnections?: { readonly perSource: number; readonly total: number };
+  /** How long a connection may take to send the rest of a message it began, before it is closed. */
+  readonly partialMessageTimeoutMs?: number;
   /** A UDP request larger than this goes over TCP instead (18.1.1: path MTU 1500 minus 200). */
   readonly udpSizeThreshold?: number;
   /** A TLS listener; without it, TLS is used only for connections this side opens. */
@@ -101,6 +103,8 @@ export interface TransportStats {
   connectionsClosedForOverflow: number;
   /** Connections closed as they were accepted: as many open as allowed, from their source or in all. */
   connectionsRefused: number;
+  /** Connections closed for leaving a message unfinished too long (a slow sender holding a slot). */
+  connectionsClosedForStall: number;
 }
 
 const DEFAULT_MAX_STREAM_BUFFER = 65_536;
@@ -109,6 +113,10 @@ const DEFAULT_MAX_STREAM_BUFFER = 65_536;
  * total, times the stream buffer, bounds what partial messages can hold (128 MB).
  */
 const DEFAULT_MAX_CONNECTIONS = { perSource: 64, total: 2048 };
+/** 64*T1: no message takes longer than a transaction to arrive. */
+const DEFAULT_PARTIAL_MESSAGE_TIMEOUT_MS = 32_000;
+/** How often connections are checked for a stalled message, at most. */
+const STALL_CHECK_INTERVAL_MS = 5_000;
 const UDP_RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
 const DEFAULT_UDP_SIZE_THRESHOLD = 1300;
 /** How many server-transaction branches a connection remembers for routing responses back over it. */
@@ -122,6 +130,8 @@ const DEFAULT_KEEP_ALIVE_INTERVAL_MS = 30_000;
 /** One stream connection, accepted or opened by us. */
 class Connection {
   buffer: Buffer = Buffer.alloc(0);
+  /** When the message being received began to arrive (performance.now()); undefined between messages. */
+  partialSince: number | undefined;
   readonly branches = new Set<string>();
   readonly keys = new Set<string>();
   readonly closed: Promise<void>;
@@ -174,6 +184,7 @@ export class SipTransport {
     answeredMalformed: 0,
     connectionsClosedForOverflow: 0,
     connectionsRefused: 0,
+    connectionsClosedForStall: 0,
   };
   readonly #options: SipTransportOptions;
   readonly #udp: DatagramSocket;
@@ -195,6 +206,7 @@ export class SipTransport {
   /** Accepted connections open, by source (sourceOf), and their sum. */
   readonly #acceptedBySource = new Map<string, number>();
   #accepted = 0;
+  readonly #stallCheck: ReturnType<typeof setInterval>;
   #closing: Promise<void> | undefined;
 
   private constructor(
@@ -233,6 +245,11 @@ export class SipTransport {
       }),
     );
     server.on("error", (error) => this.#drop(`TCP server error: ${error.message}`, undefined));
+    const stallTimeout = options.partialMessageTimeoutMs ?? DEFAULT_PARTIAL_MESSAGE_TIMEOUT_MS;
+    this.#stallCheck = setInterval(
+      () => this.#guard(() => this.#closeStalled(stallTimeout)),
+      Math.min(stallTimeout, STALL_CHECK_INTERVAL_MS),
+    ).unref();
   }
 
   /** Binds UDP and TCP to the same port (retrying when port 0 picked one TCP cannot have). */
@@ -381,6 +398,7 @@ export class SipTransport {
   /** Closes the socket, the server and every connection; resolves when all are closed. Idempotent. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      clearInterval(this.#stallCheck);
       const serverClosed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
       const tlsServer = this.#tlsServer;
       const tlsClosed = new Promise<void>((resolve) =>
@@ -504,10 +522,14 @@ export class SipTransport {
         if (start >= 4 && connection.open) connection.socket.write(CRLF);
         connection.buffer = buffer.subarray(start);
       }
-      if (connection.buffer.length === 0) return;
+      if (connection.buffer.length === 0) {
+        connection.partialSince = undefined;
+        return;
+      }
       const result = parseMessage(connection.buffer, { stream: true });
       if (result.ok) {
         connection.buffer = connection.buffer.subarray(result.consumed);
+        connection.partialSince = undefined;
         this.#deliver(result.message, connection.source, connection);
         if (connection.socket.destroyed) return;
         continue;
@@ -520,6 +542,7 @@ export class SipTransport {
           connection.buffer = Buffer.alloc(0);
           connection.socket.destroy();
         }
+        connection.partialSince ??= performance.now();
         return;
       }
       // Framing is lost after a refusal: answer if possible, then close the connection once that is written
@@ -527,6 +550,17 @@ export class SipTransport {
       connection.buffer = Buffer.alloc(0);
       connection.socket.end();
       return;
+    }
+  }
+
+  /** Closes the connections that began a message longer ago than the timeout and have not finished it. */
+  #closeStalled(timeoutMs: number): void {
+    const now = performance.now();
+    for (const connection of this.#all) {
+      if (connection.partialSince === undefined || now - connection.partialSince <= timeoutMs) continue;
+      this.stats.connectionsClosedForStall++;
+      this.#drop(`a message left unfinished for ${timeoutMs} ms: connection closed`, connection.source);
+      connection.socket.destroy();
     }
   }
 

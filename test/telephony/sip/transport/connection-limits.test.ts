@@ -1,6 +1,7 @@
 /**
- * Connections accepted per source address and in all (TCP and TLS together): one past either limit
- * is closed at once, and a connection closed makes room again. Each connection's acceptance is shown by
+ * Connections accepted per source and in all (TCP and TLS together): one past either limit is closed
+ * at once, and a connection closed makes room again; one that leaves a message unfinished too long is
+ * closed. Each connection's acceptance is shown by
  * a keep-alive ping answered (RFC 5626 section 3.5.1), its refusal by the connection closing unanswered.
  */
 import assert from "node:assert/strict";
@@ -73,6 +74,37 @@ test("past the connections allowed from one source, or in all, a connection is c
     await until("a connection from 127.0.0.1 kept again", async () =>
       (await tryConnection(tcp, "127.0.0.1")).outcome === "pong" ? true : undefined,
     );
+  } finally {
+    await transport.close();
+  }
+});
+
+test("a connection that leaves a message unfinished past the timeout is closed; one idle between messages is not", {
+  timeout: 20_000,
+}, async () => {
+  const transport = await SipTransport.listen({
+    bindAddress: "127.0.0.1",
+    port: 0,
+    onMessage: () => {},
+    partialMessageTimeoutMs: 300,
+  });
+  try {
+    const idle = await tryConnection(transport.port, "127.0.0.1");
+    assert.equal(idle.outcome, "pong");
+    const slow = connect({ host: "127.0.0.1", port: transport.port });
+    opened.push(slow);
+    const closed = new Promise<void>((resolve) => slow.once("close", () => resolve()));
+    slow.write(
+      "OPTIONS sip:service@127.0.0.1 SIP/2.0\r\nVia: SIP/2.0/TCP 127.0.0.1:5060;branch=z9hG4bKslow\r\n",
+    );
+    await closed;
+    assert.equal(transport.stats.connectionsClosedForStall, 1);
+    // Idle since before the slow one began, and still served: it is the unfinished message that counts.
+    const pong = new Promise<string>((resolve) =>
+      idle.socket.once("data", (chunk: Buffer) => resolve(chunk.toString())),
+    );
+    idle.socket.write("\r\n\r\n");
+    assert.equal(await pong, "\r\n");
   } finally {
     await transport.close();
   }
