@@ -57,7 +57,7 @@ export interface TransactionCore {
   onDrop?(reason: string): void;
 }
 
-/** Server transactions kept at once: from one source address, and in all. */
+/** Server transactions kept at once: from one source (an IPv4 address, an IPv6 /64), and in all. */
 export interface ServerTransactionLimits {
   readonly perSource: number;
   readonly total: number;
@@ -192,7 +192,7 @@ export class TransactionLayer {
     };
     const address = sourceOf(source.address);
     const user = this.#tracking({ receiveAck: (ack) => this.#core.receiveAck(ack, source) }, () => {
-      if (transaction === undefined || this.#servers.get(transaction.key) !== transaction) return;
+      if (transaction === undefined) return;
       this.#servers.delete(transaction.key);
       const count = (this.#serversBySource.get(address) ?? 1) - 1;
       if (count === 0) this.#serversBySource.delete(address);

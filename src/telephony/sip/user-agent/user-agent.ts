@@ -58,12 +58,12 @@ export interface UserAgentOptions {
   /** Session timers (RFC 4028): the interval asked for and the smallest taken; default 1800 and 90 s. */
   readonly sessionTimer?: SessionTimerSettings;
   /**
-   * Requests (other than ACK, and those within a dialog this agent has) each source address may send:
-   * past the rate they are refused 503, past a burst of refusals dropped (see SourceLimit). Undefined:
-   * no limit.
+   * New requests (not ACKs, retransmissions, or requests within a dialog this agent has) each source
+   * may send: past the rate they are refused 503, past a burst of refusals dropped (see SourceLimit).
+   * Undefined: no limit.
    */
   readonly requestRate?: SourceRate;
-  /** Server transactions kept at once, per source address and in all; past them, requests get 503. */
+  /** Server transactions kept at once, per source and in all; past them, requests get 503. */
   readonly serverTransactions?: ServerTransactionLimits;
   /** Milliseconds for the request rate; default performance.now. */
   readonly now?: () => number;
