@@ -83,6 +83,16 @@ describe("JitterBuffer", () => {
     assert.equal(buffer.stats.trimmed, 16);
   });
 
+  it("holds at most its capacity: a packet that far ahead restarts playout at it, the rest let go", () => {
+    const buffer = new JitterBuffer({ delayFrames: 2, capacityFrames: 32 });
+    buffer.push(0, frame(1));
+    buffer.push(1, frame(2));
+    buffer.push(32, frame(3));
+    assert.equal(buffer.stats.restarts, 1);
+    const played = pullAll(buffer, 4).filter(([kind]) => kind === "frame");
+    assert.deepEqual(played, [["frame", 3, 3]], "only the frame that restarted playout is left");
+  });
+
   it("rejects a capacity that is not a power of two above the delay", () => {
     assert.throws(() => new JitterBuffer({ capacityFrames: 24 }), RangeError);
     assert.throws(() => new JitterBuffer({ delayFrames: 8, capacityFrames: 8 }), RangeError);
