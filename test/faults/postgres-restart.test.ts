@@ -8,7 +8,9 @@
  */
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
+import { sql } from "kysely";
 import { loadConfig } from "../../src/config.js";
+import { openPostgresStore, unreachableReason } from "../../src/store/database.js";
 import { TEST_STORE } from "../helpers/databases.js";
 import { EventStream, type StreamEvent } from "../helpers/event-stream.js";
 import { createUser, signupXml, startTestService } from "../helpers/service.js";
@@ -129,6 +131,50 @@ describe("PostgreSQL restarted mid-conference", { skip }, () => {
       assert.ok(found !== undefined, `attendee ${user} listed`);
       return Number(textOf(found, "id"));
     }
+  });
+});
+
+describe("PostgreSQL restarted under an open transaction", { skip }, () => {
+  test("the transaction fails with an error that says the database is away; the process and the pool go on", async () => {
+    const cluster = await ThrowawayPostgres.create();
+    cleanups.push(() => cluster.destroy());
+    const store = await openPostgresStore(cluster.url);
+    cleanups.push(() => store.close());
+    let stopped: () => void = () => {};
+    const serverStopped = new Promise<void>((resolve) => {
+      stopped = resolve;
+    });
+    let checkedOut: () => void = () => {};
+    const clientCheckedOut = new Promise<void>((resolve) => {
+      checkedOut = resolve;
+    });
+    // Its client is checked out, between two queries, when the server goes: the cut is reported on
+    // the client (an unheard "error" event there would end this process), then to the next query.
+    const transaction = store.db.transaction().execute(async (trx) => {
+      await sql`select 1`.execute(trx);
+      checkedOut();
+      await serverStopped;
+      await sql`select 1`.execute(trx);
+    });
+    await clientCheckedOut;
+    cluster.stop();
+    stopped();
+    const failure = await transaction.then(
+      () => assert.fail("the transaction went through with the server down"),
+      (error: unknown) => error,
+    );
+    assert.notEqual(
+      unreachableReason(failure),
+      undefined,
+      `not taken for the database away: ${String(failure)}`,
+    );
+    cluster.start();
+    await until("the pool connecting again", async () =>
+      sql`select 1`.execute(store.db).then(
+        () => true,
+        () => undefined,
+      ),
+    );
   });
 });
 
