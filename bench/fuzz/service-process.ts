@@ -18,6 +18,8 @@ export interface ServicePorts {
 export interface Heap {
   readonly heapUsed: number;
   readonly rss: number;
+  /** Bytes used in each V8 heap space (code, old objects, ...). */
+  readonly spaces: Readonly<Record<string, number>>;
 }
 
 export interface ServiceSettings {
@@ -44,7 +46,13 @@ export class ServiceProcess {
     readonly problems: string[],
     /** Log lines by level name. */
     readonly logLines: Map<string, number>,
+    /** The last 20,000 characters of its standard error. */
+    private readonly stderr: { stderr: string },
   ) {}
+
+  get stderrTail(): string {
+    return this.stderr.stderr;
+  }
 
   static async start(settings: ServiceSettings): Promise<ServiceProcess> {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-fuzz-"));
@@ -73,7 +81,7 @@ export class ServiceProcess {
         ...settings.env,
       },
     });
-    const pending = { ports: undefined as ServicePorts | undefined, stderr: "" };
+    const pending = { stderr: "" };
     const service = await new Promise<ServiceProcess>((resolve, reject) => {
       let started: ServiceProcess | undefined;
       const problems: string[] = [];
@@ -100,6 +108,7 @@ export class ServiceProcess {
             { httpPort: ports.httpPort, sipPort: ports.sipPort },
             problems,
             logLines,
+            pending,
           );
           resolve(started);
         }
@@ -133,9 +142,9 @@ export class ServiceProcess {
   }
 
   /** The heap after two full collections, and the resident set. */
-  async heap(): Promise<Heap> {
+  async heap(snapshotFile?: string): Promise<Heap> {
     const heap = new Promise<Heap>((resolve) => this.#heapWaiters.push(resolve));
-    this.child.send({ type: "heap" });
+    this.child.send({ type: "heap", file: snapshotFile });
     return heap;
   }
 

@@ -4,15 +4,21 @@
  * in a child process started with --expose-gc. The fuzzer asks over the IPC channel for the heap
  * after a full collection.
  */
+import { getHeapSpaceStatistics, writeHeapSnapshot } from "node:v8";
 import { runFromEnvironment } from "../../src/main.js";
 
 const collect = (globalThis as { gc?: () => void }).gc;
 if (collect === undefined) throw new Error("start the fuzzed service with --expose-gc");
-process.on("message", (message: { type?: string }) => {
+process.on("message", (message: { type?: string; file?: string }) => {
   if (message.type !== "heap") return;
   collect();
+  // FUZZ_SNAPSHOTS=<dir>: a heap snapshot with each reading, to see what grew.
+  if (message.file !== undefined) writeHeapSnapshot(message.file);
   collect();
   const { heapUsed, rss } = process.memoryUsage();
-  process.send?.({ type: "heap", heapUsed, rss });
+  const spaces = Object.fromEntries(
+    getHeapSpaceStatistics().map((space) => [space.space_name, space.space_used_size]),
+  );
+  process.send?.({ type: "heap", heapUsed, rss, spaces });
 });
 await runFromEnvironment();
