@@ -65,6 +65,8 @@ describe("loadConfig", () => {
       },
       conferences: {
         deniedNumberPrefixes: [],
+        maxCallsInProgressPerUser: 250,
+        maxCallsPerHourPerUser: 1000,
         emptyGraceSeconds: 120,
         noShowMinutes: 60,
         maxParticipants: null,
@@ -120,6 +122,8 @@ describe("loadConfig", () => {
         "BRIDGELINE_SIP_REQUEST_RATE",
         "BRIDGELINE_SIP_MAX_CALLS",
         "BRIDGELINE_EMPTY_GRACE_SECONDS",
+        "BRIDGELINE_MAX_CALLS_IN_PROGRESS_PER_USER",
+        "BRIDGELINE_MAX_CALLS_PER_HOUR_PER_USER",
         "BRIDGELINE_NO_SHOW_MINUTES",
         "BRIDGELINE_MAX_PARTICIPANTS",
         "BRIDGELINE_WRONG_PIN_LIMIT",
@@ -187,6 +191,8 @@ describe("loadConfig", () => {
       BRIDGELINE_SIP_REQUEST_RATE: "200",
       BRIDGELINE_SIP_MAX_CALLS: "500",
       BRIDGELINE_EMPTY_GRACE_SECONDS: "30",
+      BRIDGELINE_MAX_CALLS_IN_PROGRESS_PER_USER: "40",
+      BRIDGELINE_MAX_CALLS_PER_HOUR_PER_USER: "200",
       BRIDGELINE_NO_SHOW_MINUTES: "15",
       BRIDGELINE_MAX_PARTICIPANTS: "200",
       BRIDGELINE_WRONG_PIN_LIMIT: "5",
@@ -267,6 +273,8 @@ describe("loadConfig", () => {
       },
       conferences: {
         deniedNumberPrefixes: ["+1876", "+1809"],
+        maxCallsInProgressPerUser: 40,
+        maxCallsPerHourPerUser: 200,
         emptyGraceSeconds: 30,
         noShowMinutes: 15,
         maxParticipants: 200,
@@ -337,6 +345,8 @@ describe("loadConfig", () => {
     [{ BRIDGELINE_MAX_PARTICIPANTS: "lots" }, "BRIDGELINE_MAX_PARTICIPANTS"],
     [{ BRIDGELINE_WRONG_PIN_LIMIT: "0" }, "BRIDGELINE_WRONG_PIN_LIMIT"],
     [{ BRIDGELINE_DENIED_NUMBERS: "+44" }, "BRIDGELINE_DENIED_NUMBERS"],
+    [{ BRIDGELINE_MAX_CALLS_IN_PROGRESS_PER_USER: "0" }, "BRIDGELINE_MAX_CALLS_IN_PROGRESS_PER_USER"],
+    [{ BRIDGELINE_MAX_CALLS_PER_HOUR_PER_USER: "unlimited" }, "BRIDGELINE_MAX_CALLS_PER_HOUR_PER_USER"],
   ];
   for (const [env, variable] of badValues) {
     it(`refuses ${JSON.stringify(env)}, naming ${variable}`, () => {
