@@ -165,6 +165,8 @@ export async function killMidLoad(
     BRIDGELINE_SIGNUP_LIMIT: "100000",
     BRIDGELINE_FAILED_LOGIN_LIMIT: "100000",
     BRIDGELINE_MEDIA_THREADS: "1",
+    // The carrier sends no audio: its calls must last until the kill however slow the machine is.
+    BRIDGELINE_MEDIA_TIMEOUT_SECONDS: "3600",
   };
   const httpPort = await freePorts();
   let service = await Instance.start(env, httpPort);
@@ -191,7 +193,7 @@ export async function killMidLoad(
       return true;
     },
     {
-      timeoutMs: 60_000,
+      timeoutMs: 120_000,
       detail: () =>
         service.lines
           .filter((line) => !/"level":[23]0/.test(line))
