@@ -49,9 +49,10 @@ after(async () => {
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-disk-full-"));
 const recordings = path.join(dataDir, "recordings");
 fs.mkdirSync(recordings);
-const skip = skipWithout("baresip") || mountSmallDisk(recordings, DISK_BYTES) || false;
-if (!skip) cleanups.push(async () => execFileSync("umount", [recordings]));
 cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
+const skip = skipWithout("baresip") || mountSmallDisk(recordings, DISK_BYTES) || false;
+// Undone first (cleanups run last to first): the directory cannot be removed while mounted on.
+if (!skip) cleanups.push(async () => execFileSync("umount", [recordings]));
 
 describe("the recordings disk full", { skip }, () => {
   test("the recording stops with a log line and an event, the conference and its audio go on", async (t) => {
