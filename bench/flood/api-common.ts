@@ -216,8 +216,9 @@ export interface LoadJob {
 export interface LoadOutcome {
   requests: number;
   statusCodes: Record<string, number>;
-  /** Socket errors and timeouts. */
+  /** Requests that got no answer: socket errors, and (of those) timeouts (autocannon's 10 s). */
   errors: number;
+  timeouts: number;
   p50Ms: number;
   p99Ms: number;
   maxMs: number;
@@ -274,7 +275,8 @@ async function runJob(job: LoadJob): Promise<LoadOutcome> {
   return {
     requests: result.requests.total,
     statusCodes,
-    errors: result.errors + result.timeouts,
+    errors: result.errors,
+    timeouts: result.timeouts,
     p50Ms: result.latency.p50,
     p99Ms: result.latency.p99,
     maxMs: result.latency.max,
