@@ -5,8 +5,8 @@
  */
 import type { Attendee } from "../domain/attendee.js";
 import type { ConferenceEventType } from "../domain/event.js";
-import type { PromptName } from "../domain/prompt.js";
 import type { CallingPolicy } from "../domain/phone.js";
+import type { PromptName } from "../domain/prompt.js";
 import type { AttendeeCallEvent, RoomState } from "../store/conference-runtime.js";
 import type { DialInHandoff, PinTarget, RoomLocation } from "../store/dial-in.js";
 import type { RoomScope } from "../store/live-events.js";
