@@ -420,8 +420,11 @@ export class ConferenceRoom {
     const conferenceId = this.#conference.id;
     const number = `+${attendee.phoneNumberCountryCode ?? "1"}${attendee.phoneNumberSubscriberNumber ?? ""}`;
     const call = this.#options.telephone.placeCall(number, { room: this.#media });
-    const callOver = () =>
-      this.#writes.append(() => this.#options.store.endPlacedCall(placedCallId, new Date()));
+    const callOver = () => {
+      // Dated now: the write may land later, once an unreachable database is back.
+      const at = new Date();
+      this.#writes.append(() => this.#options.store.endPlacedCall(placedCallId, at));
+    };
     call.on("failed", callOver);
     call.on("ended", callOver);
     const leg = new Leg(call, attendee.id, attendee.moderator);
