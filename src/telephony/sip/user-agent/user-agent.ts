@@ -325,9 +325,11 @@ export class UserAgent implements TransactionCore, SessionHost {
           }),
         );
         return;
-      case "BYE":
+      default:
+        // BYE (section 15.1.2), INFO (RFC 6086), UPDATE (RFC 3311) and PRACK (RFC 3262) belong to a
+        // dialog: without one they get 481. Unanswered, their transactions would wait in Trying for
+        // ever, counted against their source's limit.
         transaction.respond(responseTo(request, 481, "Call/Transaction Does Not Exist", { toTag: newTag() }));
-        return;
     }
   }
 

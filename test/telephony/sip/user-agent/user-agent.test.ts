@@ -133,6 +133,13 @@ describe("user agent core", () => {
     assert.equal((await responseTo("BYE")).status, 481);
   });
 
+  for (const method of ["INFO", "UPDATE", "PRACK"]) {
+    it(`answers ${method} outside any dialog 481 (section 12.2.2), rather than leave its transaction waiting`, async () => {
+      send(request(method));
+      assert.equal((await responseTo(method)).status, 481);
+    });
+  }
+
   it("answers an in-dialog request for an unknown dialog 481 (section 12.2.2)", async () => {
     send(request("INVITE", { toTag: "nosuchdialog" }));
     assert.equal((await responseTo("INVITE")).status, 481);
