@@ -5,6 +5,7 @@
  * A 5xx answer is a finding: a client's bad body must get a 4xx.
  */
 import { type Agent, request } from "undici";
+import { MAX_BODY_BYTES } from "../../src/api/server.js";
 import { mutateXml } from "./mutate.js";
 import type { Random } from "./random.js";
 import { type ApiFixture, count, type FuzzContext, Pacer, type Target } from "./target.js";
@@ -197,6 +198,12 @@ export function apiTarget(rng: Random, perSecond: number, dispatcher: Agent): Ta
               });
           })
           .catch((error: unknown) => {
+            // A body over the limit is answered 413 and the connection closed while it is still
+            // being sent: the client may see that as a broken pipe.
+            if (Buffer.byteLength(body) > MAX_BODY_BYTES) {
+              count(stats, "413 (connection closed)");
+              return;
+            }
             context.found(
               `${endpoint.method} ${endpoint.path} got no answer (${String(error)}) to: ${JSON.stringify(body.slice(0, 600))}`,
             );

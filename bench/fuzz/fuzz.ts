@@ -7,7 +7,7 @@
 import { Agent, request } from "undici";
 import { apiFixture, apiTarget, signupBody } from "./api-target.js";
 import { rtcpTarget, rtpEventTarget, rtpTarget } from "./media-targets.js";
-import { PROBE_KINDS, type ProbeKind, Probes } from "./probes.js";
+import { PROBE_HOST, PROBE_KINDS, type ProbeKind, Probes } from "./probes.js";
 import { Random } from "./random.js";
 import { type Heap, ServiceProcess } from "./service-process.js";
 import { Call, SipPeer } from "./sip-peer.js";
@@ -111,8 +111,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   const found = (what: string) => {
     if (findings.size < 20) findings.add(what);
   };
-  const callsPeer = await SipPeer.open(sipPort);
-  const probePeer = await SipPeer.open(sipPort);
+  const callsPeer = await SipPeer.open(sipPort, "127.0.0.1");
+  const probePeer = await SipPeer.open(sipPort, PROBE_HOST);
   const calls: Call[] = [];
   let probes: Probes | undefined;
   try {

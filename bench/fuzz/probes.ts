@@ -8,6 +8,8 @@ import { type Agent, request } from "undici";
 import { parseMessage } from "../../src/telephony/sip/message/parser.js";
 import { type Call, newBranch, newTag, readResponse, type SipPeer } from "./sip-peer.js";
 
+/** The probes' own source address (see FUZZ_HOST). */
+export const PROBE_HOST = "127.0.0.2";
 export const PROBE_KINDS = ["sip-udp OPTIONS", "sip-tcp OPTIONS", "http GET", "call audio"] as const;
 export type ProbeKind = (typeof PROBE_KINDS)[number];
 const PROBE_TIMEOUT_MS = 5_000;
@@ -15,8 +17,8 @@ const PROBE_TIMEOUT_MS = 5_000;
 function options(transport: "UDP" | "TCP", port: number, servicePort: number, callId: string): string {
   return [
     `OPTIONS sip:bridgeline@127.0.0.1:${servicePort} SIP/2.0`,
-    `Via: SIP/2.0/${transport} 127.0.0.1:${port};branch=${newBranch()};rport`,
-    `From: <sip:probe@127.0.0.1>;tag=${newTag()}`,
+    `Via: SIP/2.0/${transport} ${PROBE_HOST}:${port};branch=${newBranch()};rport`,
+    `From: <sip:probe@${PROBE_HOST}>;tag=${newTag()}`,
     "To: <sip:bridgeline@127.0.0.1>",
     `Call-ID: ${callId}`,
     "CSeq: 1 OPTIONS",
@@ -47,7 +49,7 @@ class TcpProbe {
 
   async #connected(): Promise<net.Socket> {
     if (this.#socket !== undefined && !this.#socket.destroyed) return this.#socket;
-    const socket = net.connect({ port: this.servicePort, host: "127.0.0.1" });
+    const socket = net.connect({ port: this.servicePort, host: "127.0.0.1", localAddress: PROBE_HOST });
     socket.on("error", () => {});
     socket.on("data", (chunk) => {
       this.#buffer = Buffer.concat([this.#buffer, chunk]);

@@ -75,8 +75,10 @@ export class ServiceProcess {
         // The fuzzer signs up and fails logins far more than a person: the throttles are not its target.
         BRIDGELINE_FAILED_LOGIN_LIMIT: "1000000",
         BRIDGELINE_SIGNUP_LIMIT: "1000000",
-        // Nor is the per-source SIP request rate: the inputs come from one address, far above it.
+        // Nor are the per-source SIP request rate (the inputs come from one address, far above it)
+        // and the wrong-PIN limit (calls the SDP inputs set up never type one).
         BRIDGELINE_SIP_REQUEST_RATE: "1000000",
+        BRIDGELINE_WRONG_PIN_LIMIT: "1000000",
         BRIDGELINE_INSTANCE_ID: `fuzz:${dataDir}`,
         ...settings.env,
       },

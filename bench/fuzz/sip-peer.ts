@@ -11,7 +11,8 @@ import { encodeMulaw } from "../../src/telephony/media/codec/g711.js";
 import { dtmfDigitPackets } from "../../src/telephony/media/dtmf/rfc4733.js";
 import { rtpPacketLength, writeRtpPacket } from "../../src/telephony/media/rtp/rtp-packet.js";
 
-const HOST = "127.0.0.1";
+/** Where the service listens. */
+const SERVICE_HOST = "127.0.0.1";
 const PCMU = 0;
 export const TELEPHONE_EVENT = 101;
 const FRAME_SAMPLES = 160;
@@ -101,13 +102,13 @@ export function mediaOf(sdp: string): { address: string; port: number } | undefi
   return port === undefined || address === undefined ? undefined : { address, port: Number(port) };
 }
 
-/** An SDP offer of PCMU and telephone-event 101 at `port`. */
-export function offerSdp(port: number, version = 1): string {
+/** An SDP offer of PCMU and telephone-event 101 at `host`:`port`. */
+export function offerSdp(port: number, host: string, version = 1): string {
   return [
     "v=0",
-    `o=fuzz 4242 ${version} IN IP4 ${HOST}`,
+    `o=fuzz 4242 ${version} IN IP4 ${host}`,
     "s=-",
-    `c=IN IP4 ${HOST}`,
+    `c=IN IP4 ${host}`,
     "t=0 0",
     `m=audio ${port} RTP/AVP 0 101`,
     "a=rtpmap:0 PCMU/8000",
@@ -127,6 +128,8 @@ export class SipPeer {
 
   private constructor(
     socket: Socket,
+    /** The peer's own address: a source of its own, as the service counts requests per source. */
+    readonly host: string,
     readonly port: number,
     readonly service: number,
   ) {
@@ -134,14 +137,14 @@ export class SipPeer {
     socket.on("message", (bytes) => this.#receive(bytes));
   }
 
-  static async open(servicePort: number): Promise<SipPeer> {
+  static async open(servicePort: number, host: string): Promise<SipPeer> {
     const socket = createSocket("udp4");
-    await new Promise<void>((resolve) => socket.bind(0, HOST, resolve));
-    return new SipPeer(socket, socket.address().port, servicePort);
+    await new Promise<void>((resolve) => socket.bind(0, host, resolve));
+    return new SipPeer(socket, host, socket.address().port, servicePort);
   }
 
   send(text: string | Buffer): void {
-    this.#socket.send(typeof text === "string" ? Buffer.from(text) : text, this.service, HOST);
+    this.#socket.send(typeof text === "string" ? Buffer.from(text) : text, this.service, SERVICE_HOST);
   }
 
   /** Sends a request and resolves with its final response (retransmitted as UDP needs), or undefined. */
@@ -198,7 +201,7 @@ export class SipPeer {
 
 /** The fuzzer's side of a dialog: the fields its requests carry. */
 export class Dialog {
-  readonly callId = `fuzz-${newTag()}@${HOST}`;
+  readonly callId = `fuzz-${newTag()}@fuzz`;
   readonly fromTag = newTag();
   readonly uri: string;
   toTag: string | undefined;
@@ -212,7 +215,7 @@ export class Dialog {
     /** The caller ID (the service matches a caller to an attendee by it). */
     readonly from = "+16045550177",
   ) {
-    this.uri = `sip:${number}@${HOST}:${peer.service}`;
+    this.uri = `sip:${number}@${SERVICE_HOST}:${peer.service}`;
   }
 
   /** The head of a request in this dialog (the initial INVITE before the answer). */
@@ -220,12 +223,12 @@ export class Dialog {
     if (method !== "ACK") this.#branch = branch;
     return [
       `${method} ${this.uri} SIP/2.0`,
-      `Via: SIP/2.0/UDP ${HOST}:${this.peer.port};branch=${branch};rport`,
-      `From: <sip:${this.from}@${HOST}>;tag=${this.fromTag}`,
+      `Via: SIP/2.0/UDP ${this.peer.host}:${this.peer.port};branch=${branch};rport`,
+      `From: <sip:${this.from}@${this.peer.host}>;tag=${this.fromTag}`,
       `To: <${this.uri}>${this.toTag === undefined ? "" : `;tag=${this.toTag}`}`,
       `Call-ID: ${this.callId}`,
       `CSeq: ${cseq} ${method}`,
-      `Contact: <sip:fuzz@${HOST}:${this.peer.port}>`,
+      `Contact: <sip:fuzz@${this.peer.host}:${this.peer.port}>`,
       "Max-Forwards: 70",
     ].join("\r\n");
   }
@@ -277,16 +280,16 @@ export class Call {
   }
 
   /** An RTP/RTCP socket pair on consecutive ports, the RTP port even. */
-  static async #mediaSockets(): Promise<[Socket, Socket]> {
+  static async #mediaSockets(host: string): Promise<[Socket, Socket]> {
     for (;;) {
       const rtp = createSocket("udp4");
-      await new Promise<void>((resolve) => rtp.bind(0, HOST, resolve));
+      await new Promise<void>((resolve) => rtp.bind(0, host, resolve));
       const port = rtp.address().port;
       if (port % 2 === 0 && port < 65_535) {
         const rtcp = createSocket("udp4");
         const bound = await new Promise<boolean>((resolve) => {
           rtcp.once("error", () => resolve(false));
-          rtcp.bind(port + 1, HOST, () => resolve(true));
+          rtcp.bind(port + 1, host, () => resolve(true));
         });
         if (bound) return [rtp, rtcp];
         rtcp.close();
@@ -297,9 +300,9 @@ export class Call {
 
   /** Dials `number` at the service; resolves once answered (and ACKed), or throws. */
   static async dial(peer: SipPeer, number: string, from?: string): Promise<Call> {
-    const [rtp, rtcp] = await Call.#mediaSockets();
+    const [rtp, rtcp] = await Call.#mediaSockets(peer.host);
     const dialog = new Dialog(peer, number, from);
-    const response = await peer.request(dialog.invite(offerSdp(rtp.address().port)));
+    const response = await peer.request(dialog.invite(offerSdp(rtp.address().port, peer.host)));
     const remote = response?.status === 200 ? mediaOf(response.body) : undefined;
     if (response === undefined || remote === undefined) {
       rtp.close();

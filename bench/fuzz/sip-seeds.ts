@@ -74,7 +74,7 @@ function response(
 /** One seed: a message, or a short sequence sent back to back. */
 export function sipSeed(rng: Random, origin: Origin): string[] {
   const seed = ids(rng);
-  const sdp = offerSdp(9);
+  const sdp = offerSdp(9, origin.host);
   const access = origin.accessNumber;
   const sdpType = ["Content-Type: application/sdp"];
   switch (rng.below(16)) {

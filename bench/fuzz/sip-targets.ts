@@ -12,8 +12,13 @@ import { Call, closingFor, Dialog, offerSdp, okFor, readResponse, SipPeer } from
 import { type Origin, sipSeed } from "./sip-seeds.js";
 import { count, Pacer, sleep, type Target, type TargetStats } from "./target.js";
 
-/** The fuzzer's SIP inputs come from an address of their own, apart from the probes and live calls. */
+/**
+ * Each kind of SIP traffic comes from an address of its own, since the service counts and limits
+ * requests per source: the live calls 127.0.0.1, the probes 127.0.0.2, the SIP inputs 127.0.0.3 and
+ * the SDP inputs 127.0.0.4 (the fuzzed sources reach their limits; the probes must not share them).
+ */
 export const FUZZ_HOST = "127.0.0.3";
+const SDP_HOST = "127.0.0.4";
 
 /** Whether to mutate a seed (the rest go valid, to reach the states behind valid messages). */
 const MUTATE = 0.85;
@@ -178,8 +183,8 @@ export function sdpTarget(rng: Random, perSecond: number): Target {
   return {
     name: "sdp",
     async run(context, stats) {
-      const peer = await SipPeer.open(context.sipPort);
-      const origin = { host: "127.0.0.1", port: peer.port };
+      const peer = await SipPeer.open(context.sipPort, SDP_HOST);
+      const origin = { host: SDP_HOST, port: peer.port };
       let call: Call | undefined;
       const inFlight = new Set<Promise<void>>();
       const settle = (response: Awaited<ReturnType<SipPeer["request"]>>, sdp: string) => {
@@ -196,7 +201,10 @@ export function sdpTarget(rng: Random, perSecond: number): Target {
       while (context.running()) {
         stats.inputs++;
         // Cut to what fits in a datagram with the SIP head around it.
-        const sdp = mutateSdp(rng, offerSdp(rng.chance(0.5) ? 9 : rng.between(1, 65_535))).slice(0, 60_000);
+        const sdp = mutateSdp(rng, offerSdp(rng.chance(0.5) ? 9 : rng.between(1, 65_535), SDP_HOST)).slice(
+          0,
+          60_000,
+        );
         if (rng.chance(0.6)) {
           // A new call whose offer is the mutated SDP.
           if (inFlight.size >= 16) await Promise.race(inFlight);
