@@ -21,4 +21,6 @@ process.on("message", (message: { type?: string; file?: string }) => {
   );
   process.send?.({ type: "heap", heapUsed, rss, spaces });
 });
+// A fuzzer that died (killed, say) leaves the channel closed: stop as on SIGTERM rather than linger.
+process.on("disconnect", () => process.kill(process.pid, "SIGTERM"));
 await runFromEnvironment();
