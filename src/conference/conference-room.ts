@@ -108,6 +108,8 @@ export class ConferenceRoom {
   /** When the last person left, while nobody is on a call since. */
   #emptiedAt: Date | undefined;
   #handMarks = 0;
+  /** Calls being reserved against the owner's limits, not yet placed: the room is not empty. */
+  #callsBeingPlaced = 0;
   #endingTimer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(conference: Conference, options: RoomOptions) {
@@ -388,6 +390,7 @@ export class ConferenceRoom {
     }
     if (callable.length > 0) {
       let allowances: Map<number, PlacedCallAllowance>;
+      this.#callsBeingPlaced += callable.length;
       try {
         const ids = callable.map((attendee) => attendee.id);
         allowances = await this.#options.store.reservePlacedCalls(
@@ -403,6 +406,8 @@ export class ConferenceRoom {
           this.#callRequestsTaken.delete(attendee.id);
         }
         throw error;
+      } finally {
+        this.#callsBeingPlaced -= callable.length;
       }
       if (this.#state === "ending" || this.#state === "ended") return;
       for (const attendee of callable) {
@@ -583,7 +588,7 @@ export class ConferenceRoom {
    * can dial in, otherwise after the grace or no-show period (checked again on every refresh).
    */
   #endIfEmpty(): void {
-    if (this.#state === "ended" || this.#legs.size > 0) return;
+    if (this.#state === "ended" || this.#legs.size > 0 || this.#callsBeingPlaced > 0) return;
     const now = new Date();
     if (this.#anyoneJoined) this.#emptiedAt ??= now;
     const end = emptyConferenceEnd(

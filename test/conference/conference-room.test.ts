@@ -398,3 +398,23 @@ test("calls past the owner's hourly limit are not placed, though none is in prog
     ],
   );
 });
+
+test("a refresh while the first calls are still being reserved does not find the room empty", async () => {
+  const h = await startRoom({
+    attendees: [attendee(1, { moderator: true }), attendee(2)],
+    // The first calls wait on a slow store; the runtime's next refresh of the room comes meanwhile.
+    beforeStart: (store, room) => {
+      let release: () => void = () => {};
+      store.reserveGate = new Promise((resolve) => {
+        release = resolve;
+      });
+      setImmediate(() => void room.refresh().finally(release));
+    },
+  });
+  await flush();
+  assert.equal(h.room.ended, false, "the room ended before its calls were placed");
+  assert.deepEqual(
+    h.telephone.calls.map((call) => call.to),
+    ["+16045550101", "+16045550102"],
+  );
+});

@@ -380,11 +380,15 @@ export class FakeStore implements ConferenceStore {
   /** The calls reserved, by id: in progress until ended. */
   readonly placedCalls = new Map<number, { attendeeId: number; ended: boolean }>();
 
+  /** While set, reservePlacedCalls answers only once it resolves (a slow database). */
+  reserveGate: Promise<void> | undefined;
+
   async reservePlacedCalls(
     _scope: RoomScope,
     attendeeIds: readonly number[],
     policy: CallingPolicy,
   ): Promise<Map<number, PlacedCallAllowance>> {
+    await this.reserveGate;
     const placed = [...this.placedCalls.values()];
     const counts = { inProgress: placed.filter((call) => !call.ended).length, lastHour: placed.length };
     const allowances = new Map<number, PlacedCallAllowance>();

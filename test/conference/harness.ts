@@ -43,6 +43,8 @@ export interface HarnessOptions {
   /** Access numbers are configured (default: none, so nobody can dial in). */
   acceptsDialIn?: boolean;
   callingPolicy?: CallingPolicy;
+  /** Done to the store before the room starts. */
+  beforeStart?: (store: FakeStore, room: ConferenceRoom) => void;
 }
 
 /** The settings' defaults: two minutes' grace, an hour for the first caller. */
@@ -82,6 +84,7 @@ export async function startRoom(options: HarnessOptions = {}): Promise<Harness> 
   });
   const media = telephone.rooms[0];
   if (media === undefined) throw new Error("the room opened no media");
+  options.beforeStart?.(store, room);
   await room.start();
   await flush();
   return {
