@@ -56,13 +56,13 @@ async function benchKill(): Promise<void> {
         (room) => room.state === "ended" && room.endedReason === RECOVERY_REASON,
       );
       console.log(
-        `${store.padEnd(9)} ${String(round).padStart(5)}  ${String(outcome.acknowledged).padStart(12)}  ${String(outcome.cut).padStart(3)}  ${String(outcome.lost.length).padStart(4)}  ${`${ended.length}/${outcome.rooms.length}`.padStart(29)}  ${String(outcome.callsLeftInProgress).padStart(17)}  ${String(outcome.restartMs).padStart(10)}  ${outcome.servesAfterwards ? "yes" : "NO"}`,
+        `${store.padEnd(9)} ${String(round).padStart(5)}  ${String(outcome.acknowledged).padStart(12)}  ${String(outcome.cut).padStart(3)}  ${String(outcome.lost.length).padStart(4)}  ${`${ended.length}/${outcome.rooms.length}`.padStart(29)}  ${String(outcome.callsLeftInProgress).padStart(17)}  ${String(outcome.restartMs).padStart(10)}  ${outcome.notServedAfterwards === "" ? "yes" : `NO: ${outcome.notServedAfterwards}`}`,
       );
       if (outcome.lost.length > 0) problems.push(`${store} round ${round}: lost ${outcome.lost.join("; ")}`);
       if (
         ended.length !== outcome.rooms.length ||
         outcome.callsLeftInProgress > 0 ||
-        !outcome.servesAfterwards
+        outcome.notServedAfterwards !== ""
       )
         problems.push(`${store} round ${round}: recovery incomplete ${JSON.stringify(outcome.rooms)}`);
       if (outcome.acknowledged < 2000)

@@ -53,8 +53,11 @@ export interface KillOutcome {
   readonly recoveryLogged: boolean;
   /** From the restart's spawn to its "bridgeline started". */
   readonly restartMs: number;
-  /** After the restart: a sign-up answered 201, and a new conference's attendee connected. */
-  readonly servesAfterwards: boolean;
+  /**
+   * After the restart a sign-up must be answered 201 and a new conference's attendee connect: what
+   * failed of that, or empty.
+   */
+  readonly notServedAfterwards: string;
 }
 
 type Auth = [string, string];
@@ -182,19 +185,25 @@ export async function killMidLoad(
     );
     rooms.push({ path: await liveRoom(service, owner, numbers), owner });
   }
+  let attendeeStates = "";
   await until(
     "every attendee of the live rooms connected",
     async () => {
+      const states: string[] = [];
       for (const { path: room, owner } of rooms) {
         const list = await service.request("GET", `${room}/attendees`, owner.auth);
-        const connected = list.text.match(/<state>connected<\/state>/g)?.length ?? 0;
-        if (connected !== options.attendeesPerRoom) return undefined;
+        states.push(
+          `${room}: ${[...list.text.matchAll(/<state>(\w+)<\/state>/g)].map((m) => m[1]).join(" ")}`,
+        );
       }
-      return true;
+      attendeeStates = states.join("\n");
+      const connected = attendeeStates.match(/\bconnected\b/g)?.length ?? 0;
+      return connected === rooms.length * options.attendeesPerRoom ? true : undefined;
     },
     {
       timeoutMs: 120_000,
       detail: () =>
+        `attendees:\n${attendeeStates}\n${carrier.report().slice(-3000)}\n` +
         service.lines
           .filter((line) => !/"level":[23]0/.test(line))
           .slice(-40)
@@ -318,14 +327,26 @@ export async function killMidLoad(
   );
   const owner = await signUp(service, `kill-fresh-${process.pid}-${Date.now()}@example.com`);
   const fresh = await liveRoom(service, owner, ["604-555-0199"]);
-  const freshConnected = await until(
+  let freshState = "";
+  let notServed = signup.status === 201 ? "" : `sign-up answered ${signup.status} ${signup.text}`;
+  await until(
     "the new conference's attendee connected",
     async () => {
       const list = await service.request("GET", `${fresh}/attendees`, owner.auth);
+      freshState = list.text;
       return list.text.includes("<state>connected</state>") ? true : undefined;
     },
-    { timeoutMs: 30_000 },
-  ).catch(() => false);
+    {
+      timeoutMs: 30_000,
+      detail: () =>
+        `${freshState}\n${carrier.report().slice(-3000)}\n${service.lines
+          .filter((line) => !/"level":[23]0/.test(line))
+          .slice(-40)
+          .join("\n")}`,
+    },
+  ).catch((error: Error) => {
+    notServed += error.message;
+  });
   await service.kill("SIGTERM");
 
   return {
@@ -336,7 +357,7 @@ export async function killMidLoad(
     callsLeftInProgress,
     recoveryLogged: service.logged("conference ended: the instance running it stopped"),
     restartMs,
-    servesAfterwards: signup.status === 201 && freshConnected,
+    notServedAfterwards: notServed,
   };
 }
 
