@@ -23,6 +23,13 @@ export type RequestLimiter = ReturnType<FastifyInstance["createRateLimit"]>;
 export const OVER_LIMIT_MEMO_MS = 1_000;
 /** Keys remembered over their limit at once; past it the memo starts again empty. */
 export const OVER_LIMIT_MEMO_KEYS = 10_000;
+/**
+ * A key read under its limit is taken as still under it for this long when only read again (not
+ * counted): an authenticated request's lockout check (every request) then costs the database one
+ * read a second per address and instance. A count on this instance forgets it at once; one on another
+ * instance is seen within this long.
+ */
+export const UNDER_LIMIT_MEMO_MS = 1_000;
 
 const NO_HEADERS = { "x-ratelimit-limit": false, "x-ratelimit-remaining": false, "x-ratelimit-reset": false };
 
@@ -86,14 +93,36 @@ function sharedStore(counts: AttemptCounts): FastifyRateLimitStoreCtor {
     );
   };
 
+  /** Keys read under their limit: until when that is taken as still so, and what was read. */
+  const underLimit = new Map<string, { until: number; current: number; endsAt: number }>();
+
   return class SharedAttemptStore implements FastifyRateLimitStore {
     incr(key: string, callback: StoreCallback, timeWindow: number, max: number): void {
+      underLimit.delete(key);
       settle(key, max, callback, (now) => counts.count(key, timeWindow, now));
     }
 
     /** What `{ increment: false }` calls: the count so far, unchanged. */
     read(key: string, callback: StoreCallback, _timeWindow: number, max: number): void {
-      settle(key, max, callback, (now) => counts.read(key, now));
+      const now = Date.now();
+      const known = underLimit.get(key);
+      if (known !== undefined && known.until > now) {
+        callback(null, { current: known.current, ttl: Math.max(known.endsAt - now, 0) });
+        return;
+      }
+      settle(key, max, callback, async (at) => {
+        const window = await counts.read(key, at);
+        if (window === undefined || window.count <= max) {
+          if (underLimit.size >= OVER_LIMIT_MEMO_KEYS) underLimit.clear();
+          const endsAt = window?.endsAt ?? 0;
+          underLimit.set(key, {
+            until: at.getTime() + UNDER_LIMIT_MEMO_MS,
+            current: window?.count ?? 0,
+            endsAt,
+          });
+        }
+        return window;
+      });
     }
 
     /** Every limit shares the one table; keys tell them apart (byClientAddress). */
