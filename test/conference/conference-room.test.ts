@@ -4,6 +4,14 @@ import { OPEN_CALLING_POLICY } from "../../src/domain/phone.js";
 import { attendee, FakeCall, flush } from "./fakes.js";
 import { answer, EMPTY_PERIODS, type Harness, startRoom } from "./harness.js";
 
+/** Each attendee's call recorded as failed, with the event. */
+function failedCalls(h: Harness) {
+  return h.store
+    .of("call")
+    .filter((write) => write.event.kind === "failed")
+    .map((write) => [write.attendeeId, write.event]);
+}
+
 /** The room after a refresh and the writes it queued. */
 async function refreshed(h: Harness): Promise<void> {
   await h.room.refresh();
@@ -150,30 +158,24 @@ test("a stored number the calling rules refuse is never dialled: the attendee fa
     h.telephone.calls.map((call) => call.to),
     ["+16045550101"],
   );
-  assert.deepEqual(
-    h.store
-      .of("call")
-      .filter((write) => write.event.kind === "failed")
-      .map((write) => [write.attendeeId, write.event]),
+  assert.deepEqual(failedCalls(h), [
     [
-      [
-        2,
-        {
-          kind: "failed",
-          state: "failed",
-          result: "403 Not Called: premium-rate numbers (900, 976) are not called",
-        },
-      ],
-      [
-        3,
-        {
-          kind: "failed",
-          state: "failed",
-          result: "403 Not Called: numbers starting +1876 are not called here",
-        },
-      ],
+      2,
+      {
+        kind: "failed",
+        state: "failed",
+        result: "403 Not Called: premium-rate numbers (900, 976) are not called",
+      },
     ],
-  );
+    [
+      3,
+      {
+        kind: "failed",
+        state: "failed",
+        result: "403 Not Called: numbers starting +1876 are not called here",
+      },
+    ],
+  ]);
 });
 
 test("with dial-in open, the last one leaving ends it only after the grace period, and a caller within it keeps it going", async (t) => {
@@ -342,22 +344,16 @@ test("calls past the owner's limit of calls in progress are not placed; a call t
     h.telephone.calls.map((call) => call.to),
     ["+16045550101", "+16045550102"],
   );
-  assert.deepEqual(
-    h.store
-      .of("call")
-      .filter((write) => write.event.kind === "failed")
-      .map((write) => [write.attendeeId, write.event]),
+  assert.deepEqual(failedCalls(h), [
     [
-      [
-        3,
-        {
-          kind: "failed",
-          state: "failed",
-          result: "403 Not Called: the account has 2 calls in progress, the most it may have at once",
-        },
-      ],
+      3,
+      {
+        kind: "failed",
+        state: "failed",
+        result: "403 Not Called: the account has 2 calls in progress, the most it may have at once",
+      },
     ],
-  );
+  ]);
   assert.ok(h.logger.lines.some((line) => line.level === "warn" && line.fields.attendeeId === 3));
   // Attendee 2 is busy: its place is free again, and the API's call-again for 3 goes out.
   h.telephone.calls[1]?.fail(486, "Busy Here");
