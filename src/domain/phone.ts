@@ -70,3 +70,21 @@ export function whyNotCallable(subscriberNumber: string, policy: CallingPolicy):
   const denied = policy.deniedPrefixes.find((prefix) => e164.startsWith(prefix));
   return denied === undefined ? undefined : `numbers starting ${denied} are not called here`;
 }
+
+/**
+ * How many of `wanted` more calls a user with these calls placed may place now (the first ones, in
+ * order), and why the rest may not.
+ */
+export function callsWithinLimits(
+  counts: PlacedCallCounts,
+  wanted: number,
+  policy: CallingPolicy,
+): { allowed: number; refusal: string | undefined } {
+  const room = Math.min(
+    policy.maxCallsInProgressPerUser - counts.inProgress,
+    policy.maxCallsPerHourPerUser - counts.lastHour,
+  );
+  const allowed = Math.max(0, Math.min(wanted, room));
+  const after = { inProgress: counts.inProgress + allowed, lastHour: counts.lastHour + allowed };
+  return { allowed, refusal: allowed < wanted ? whyOverCallLimits(after, policy) : undefined };
+}

@@ -8,8 +8,8 @@ import type { Kysely, Transaction } from "kysely";
 import {
   CALL_RATE_WINDOW_MS,
   type CallingPolicy,
+  callsWithinLimits,
   type PlacedCallCounts,
-  whyOverCallLimits,
 } from "../domain/phone.js";
 import type { Store } from "./database.js";
 import type { Database } from "./schema.js";
@@ -60,27 +60,25 @@ export async function reservePlacedCalls(
     await lockUser(trx, store, scope.userId);
     await sweepPlacedCalls(trx, scope.userId, now);
     const counts = await countPlacedCalls(trx, scope.userId, now);
+    const { allowed, refusal } = callsWithinLimits(counts, attendeeIds.length, policy);
     const allowances = new Map<number, PlacedCallAllowance>();
-    for (const attendeeId of attendeeIds) {
-      const refused = whyOverCallLimits(counts, policy);
-      if (refused !== undefined) {
-        allowances.set(attendeeId, { refused });
-        continue;
-      }
-      const row = await trx
+    if (allowed > 0) {
+      const rows = await trx
         .insertInto("placed_calls")
-        .values({
-          user_id: scope.userId,
-          conference_id: scope.conferenceId,
-          attendee_id: attendeeId,
-          placed_at: at,
-        })
-        .returning("id")
-        .executeTakeFirstOrThrow();
-      allowances.set(attendeeId, { placedCallId: row.id });
-      counts.inProgress++;
-      counts.lastHour++;
+        .values(
+          attendeeIds.slice(0, allowed).map((attendeeId) => ({
+            user_id: scope.userId,
+            conference_id: scope.conferenceId,
+            attendee_id: attendeeId,
+            placed_at: at,
+          })),
+        )
+        .returning(["id", "attendee_id"])
+        .execute();
+      for (const row of rows) allowances.set(row.attendee_id, { placedCallId: row.id });
     }
+    for (const attendeeId of attendeeIds.slice(allowed))
+      allowances.set(attendeeId, { refused: refusal ?? "" });
     return allowances;
   });
 }

@@ -15,7 +15,7 @@ import type {
 import type { Attendee } from "../../src/domain/attendee.js";
 import type { Conference } from "../../src/domain/conference.js";
 import type { ConferenceEventType } from "../../src/domain/event.js";
-import { type CallingPolicy, whyOverCallLimits } from "../../src/domain/phone.js";
+import { type CallingPolicy, callsWithinLimits } from "../../src/domain/phone.js";
 import type { PromptName } from "../../src/domain/prompt.js";
 import type { AttendeeCallEvent, RoomState } from "../../src/store/conference-runtime.js";
 import type { DialInHandoff, PinTarget, RoomLocation } from "../../src/store/dial-in.js";
@@ -391,18 +391,16 @@ export class FakeStore implements ConferenceStore {
     await this.reserveGate;
     const placed = [...this.placedCalls.values()];
     const counts = { inProgress: placed.filter((call) => !call.ended).length, lastHour: placed.length };
+    const { allowed, refusal } = callsWithinLimits(counts, attendeeIds.length, policy);
     const allowances = new Map<number, PlacedCallAllowance>();
-    for (const attendeeId of attendeeIds) {
-      const refused = whyOverCallLimits(counts, policy);
-      if (refused !== undefined) {
-        allowances.set(attendeeId, { refused });
+    for (const [index, attendeeId] of attendeeIds.entries()) {
+      if (index >= allowed) {
+        allowances.set(attendeeId, { refused: refusal ?? "" });
         continue;
       }
       const placedCallId = this.placedCalls.size + 1;
       this.placedCalls.set(placedCallId, { attendeeId, ended: false });
       allowances.set(attendeeId, { placedCallId });
-      counts.inProgress++;
-      counts.lastHour++;
     }
     return allowances;
   }

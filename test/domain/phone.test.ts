@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
+  callsWithinLimits,
   normalizeNanpNumber,
   OPEN_CALLING_POLICY,
   whyNotCallable,
@@ -83,6 +84,37 @@ describe("whyOverCallLimits (toll fraud)", () => {
     assert.equal(
       whyOverCallLimits({ inProgress: 0, lastHour: 10 }, policy),
       "the account has placed 10 calls in the last hour, the most it may place in an hour",
+    );
+  });
+});
+
+describe("callsWithinLimits (toll fraud)", () => {
+  const policy = { ...OPEN_CALLING_POLICY, maxCallsInProgressPerUser: 3, maxCallsPerHourPerUser: 10 };
+  it("all of them while under both limits", () => {
+    assert.deepEqual(callsWithinLimits({ inProgress: 0, lastHour: 0 }, 3, policy), {
+      allowed: 3,
+      refusal: undefined,
+    });
+  });
+  it("the first up to the calls in progress, the rest refused with the reason", () => {
+    assert.deepEqual(callsWithinLimits({ inProgress: 1, lastHour: 1 }, 5, policy), {
+      allowed: 2,
+      refusal: "the account has 3 calls in progress, the most it may have at once",
+    });
+  });
+  it("the hourly limit when it is the nearer", () => {
+    assert.deepEqual(callsWithinLimits({ inProgress: 0, lastHour: 9 }, 2, policy), {
+      allowed: 1,
+      refusal: "the account has placed 10 calls in the last hour, the most it may place in an hour",
+    });
+  });
+  it("none past a limit already passed", () => {
+    assert.equal(callsWithinLimits({ inProgress: 4, lastHour: 4 }, 1, policy).allowed, 0);
+  });
+  it("without limits, every call", () => {
+    assert.equal(
+      callsWithinLimits({ inProgress: 500, lastHour: 5000 }, 250, OPEN_CALLING_POLICY).allowed,
+      250,
     );
   });
 });
