@@ -9,12 +9,11 @@
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { sql } from "kysely";
-import { loadConfig } from "../../src/config.js";
 import { openPostgresStore, unreachableReason } from "../../src/store/database.js";
 import { TEST_STORE } from "../helpers/databases.js";
 import { EventStream, type StreamEvent } from "../helpers/event-stream.js";
 import { createUser, signupXml, startTestService } from "../helpers/service.js";
-import { rtpPortRange, skipWithout } from "../helpers/sipp.js";
+import { skipWithout } from "../helpers/sipp.js";
 import { postgresBinaries, ThrowawayPostgres } from "../helpers/throwaway-postgres.js";
 import { until } from "../helpers/until.js";
 import { errorMessages, textOf } from "../helpers/xml.js";
@@ -23,7 +22,7 @@ import {
   assertHeardEachOther,
   attendeeStates,
   conferenceOf,
-  routesTo,
+  sipCallingPhones,
   startPhone,
   startRoom,
 } from "./rooms.js";
@@ -52,14 +51,7 @@ describe("PostgreSQL restarted mid-conference", { skip }, () => {
     const [first, second, leaving] = phones as [(typeof phones)[0], (typeof phones)[0], (typeof phones)[0]];
     const api = await startTestService({
       databaseUrl: cluster.url,
-      sip: {
-        ...loadConfig({}).sip,
-        bindAddress: "127.0.0.1",
-        port: 0,
-        callerId: "+16045550000",
-        routes: routesTo(phones),
-        rtpPorts: rtpPortRange(),
-      },
+      sip: sipCallingPhones(phones),
     });
     cleanups.push(() => api.close());
     const owner = await createUser(api);

@@ -13,16 +13,15 @@ import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, describe, test } from "node:test";
-import { loadConfig } from "../../src/config.js";
 import { EventStream } from "../helpers/event-stream.js";
 import { createUser, startTestService } from "../helpers/service.js";
-import { rtpPortRange, skipWithout } from "../helpers/sipp.js";
+import { skipWithout } from "../helpers/sipp.js";
 import { textOf } from "../helpers/xml.js";
 import {
   allConnected,
   assertHeardEachOther,
   conferenceOf,
-  routesTo,
+  sipCallingPhones,
   startPhone,
   startRoom,
 } from "./rooms.js";
@@ -62,14 +61,7 @@ describe("the recordings disk full", { skip }, () => {
     ];
     const api = await startTestService({
       dataDir,
-      sip: {
-        ...loadConfig({}).sip,
-        bindAddress: "127.0.0.1",
-        port: 0,
-        callerId: "+16045550000",
-        routes: routesTo(phones),
-        rtpPorts: rtpPortRange(),
-      },
+      sip: sipCallingPhones(phones),
     });
     cleanups.push(() => api.close());
     const owner = await createUser(api);

@@ -4,9 +4,11 @@
  * heard the other's tone over its last seconds.
  */
 import assert from "node:assert/strict";
+import { loadConfig, type SipConfig } from "../../src/config.js";
 import { goertzelLevelDb, SAMPLE_RATE } from "../helpers/audio.js";
 import { Baresip } from "../helpers/baresip.js";
 import type { TestService } from "../helpers/service.js";
+import { rtpPortRange } from "../helpers/sipp.js";
 import { until } from "../helpers/until.js";
 import { itemsOf, textOf, type XmlNode } from "../helpers/xml.js";
 
@@ -27,9 +29,16 @@ export async function startPhone(
   return { baresip, toneHz };
 }
 
-/** Routes each phone's number to it, for the service's SIP settings. */
-export function routesTo(phones: readonly Phone[]): { prefix: string; trunk: string }[] {
-  return phones.map(({ baresip }) => ({ prefix: `+1${baresip.user.slice(2)}`, trunk: baresip.trunk }));
+/** The service's SIP settings on loopback, each phone's number routed to it. */
+export function sipCallingPhones(phones: readonly Phone[]): SipConfig {
+  return {
+    ...loadConfig({}).sip,
+    bindAddress: "127.0.0.1",
+    port: 0,
+    callerId: "+16045550000",
+    routes: phones.map(({ baresip }) => ({ prefix: `+1${baresip.user.slice(2)}`, trunk: baresip.trunk })),
+    rtpPorts: rtpPortRange(),
+  };
 }
 
 export interface Room {

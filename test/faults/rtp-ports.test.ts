@@ -7,7 +7,6 @@
  */
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
-import { loadConfig } from "../../src/config.js";
 import { EventStream } from "../helpers/event-stream.js";
 import { createUser, startTestService } from "../helpers/service.js";
 import { rtpPortRange, Sipp, skipWithout } from "../helpers/sipp.js";
@@ -18,7 +17,7 @@ import {
   assertHeardEachOther,
   attendeeStates,
   conferenceOf,
-  routesTo,
+  sipCallingPhones,
   startPhone,
   startRoom,
 } from "./rooms.js";
@@ -41,11 +40,7 @@ describe("RTP ports exhausted", { skip }, () => {
     const rtpPorts = { min, max: min + 3 };
     const api = await startTestService({
       sip: {
-        ...loadConfig({}).sip,
-        bindAddress: "127.0.0.1",
-        port: 0,
-        callerId: "+16045550000",
-        routes: routesTo([...phones, late]),
+        ...sipCallingPhones([...phones, late]),
         rtpPorts,
         // One thread holds the whole range (threads share it out between them).
         mediaThreads: 1,
