@@ -126,6 +126,9 @@ describe("the request rate per source", () => {
     assert.equal(sourceOf("2001:db8:0:0:ffff::2"), "2001:db8:0:0");
     assert.equal(sourceOf("2001:db8:1:2:3:4:5:6"), "2001:db8:1:2");
     assert.equal(sourceOf("::1"), "0:0:0:0");
+    // IPv4 peers of a socket bound to :: are each their own source, not all one ::ffff:0:0 /64.
+    assert.equal(sourceOf("::ffff:192.0.2.1"), "192.0.2.1");
+    assert.equal(sourceOf("::FFFF:198.51.100.7"), "198.51.100.7");
     assert.equal(sourceOf("fe80::1%eth0"), "fe80:0:0:0");
     const limit = new SourceLimit({ perSecond: 1, burst: 1 }, () => 0);
     assert.equal(limit.take("2001:db8::1"), "serve");
