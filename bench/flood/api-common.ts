@@ -296,3 +296,11 @@ if (process.argv.includes(LOAD_GENERATOR_ARG)) {
   });
   process.send?.("ready");
 }
+
+/** Prints why the run is invalid (and exits 1 then), or what held. */
+export function reportVerdict(problems: readonly string[], held: string): void {
+  if (problems.length > 0) {
+    console.error(`INVALID RUN:\n- ${problems.join("\n- ")}`);
+    process.exitCode = 1;
+  } else console.log(`\n${held}`);
+}

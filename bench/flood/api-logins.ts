@@ -28,6 +28,7 @@ import {
   type LoadOutcome,
   latenessWindow,
   ROOM_SIZE,
+  reportVerdict,
   startFloodService,
 } from "./api-common.js";
 
@@ -142,13 +143,10 @@ async function main(): Promise<void> {
     probeLoad.stop();
     await flood.close();
   }
-  if (problems.length > 0) {
-    console.error(`INVALID RUN:\n- ${problems.join("\n- ")}`);
-    process.exitCode = 1;
-  } else
-    console.log(
-      "\nthe throttle held; every request of the user answered 200; the live room stayed connected",
-    );
+  reportVerdict(
+    problems,
+    "the throttle held; every request of the user answered 200; the live room stayed connected",
+  );
 }
 
 await main();

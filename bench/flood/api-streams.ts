@@ -31,6 +31,7 @@ import {
   type LoadOutcome,
   latenessWindow,
   ROOM_SIZE,
+  reportVerdict,
   startFloodService,
 } from "./api-common.js";
 
@@ -251,13 +252,10 @@ async function main(): Promise<void> {
     probeLoad.stop();
     await flood.close();
   }
-  if (problems.length > 0) {
-    console.error(`INVALID RUN:\n- ${problems.join("\n- ")}`);
-    process.exitCode = 1;
-  } else
-    console.log(
-      "\nevery stream opened and got every event of its user; every request of the user answered 200",
-    );
+  reportVerdict(
+    problems,
+    "every stream opened and got every event of its user; every request of the user answered 200",
+  );
 }
 
 if (process.argv.includes(STREAM_CLIENT_ARG)) runStreamClient();
