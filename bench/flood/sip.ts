@@ -20,6 +20,7 @@
  * least 90 % of the window's packets in each window, and the flood really ran (at least 80 % of its
  * INVITEs sent).
  */
+
 import { randomBytes } from "node:crypto";
 import { createSocket } from "node:dgram";
 import fs from "node:fs";
@@ -33,6 +34,7 @@ import { startService } from "../../src/main.js";
 import type { MediaPlaneStats } from "../../src/telephony/media/plane/media-plane.js";
 import { parseMessage } from "../../src/telephony/sip/message/parser.js";
 import { signupXml } from "../../test/helpers/service.js";
+import { optionsRequest } from "../../test/helpers/sip-options.js";
 import { Sipp } from "../../test/helpers/sipp.js";
 import { childJiffies, machineJiffies } from "../proc.js";
 
@@ -206,22 +208,7 @@ async function secondsUntilServed(address: string, port: number): Promise<number
     while (!served) {
       if (performance.now() - started > 120_000) throw new Error(`${address} not served again within 120 s`);
       const callId = randomBytes(8).toString("hex");
-      socket.send(
-        [
-          `OPTIONS sip:service@127.0.0.1:${port} SIP/2.0`,
-          `Via: SIP/2.0/UDP ${address}:${socket.address().port};branch=z9hG4bK${callId}`,
-          "Max-Forwards: 70",
-          `From: <sip:probe@${address}>;tag=${callId}`,
-          "To: <sip:service@127.0.0.1>",
-          `Call-ID: ${callId}`,
-          "CSeq: 1 OPTIONS",
-          "Content-Length: 0",
-          "",
-          "",
-        ].join("\r\n"),
-        port,
-        "127.0.0.1",
-      );
+      socket.send(optionsRequest({ address, port: socket.address().port }, port, callId), port, "127.0.0.1");
       await sleep(200);
     }
     return (performance.now() - started) / 1000;

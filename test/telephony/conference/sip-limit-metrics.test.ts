@@ -2,12 +2,14 @@
  * /metrics shows what the SIP bounds did: requests past their source's rate refused and dropped.
  * Requests from a real UDP socket to the running service.
  */
+
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { createSocket } from "node:dgram";
 import { after, test } from "node:test";
 import { loadConfig } from "../../../src/config.js";
 import { scrapeMetrics, startTestService, totalOf } from "../../helpers/service.js";
+import { optionsRequest } from "../../helpers/sip-options.js";
 import { rtpPortRange } from "../../helpers/sipp.js";
 import { until } from "../../helpers/until.js";
 
@@ -40,18 +42,7 @@ test("requests past a source's rate are counted as refused and dropped", async (
   for (let i = 0; i < 12; i++) {
     const callId = randomBytes(6).toString("hex");
     socket.send(
-      [
-        `OPTIONS sip:service@127.0.0.1:${port} SIP/2.0`,
-        `Via: SIP/2.0/UDP 127.0.0.1:${socket.address().port};branch=z9hG4bK${callId}`,
-        "Max-Forwards: 70",
-        `From: <sip:probe@127.0.0.1>;tag=${callId}`,
-        "To: <sip:service@127.0.0.1>",
-        `Call-ID: ${callId}`,
-        "CSeq: 1 OPTIONS",
-        "Content-Length: 0",
-        "",
-        "",
-      ].join("\r\n"),
+      optionsRequest({ address: "127.0.0.1", port: socket.address().port }, port, callId),
       port,
       "127.0.0.1",
     );

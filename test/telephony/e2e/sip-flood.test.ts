@@ -4,8 +4,8 @@
  * drops the rest, and serves the flooder again once the flood stops. Timing figures are in
  * bench/flood/sip.ts; nothing here depends on speed.
  */
+
 import assert from "node:assert/strict";
-import { randomBytes } from "node:crypto";
 import { createSocket } from "node:dgram";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -16,6 +16,7 @@ import type { IncomingCall } from "../../../src/telephony/call.js";
 import { parseMessage } from "../../../src/telephony/sip/message/parser.js";
 import { Telephony } from "../../../src/telephony/telephony.js";
 import { exchangeAudio, goertzelLevelDb, rtpStream, writeRtpPcap } from "../../helpers/audio.js";
+import { optionsRequest } from "../../helpers/sip-options.js";
 import { CallRecord, rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
 import { until } from "../../helpers/until.js";
 
@@ -35,18 +36,7 @@ async function optionsFrom(address: string, port: number): Promise<number | unde
   const socket = createSocket("udp4");
   await new Promise<void>((resolve) => socket.bind(0, address, resolve));
   const local = socket.address();
-  const request = [
-    `OPTIONS sip:service@127.0.0.1:${port} SIP/2.0`,
-    `Via: SIP/2.0/UDP ${address}:${local.port};branch=z9hG4bK${randomBytes(8).toString("hex")}`,
-    "Max-Forwards: 70",
-    `From: <sip:probe@${address}>;tag=${randomBytes(4).toString("hex")}`,
-    "To: <sip:service@127.0.0.1>",
-    `Call-ID: ${randomBytes(8).toString("hex")}`,
-    "CSeq: 1 OPTIONS",
-    "Content-Length: 0",
-    "",
-    "",
-  ].join("\r\n");
+  const request = optionsRequest({ address, port: local.port }, port);
   try {
     const answered = new Promise<number>((resolve) =>
       socket.on("message", (bytes) => {

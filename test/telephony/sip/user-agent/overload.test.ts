@@ -4,6 +4,7 @@
  * as the bucket refills) and the server transactions kept per source and in all. On a real UDP socket;
  * time is a fake clock's, so the schedules are exact.
  */
+
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { createSocket, type Socket } from "node:dgram";
@@ -16,6 +17,7 @@ import { SipTransport } from "../../../../src/telephony/sip/transport/sip-transp
 import { sourceOf } from "../../../../src/telephony/sip/transport/source-address.js";
 import { SourceLimit, type SourceRate } from "../../../../src/telephony/sip/user-agent/source-limit.js";
 import { UserAgent, type UserAgentOptions } from "../../../../src/telephony/sip/user-agent/user-agent.js";
+import { optionsRequest } from "../../../helpers/sip-options.js";
 import { until } from "../../../helpers/until.js";
 import { FakeClock } from "../transaction/helpers.js";
 
@@ -54,18 +56,12 @@ class Peer {
 
   /** Sends an OPTIONS (again, when given the same branch and Call-ID); returns its Call-ID. */
   send(callId = randomBytes(6).toString("hex"), branch = `z9hG4bK${callId}`): string {
-    const text = [
-      `OPTIONS sip:service@127.0.0.1:${this.target} SIP/2.0`,
-      `Via: SIP/2.0/UDP ${this.address}:${this.socket.address().port};branch=${branch}`,
-      "Max-Forwards: 70",
-      `From: <sip:peer@${this.address}>;tag=p${callId}`,
-      "To: <sip:service@127.0.0.1>",
-      `Call-ID: ${callId}`,
-      "CSeq: 1 OPTIONS",
-      "Content-Length: 0",
-      "",
-      "",
-    ].join("\r\n");
+    const text = optionsRequest(
+      { address: this.address, port: this.socket.address().port },
+      this.target,
+      callId,
+      branch,
+    );
     this.socket.send(text, this.target, "127.0.0.1");
     return callId;
   }
