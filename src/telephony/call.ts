@@ -361,10 +361,13 @@ export class Call extends EventEmitter<CallEvents> {
   }
 
   #ended(end: CallEnd): void {
-    if (this.#state !== "answered") {
-      if (this.#state === "calling" || this.#state === "ringing") this.#finish();
+    if (this.#state === "calling" || this.#state === "ringing") {
+      // A session that ends before the call was answered (our 2xx never ACKed, RFC 3261 section
+      // 13.3.1.4) is a call that failed: said so, so that whoever waits on it (accept) is told.
+      this.fail({ status: 408, reason: end.reason });
       return;
     }
+    if (this.#state !== "answered") return;
     this.#setState("ended");
     this.#finish();
     this.emit("ended", end);
@@ -495,6 +498,16 @@ export class OutgoingCall extends Call {
   }
 }
 
+/** Where an incoming call came from. */
+export interface CallOrigin {
+  /** The INVITE's sender as per-source limits count it (an IPv4 address, or an IPv6 /64). */
+  readonly source: string;
+  /** Whether the sender is a configured peer (a trunk, an edge): its calls are many people's. */
+  readonly peer: boolean;
+  /** The INVITE's Call-ID, for log lines an operator's tools match (fail2ban). */
+  readonly callId: string;
+}
+
 /** A call that reaches us: ring, accept or reject it. */
 export class IncomingCall extends Call {
   readonly #invite: IncomingInviteSession;
@@ -508,6 +521,7 @@ export class IncomingCall extends Call {
     readonly from: string,
     /** The Request-URI's user part: the number called. */
     readonly to: string,
+    readonly origin: CallOrigin,
     srtp: SrtpPolicy = "off",
   ) {
     super(host, "inbound", from, { srtp });
@@ -583,9 +597,14 @@ export class IncomingCall extends Call {
     });
   }
 
-  reject(status = 486, reason = "Busy Here"): void {
-    this.#invite.reject(status, reason);
+  /** Refuses the call; `retryAfterSeconds` tells the caller when to try again (a 503's Retry-After). */
+  reject(status = 486, reason = "Busy Here", retryAfterSeconds?: number): void {
     this.fail({ status, reason });
+    this.#invite.reject(
+      status,
+      reason,
+      retryAfterSeconds === undefined ? [] : [["Retry-After", String(retryAfterSeconds)]],
+    );
   }
 
   protected override abandon(status: number, reason: string): void {

@@ -6,11 +6,12 @@
 import { BlockList, isIPv6 } from "node:net";
 import { networkInterfaces } from "node:os";
 import { normalizeNanpNumber } from "../domain/phone.js";
-import { Call, type CallHost, IncomingCall, OutgoingCall, type SrtpPolicy } from "./call.js";
+import { Call, type CallHost, type CallOrigin, IncomingCall, OutgoingCall, type SrtpPolicy } from "./call.js";
 import { type MediaMix, MediaPlane, type MediaStream } from "./media/plane/media-plane.js";
 import { SRTP_SUITES, type SrtpSuite } from "./media/rtp/srtp.js";
 import { destinationOf, newCallId, newTag } from "./sip/dialog/dialog.js";
 import { parseSipUri } from "./sip/message/header-values.js";
+import type { TimerClock } from "./sip/transaction/timers.js";
 import { ServerLocator } from "./sip/transport/server-locator.js";
 import {
   type Destination,
@@ -18,6 +19,7 @@ import {
   SipTransport,
   type TransportStats,
 } from "./sip/transport/sip-transport.js";
+import { sourceOf } from "./sip/transport/source-address.js";
 import type { IncomingInviteSession } from "./sip/user-agent/invite-session.js";
 import { Registration } from "./sip/user-agent/registration.js";
 import type { SessionTimerSettings } from "./sip/user-agent/session-timer.js";
@@ -61,6 +63,8 @@ export interface TelephonyOptions {
   readonly serverDownMs?: number;
   /** Session timers (RFC 4028), in seconds: the interval asked for and the smallest taken (1800, 90). */
   readonly sessionTimer?: SessionTimerSettings;
+  /** What SIP's timers (RFC 3261 T1 and the rest) run on; default Node's timers (a fake in tests). */
+  readonly sipClock?: TimerClock;
   /**
    * Requests per second one source address may send, with a burst of twice that: past it they are
    * refused 503 with Retry-After, and past a burst of refusals dropped. Undefined: no limit.
@@ -137,6 +141,8 @@ export class Telephony implements CallHost {
   readonly #locator: ServerLocator;
   readonly #dialPlan: DialPlan;
   readonly #registrations: Registration[] = [];
+  /** The configured peers (trunks, edges, BRIDGELINE_SIP_TRUSTED); undefined when anyone may call. */
+  readonly #trusted: BlockList | undefined;
   #onIncomingCall: ((call: IncomingCall) => void) | undefined;
   #closing: Promise<void> | undefined;
 
@@ -146,7 +152,9 @@ export class Telephony implements CallHost {
     locator: ServerLocator,
     dialPlan: DialPlan,
     options: TelephonyOptions,
+    trusted: BlockList | undefined,
   ) {
+    this.#trusted = trusted;
     this.#transport = transport;
     this.#locator = locator;
     this.#dialPlan = dialPlan;
@@ -186,6 +194,7 @@ export class Telephony implements CallHost {
     const rate = options.requestRatePerSource;
     agent = new UserAgent(transport, {
       sessionTimer: options.sessionTimer,
+      clock: options.sipClock,
       requestRate: rate === undefined ? undefined : { perSecond: rate, burst: 2 * rate },
       onDrop: (reason) => logger?.debug({}, `SIP: ${reason}`),
       trusted:
@@ -198,7 +207,7 @@ export class Telephony implements CallHost {
           `SIP request from an untrusted source ${options.untrustedRequests === "drop" ? "dropped" : "refused"}`,
         ),
     });
-    const telephony = new Telephony(transport, agent, locator, dialPlan, options);
+    const telephony = new Telephony(transport, agent, locator, dialPlan, options, trusted);
     for (const trunk of dialPlan.trunks) telephony.#register(trunk);
     return telephony;
   }
@@ -519,7 +528,14 @@ export class Telephony implements CallHost {
     }
     // The handler decides first (a number not served is 404 whatever the offer); accept() refuses
     // an offer without a common codec (or, with SRTP required, without a key) with 488.
-    const call = new IncomingCall(this, session, fromUser, toUser, srtp);
+    const address = session.source?.address;
+    const origin: CallOrigin = {
+      source: address === undefined ? "unknown" : sourceOf(address),
+      peer:
+        address !== undefined && this.#trusted?.check(address, isIPv6(address) ? "ipv6" : "ipv4") === true,
+      callId: invite.headers.callId ?? "",
+    };
+    const call = new IncomingCall(this, session, fromUser, toUser, origin, srtp);
     this.#options.observer?.received();
     this.#calls.add(call);
     this.#options.logger?.info({ from: fromUser, to: toUser }, "incoming call");

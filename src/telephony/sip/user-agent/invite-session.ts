@@ -71,7 +71,10 @@ export interface SessionListener {
   confirmed?(remoteSdp: string): void;
   /** UAC: a final non-2xx (or 408 on timeout, 503 on transport error). UAS: CANCELled before answer. */
   failed?(status: number, reason: string): void;
-  /** The confirmed session ended. */
+  /**
+   * The session ended: a confirmed one, or one that never was (after `failed`, which comes first; or
+   * alone, as a UAS whose 2xx was never ACKed).
+   */
   ended?(by: SessionEndedBy, reason: string): void;
   /** A re-INVITE offer from the peer: the answer SDP, or a status to refuse it with (488). */
   reoffer?(remoteSdp: string): { answer: string } | { status: number };
@@ -478,7 +481,8 @@ export abstract class InviteSession {
         return;
       }
       transaction.respond(ok);
-      interval = Math.min(2 * interval, T2);
+      // Doubling up to T2, and never past 64*T1: the session ends when that has passed, not later.
+      interval = Math.min(2 * interval, T2, TIMER_H - elapsed);
       pending.timer = this.host.clock.setTimeout(fire, interval);
     };
     pending.timer = this.host.clock.setTimeout(fire, interval);
@@ -496,7 +500,7 @@ export abstract class InviteSession {
   }
 
   protected ackTimedOut(): void {
-    this.bye();
+    this.bye("no ACK");
   }
 
   protected end(by: SessionEndedBy, reason: string): void {
@@ -645,23 +649,23 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     }
     if ((response.status === 401 || response.status === 407) && this.#retryWithCredentials(response)) return;
     if (response.status === 422 && this.#retryWithLongerInterval(response)) return;
-    this.end("error", response.reason);
     this.listener.failed?.(response.status, response.reason);
+    this.end("error", response.reason);
   }
 
   onTimeout(): void {
     if (this.#final || this.#failOver("no answer (Timer B)")) return;
     this.#final = true;
-    this.end("error", "timeout");
     this.listener.failed?.(408, "Request Timeout");
+    this.end("error", "timeout");
   }
 
   onTransportError(error: Error): void {
     if (this.#final || this.#failOver(error.message)) return;
     this.#final = true;
-    this.end("error", error.message);
     // The reason says what failed (a refused connection, a TLS certificate that did not verify).
     this.listener.failed?.(503, `Service Unavailable: ${error.message}`);
+    this.end("error", error.message);
   }
 
   /**
@@ -699,8 +703,8 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     const dialog = early !== undefined && early.id === made?.id ? early : made;
     const destination = dialog?.destination;
     if (dialog === undefined || destination === undefined) {
-      this.end("error", "unusable 2xx");
       this.listener.failed?.(502, "Bad Gateway");
+      this.end("error", "unusable 2xx");
       return;
     }
     this.dialog = dialog;
@@ -712,8 +716,8 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     if (timer !== undefined) this.startSessionTimer(timer.interval, timer.refresher ?? "uac");
     if (this.#cancelRequested) {
       // Section 9.1 / 15: the 2xx crossed our CANCEL; the call is ended with BYE.
-      this.bye();
       this.listener.failed?.(487, "Request Terminated");
+      this.bye();
       return;
     }
     this.listener.confirmed?.(response.body.toString());
@@ -834,7 +838,7 @@ export class IncomingInviteSession extends InviteSession {
     readonly transaction: InviteServerTransaction,
     localTag: string,
     /** Where the INVITE came from (a caller behind NAT is reached there). */
-    private readonly source?: MessageSource,
+    readonly source?: MessageSource,
   ) {
     super(host, invite);
     this.#localTag = localTag;
@@ -961,8 +965,8 @@ export class IncomingInviteSession extends InviteSession {
     if (this.#final) return;
     this.#final = true;
     this.transaction.respond(responseTo(this.invite, 487, "Request Terminated", { toTag: this.#localTag }));
-    this.end("remote", "cancelled");
     this.listener.failed?.(487, "Request Terminated");
+    this.end("remote", "cancelled");
   }
 
   protected override acknowledged(ack: SipRequest): void {
