@@ -52,7 +52,7 @@ export interface WebhookConfig {
   retrySeconds: number;
 }
 
-/** How conferences run (BRIDGELINE_EMPTY_GRACE_SECONDS, _NO_SHOW_MINUTES, _MAX_PARTICIPANTS, _WRONG_PIN_*, _DENIED_NUMBERS, _MAX_CALLS_*). */
+/** How conferences run (BRIDGELINE_EMPTY_GRACE_SECONDS, _NO_SHOW_MINUTES, _MAX_PARTICIPANTS, _WRONG_PIN*, _PIN_PROMPT_*, _DENIED_NUMBERS, _MAX_CALLS_*). */
 export interface ConferencesConfig {
   /** E.164 prefixes attendees' numbers may not start with, besides the fixed rules (toll fraud). */
   deniedNumberPrefixes: string[];
@@ -69,6 +69,11 @@ export interface ConferencesConfig {
   /** Wrong PINs a caller may type within the window, over any calls, before its calls are refused. */
   wrongPinLimit: number;
   wrongPinWindowMinutes: number;
+  /** Wrong PINs all callers together may type in a minute, over every instance, before dial-in is refused. */
+  wrongPinsPerMinute: number;
+  /** Callers at the PIN prompt at once, and from one source that is not a configured peer. */
+  pinPromptPlaces: number;
+  pinPromptPlacesPerSource: number;
 }
 
 /** Notification e-mail (BRIDGELINE_SMTP_URL, _MAIL_FROM, _SUPPORT_*, _MAIL_RETRY_SECONDS). */
@@ -555,6 +560,9 @@ export function loadConfig(env: Env = process.env): Config {
         : null,
       wrongPinLimit: readPositiveInteger(env, "BRIDGELINE_WRONG_PIN_LIMIT", 10),
       wrongPinWindowMinutes: readPositiveInteger(env, "BRIDGELINE_WRONG_PIN_WINDOW_MINUTES", 15),
+      wrongPinsPerMinute: readPositiveInteger(env, "BRIDGELINE_WRONG_PINS_PER_MINUTE", 60),
+      pinPromptPlaces: readPositiveInteger(env, "BRIDGELINE_PIN_PROMPT_PLACES", 100),
+      pinPromptPlacesPerSource: readPositiveInteger(env, "BRIDGELINE_PIN_PROMPT_PLACES_PER_SOURCE", 10),
     },
   };
 }

@@ -24,6 +24,7 @@ import {
   unreachableReason,
 } from "./store/database.js";
 import { speak } from "./telephony/media/speech.js";
+import type { TimerClock } from "./telephony/sip/transaction/timers.js";
 import { Telephony } from "./telephony/telephony.js";
 import { loadSipTlsMaterial, loadTlsMaterial, type TlsMaterial } from "./tls.js";
 import { WebhookWorker } from "./webhooks/webhook-worker.js";
@@ -50,6 +51,8 @@ export interface ServiceOptions {
   readonly allowMediaFaultInjection?: boolean;
   /** The clock that schedules webhook attempts (tests of the day-long retry schedule). */
   readonly webhookClock?: () => Date;
+  /** What SIP's timers run on (tests of what happens after 64*T1). */
+  readonly sipClock?: TimerClock;
 }
 
 /** Wires the store, the API and the listeners; the one place that knows them all. */
@@ -89,6 +92,7 @@ export async function startService(
       requestRatePerSource: sip.requestRatePerSource,
       maxCalls: sip.maxCalls,
       allowMediaFaultInjection: options.allowMediaFaultInjection,
+      sipClock: options.sipClock,
       tls: { port: sip.tlsPort ?? (sip.port === 0 ? 0 : sip.port + 1), ...sipTls.material },
       tlsCa: sipTls.ca,
       trustedSources: sip.trusted,
@@ -133,6 +137,11 @@ export async function startService(
     pinFailures: {
       limit: config.conferences.wrongPinLimit,
       windowMs: config.conferences.wrongPinWindowMinutes * 60_000,
+    },
+    serviceWrongPins: { limit: config.conferences.wrongPinsPerMinute, windowMs: 60_000 },
+    pinPrompt: {
+      total: config.conferences.pinPromptPlaces,
+      perSource: config.conferences.pinPromptPlacesPerSource,
     },
     attempts: attemptCounts(store),
     logger: logger.child({ component: "conferences" }),

@@ -114,6 +114,12 @@ export class ServiceMetrics {
     "bridgeline_wrong_pins_total",
     "Wrong PINs typed by callers to this instance",
   );
+  readonly #dialInsRefused = this.#counter(
+    "bridgeline_dial_ins_refused_total",
+    "Calls to an access number refused before the PIN prompt, by reason (prompt-full, source-full: 503; caller-wrong-pins: 403; service-wrong-pins: 503)",
+    ["reason"],
+  );
+  readonly #atPinPrompt = this.#gauge("bridgeline_pin_prompt_callers", "Callers at the PIN prompt now");
   readonly #eventStreams = this.#gauge("bridgeline_event_streams", "Open event streams (SSE clients)");
   readonly #pool = this.#gauge(
     "bridgeline_database_pool_connections",
@@ -217,6 +223,9 @@ export class ServiceMetrics {
     this.#legs.set({ state: "joined" }, legs.joined);
     setCounter(this.#dialIns, {}, conferences.dialIns);
     setCounter(this.#wrongPins, {}, conferences.wrongPins);
+    for (const [reason, count] of Object.entries(conferences.dialInsRefused))
+      setCounter(this.#dialInsRefused, { reason }, count);
+    this.#atPinPrompt.set(conferences.atPinPrompt);
     this.#eventStreams.set(sources.eventFeed.subscribers);
     const sip = sources.sipStats();
     setCounter(this.#sipLimited, { outcome: "refused" }, sip.requestRate?.refused ?? 0);

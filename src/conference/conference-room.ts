@@ -27,7 +27,6 @@ import {
   type EmptyConferencePeriods,
   emptyConferenceEnd,
   lectureModeMuting,
-  moderatorLeavingEnds,
 } from "../domain/conference.js";
 import type { ConferenceEventType } from "../domain/event.js";
 import { type CallingPolicy, whyNotCallable } from "../domain/phone.js";
@@ -290,6 +289,8 @@ export class ConferenceRoom {
    * here): into the room as the attendee the store matched, as moderator when it used the moderator PIN.
    */
   admit(call: ConferenceCall, attendeeId: number, moderator: boolean): void {
+    // A call over before it got here has had its end: admitted, it would stay connected for ever.
+    if (call.state !== "answered") return;
     if (this.#state === "ended") {
       call.hangup();
       return;
@@ -529,8 +530,8 @@ export class ConferenceRoom {
         "attendee disconnected",
       );
       if (leg.joined) this.#announcements.left(leg);
-      if (leg.moderator && leg.joined && moderatorLeavingEnds(leg.call.direction === "inbound"))
-        this.#end("the moderator left");
+      // The seed's rule: a moderator's disconnection ends the conference, however they joined.
+      if (leg.moderator && leg.joined) this.#end("the moderator left");
       else this.#endIfEmpty();
     });
   }

@@ -4,10 +4,16 @@
  * access number. The rooms' audio is the telephone's: nothing here is ticked.
  */
 import type { Conference, EmptyConferencePeriods } from "../domain/conference.js";
-import { type CallingPolicy, normalizeNanpNumber, OPEN_CALLING_POLICY } from "../domain/phone.js";
+import {
+  type CallingPolicy,
+  callerNumberKey,
+  normalizeNanpNumber,
+  OPEN_CALLING_POLICY,
+} from "../domain/phone.js";
 import type { AttemptCounts } from "../store/attempt-counts.js";
 import { ConferenceRoom, type RoomLogger } from "./conference-room.js";
 import { answerDialIn, HANDOFF_HEADER } from "./dial-in.js";
+import { PinPromptPlaces, type PlaceRefusal } from "./pin-prompt-places.js";
 import type { ConferenceStore, IncomingConferenceCall, Speak, Telephone } from "./ports.js";
 
 export interface ConferenceRuntimeOptions {
@@ -28,10 +34,18 @@ export interface ConferenceRuntimeOptions {
    * before its calls are refused 403 until the window ends; default 10 in 15 minutes.
    */
   readonly pinFailures?: { readonly limit: number; readonly windowMs: number };
+  /**
+   * Wrong PINs all callers together may type within the window, over every instance, before dial-in
+   * is refused 503 until the window ends (a guesser rotating caller IDs); default 60 a minute.
+   */
+  readonly serviceWrongPins?: { readonly limit: number; readonly windowMs: number };
   /** Where wrong PINs are counted: the store's attempt counts, which the instances share. */
   readonly attempts: AttemptCounts;
-  /** Callers at the PIN prompt at once, past which a caller is refused 503; default 100. */
-  readonly maxCallersAtPinPrompt?: number;
+  /**
+   * Callers at the PIN prompt at once, in all and from one stranger's source (not a configured
+   * trunk or edge), past which a caller is refused 503; default 100 and 10.
+   */
+  readonly pinPrompt?: { readonly total: number; readonly perSource: number };
   /** How often rooms re-read their conference and attendees (and check whether empty ones end). */
   readonly refreshIntervalMs?: number;
 }
@@ -40,9 +54,18 @@ const DEFAULT_REFRESH_INTERVAL_MS = 500;
 /**
  * Callers at the PIN prompt at once: each holds a call, a media stream and prompts playing for up to
  * three tries of 10 s, while a PIN typed lets them into a room; more at once is a flood, not callers.
+ * One stranger's address gets a tenth of the places, so that a scanner leaves the rest to callers.
  */
-export const MAX_CALLERS_AT_PIN_PROMPT = 100;
+export const PIN_PROMPT_PLACES = { total: 100, perSource: 10 };
+/** A place at the prompt frees within one caller's three tries; try again after about that. */
+export const PIN_PROMPT_RETRY_AFTER_SECONDS = 10;
 const DEFAULT_PIN_FAILURES = { limit: 10, windowMs: 15 * 60_000 };
+const DEFAULT_SERVICE_WRONG_PINS = { limit: 60, windowMs: 60_000 };
+/** The attempt-count key of every wrong PIN typed to the service. */
+const SERVICE_WRONG_PINS_KEY = "wrong-pins-service";
+
+/** Why a call to an access number was refused before its PIN prompt. */
+export type DialInRefusal = PlaceRefusal | "service-wrong-pins" | "caller-wrong-pins";
 
 export class ConferenceRuntime {
   readonly #options: ConferenceRuntimeOptions;
@@ -51,11 +74,18 @@ export class ConferenceRuntime {
   /** The access numbers' 10-digit national numbers. */
   readonly #accessNumbers: Set<string>;
   readonly #pinFailures: { readonly limit: number; readonly windowMs: number };
+  readonly #serviceWrongPins: { readonly limit: number; readonly windowMs: number };
+  /** Callers from the call's arrival until they are in a room or gone. */
+  readonly #pinPrompt: PinPromptPlaces;
   #refreshing = false;
   #dialIns = 0;
-  /** Callers from the call's arrival until they are in a room or gone. */
-  #atPinPrompt = 0;
   #wrongPinCount = 0;
+  readonly #refused: Record<DialInRefusal, number> = {
+    "prompt-full": 0,
+    "source-full": 0,
+    "service-wrong-pins": 0,
+    "caller-wrong-pins": 0,
+  };
 
   constructor(options: ConferenceRuntimeOptions) {
     this.#options = options;
@@ -63,6 +93,8 @@ export class ConferenceRuntime {
       options.accessNumbers.map((number) => normalizeNanpNumber(number)?.subscriberNumber ?? number),
     );
     this.#pinFailures = options.pinFailures ?? DEFAULT_PIN_FAILURES;
+    this.#serviceWrongPins = options.serviceWrongPins ?? DEFAULT_SERVICE_WRONG_PINS;
+    this.#pinPrompt = new PinPromptPlaces(options.pinPrompt ?? PIN_PROMPT_PLACES);
     options.telephone.onIncomingCall((call) => {
       const token = call.header(HANDOFF_HEADER);
       if (token !== undefined) {
@@ -77,16 +109,20 @@ export class ConferenceRuntime {
         call.reject(404, "Not Found");
         return;
       }
-      if (this.#atPinPrompt >= (options.maxCallersAtPinPrompt ?? MAX_CALLERS_AT_PIN_PROMPT)) {
-        options.logger.warn(
-          { from: call.from },
-          "dial-in: call refused, as many callers at the PIN prompt as allowed",
-        );
-        call.reject(503, "Service Unavailable");
+      const place = this.#pinPrompt.take(call.origin);
+      if (typeof place === "string") {
+        this.#refuseAtPrompt(call, place);
         return;
       }
-      this.#atPinPrompt++;
-      void this.#dialIn(call).finally(() => this.#atPinPrompt--);
+      // The place is given back when the call is in a room or gone, whichever way it goes: the
+      // dial-in settling, or the call failing or ending first (unanswered, unACKed, hung up).
+      call.on("failed", place);
+      call.on("ended", place);
+      void this.#dialIn(call).finally(() => {
+        call.off("failed", place);
+        call.off("ended", place);
+        place();
+      });
     });
     this.#refreshTimer = setInterval(
       () => void this.#refreshAll(),
@@ -108,6 +144,16 @@ export class ConferenceRuntime {
   /** Wrong PINs typed by callers since start. */
   get wrongPins(): number {
     return this.#wrongPinCount;
+  }
+
+  /** Calls to an access number refused before the PIN prompt since start, by reason. */
+  get dialInsRefused(): Readonly<Record<DialInRefusal, number>> {
+    return this.#refused;
+  }
+
+  /** Callers at the PIN prompt now. */
+  get atPinPrompt(): number {
+    return this.#pinPrompt.taken;
   }
 
   /** The calls in this instance's rooms: in the greeting, or joined into the audio. */
@@ -154,37 +200,75 @@ export class ConferenceRuntime {
     });
   }
 
+  /** A caller refused a place at the PIN prompt: 503, try again once places free. */
+  #refuseAtPrompt(call: IncomingConferenceCall, why: PlaceRefusal): void {
+    this.#refused[why]++;
+    this.#options.logger.warn(
+      { from: call.from, source: call.origin.source, callId: call.origin.callId },
+      why === "prompt-full"
+        ? "dial-in: call refused, as many callers at the PIN prompt as allowed"
+        : "dial-in: call refused, as many callers at the PIN prompt from this source as allowed",
+    );
+    call.reject(503, "Service Unavailable", PIN_PROMPT_RETRY_AFTER_SECONDS);
+  }
+
   /**
-   * A call to an access number: refused 403 while its caller has no wrong PINs left in the window
-   * (counted by every instance), else answered and asked for a PIN.
+   * A call to an access number: refused 403 while its caller has no wrong PINs left in the window,
+   * 503 while the service as a whole has none (both counted by every instance), else answered and
+   * asked for a PIN.
    */
   async #dialIn(call: IncomingConferenceCall): Promise<void> {
     const { logger, attempts } = this.#options;
-    const key = `wrong-pin:${call.from}`;
+    const { source, callId } = call.origin;
+    // The caller's number however written; a caller ID that is no number is counted by its source.
+    const key = `wrong-pin:${callerNumberKey(call.from) ?? `source:${source}`}`;
     let wrongPins: Awaited<ReturnType<AttemptCounts["read"]>>;
+    let serviceWrongPins: Awaited<ReturnType<AttemptCounts["read"]>>;
     try {
-      wrongPins = await attempts.read(key);
+      [wrongPins, serviceWrongPins] = await Promise.all([
+        attempts.read(key),
+        attempts.read(SERVICE_WRONG_PINS_KEY),
+      ]);
     } catch (error) {
       logger.warn({ err: error, from: call.from }, "dial-in: wrong PINs could not be read; call refused");
       call.reject(503, "Service Unavailable");
       return;
     }
     if (wrongPins !== undefined && wrongPins.count >= this.#pinFailures.limit) {
+      this.#refused["caller-wrong-pins"]++;
       logger.warn(
-        { from: call.from, retryAfterSeconds: Math.ceil((wrongPins.endsAt - Date.now()) / 1000) },
+        {
+          from: call.from,
+          source,
+          callId,
+          retryAfterSeconds: Math.ceil((wrongPins.endsAt - Date.now()) / 1000),
+        },
         "dial-in: call refused, too many wrong PINs from this caller",
       );
       call.reject(403, "Forbidden");
       return;
     }
-    // The caller may have given up while the count was read.
-    if (call.state === "ended" || call.state === "failed") return;
+    if (serviceWrongPins !== undefined && serviceWrongPins.count >= this.#serviceWrongPins.limit) {
+      this.#refused["service-wrong-pins"]++;
+      const retryAfterSeconds = Math.max(1, Math.ceil((serviceWrongPins.endsAt - Date.now()) / 1000));
+      logger.warn(
+        { from: call.from, source, callId, retryAfterSeconds },
+        "dial-in: call refused, too many wrong PINs to the service",
+      );
+      call.reject(503, "Service Unavailable", retryAfterSeconds);
+      return;
+    }
+    // The caller may have given up while the counts were read.
+    if (call.state !== "calling") return;
     call.ring();
     this.#dialIns++;
     await answerDialIn(call, {
       onWrongPin: () => {
         this.#wrongPinCount++;
-        attempts.count(key, this.#pinFailures.windowMs).catch((error: unknown) => {
+        Promise.all([
+          attempts.count(key, this.#pinFailures.windowMs),
+          attempts.count(SERVICE_WRONG_PINS_KEY, this.#serviceWrongPins.windowMs),
+        ]).catch((error: unknown) => {
           logger.warn({ err: error, from: call.from }, "dial-in: a wrong PIN could not be counted");
         });
       },

@@ -46,9 +46,15 @@ export const PIN_TRIES = 3;
 const MAX_PIN_KEYS = 12;
 export const PIN_TIMEOUT_MS = 10_000;
 
+/**
+ * Answers a caller and takes it through the PIN prompt into its room. Every await may outlast the
+ * call (the caller hangs up while a prompt plays or the store answers): after each, the call's state
+ * is looked at again, and nothing is written or joined for a call that is over.
+ */
 export async function answerDialIn(call: IncomingConferenceCall, options: DialInOptions): Promise<void> {
   const { logger, store } = options;
   if (!(await call.accept())) return;
+  const live = () => call.state === "answered";
   const menu = new CallMenu(call);
   const farewell = async (...names: PromptName[]) => {
     menu.play({ prompts: [...names, "goodbye"] });
@@ -60,16 +66,22 @@ export async function answerDialIn(call: IncomingConferenceCall, options: DialIn
       menu.play({ prompts: ["enter-pin"] });
       const pin = await menu.collect({ terminator: "#", maxKeys: MAX_PIN_KEYS, timeoutMs: PIN_TIMEOUT_MS });
       menu.stopPlaying();
-      if (call.state !== "answered") return;
+      if (!live()) return;
       const target = pin === "" ? undefined : await store.findPinTarget(pin);
+      if (!live()) return;
       if (target === undefined) {
-        logger.info({ from: call.from, attempt }, "dial-in: wrong PIN");
+        // Warned with the source address and Call-ID: the line fail2ban-style tools match.
+        logger.warn(
+          { from: call.from, source: call.origin.source, callId: call.origin.callId, attempt },
+          "dial-in: wrong PIN",
+        );
         options.onWrongPin?.();
         if (attempt < PIN_TRIES) menu.play({ prompts: ["invalid-pin"] });
         continue;
       }
       const conferenceId = target.conferenceId;
       const place = conferenceId === undefined ? undefined : await placeOf(conferenceId, options);
+      if (!live()) return;
       if (conferenceId === undefined || place === undefined) {
         logger.info({ from: call.from, conferenceId }, "dial-in: conference not in progress");
         await farewell("not-started");
@@ -88,8 +100,8 @@ export async function answerDialIn(call: IncomingConferenceCall, options: DialIn
         moderator,
         new Date(),
       );
-      if (attendee === undefined || call.state !== "answered") {
-        if (call.state === "answered") await farewell("conference-locked");
+      if (attendee === undefined || !live()) {
+        if (live()) await farewell("conference-locked");
         return;
       }
       logger.info({ conferenceId, attendeeId: attendee.id, moderator }, "dial-in: caller admitted");
@@ -100,9 +112,10 @@ export async function answerDialIn(call: IncomingConferenceCall, options: DialIn
       menu.play({ prompts: ["joining"] });
       await menu.drained();
       menu.detach();
+      // A caller who hung up during the joining prompt is not admitted: its end has been and gone.
+      if (!live()) return;
       if ("room" in place.where) place.where.room.admit(call, attendee.id, moderator);
-      else if (call.state === "answered")
-        carry(call, roomUri(place.where.sipUri, conferenceId), token as string, options);
+      else carry(call, roomUri(place.where.sipUri, conferenceId), token as string, options);
       return;
     }
     logger.info({ from: call.from }, "dial-in: three wrong PINs");

@@ -130,12 +130,15 @@ export interface IncomingConferenceCall extends ConferenceCall {
   readonly from: string;
   /** The number dialled. */
   readonly to: string;
+  /** Who sent it: its source as limits count it, whether a configured peer, and its Call-ID. */
+  readonly origin: { readonly source: string; readonly peer: boolean; readonly callId: string };
   /** A header of the INVITE. */
   header(name: string): string | undefined;
   ring(): void;
   /** Answers; true once the call is set up, false when it could not be. */
   accept(): Promise<boolean>;
-  reject(status?: number, reason?: string): void;
+  /** Refuses it; `retryAfterSeconds` says when to try again. */
+  reject(status?: number, reason?: string, retryAfterSeconds?: number): void;
 }
 
 /** Spoken text (espeak-ng), or null when the machine cannot speak. */

@@ -16,6 +16,15 @@ export function normalizeNanpNumber(input: string): NanpNumber | null {
   return { countryCode: "1", subscriberNumber: phone.nationalNumber };
 }
 
+/**
+ * A caller's number as one key however it was written (`+16045550380`, `16045550380` and
+ * `6045550380` are one caller): its E.164 form, or undefined when the caller ID is not a number.
+ */
+export function callerNumberKey(callerId: string): string | undefined {
+  const phone = parsePhoneNumberFromString(callerId, { defaultCountry: "US", extract: false });
+  return phone?.isPossible() ? phone.number : undefined;
+}
+
 /** Which calls a conference may place besides the rules below (settings). */
 export interface CallingPolicy {
   /** E.164 prefixes never called, e.g. `+1876`. */

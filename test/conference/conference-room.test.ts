@@ -231,22 +231,37 @@ test("locked dial-in still lets the moderator in, so an empty locked conference 
   assert.deepEqual(h.store.of("end"), []);
 });
 
-test("a moderator who dialled in hanging up does not end the conference; it ends after the grace period", async (t) => {
-  t.mock.timers.enable({ apis: ["Date"], now: 0 });
+test("a moderator who dialled in hanging up ends the conference for everyone (the seed's rule)", async () => {
   const h = await startRoom({ attendees: [], acceptsDialIn: true });
   const moderator = await answeredCaller();
   const member = await answeredCaller();
   h.room.admit(moderator, 1, true);
   h.room.admit(member, 2, false);
-  moderator.hangUpFarEnd();
-  await flush();
-  assert.equal(member.hungUp, false);
-  assert.deepEqual(h.store.of("end"), []);
   member.hangUpFarEnd();
   await flush();
-  t.mock.timers.tick(EMPTY_PERIODS.emptyGraceMs);
-  await refreshed(h);
-  assert.deepEqual(h.store.of("end"), [{ op: "end", reason: "no attendee left" }]);
+  assert.deepEqual(h.store.of("end"), [], "a member leaving ends nothing");
+  const another = await answeredCaller();
+  h.room.admit(another, 3, false);
+  moderator.hangUpFarEnd();
+  await flush();
+  assert.deepEqual(h.store.of("end"), [{ op: "end", reason: "the moderator left" }]);
+  assert.equal(another.hungUp, true);
+});
+
+test("a caller whose call ended before it was admitted is not taken into the room", async () => {
+  const h = await startRoom({ attendees: [], acceptsDialIn: true });
+  const caller = await answeredCaller();
+  caller.hangUpFarEnd();
+  await flush();
+  h.room.admit(caller, 1, false);
+  await flush();
+  assert.equal(caller.room, undefined, "never joined the mix");
+  assert.deepEqual(
+    h.store.writes.filter((write) => write.op === "call"),
+    [],
+    "nothing recorded as connected",
+  );
+  assert.equal(h.room.participants, 0);
 });
 
 test("the moderator's call failing lets the room go on without hold", async () => {

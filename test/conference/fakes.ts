@@ -55,7 +55,9 @@ export class FakeCall extends EventEmitter implements IncomingConferenceCall {
   readonly mutes: boolean[] = [];
   hungUp = false;
   rang = false;
-  rejected: { status: number | undefined; reason: string | undefined } | undefined;
+  rejected:
+    | { status: number | undefined; reason: string | undefined; retryAfterSeconds?: number }
+    | undefined;
   stops = 0;
   /** What the caller says when asked to record. */
   voice = new Int16Array(0);
@@ -66,6 +68,8 @@ export class FakeCall extends EventEmitter implements IncomingConferenceCall {
   relayedWith: FakeCall | undefined;
   /** The INVITE's headers (placed calls: those it was placed with). */
   readonly headers = new Map<string, string>();
+  /** Where the call came from (dial-in): a source of its own unless a test says otherwise. */
+  origin = { source: "192.0.2.1", peer: false, callId: "fake-call" };
   #stopRecording: (() => void) | undefined;
 
   constructor(direction: "outbound" | "inbound", to: string, from = "bridgeline") {
@@ -150,8 +154,9 @@ export class FakeCall extends EventEmitter implements IncomingConferenceCall {
     return Promise.resolve(true);
   }
 
-  reject(status?: number, reason?: string): void {
-    this.rejected = { status, reason };
+  reject(status?: number, reason?: string, retryAfterSeconds?: number): void {
+    this.rejected =
+      retryAfterSeconds === undefined ? { status, reason } : { status, reason, retryAfterSeconds };
     this.state = "failed";
   }
 
@@ -274,8 +279,14 @@ export class FakeTelephone implements Telephone {
   }
 
   /** A caller dials `to`, with the INVITE headers given. */
-  dialIn(from: string, to: string, headers: Record<string, string> = {}): FakeCall {
+  dialIn(
+    from: string,
+    to: string,
+    headers: Record<string, string> = {},
+    origin?: FakeCall["origin"],
+  ): FakeCall {
     const call = new FakeCall("inbound", to, from);
+    if (origin !== undefined) call.origin = origin;
     for (const [name, value] of Object.entries(headers)) call.headers.set(name, value);
     if (this.#incoming === undefined) throw new Error("no one takes incoming calls");
     this.#incoming(call);

@@ -5,7 +5,7 @@ import { ConferenceRuntime } from "../../src/conference/conference-runtime.js";
 import type { Conference } from "../../src/domain/conference.js";
 import { attemptCounts } from "../../src/store/attempt-counts.js";
 import { openSqliteStore } from "../../src/store/database.js";
-import { attendee, conference, FakeLogger, FakeStore, FakeTelephone, flush } from "./fakes.js";
+import { attendee, conference, FakeLogger, FakeStore, FakeTelephone, flush, flushUntil } from "./fakes.js";
 import { DATA_DIR, EMPTY_PERIODS } from "./harness.js";
 
 const ACCESS_NUMBER = "+16045550199";
@@ -26,7 +26,7 @@ test("past the callers allowed at the PIN prompt a caller is refused 503; one wh
     emptyPeriods: EMPTY_PERIODS,
     attempts: attemptCounts(attemptStore),
     refreshIntervalMs: 3_600_000,
-    maxCallersAtPinPrompt: 2,
+    pinPrompt: { total: 2, perSource: 2 },
   });
   conferences.run(store.conference as Conference);
   await flush();
@@ -35,7 +35,7 @@ test("past the callers allowed at the PIN prompt a caller is refused 503; one wh
   await flush();
   assert.equal(first.rang && second.rang, true);
   const third = telephone.dialIn("+17785550103", ACCESS_NUMBER);
-  assert.deepEqual(third.rejected, { status: 503, reason: "Service Unavailable" });
+  assert.deepEqual(third.rejected, { status: 503, reason: "Service Unavailable", retryAfterSeconds: 10 });
   // One types the PIN and goes into the room, one hangs up: both leave the prompt.
   first.press("1111#");
   second.hangUpFarEnd();
@@ -48,5 +48,94 @@ test("past the callers allowed at the PIN prompt a caller is refused 503; one wh
   assert.equal(fifth.rejected, undefined);
   assert.equal(fourth.rang && fifth.rang, true);
   for (const call of [first, fourth, fifth]) call.hangUpFarEnd();
+  await conferences.close();
+});
+
+test("one stranger's source holds only its share of the PIN prompt; other sources and a configured peer still get in", async () => {
+  const attemptStore = await openSqliteStore(path.join(DATA_DIR, "attempts-pin-prompt-source"));
+  after(() => attemptStore.close());
+  const telephone = new FakeTelephone();
+  const store = new FakeStore(conference(), [attendee(1, { dialIn: true })]);
+  const conferences = new ConferenceRuntime({
+    telephone,
+    store,
+    speak: async () => null,
+    logger: new FakeLogger(),
+    dataDir: DATA_DIR,
+    accessNumbers: [ACCESS_NUMBER],
+    emptyPeriods: EMPTY_PERIODS,
+    attempts: attemptCounts(attemptStore),
+    refreshIntervalMs: 3_600_000,
+    pinPrompt: { total: 6, perSource: 2 },
+  });
+  const scanner = { source: "203.0.113.9", peer: false, callId: "scan" };
+  const edge = { source: "198.51.100.1", peer: true, callId: "edge" };
+  const held = [1, 2].map((n) => telephone.dialIn(`+1778555010${n}`, ACCESS_NUMBER, {}, scanner));
+  const refused = telephone.dialIn("+17785550109", ACCESS_NUMBER, {}, scanner);
+  await flush();
+  assert.equal(
+    held.every((call) => call.rang),
+    true,
+  );
+  assert.deepEqual(refused.rejected, { status: 503, reason: "Service Unavailable", retryAfterSeconds: 10 });
+  assert.equal(conferences.dialInsRefused["source-full"], 1);
+  const other = telephone.dialIn("+16045550150", ACCESS_NUMBER, {}, { ...scanner, source: "203.0.113.10" });
+  const viaEdge = [1, 2, 3].map((n) => telephone.dialIn(`+1604555016${n}`, ACCESS_NUMBER, {}, edge));
+  await flush();
+  assert.equal(other.rejected, undefined);
+  assert.equal(
+    viaEdge.every((call) => call.rejected === undefined),
+    true,
+    "a configured peer's callers are many people: only the total caps them",
+  );
+  assert.equal(conferences.atPinPrompt, 6);
+  // The scanner's calls leave: its places come back.
+  for (const call of held) call.hangUpFarEnd();
+  await flush();
+  assert.equal(conferences.atPinPrompt, 4);
+  const again = telephone.dialIn("+17785550108", ACCESS_NUMBER, {}, scanner);
+  await flush();
+  assert.equal(again.rejected, undefined);
+  for (const call of [other, again, ...viaEdge]) call.hangUpFarEnd();
+  await flush();
+  assert.equal(conferences.atPinPrompt, 0);
+  await conferences.close();
+});
+
+test("past the wrong PINs the whole service may take in its window, every new caller is refused 503 until it ends", async () => {
+  const attemptStore = await openSqliteStore(path.join(DATA_DIR, "attempts-service-wrong-pins"));
+  after(() => attemptStore.close());
+  const telephone = new FakeTelephone();
+  const store = new FakeStore(conference(), [attendee(1, { dialIn: true })]);
+  const logger = new FakeLogger();
+  const conferences = new ConferenceRuntime({
+    telephone,
+    store,
+    speak: async () => null,
+    logger,
+    dataDir: DATA_DIR,
+    accessNumbers: [ACCESS_NUMBER],
+    emptyPeriods: EMPTY_PERIODS,
+    attempts: attemptCounts(attemptStore),
+    refreshIntervalMs: 3_600_000,
+    serviceWrongPins: { limit: 3, windowMs: 60_000 },
+  });
+  // Three guessers, each with a caller ID of its own (under the per-caller limit), one guess each.
+  const guessers = [1, 2, 3].map((n) => telephone.dialIn(`+1778555020${n}`, ACCESS_NUMBER));
+  await flush();
+  for (const guesser of guessers) guesser.press("424242#");
+  await flushUntil(() => conferences.wrongPins === 3);
+  for (const guesser of guessers) guesser.hangUpFarEnd();
+  await flush();
+  const next = telephone.dialIn("+17785550299", ACCESS_NUMBER);
+  await flushUntil(() => next.rejected !== undefined);
+  assert.equal(next.rejected?.status, 503);
+  const retryAfter = next.rejected?.retryAfterSeconds ?? 0;
+  assert.ok(retryAfter > 0 && retryAfter <= 60, `Retry-After ${retryAfter} within the window`);
+  assert.equal(next.rang, false, "refused before it rings");
+  assert.equal(conferences.dialInsRefused["service-wrong-pins"], 1);
+  assert.ok(
+    logger.lines.some((line) => line.message === "dial-in: call refused, too many wrong PINs to the service"),
+  );
   await conferences.close();
 });

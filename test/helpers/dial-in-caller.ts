@@ -119,6 +119,8 @@ export interface SippCallerOptions {
   readonly segments: readonly Segment[];
   /** Where the pcap is written. */
   readonly dir: string;
+  /** The loopback address it calls from; default 127.0.0.1. */
+  readonly localAddress?: string;
 }
 
 /**
@@ -137,5 +139,6 @@ export async function sippCaller(options: SippCallerOptions): Promise<Sipp> {
     keys: { caller: options.from },
     args: ["-s", options.accessNumber],
     timeoutSeconds: 60,
+    localAddress: options.localAddress,
   });
 }

@@ -1,7 +1,7 @@
 /**
  * Wrong-PIN throttling across calls, with real SIPp callers: a caller who types wrong PINs over two
- * calls reaches the limit (2 here), and its third call is refused 403 before it is answered, while
- * another caller is still taken.
+ * calls reaches the limit (2 here), and its next calls are refused 403 before they are answered,
+ * however its number is written, while another caller is still taken.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -51,16 +51,25 @@ describe("wrong PINs across calls", { skip }, () => {
     const wrong = api.logs.filter((line) => line.includes('"msg":"dial-in: wrong PIN"'));
     assert.equal(wrong.length, 2, "both guesses were heard as wrong PINs");
 
-    const refused = await Sipp.start({
-      scenario: "uac-refused.xml",
-      remote: `127.0.0.1:${api.service.sipPort}`,
-      keys: { caller: guesser },
-      args: ["-s", ACCESS_NUMBER],
-    });
-    cleanups.push(() => refused.stop());
-    await refused.expectSuccess();
-    assert.ok(
-      api.logs.some((line) => line.includes("dial-in: call refused, too many wrong PINs from this caller")),
+    const guess = JSON.parse(wrong[0] as string) as { source?: string; callId?: string };
+    assert.equal(guess.source, "127.0.0.1", "a wrong PIN is logged with its source address");
+    assert.ok(guess.callId, "and its Call-ID");
+
+    // The same caller however its number is written: it is one caller.
+    for (const spelling of [guesser, "6045550177", "16045550177"]) {
+      const refused = await Sipp.start({
+        scenario: "uac-refused.xml",
+        remote: `127.0.0.1:${api.service.sipPort}`,
+        keys: { caller: spelling },
+        args: ["-s", ACCESS_NUMBER],
+      });
+      cleanups.push(() => refused.stop());
+      await refused.expectSuccess();
+    }
+    assert.equal(
+      api.logs.filter((line) => line.includes("dial-in: call refused, too many wrong PINs from this caller"))
+        .length,
+      3,
     );
 
     const other = await sippCaller({
