@@ -167,12 +167,3 @@ export function emptyConferenceEnd(
     reason: dialInOpen ? "nobody joined" : "no attendee left",
   };
 }
-
-/**
- * Whether a moderator hanging up ends the conference for everyone: a moderator the service called
- * does (the room was held for them); one who dialled in does not, as a dropped line must not end a
- * call everyone dialled into (they can call back, or end it for everyone with `*9`).
- */
-export function moderatorLeavingEnds(dialledIn: boolean): boolean {
-  return !dialledIn;
-}
