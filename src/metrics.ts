@@ -119,7 +119,11 @@ export class ServiceMetrics {
     "Calls to an access number refused before the PIN prompt, by reason (prompt-full, source-full: 503; caller-wrong-pins: 403; service-wrong-pins: 503)",
     ["reason"],
   );
-  readonly #atPinPrompt = this.#gauge("bridgeline_pin_prompt_callers", "Callers at the PIN prompt now");
+  readonly #atPinPrompt = this.#gauge(
+    "bridgeline_pin_prompt_callers",
+    "Callers at the PIN prompt now, by state (answering: answered, not yet ACKed; answered)",
+    ["state"],
+  );
   readonly #eventStreams = this.#gauge("bridgeline_event_streams", "Open event streams (SSE clients)");
   readonly #pool = this.#gauge(
     "bridgeline_database_pool_connections",
@@ -225,7 +229,9 @@ export class ServiceMetrics {
     setCounter(this.#wrongPins, {}, conferences.wrongPins);
     for (const [reason, count] of Object.entries(conferences.dialInsRefused))
       setCounter(this.#dialInsRefused, { reason }, count);
-    this.#atPinPrompt.set(conferences.atPinPrompt);
+    const atPinPrompt = conferences.atPinPrompt;
+    this.#atPinPrompt.set({ state: "answering" }, atPinPrompt.held - atPinPrompt.answered);
+    this.#atPinPrompt.set({ state: "answered" }, atPinPrompt.answered);
     this.#eventStreams.set(sources.eventFeed.subscribers);
     const sip = sources.sipStats();
     setCounter(this.#sipLimited, { outcome: "refused" }, sip.requestRate?.refused ?? 0);

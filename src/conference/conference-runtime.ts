@@ -114,14 +114,17 @@ export class ConferenceRuntime {
         this.#refuseAtPrompt(call, place);
         return;
       }
-      // The place is given back when the call is in a room or gone, whichever way it goes: the
-      // dial-in settling, or the call failing or ending first (unanswered, unACKed, hung up).
-      call.on("failed", place);
-      call.on("ended", place);
+      // It counts towards the total once answered (ACKed), and is given back when the call is in
+      // a room or gone, whichever way it goes: the dial-in settling, or the call failing or ending
+      // first (unanswered, unACKed, hung up).
+      call.on("answered", place.answered);
+      call.on("failed", place.giveBack);
+      call.on("ended", place.giveBack);
       void this.#dialIn(call).finally(() => {
-        call.off("failed", place);
-        call.off("ended", place);
-        place();
+        call.off("answered", place.answered);
+        call.off("failed", place.giveBack);
+        call.off("ended", place.giveBack);
+        place.giveBack();
       });
     });
     this.#refreshTimer = setInterval(
@@ -151,9 +154,9 @@ export class ConferenceRuntime {
     return this.#refused;
   }
 
-  /** Callers at the PIN prompt now. */
-  get atPinPrompt(): number {
-    return this.#pinPrompt.taken;
+  /** Callers at the PIN prompt now: arrived (answered or not yet ACKed), and answered. */
+  get atPinPrompt(): { held: number; answered: number } {
+    return { held: this.#pinPrompt.held, answered: this.#pinPrompt.answered };
   }
 
   /** The calls in this instance's rooms: in the greeting, or joined into the audio. */

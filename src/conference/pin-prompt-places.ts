@@ -1,8 +1,10 @@
 /**
  * The places at the PIN prompt: each caller holds one from its call's arrival until it is in a room
- * or gone. There are only so many in all, and a stranger's source (an address not configured as a
- * trunk or edge) may hold only a few of them, so that one scanner cannot fill the prompt for
- * everybody. A place is given back once, whichever way the call leaves.
+ * or gone. A stranger's source (an address not configured as a trunk or edge) may hold only a few,
+ * so that one scanner cannot fill the prompt for everybody. The total bounds the callers answered
+ * (hearing prompts, typing keys): a call answered but never ACKed (a scanner's, 64*T1 long) costs
+ * no prompt, so many sources' unACKed INVITEs leave the prompt open to callers. A place is given
+ * back once, whichever way the call leaves.
  */
 
 /** Where a caller's call came from, as the PIN prompt counts it. */
@@ -15,10 +17,17 @@ export interface CallerSource {
 
 export type PlaceRefusal = "prompt-full" | "source-full";
 
+/** One caller's place: it counts towards the total once answered; given back once. */
+export interface PinPromptPlace {
+  answered(): void;
+  giveBack(): void;
+}
+
 export class PinPromptPlaces {
   readonly #total: number;
   readonly #perSource: number;
-  #taken = 0;
+  #held = 0;
+  #answered = 0;
   readonly #bySource = new Map<string, number>();
 
   constructor(limits: { readonly total: number; readonly perSource: number }) {
@@ -26,9 +35,14 @@ export class PinPromptPlaces {
     this.#perSource = limits.perSource;
   }
 
-  /** Places held now, in all. */
-  get taken(): number {
-    return this.#taken;
+  /** Places held now, answered or not. */
+  get held(): number {
+    return this.#held;
+  }
+
+  /** Places held now by callers answered (at the prompt proper). */
+  get answered(): number {
+    return this.#answered;
   }
 
   /** Places held now by one source. */
@@ -36,21 +50,29 @@ export class PinPromptPlaces {
     return this.#bySource.get(source) ?? 0;
   }
 
-  /** Takes a place for a caller: the function that gives it back (once), or why there is none. */
-  take(caller: CallerSource): (() => void) | PlaceRefusal {
-    if (this.#taken >= this.#total) return "prompt-full";
+  /** Takes a place for a caller, or says why there is none. */
+  take(caller: CallerSource): PinPromptPlace | PlaceRefusal {
+    if (this.#answered >= this.#total) return "prompt-full";
     const held = this.heldBy(caller.source);
     if (!caller.peer && held >= this.#perSource) return "source-full";
-    this.#taken++;
+    this.#held++;
     this.#bySource.set(caller.source, held + 1);
-    let given = false;
-    return () => {
-      if (given) return;
-      given = true;
-      this.#taken--;
-      const left = this.heldBy(caller.source) - 1;
-      if (left === 0) this.#bySource.delete(caller.source);
-      else this.#bySource.set(caller.source, left);
+    let state: "arrived" | "answered" | "given-back" = "arrived";
+    return {
+      answered: () => {
+        if (state !== "arrived") return;
+        state = "answered";
+        this.#answered++;
+      },
+      giveBack: () => {
+        if (state === "given-back") return;
+        if (state === "answered") this.#answered--;
+        state = "given-back";
+        this.#held--;
+        const left = this.heldBy(caller.source) - 1;
+        if (left === 0) this.#bySource.delete(caller.source);
+        else this.#bySource.set(caller.source, left);
+      },
     };
   }
 }

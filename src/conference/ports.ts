@@ -42,6 +42,7 @@ export interface ConferenceCall {
   on(event: "ended", listener: (end: CallEnd) => void): unknown;
   on(event: "digit", listener: (key: string) => void): unknown;
   on(event: "talking", listener: (talking: boolean) => void): unknown;
+  off(event: "answered", listener: () => void): unknown;
   off(event: "failed", listener: (failure: CallFailure) => void): unknown;
   off(event: "ended", listener: (end: CallEnd) => void): unknown;
   off(event: "digit", listener: (key: string) => void): unknown;

@@ -149,8 +149,18 @@ export class FakeCall extends EventEmitter implements IncomingConferenceCall {
     this.state = "ringing";
   }
 
+  /** Whether the caller ACKs our 2xx (a scanner does not: accept waits until the call fails). */
+  acks = true;
+
   accept(): Promise<boolean> {
+    if (!this.acks) {
+      return new Promise((resolve) => {
+        this.once("failed", () => resolve(false));
+        this.once("ended", () => resolve(false));
+      });
+    }
     this.state = "answered";
+    this.emit("answered");
     return Promise.resolve(true);
   }
 

@@ -10,7 +10,7 @@ import { DATA_DIR, EMPTY_PERIODS } from "./harness.js";
 
 const ACCESS_NUMBER = "+16045550199";
 
-test("past the callers allowed at the PIN prompt a caller is refused 503; one who leaves makes room", async () => {
+test("past the callers answered at the PIN prompt a caller is refused 503, unACKed calls not counted; one who leaves makes room", async () => {
   const attemptStore = await openSqliteStore(path.join(DATA_DIR, "attempts-pin-prompt-limit"));
   after(() => attemptStore.close());
   const telephone = new FakeTelephone();
@@ -30,24 +30,34 @@ test("past the callers allowed at the PIN prompt a caller is refused 503; one wh
   });
   conferences.run(store.conference as Conference);
   await flush();
-  const first = telephone.dialIn("+17785550101", ACCESS_NUMBER);
-  const second = telephone.dialIn("+17785550102", ACCESS_NUMBER);
+  // Each from a source of its own: the total is what refuses.
+  const from = (n: number) => ({ source: `192.0.2.${n}`, peer: false, callId: `call-${n}` });
+  // A scanner's INVITEs, answered and never ACKed, from sources of their own: they cost no prompt.
+  const scanners = [11, 12, 13].map((n) => telephone.dialIn(`+17785550${n}0`, ACCESS_NUMBER, {}, from(n)));
+  for (const call of scanners) call.acks = false;
+  const first = telephone.dialIn("+17785550101", ACCESS_NUMBER, {}, from(1));
+  const second = telephone.dialIn("+17785550102", ACCESS_NUMBER, {}, from(2));
   await flush();
   assert.equal(first.rang && second.rang, true);
-  const third = telephone.dialIn("+17785550103", ACCESS_NUMBER);
+  assert.deepEqual(conferences.atPinPrompt, { held: 5, answered: 2 });
+  const third = telephone.dialIn("+17785550103", ACCESS_NUMBER, {}, from(3));
   assert.deepEqual(third.rejected, { status: 503, reason: "Service Unavailable", retryAfterSeconds: 10 });
   // One types the PIN and goes into the room, one hangs up: both leave the prompt.
   first.press("1111#");
   second.hangUpFarEnd();
   await flush();
   assert.ok(first.room !== undefined, "the first caller is in the room");
-  const fourth = telephone.dialIn("+17785550104", ACCESS_NUMBER);
-  const fifth = telephone.dialIn("+17785550105", ACCESS_NUMBER);
+  const fourth = telephone.dialIn("+17785550104", ACCESS_NUMBER, {}, from(4));
+  const fifth = telephone.dialIn("+17785550105", ACCESS_NUMBER, {}, from(5));
   await flush();
   assert.equal(fourth.rejected, undefined);
   assert.equal(fifth.rejected, undefined);
   assert.equal(fourth.rang && fifth.rang, true);
   for (const call of [first, fourth, fifth]) call.hangUpFarEnd();
+  // The unACKed calls end (64*T1 later, in life): their places come back too.
+  for (const call of scanners) call.fail(408, "no ACK");
+  await flush();
+  assert.deepEqual(conferences.atPinPrompt, { held: 0, answered: 0 });
   await conferences.close();
 });
 
@@ -88,17 +98,17 @@ test("one stranger's source holds only its share of the PIN prompt; other source
     true,
     "a configured peer's callers are many people: only the total caps them",
   );
-  assert.equal(conferences.atPinPrompt, 6);
+  assert.equal(conferences.atPinPrompt.held, 6);
   // The scanner's calls leave: its places come back.
   for (const call of held) call.hangUpFarEnd();
   await flush();
-  assert.equal(conferences.atPinPrompt, 4);
+  assert.equal(conferences.atPinPrompt.held, 4);
   const again = telephone.dialIn("+17785550108", ACCESS_NUMBER, {}, scanner);
   await flush();
   assert.equal(again.rejected, undefined);
   for (const call of [other, again, ...viaEdge]) call.hangUpFarEnd();
   await flush();
-  assert.equal(conferences.atPinPrompt, 0);
+  assert.equal(conferences.atPinPrompt.held, 0);
   await conferences.close();
 });
 

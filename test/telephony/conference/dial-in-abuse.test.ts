@@ -80,7 +80,7 @@ describe("a stranger's calls to an access number", { skip, concurrency: false },
     assert.equal(first.taken, PER_SOURCE, "the source's share is taken");
     assert.equal(first.refused.length, 2);
     for (const refusal of first.refused) assert.match(refusal, /^Retry-After: *10\s*$/im);
-    assert.equal(api.service.conferences.atPinPrompt, PER_SOURCE);
+    assert.equal(api.service.conferences.atPinPrompt.held, PER_SOURCE);
 
     // Meanwhile a caller from another address is answered and stays on for its call.
     const caller = await sippCaller({
@@ -97,14 +97,14 @@ describe("a stranger's calls to an access number", { skip, concurrency: false },
     // 64*T1 later the 2xx has gone unACKed: each session ends with BYE and gives its place back.
     clock.advance(TIMER_H);
     await until("the scanner's places are given back", async () =>
-      api.service.conferences.atPinPrompt === 0 ? true : undefined,
+      api.service.conferences.atPinPrompt.held === 0 ? true : undefined,
     );
     const again = await scan(PER_SOURCE);
     assert.equal(again.taken, PER_SOURCE, "the source is taken again");
     assert.deepEqual(again.refused, []);
     clock.advance(TIMER_H);
     await until("the second burst's places are given back", async () =>
-      api.service.conferences.atPinPrompt === 0 ? true : undefined,
+      api.service.conferences.atPinPrompt.held === 0 ? true : undefined,
     );
   });
 
@@ -151,6 +151,6 @@ describe("a stranger's calls to an access number", { skip, concurrency: false },
     assert.equal(attendees.length, 1);
     assert.notEqual(textOf(attendees[0] as XmlNode, "state"), "connected");
     assert.equal(api.service.conferences.legs.joined, 0, "nobody in the room's audio");
-    assert.equal(api.service.conferences.atPinPrompt, 0);
+    assert.equal(api.service.conferences.atPinPrompt.held, 0);
   });
 });
