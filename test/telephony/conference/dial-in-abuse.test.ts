@@ -99,6 +99,10 @@ describe("a stranger's calls to an access number", { skip, concurrency: false },
     await until("the scanner's places are given back", async () =>
       api.service.conferences.atPinPrompt.held === 0 ? true : undefined,
     );
+    // Their calls are over too: no call (nor its RTP port) is kept for them.
+    await until("the scanner's calls are over", async () =>
+      api.service.telephony.activeCalls === 0 ? true : undefined,
+    );
     const again = await scan(PER_SOURCE);
     assert.equal(again.taken, PER_SOURCE, "the source is taken again");
     assert.deepEqual(again.refused, []);
