@@ -113,6 +113,14 @@ export class Call extends EventEmitter<CallEvents> {
     return this.#encrypted;
   }
 
+  /**
+   * Whether the call's signalling travels over SIP over TLS: the transport the INVITE truly came
+   * on, or the one it went out on to the server that took it.
+   */
+  get signallingTls(): boolean {
+    return false;
+  }
+
   #encrypted = false;
   /** Whether the far end takes RFC 4733 events (once negotiated). */
   #telephoneEvents = false;
@@ -450,6 +458,10 @@ export class OutgoingCall extends Call {
   #offer: string | undefined;
   #ringTimer: NodeJS.Timeout | undefined;
 
+  override get signallingTls(): boolean {
+    return (this.session as OutgoingInviteSession | undefined)?.destination.transport === "TLS";
+  }
+
   /** Fails a call that could not be placed at all (bad number, no trunk). */
   notPlaced(status: number, reason: string): void {
     this.fail({ status, reason });
@@ -531,6 +543,10 @@ export class IncomingCall extends Call {
 
   ring(): void {
     this.#invite.ring();
+  }
+
+  override get signallingTls(): boolean {
+    return this.#invite.transport === "TLS";
   }
 
   protected override confirmed(remoteSdp: string): void {

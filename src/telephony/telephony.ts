@@ -124,6 +124,11 @@ export interface PlaceCallOptions {
   readonly ringTimeoutMs?: number;
   /** The mix the call will join: its media opens on the same thread. */
   readonly room?: MediaMix;
+  /**
+   * SIP over TLS and SRTP, or no call: a trunk not reached over TLS fails it (488) before anything
+   * is sent, and the offer takes no answer without SRTP, whatever the trunk's `;srtp=` says.
+   */
+  readonly encrypted?: boolean;
 }
 
 const DEFAULT_RING_TIMEOUT_MS = 45_000;
@@ -320,7 +325,7 @@ export class Telephony implements CallHost {
     const hop = firstHop === undefined ? undefined : destinationOf(firstHop);
     const srtp = this.#srtpOver(
       hop?.transport ?? "UDP",
-      trunk?.srtp ?? this.#options.srtp?.placed ?? "optional",
+      options.encrypted ? "required" : (trunk?.srtp ?? this.#options.srtp?.placed ?? "optional"),
     );
     const call = this.#observed(
       new OutgoingCall(this, "outbound", e164, {
@@ -343,7 +348,7 @@ export class Telephony implements CallHost {
       failLater(503, "No trunk configured");
       return call;
     }
-    if (srtp === "refuse") {
+    if (srtp === "refuse" || (options.encrypted && hop.transport !== "TLS")) {
       failLater(488, "SRTP is required but the trunk is not SIP over TLS: keys would travel in plain text");
       return call;
     }
