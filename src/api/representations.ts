@@ -101,6 +101,7 @@ export function conferenceElement(
     "dial-in-locked": boolean(conference.dialInLocked),
     "record-audio": boolean(conference.recordAudio),
     "lecture-mode": boolean(conference.lectureMode),
+    "encrypted-only": boolean(conference.encryptedOnly),
     "accounting-code": integer(conference.accountingCode),
     "member-pin": text(conference.memberPin),
     "moderator-pin": text(conference.moderatorPin),
@@ -112,7 +113,10 @@ export function conferenceElement(
   });
 }
 
-/** muted, hand-up and duration stay nil until the attendee has been called. */
+/**
+ * muted, hand-up and duration stay nil until the attendee has been called; encryption (tls+srtp,
+ * tls, srtp or none) until it has been connected, then it tells its current or last call's.
+ */
 export function attendeeElement(attendee: Attendee, representation: Representation): XmlElement {
   if (representation === "basic") {
     return versioned(attendee, {
@@ -135,6 +139,7 @@ export function attendeeElement(attendee: Attendee, representation: Representati
     name: text(attendee.name),
     email: text(attendee.email),
     duration: integer(attendee.duration),
+    encryption: text(attendee.encryption),
   });
 }
 

@@ -28,6 +28,8 @@ import {
   emptyConferenceEnd,
   lectureModeMuting,
 } from "../domain/conference.js";
+import type { CallEncryption } from "../domain/encryption.js";
+import { admittedByEncryption, callEncryption } from "../domain/encryption.js";
 import type { ConferenceEventType } from "../domain/event.js";
 import { type CallingPolicy, whyNotCallable } from "../domain/phone.js";
 import type { AttendeeCallEvent } from "../store/conference-runtime.js";
@@ -242,8 +244,8 @@ export class ConferenceRoom {
       this.#applyControls(previous, attendees);
     } else {
       // The store may not show the room's own latest changes yet; the next refresh applies the rest.
-      const { dialInLocked, lectureMode, recordAudio } = previous;
-      this.#conference = { ...conference, dialInLocked, lectureMode, recordAudio };
+      const { dialInLocked, lectureMode, recordAudio, encryptedOnly } = previous;
+      this.#conference = { ...conference, dialInLocked, lectureMode, recordAudio, encryptedOnly };
     }
     if (endRequestedAt !== null) this.#endAfterAnnouncement("ended through the API");
     const present = new Set(attendees.map((attendee) => attendee.id));
@@ -286,9 +288,15 @@ export class ConferenceRoom {
 
   /**
    * Takes a caller who dialled in and entered a PIN (here, or on another instance that carried them
-   * here): into the room as the attendee the store matched, as moderator when it used the moderator PIN.
+   * here): into the room as the attendee the store matched, as moderator when it used the moderator
+   * PIN, its call protected as `encryption` says (a carried caller's is that of its own call).
    */
-  admit(call: ConferenceCall, attendeeId: number, moderator: boolean): void {
+  admit(
+    call: ConferenceCall,
+    attendeeId: number,
+    moderator: boolean,
+    encryption: CallEncryption = callEncryption(call),
+  ): void {
     // A call over before it got here has had its end: admitted, it would stay connected for ever.
     if (call.state !== "answered") return;
     if (this.#state === "ended") {
@@ -296,8 +304,14 @@ export class ConferenceRoom {
       return;
     }
     const leg = new Leg(call, attendeeId, moderator);
+    leg.encryption = encryption;
     this.#add(leg);
     this.#followCallEnd(leg);
+    // Made encrypted only while the caller typed the PIN.
+    if (!admittedByEncryption(this.#conference.encryptedOnly, encryption)) {
+      this.#refuseUnencrypted(leg);
+      return;
+    }
     this.#join(leg);
   }
 
@@ -359,6 +373,37 @@ export class ConferenceRoom {
       else this.#recording.pause();
       this.#media.play({ prompts: [recordAudio ? "recording-started" : "recording-stopped"] });
     }
+    // Made encrypted only mid-conference: the answered calls that are not go (those still ringing
+    // are looked at when they answer).
+    if (this.#conference.encryptedOnly && !previous.encryptedOnly) {
+      for (const leg of [...this.#legs.values()])
+        if (leg.call.state === "answered" && !admittedByEncryption(true, leg.encryption))
+          this.#refuseUnencrypted(leg);
+    }
+  }
+
+  /**
+   * A call that is not encrypted enough for the conference (encrypted only): out of the room, told
+   * why, then hung up. Recorded as failed when it never joined, as disconnected when it had.
+   */
+  #refuseUnencrypted(leg: Leg): void {
+    const why = `not encrypted (${leg.encryption}): the conference takes encrypted calls only`;
+    this.#options.logger.info(
+      { conferenceId: this.#conference.id, attendeeId: leg.attendeeId, encryption: leg.encryption },
+      "attendee refused: the conference takes encrypted calls only",
+    );
+    this.#remove(leg);
+    if (leg.joined) {
+      if (leg.talking) this.#event("talking-stopped", leg.attendeeId);
+      this.#record(leg.attendeeId, { kind: "disconnected", result: why });
+      this.#announcements.left(leg);
+    } else {
+      this.#record(leg.attendeeId, { kind: "failed", state: "failed", result: why });
+      if (leg.moderator && this.#moderatorCall !== "joined") this.#moderatorCall = "unreachable";
+    }
+    void leg.call.play({ prompts: ["encrypted-only", "goodbye"] }).then(() => leg.call.hangup());
+    this.#settle();
+    this.#endIfEmpty();
   }
 
   /** The attendee's call failed (or was never placed): recorded with the status, the room told. */
@@ -425,7 +470,8 @@ export class ConferenceRoom {
   #dial(attendee: Attendee, placedCallId: number): void {
     const conferenceId = this.#conference.id;
     const number = `+${attendee.phoneNumberCountryCode ?? "1"}${attendee.phoneNumberSubscriberNumber ?? ""}`;
-    const call = this.#options.telephone.placeCall(number, { room: this.#media });
+    const encrypted = this.#conference.encryptedOnly;
+    const call = this.#options.telephone.placeCall(number, { room: this.#media, encrypted });
     const callOver = () => {
       // Dated now: the write may land later, once an unreachable database is back.
       const at = new Date();
@@ -440,6 +486,12 @@ export class ConferenceRoom {
 
     call.on("answered", () => {
       if (this.#legs.get(attendee.id) !== leg) return;
+      leg.encryption = callEncryption(call);
+      // Placed before the conference was made encrypted only.
+      if (!admittedByEncryption(this.#conference.encryptedOnly, leg.encryption)) {
+        this.#refuseUnencrypted(leg);
+        return;
+      }
       const extension = attendee.phoneNumberExtension;
       // "w" (wait for the far end's prompt) is taken as a pause, as "," is.
       const dialled = extension ? call.sendDigits(extension.replace(/w/gi, ",")) : Promise.resolve(true);
@@ -463,7 +515,12 @@ export class ConferenceRoom {
     call.on("failed", (failure) => {
       if (this.#legs.get(attendee.id) !== leg) return;
       this.#legs.delete(attendee.id);
-      this.#notReached(attendee, failure.status, failure.reason);
+      // 488: the trunk or the phone could not encrypt the call; say why it was asked to.
+      const reason =
+        encrypted && failure.status === 488
+          ? `${failure.reason} (the conference takes encrypted calls only)`
+          : failure.reason;
+      this.#notReached(attendee, failure.status, reason);
     });
     this.#followCallEnd(leg);
   }
@@ -512,8 +569,11 @@ export class ConferenceRoom {
     leg.muted = muted;
     this.#anyoneJoined = true;
     if (leg.moderator) this.#moderatorCall = "joined";
-    this.#record(leg.attendeeId, { kind: "connected", muted });
-    this.#options.logger.info({ conferenceId, attendeeId: leg.attendeeId }, "attendee connected");
+    this.#record(leg.attendeeId, { kind: "connected", muted, encryption: leg.encryption });
+    this.#options.logger.info(
+      { conferenceId, attendeeId: leg.attendeeId, encryption: leg.encryption },
+      "attendee connected",
+    );
     this.#announcements.welcome(leg);
     this.#announcements.entered(leg);
     this.#settle();

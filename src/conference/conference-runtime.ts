@@ -307,7 +307,7 @@ export class ConferenceRuntime {
       { conferenceId: handoff.conferenceId, attendeeId: handoff.attendeeId },
       "dial-in: caller handed over by another instance",
     );
-    room.admit(call, handoff.attendeeId, handoff.moderator);
+    room.admit(call, handoff.attendeeId, handoff.moderator, handoff.encryption);
   }
 
   /** Ends every conference this instance runs (graceful shutdown), hanging up its calls. */

@@ -5,6 +5,7 @@
  * another instance, the caller is carried there: an internal call to that instance, showing a
  * one-time handoff token, relayed packet for packet with the caller's.
  */
+import { admittedByEncryption, type CallEncryption, callEncryption } from "../domain/encryption.js";
 import { normalizeNanpNumber } from "../domain/phone.js";
 import type { PromptName } from "../domain/prompt.js";
 import { CallMenu } from "./call-menu.js";
@@ -15,8 +16,8 @@ import type { ConferenceCall, ConferenceStore, IncomingConferenceCall, Telephone
 export interface DialInRoom {
   readonly conferenceId: number;
   readonly ended: boolean;
-  readonly conference: { readonly dialInLocked: boolean };
-  admit(call: ConferenceCall, attendeeId: number, moderator: boolean): void;
+  readonly conference: { readonly dialInLocked: boolean; readonly encryptedOnly: boolean };
+  admit(call: ConferenceCall, attendeeId: number, moderator: boolean, encryption: CallEncryption): void;
 }
 
 export interface DialInOptions {
@@ -93,6 +94,16 @@ export async function answerDialIn(call: IncomingConferenceCall, options: DialIn
         await farewell("conference-locked");
         return;
       }
+      // Known only once the PIN names the room: refused here, before an attendee is written.
+      const encryption = callEncryption(call);
+      if (!admittedByEncryption(place.encryptedOnly, encryption)) {
+        logger.info(
+          { from: call.from, conferenceId, encryption },
+          "dial-in: caller refused, the conference takes encrypted calls only",
+        );
+        await farewell("encrypted-only");
+        return;
+      }
       const nanp = normalizeNanpNumber(call.from);
       const attendee = await store.admitCaller(
         conferenceId,
@@ -108,13 +119,16 @@ export async function answerDialIn(call: IncomingConferenceCall, options: DialIn
       const token =
         "room" in place.where
           ? undefined
-          : await store.createHandoff({ conferenceId, attendeeId: attendee.id, moderator }, new Date());
+          : await store.createHandoff(
+              { conferenceId, attendeeId: attendee.id, moderator, encryption },
+              new Date(),
+            );
       menu.play({ prompts: ["joining"] });
       await menu.drained();
       menu.detach();
       // A caller who hung up during the joining prompt is not admitted: its end has been and gone.
       if (!live()) return;
-      if ("room" in place.where) place.where.room.admit(call, attendee.id, moderator);
+      if ("room" in place.where) place.where.room.admit(call, attendee.id, moderator, encryption);
       else carry(call, roomUri(place.where.sipUri, conferenceId), token as string, options);
       return;
     }
@@ -129,14 +143,17 @@ export async function answerDialIn(call: IncomingConferenceCall, options: DialIn
 async function placeOf(
   conferenceId: number,
   options: DialInOptions,
-): Promise<{ where: RoomPlace; dialInLocked: boolean } | undefined> {
+): Promise<{ where: RoomPlace; dialInLocked: boolean; encryptedOnly: boolean } | undefined> {
   const room = options.roomOf(conferenceId);
-  if (room !== undefined && !room.ended)
-    return { where: { room }, dialInLocked: room.conference.dialInLocked };
+  if (room !== undefined && !room.ended) {
+    const { dialInLocked, encryptedOnly } = room.conference;
+    return { where: { room }, dialInLocked, encryptedOnly };
+  }
   const location = await options.store.roomLocation(conferenceId);
   // A room not here, or recorded as here but gone: it has just ended.
   if (location === undefined || location.sipUri === null || room !== undefined) return undefined;
-  return { where: { sipUri: location.sipUri }, dialInLocked: location.dialInLocked };
+  const { dialInLocked, encryptedOnly } = location;
+  return { where: { sipUri: location.sipUri }, dialInLocked, encryptedOnly };
 }
 
 /** The internal call's Request-URI: the instance's SIP URI, naming the conference. */

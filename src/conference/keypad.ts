@@ -4,6 +4,7 @@
  */
 import type { Conference } from "../domain/conference.js";
 import { lectureModeMuting, mayMuteThemselves } from "../domain/conference.js";
+import type { LiveControls } from "../domain/event.js";
 import { type KeypadCommand, KeypadReader } from "../domain/keypad.js";
 import { numberPrompt, type PromptName } from "../domain/prompt.js";
 import type { Leg } from "./leg.js";
@@ -21,10 +22,7 @@ export interface KeypadRoom {
   /** Stores an attendee's muted and hand-up flags as they now are in the room. */
   storeAttendeeControls(leg: Leg, controls: { muted?: boolean; handUp?: boolean }, now: Date): void;
   /** Changes the room's own copy of the conference's controls and stores them. */
-  changeConferenceControls(
-    controls: { dialInLocked?: boolean; lectureMode?: boolean; recordAudio?: boolean },
-    now: Date,
-  ): void;
+  changeConferenceControls(controls: Partial<LiveControls>, now: Date): void;
   readonly recording: { readonly on: boolean; start(): void; pause(): void };
   /** Plays to everyone in the room. */
   playToRoom(sound: Sound): void;

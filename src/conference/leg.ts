@@ -1,4 +1,5 @@
 /** One attendee's call as the room knows it: in the greeting, or joined into the room's audio. */
+import type { CallEncryption } from "../domain/encryption.js";
 import type { CallMenu } from "./call-menu.js";
 import type { ConferenceCall } from "./ports.js";
 
@@ -17,6 +18,8 @@ export class Leg {
   menu: CallMenu | undefined;
   /** As the call's last `talking` event said. */
   talking = false;
+  /** How the caller's call is protected, as of its answer (a caller carried here: its own call's). */
+  encryption: CallEncryption = "none";
 
   constructor(call: ConferenceCall, attendeeId: number, moderator: boolean) {
     this.call = call;

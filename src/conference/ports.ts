@@ -4,7 +4,7 @@
  * (store.ts binds the store's functions). Unit tests give the rules fakes of each.
  */
 import type { Attendee } from "../domain/attendee.js";
-import type { ConferenceEventType } from "../domain/event.js";
+import type { ConferenceEventType, LiveControls } from "../domain/event.js";
 import type { CallingPolicy } from "../domain/phone.js";
 import type { PromptName } from "../domain/prompt.js";
 import type { AttendeeCallEvent, RoomState } from "../store/conference-runtime.js";
@@ -35,6 +35,10 @@ export interface CallEnd {
 export interface ConferenceCall {
   readonly direction: "outbound" | "inbound";
   readonly state: "calling" | "ringing" | "answered" | "failed" | "ended";
+  /** Whether its signalling travels over SIP over TLS. */
+  readonly signallingTls: boolean;
+  /** Whether its media is SRTP (once answered). */
+  readonly encrypted: boolean;
   // One signature per event: the telephony's typed EventEmitter calls fit these.
   /** While the call is in a room, `talking` tells it started (true) or stopped (false) talking. */
   on(event: "answered", listener: () => void): unknown;
@@ -107,7 +111,14 @@ export interface Telephone {
   /** A new room's mix, placed where there is room for it. */
   openRoom(): RoomMedia;
   /** Calls a number, its media next to the room's (when given) so the call can join it. */
-  placeCall(number: string, options?: { readonly room?: RoomMedia }): ConferenceCall;
+  placeCall(
+    number: string,
+    options?: {
+      readonly room?: RoomMedia;
+      /** Over SIP over TLS with SRTP only: a trunk that cannot fails the call with the reason. */
+      readonly encrypted?: boolean;
+    },
+  ): ConferenceCall;
   /**
    * Calls a SIP URI directly (another instance), with extra INVITE headers; its media opens next to
    * `nextTo`'s so the two can be relayed.
@@ -163,7 +174,7 @@ export interface ConferenceStore {
   ): Promise<unknown>;
   recordConferenceControls(
     scope: RoomScope,
-    controls: { dialInLocked?: boolean; lectureMode?: boolean; recordAudio?: boolean },
+    controls: Partial<LiveControls>,
     at: Date,
     reason?: string,
   ): Promise<unknown>;

@@ -1,4 +1,5 @@
 import { isValidEmail } from "./email.js";
+import type { CallEncryption } from "./encryption.js";
 import { FieldReader, type InputMap } from "./input.js";
 import { type CallingPolicy, normalizeNanpNumber, OPEN_CALLING_POLICY, whyNotCallable } from "./phone.js";
 import type { Versioned } from "./user.js";
@@ -30,6 +31,8 @@ export interface Attendee extends Versioned {
   name: string | null;
   email: string | null;
   duration: number | null;
+  /** How the attendee's current (or last) call is protected; null until connected once. */
+  encryption: CallEncryption | null;
 }
 
 /**

@@ -16,6 +16,8 @@ export interface Conference extends Versioned {
   dialInLocked: boolean;
   recordAudio: boolean;
   lectureMode: boolean;
+  /** Only calls over SIP over TLS with SRTP media take part (domain/encryption.ts). */
+  encryptedOnly: boolean;
   accountingCode: number | null;
   memberPin: string;
   moderatorPin: string;
@@ -30,6 +32,7 @@ export interface ConferenceChanges {
   dialInLocked?: boolean;
   recordAudio?: boolean;
   lectureMode?: boolean;
+  encryptedOnly?: boolean;
   accountingCode?: number | null;
   /** The only state a client may ask for. */
   state?: "pending";
@@ -43,6 +46,7 @@ const FLAGS = [
   ["dial-in-locked", "dialInLocked"],
   ["record-audio", "recordAudio"],
   ["lecture-mode", "lectureMode"],
+  ["encrypted-only", "encryptedOnly"],
 ] as const;
 
 const CREATE_ONLY_FLAGS = [

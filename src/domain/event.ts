@@ -1,5 +1,7 @@
 /** What happens in a conference, as live views (the console, the events stream) are told it. */
 
+import type { CallEncryption } from "./encryption.js";
+
 export const CONFERENCE_EVENT_TYPES = [
   "conference-started",
   "conference-ended",
@@ -21,6 +23,8 @@ export const CONFERENCE_EVENT_TYPES = [
   "attendee-removed",
   "lecture-mode-on",
   "lecture-mode-off",
+  "encrypted-only-on",
+  "encrypted-only-off",
 ] as const;
 export type ConferenceEventType = (typeof CONFERENCE_EVENT_TYPES)[number];
 
@@ -33,6 +37,8 @@ export interface ConferenceEvent {
   readonly type: ConferenceEventType;
   /** Why a call failed or ended (e.g. "486 Busy Here"), when known. */
   readonly reason: string | null;
+  /** How the call is protected, on attendee-connected events; null on the others. */
+  readonly encryption: CallEncryption | null;
   /** ISO 8601 UTC, to the millisecond. */
   readonly at: string;
 }
@@ -40,11 +46,16 @@ export interface ConferenceEvent {
 /** An event to append: the id and time are the store's. */
 export type NewConferenceEvent = Omit<ConferenceEvent, "id" | "at">;
 
+/** The conference options whose changes live views are told. */
+export interface LiveControls {
+  readonly dialInLocked: boolean;
+  readonly lectureMode: boolean;
+  readonly recordAudio: boolean;
+  readonly encryptedOnly: boolean;
+}
+
 /** The events a change of a conference's live controls causes, old value to new. */
-export function conferenceControlEvents(
-  before: { dialInLocked: boolean; lectureMode: boolean; recordAudio: boolean },
-  after: { dialInLocked: boolean; lectureMode: boolean; recordAudio: boolean },
-): ConferenceEventType[] {
+export function conferenceControlEvents(before: LiveControls, after: LiveControls): ConferenceEventType[] {
   const types: ConferenceEventType[] = [];
   if (before.dialInLocked !== after.dialInLocked)
     types.push(after.dialInLocked ? "dial-in-locked" : "dial-in-unlocked");
@@ -52,6 +63,8 @@ export function conferenceControlEvents(
     types.push(after.lectureMode ? "lecture-mode-on" : "lecture-mode-off");
   if (before.recordAudio !== after.recordAudio)
     types.push(after.recordAudio ? "recording-started" : "recording-stopped");
+  if (before.encryptedOnly !== after.encryptedOnly)
+    types.push(after.encryptedOnly ? "encrypted-only-on" : "encrypted-only-off");
   return types;
 }
 
@@ -75,6 +88,7 @@ export function eventData(event: ConferenceEvent): string {
     attendeeId: event.attendeeId,
     at: event.at,
     ...(event.reason !== null && { reason: event.reason }),
+    ...(event.encryption !== null && { encryption: event.encryption }),
   });
 }
 

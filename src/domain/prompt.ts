@@ -12,6 +12,7 @@ export const PROMPT_NAMES = [
   "invalid-pin",
   "goodbye",
   "conference-locked",
+  "encrypted-only",
   "not-started",
   "you-are-moderator",
   "joining",

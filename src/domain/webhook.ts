@@ -234,6 +234,7 @@ export function webhookPayload(event: ConferenceEvent): string {
       conferenceId: event.conferenceId,
       attendeeId: event.attendeeId,
       ...(event.reason !== null && { reason: event.reason }),
+      ...(event.encryption !== null && { encryption: event.encryption }),
     },
   });
 }

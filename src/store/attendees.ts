@@ -7,6 +7,7 @@ import {
   connectedSeconds,
   MAX_ATTENDEES_PER_CONFERENCE,
 } from "../domain/attendee.js";
+import { readCallEncryption } from "../domain/encryption.js";
 import { NotFound, StaleLockVersion, ValidationFailed } from "../domain/errors.js";
 import { attendeeControlEvents } from "../domain/event.js";
 import { attendeesHaveBeenInvited, invitationChanged } from "../domain/notification.js";
@@ -37,6 +38,7 @@ export const ATTENDEE_SEARCH: SearchAttributes<keyof AttendeeTable> = {
   name: { column: "name", type: "text" },
   email: { column: "email", type: "text" },
   duration: { column: "duration", type: "integer" },
+  encryption: { column: "encryption", type: "text" },
 };
 
 export function toAttendee(row: Selectable<AttendeeTable>): Attendee {
@@ -54,6 +56,7 @@ export function toAttendee(row: Selectable<AttendeeTable>): Attendee {
     name: row.name,
     email: row.email,
     duration: connectedSeconds(row.duration, row.connected_at, Date.now()),
+    encryption: readCallEncryption(row.encryption),
   });
 }
 

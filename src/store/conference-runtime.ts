@@ -8,7 +8,8 @@
 import { type Kysely, sql } from "kysely";
 import type { Attendee, AttendeeState } from "../domain/attendee.js";
 import type { Conference } from "../domain/conference.js";
-import { attendeeControlEvents, conferenceControlEvents } from "../domain/event.js";
+import type { CallEncryption } from "../domain/encryption.js";
+import { attendeeControlEvents, conferenceControlEvents, type LiveControls } from "../domain/event.js";
 import { toAttendee } from "./attendees.js";
 import { toConference } from "./conferences.js";
 import type { Store, StoreDialect } from "./database.js";
@@ -149,7 +150,7 @@ export async function ownerName(store: Store, userId: number): Promise<string | 
 
 export type AttendeeCallEvent =
   | { kind: "calling" }
-  | { kind: "connected"; muted: boolean }
+  | { kind: "connected"; muted: boolean; encryption: CallEncryption }
   | { kind: "failed"; state: AttendeeState; result: string }
   | { kind: "disconnected"; result: string };
 
@@ -169,7 +170,12 @@ export function recordAttendeeCall(
     const updated = await updateAttendeeCall(trx, store.dialect, attendeeId, event, now);
     if (updated) {
       const reason = event.kind === "failed" || event.kind === "disconnected" ? event.result : null;
-      await appendEvents(trx, [roomEvent(scope, `attendee-${event.kind}`, attendeeId, reason)], now);
+      const encryption = event.kind === "connected" ? event.encryption : null;
+      await appendEvents(
+        trx,
+        [roomEvent(scope, `attendee-${event.kind}`, attendeeId, reason, encryption)],
+        now,
+      );
     }
     return updated;
   });
@@ -196,6 +202,7 @@ async function updateAttendeeCall(
         connected_at: at,
         muted: flag(event.muted),
         hand_up: flag(false),
+        encryption: event.encryption,
       });
       break;
     case "failed":
@@ -258,7 +265,7 @@ export async function recordAttendeeControls(
 export async function recordConferenceControls(
   store: Store,
   scope: RoomScope,
-  controls: { dialInLocked?: boolean; lectureMode?: boolean; recordAudio?: boolean },
+  controls: Partial<LiveControls>,
   now: Date,
   /** Why, when the room changed them itself (its recording failed). */
   reason: string | null = null,
@@ -266,7 +273,7 @@ export async function recordConferenceControls(
   await store.db.transaction().execute(async (trx) => {
     const before = await trx
       .selectFrom("conferences")
-      .select(["dial_in_locked", "lecture_mode", "record_audio"])
+      .select(["dial_in_locked", "lecture_mode", "record_audio", "encrypted_only"])
       .where("id", "=", scope.conferenceId)
       .$if(store.dialect === "postgres", (q) => q.forUpdate())
       .executeTakeFirst();
@@ -279,6 +286,7 @@ export async function recordConferenceControls(
         ...(controls.dialInLocked !== undefined && { dial_in_locked: flag(controls.dialInLocked) }),
         ...(controls.lectureMode !== undefined && { lecture_mode: flag(controls.lectureMode) }),
         ...(controls.recordAudio !== undefined && { record_audio: flag(controls.recordAudio) }),
+        ...(controls.encryptedOnly !== undefined && { encrypted_only: flag(controls.encryptedOnly) }),
       })
       .where("id", "=", scope.conferenceId)
       .execute();
@@ -286,6 +294,7 @@ export async function recordConferenceControls(
       dialInLocked: Boolean(before.dial_in_locked),
       lectureMode: Boolean(before.lecture_mode),
       recordAudio: Boolean(before.record_audio),
+      encryptedOnly: Boolean(before.encrypted_only),
     };
     const types = conferenceControlEvents(old, { ...old, ...controls });
     await appendEvents(

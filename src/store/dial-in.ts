@@ -5,6 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { type Attendee, MAX_ATTENDEES_PER_CONFERENCE } from "../domain/attendee.js";
+import { type CallEncryption, readCallEncryption } from "../domain/encryption.js";
 import { toAttendee } from "./attendees.js";
 import type { Store } from "./database.js";
 import { appendEvents } from "./events.js";
@@ -108,6 +109,7 @@ export async function admitCaller(
           attendeeId: row.id,
           type: "attendee-added",
           reason: null,
+          encryption: null,
         },
       ],
       now,
@@ -121,19 +123,24 @@ export interface RoomLocation {
   /** The runner's SIP URI; null when it did not record one. */
   readonly sipUri: string | null;
   readonly dialInLocked: boolean;
+  readonly encryptedOnly: boolean;
 }
 
 /** Where the room of a started conference runs; undefined when the conference is not started. */
 export async function roomLocation(store: Store, conferenceId: number): Promise<RoomLocation | undefined> {
   const row = await store.db
     .selectFrom("conferences")
-    .select(["runner_sip_uri", "dial_in_locked"])
+    .select(["runner_sip_uri", "dial_in_locked", "encrypted_only"])
     .where("id", "=", conferenceId)
     .where("state", "=", "started")
     .executeTakeFirst();
   return row === undefined
     ? undefined
-    : { sipUri: row.runner_sip_uri, dialInLocked: Boolean(row.dial_in_locked) };
+    : {
+        sipUri: row.runner_sip_uri,
+        dialInLocked: Boolean(row.dial_in_locked),
+        encryptedOnly: Boolean(row.encrypted_only),
+      };
 }
 
 /** A caller handed to the instance that runs their room. */
@@ -141,6 +148,8 @@ export interface DialInHandoff {
   readonly conferenceId: number;
   readonly attendeeId: number;
   readonly moderator: boolean;
+  /** How the caller's call to the instance that answered it is protected. */
+  readonly encryption: CallEncryption;
 }
 
 /** A handoff's token is good for this long: the internal call is placed at once. */
@@ -161,6 +170,7 @@ export async function createHandoff(store: Store, handoff: DialInHandoff, now: D
         conference_id: handoff.conferenceId,
         attendee_id: handoff.attendeeId,
         moderator: flag(handoff.moderator),
+        encryption: handoff.encryption,
         created_at: timestamp(now),
       })
       .execute();
@@ -181,5 +191,11 @@ export async function takeHandoff(
     .executeTakeFirst();
   if (row === undefined || new Date(row.created_at).getTime() < now.getTime() - HANDOFF_LIFETIME_MS)
     return undefined;
-  return { conferenceId: row.conference_id, attendeeId: row.attendee_id, moderator: Boolean(row.moderator) };
+  return {
+    conferenceId: row.conference_id,
+    attendeeId: row.attendee_id,
+    moderator: Boolean(row.moderator),
+    // A handoff recorded before encryption was (an instance of an older version): the least.
+    encryption: readCallEncryption(row.encryption) ?? "none",
+  };
 }

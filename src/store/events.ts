@@ -4,6 +4,7 @@
  * client that reconnects can catch up.
  */
 import type { Kysely, Selectable } from "kysely";
+import { readCallEncryption } from "../domain/encryption.js";
 import type { ConferenceEvent, ConferenceEventType, NewConferenceEvent } from "../domain/event.js";
 import type { Store } from "./database.js";
 import type { Database, EventTable } from "./schema.js";
@@ -20,6 +21,7 @@ function toEvent(row: Selectable<EventTable>): ConferenceEvent {
     attendeeId: row.attendee_id,
     type: row.type as ConferenceEventType,
     reason: row.reason,
+    encryption: readCallEncryption(row.encryption),
     at: new Date(row.created_at).toISOString(),
   };
 }
@@ -45,6 +47,7 @@ export async function appendEvents(
         attendee_id: event.attendeeId,
         type: event.type,
         reason: event.reason,
+        encryption: event.encryption,
         created_at: at,
       })),
     )

@@ -4,6 +4,7 @@
  */
 import type { Kysely } from "kysely";
 import { type Conference, lectureModeMuting } from "../domain/conference.js";
+import type { CallEncryption } from "../domain/encryption.js";
 import {
   type ConferenceEventType,
   conferenceControlEvents,
@@ -24,8 +25,9 @@ export function roomEvent(
   type: ConferenceEventType,
   attendeeId: number | null = null,
   reason: string | null = null,
+  encryption: CallEncryption | null = null,
 ): NewConferenceEvent {
-  return { userId: scope.userId, conferenceId: scope.conferenceId, attendeeId, type, reason };
+  return { userId: scope.userId, conferenceId: scope.conferenceId, attendeeId, type, reason, encryption };
 }
 
 /**

@@ -420,6 +420,25 @@ function attemptCounts(dialect: StoreDialect): Migration {
   };
 }
 
+/**
+ * Encrypted-only conferences and how each call is protected (domain/encryption.ts): the attendee's
+ * current or last call, the attendee-connected event's, and a caller's carried to another instance.
+ */
+function callEncryption(dialect: StoreDialect): Migration {
+  const t = columnTypes(dialect);
+  return {
+    async up(db: AnyDb) {
+      await db.schema
+        .alterTable("conferences")
+        .addColumn("encrypted_only", t.flag, (c) => c.notNull().defaultTo(dialect === "postgres" ? false : 0))
+        .execute();
+      await db.schema.alterTable("attendees").addColumn("encryption", "text").execute();
+      await db.schema.alterTable("events").addColumn("encryption", "text").execute();
+      await db.schema.alterTable("dial_in_handoffs").addColumn("encryption", "text").execute();
+    },
+  };
+}
+
 export function migrationProvider(dialect: StoreDialect): MigrationProvider {
   return {
     async getMigrations() {
@@ -433,6 +452,7 @@ export function migrationProvider(dialect: StoreDialect): MigrationProvider {
         "0007_webhooks": webhooks(dialect),
         "0008_placed_calls": placedCalls(dialect),
         "0009_attempt_counts": attemptCounts(dialect),
+        "0010_call_encryption": callEncryption(dialect),
       };
     },
   };

@@ -79,6 +79,7 @@ export interface ConferenceTable extends Versioned {
   dial_in_locked: Flag;
   record_audio: Flag;
   lecture_mode: Flag;
+  encrypted_only: Generated<Flag>;
   accounting_code: number | null;
   member_pin: string;
   moderator_pin: string;
@@ -116,6 +117,8 @@ export interface AttendeeTable extends Versioned {
   connected_at: Timestamp | null;
   /** How the last call ended, e.g. "486 Busy Here", for the log and the console. */
   call_result: string | null;
+  /** How the current or last call is protected (tls+srtp, tls, srtp, none); null until connected. */
+  encryption: Generated<string | null>;
   /** Set through the API to have the running room dial the attendee again (or now). */
   call_requested_at: Generated<Timestamp | null>;
 }
@@ -156,6 +159,8 @@ export interface EventTable {
   attendee_id: number | null;
   type: string;
   reason: string | null;
+  /** On attendee-connected: how the call is protected. */
+  encryption: Generated<string | null>;
   created_at: Timestamp;
 }
 
@@ -177,6 +182,8 @@ export interface DialInHandoffTable {
   conference_id: number;
   attendee_id: number;
   moderator: Flag;
+  /** How the caller's own call is protected, for the room that takes it. */
+  encryption: Generated<string | null>;
   created_at: Timestamp;
 }
 

@@ -137,6 +137,7 @@ describe("events stream", () => {
       attendeeId,
       type: "attendee-added" as const,
       reason: null,
+      encryption: null,
     });
     // The slow transaction takes the lower id and commits second.
     let slowInserted = () => {};
@@ -189,6 +190,7 @@ describe("events stream", () => {
         attendeeId: sent + index + 1,
         type: "attendee-failed" as const,
         reason,
+        encryption: null,
       }));
       await api.inspect((db) => appendEvents(db, events, new Date()));
       sent += events.length;

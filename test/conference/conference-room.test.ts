@@ -429,3 +429,51 @@ test("a refresh while the first calls are still being reserved does not find the
     ["+16045550101", "+16045550102"],
   );
 });
+
+test("an encrypted-only conference places its calls with TLS and SRTP required: a 488 fails the attendee saying why, an answer without both is refused", async () => {
+  const plain = await startRoom();
+  assert.deepEqual(
+    [1, 2, 3].map((id) => plain.call(id).encryptionRequired),
+    [false, false, false],
+  );
+  const h = await startRoom({ conference: { encryptedOnly: true } });
+  assert.deepEqual(
+    [1, 2, 3].map((id) => h.call(id).encryptionRequired),
+    [true, true, true],
+  );
+  Object.assign(h.call(1), { signallingTls: true, encrypted: true });
+  await answer(h, 1);
+  h.call(2).fail(488, "Not Acceptable Here");
+  // A peer that answered without SRTP all the same (the fake ignores what the offer required).
+  Object.assign(h.call(3), { signallingTls: true, encrypted: false });
+  h.call(3).answer();
+  await flush();
+  assert.deepEqual(
+    h.store
+      .of("call")
+      .filter((write) => write.event.kind !== "calling")
+      .map((write) => [write.attendeeId, write.event]),
+    [
+      [1, { kind: "connected", muted: false, encryption: "tls+srtp" }],
+      [
+        2,
+        {
+          kind: "failed",
+          state: "failed",
+          result: "488 Not Acceptable Here (the conference takes encrypted calls only)",
+        },
+      ],
+      [
+        3,
+        {
+          kind: "failed",
+          state: "failed",
+          result: "not encrypted (tls): the conference takes encrypted calls only",
+        },
+      ],
+    ],
+  );
+  assert.deepEqual(h.call(3).prompts, ["encrypted-only", "goodbye"]);
+  assert.equal(h.call(3).hungUp, true);
+  assert.equal(h.call(3).room, undefined);
+});

@@ -14,7 +14,7 @@ import type {
 } from "../../src/conference/ports.js";
 import type { Attendee } from "../../src/domain/attendee.js";
 import type { Conference } from "../../src/domain/conference.js";
-import type { ConferenceEventType } from "../../src/domain/event.js";
+import type { ConferenceEventType, LiveControls } from "../../src/domain/event.js";
 import { type CallingPolicy, callsWithinLimits } from "../../src/domain/phone.js";
 import type { PromptName } from "../../src/domain/prompt.js";
 import type { AttendeeCallEvent, RoomState } from "../../src/store/conference-runtime.js";
@@ -44,6 +44,11 @@ export function soundNames(sounds: readonly Sound[]): string[] {
 export class FakeCall extends EventEmitter implements IncomingConferenceCall {
   readonly direction: "outbound" | "inbound";
   state: "calling" | "ringing" | "answered" | "failed" | "ended" = "calling";
+  /** How the call is protected: plain SIP and RTP unless a test says otherwise. */
+  signallingTls = false;
+  encrypted = false;
+  /** Placed with SIP over TLS and SRTP required. */
+  encryptionRequired = false;
   /** The number called (outbound) or dialled (inbound). */
   readonly to: string;
   readonly from: string;
@@ -255,8 +260,9 @@ export class FakeTelephone implements Telephone {
     return room;
   }
 
-  placeCall(number: string, options: { readonly room: RoomMedia }): FakeCall {
+  placeCall(number: string, options: { readonly room: RoomMedia; readonly encrypted?: boolean }): FakeCall {
     const call = new FakeCall("outbound", number);
+    call.encryptionRequired = options.encrypted === true;
     this.calls.push(call);
     this.placedInto.set(call, options.room);
     return call;
@@ -309,7 +315,7 @@ export type Write =
   | { op: "attendee-controls"; attendeeId: number; controls: { muted?: boolean; handUp?: boolean } }
   | {
       op: "conference-controls";
-      controls: { dialInLocked?: boolean; lectureMode?: boolean; recordAudio?: boolean };
+      controls: Partial<LiveControls>;
     }
   | { op: "end"; reason: string }
   | { op: "event"; attendeeId: number; type: ConferenceEventType }
@@ -385,10 +391,7 @@ export class FakeStore implements ConferenceStore {
     if (attendee !== undefined) Object.assign(attendee, controls);
   }
 
-  async recordConferenceControls(
-    _scope: RoomScope,
-    controls: { dialInLocked?: boolean; lectureMode?: boolean; recordAudio?: boolean },
-  ): Promise<void> {
+  async recordConferenceControls(_scope: RoomScope, controls: Partial<LiveControls>): Promise<void> {
     this.writes.push({ op: "conference-controls", controls });
     if (this.conference !== undefined) this.conference = { ...this.conference, ...controls };
   }
@@ -536,6 +539,7 @@ export function conference(changes: Partial<Conference> = {}): Conference {
     dialInLocked: false,
     recordAudio: false,
     lectureMode: false,
+    encryptedOnly: false,
     accountingCode: null,
     memberPin: "1111",
     moderatorPin: "2222",
@@ -564,6 +568,7 @@ export function attendee(id: number, changes: Partial<Attendee> = {}): Attendee 
     name: null,
     email: null,
     duration: null,
+    encryption: null,
     ...changes,
   };
 }

@@ -179,3 +179,33 @@ test("a refresh that read the store while the room's own change was on its way l
   await h.room.refresh();
   assert.equal(h.room.conference.dialInLocked, true);
 });
+
+test("encrypted-only set through the API mid-conference: the answered calls not over TLS with SRTP hear why and are hung up; the encrypted one stays", async () => {
+  const h = await startRoom();
+  Object.assign(h.call(2), { signallingTls: true, encrypted: true });
+  Object.assign(h.call(3), { signallingTls: true, encrypted: false });
+  await answer(h, 1, 2, 3);
+  h.store.writes.length = 0;
+  h.store.conference = { ...h.room.conference, encryptedOnly: true };
+  await h.room.refresh();
+  await flush();
+  for (const id of [1, 3]) {
+    assert.deepEqual(h.call(id).prompts.slice(-2), ["encrypted-only", "goodbye"]);
+    assert.equal(h.call(id).hungUp, true);
+  }
+  assert.equal(h.call(2).hungUp, false);
+  assert.equal(h.call(2).room, h.media);
+  assert.deepEqual(
+    h.store.of("call").map((write) => [write.attendeeId, write.event]),
+    [
+      [
+        1,
+        { kind: "disconnected", result: "not encrypted (none): the conference takes encrypted calls only" },
+      ],
+      [3, { kind: "disconnected", result: "not encrypted (tls): the conference takes encrypted calls only" }],
+    ],
+  );
+  assert.equal(h.endedCalls(), 0, "the conference goes on with the encrypted call");
+  await h.room.refresh();
+  assert.equal(h.store.of("call").length, 2, "once");
+});

@@ -119,7 +119,7 @@ test("a locked conference refuses members but takes the moderator, who hears it 
   assert.deepEqual(store.of("call").at(-1), {
     op: "call",
     attendeeId: 1,
-    event: { kind: "connected", muted: false },
+    event: { kind: "connected", muted: false, encryption: "none" },
   });
   await conferences.close();
 });
@@ -133,7 +133,7 @@ test("a member with the PIN is admitted as the dial-in attendee with its number,
   assert.deepEqual(store.of("call").at(-1), {
     op: "call",
     attendeeId: 2,
-    event: { kind: "connected", muted: true },
+    event: { kind: "connected", muted: true, encryption: "none" },
   });
   await conferences.close();
 });
@@ -163,7 +163,7 @@ test("a conference runs once; a room whose audio fails ends alone; close ends th
 test("a PIN whose room runs on another instance: admitted here, then carried there by an internal call showing a one-time token, relayed once answered", async () => {
   const { telephone, store, conferences } = await runtime();
   store.pins.set("4444", { role: "member", conferenceId: 8 });
-  store.elsewhere.set(8, { sipUri: "sip:10.0.0.2:5060", dialInLocked: false });
+  store.elsewhere.set(8, { sipUri: "sip:10.0.0.2:5060", dialInLocked: false, encryptedOnly: false });
   const caller = await dialIn(telephone, "+17785550188", "4444#");
   assert.deepEqual(caller.prompts, ["enter-pin", "joining"]);
   const admitted = store.attendees.at(-1);
@@ -172,7 +172,12 @@ test("a PIN whose room runs on another instance: admitted here, then carried the
 
   const leg = telephone.callTo("sip:conference-8@10.0.0.2:5060");
   const token = leg.header("X-Bridgeline-Handoff") ?? assert.fail("no handoff token");
-  assert.deepEqual(store.handoffs.get(token), { conferenceId: 8, attendeeId: admitted.id, moderator: false });
+  assert.deepEqual(store.handoffs.get(token), {
+    conferenceId: 8,
+    attendeeId: admitted.id,
+    moderator: false,
+    encryption: "none",
+  });
   assert.equal(caller.relayedWith, undefined, "not before the room's instance answers");
   assert.equal(
     leg.ringTimeoutMs,
@@ -189,7 +194,7 @@ test("a PIN whose room runs on another instance: admitted here, then carried the
 test("the room's instance ending the internal call hangs up the caller; refusing it tells the caller", async () => {
   const { telephone, store, conferences } = await runtime();
   store.pins.set("4444", { role: "member", conferenceId: 8 });
-  store.elsewhere.set(8, { sipUri: "sip:10.0.0.2:5060", dialInLocked: false });
+  store.elsewhere.set(8, { sipUri: "sip:10.0.0.2:5060", dialInLocked: false, encryptedOnly: false });
   const first = await dialIn(telephone, "+17785550188", "4444#");
   const firstLeg = telephone.calls.at(-1) as FakeCall;
   firstLeg.answer();
@@ -207,7 +212,7 @@ test("the room's instance ending the internal call hangs up the caller; refusing
 test("a room elsewhere keeps its lock: members are refused before any internal call", async () => {
   const { telephone, store, conferences } = await runtime();
   store.pins.set("4444", { role: "member", conferenceId: 8 });
-  store.elsewhere.set(8, { sipUri: "sip:10.0.0.2:5060", dialInLocked: true });
+  store.elsewhere.set(8, { sipUri: "sip:10.0.0.2:5060", dialInLocked: true, encryptedOnly: false });
   const member = await dialIn(telephone, "+17785550188", "4444#");
   assert.deepEqual(member.prompts, ["enter-pin", "conference-locked", "goodbye"]);
   assert.equal(telephone.calls.length, 0);
@@ -216,14 +221,20 @@ test("a room elsewhere keeps its lock: members are refused before any internal c
 
 test("an internal call with a handoff token joins the room as the attendee it names, once; unknown tokens are refused 403", async () => {
   const { telephone, store, logger, conferences, media } = await runtime();
-  const token = await store.createHandoff({ conferenceId: 7, attendeeId: 2, moderator: false });
+  // The caller's own call was encrypted; the internal call carrying it here is not: the caller's counts.
+  const token = await store.createHandoff({
+    conferenceId: 7,
+    attendeeId: 2,
+    moderator: false,
+    encryption: "tls+srtp",
+  });
   const carried = telephone.dialIn("+16045550000", "conference-7", { "X-Bridgeline-Handoff": token });
   await flush();
   assert.equal(carried.room, media);
   assert.deepEqual(store.of("call").at(-1), {
     op: "call",
     attendeeId: 2,
-    event: { kind: "connected", muted: false },
+    event: { kind: "connected", muted: false, encryption: "tls+srtp" },
   });
   assert.ok(logger.messages().includes("dial-in: caller handed over by another instance"));
 
@@ -262,5 +273,55 @@ test("a caller who typed too many wrong PINs, over several calls, is refused 403
   const other = await dialIn(telephone, "+17785550124", "1111#");
   assert.equal(other.rejected, undefined);
   assert.deepEqual(other.prompts, ["enter-pin", "joining"]);
+  await conferences.close();
+});
+
+test("an encrypted-only conference refuses at the PIN a caller not over TLS with SRTP, writing no attendee; one over TLS with SRTP joins", async () => {
+  const { telephone, store, logger, conferences, media } = await runtime({ encryptedOnly: true });
+  const refused: FakeCall[] = [];
+  for (const [signallingTls, encrypted] of [
+    [false, false],
+    [true, false],
+    [false, true],
+  ] as const) {
+    const call = telephone.dialIn("+17785550177", ACCESS_NUMBER);
+    Object.assign(call, { signallingTls, encrypted });
+    await flush();
+    call.press("1111#");
+    await flush();
+    assert.deepEqual(call.prompts, ["enter-pin", "encrypted-only", "goodbye"]);
+    assert.equal(call.hungUp, true);
+    assert.equal(call.room, undefined);
+    refused.push(call);
+  }
+  assert.equal(store.attendees.length, 2, "no attendee written for a refused caller");
+  assert.deepEqual(
+    logger.lines
+      .filter((line) => line.message === "dial-in: caller refused, the conference takes encrypted calls only")
+      .map((line) => line.fields.encryption),
+    ["none", "tls", "srtp"],
+  );
+
+  const secure = telephone.dialIn("+17785550123", ACCESS_NUMBER);
+  Object.assign(secure, { signallingTls: true, encrypted: true });
+  await flush();
+  secure.press("1111#");
+  await flush();
+  assert.equal(secure.room, media);
+  assert.deepEqual(store.of("call").at(-1), {
+    op: "call",
+    attendeeId: 2,
+    event: { kind: "connected", muted: false, encryption: "tls+srtp" },
+  });
+  await conferences.close();
+});
+
+test("a room elsewhere that is encrypted only refuses a plain caller before any internal call", async () => {
+  const { telephone, store, conferences } = await runtime();
+  store.pins.set("4444", { role: "member", conferenceId: 8 });
+  store.elsewhere.set(8, { sipUri: "sip:10.0.0.2:5060", dialInLocked: false, encryptedOnly: true });
+  const member = await dialIn(telephone, "+17785550188", "4444#");
+  assert.deepEqual(member.prompts, ["enter-pin", "encrypted-only", "goodbye"]);
+  assert.equal(telephone.calls.length, 0);
   await conferences.close();
 });

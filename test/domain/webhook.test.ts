@@ -142,6 +142,7 @@ describe("deliveries", () => {
       attendeeId: null,
       type: "conference-ended" as const,
       reason: "moderator hung up",
+      encryption: null,
       at: "2030-01-01T10:00:00.123Z",
     };
     assert.deepEqual(JSON.parse(webhookPayload(event)), {
@@ -150,6 +151,14 @@ describe("deliveries", () => {
       data: { eventId: 42, conferenceId: 7, attendeeId: null, reason: "moderator hung up" },
     });
     assert.ok(!("reason" in JSON.parse(webhookPayload({ ...event, reason: null })).data));
+    assert.ok(!("encryption" in JSON.parse(webhookPayload(event)).data));
+    const connected = { ...event, type: "attendee-connected" as const, attendeeId: 5, reason: null };
+    assert.deepEqual(JSON.parse(webhookPayload({ ...connected, encryption: "tls+srtp" })).data, {
+      eventId: 42,
+      conferenceId: 7,
+      attendeeId: 5,
+      encryption: "tls+srtp",
+    });
   });
 
   it("waits 5 s, 1 min, 5 min, 30 min, 1 h, 2 h, 4 h, 8 h, then tries a last time when the day is up", () => {
