@@ -20,6 +20,7 @@ const EXTENDED_TYPES = {
   name: "text",
   email: "text",
   duration: "integer",
+  encryption: "text",
 };
 
 const BASIC_TYPES = {
@@ -148,6 +149,7 @@ describe("attendees API", () => {
       assert.equal(textOf(attendee, "dial-in"), "false");
       assert.equal(textOf(attendee, "muted"), null);
       assert.equal(textOf(attendee, "hand-up"), null);
+      assert.equal(textOf(attendee, "encryption"), null, "nil until connected");
       assert.equal(textOf(attendee, "duration"), null);
 
       const shown = await api.request("GET", response.headers.location as string, { auth });

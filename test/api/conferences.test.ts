@@ -21,6 +21,7 @@ const EXTENDED_TYPES = {
   "dial-in-locked": "boolean",
   "record-audio": "boolean",
   "lecture-mode": "boolean",
+  "encrypted-only": "boolean",
   "accounting-code": "integer",
   "member-pin": "text",
   "moderator-pin": "text",
@@ -32,6 +33,9 @@ const CREATED_TYPES = {
   "announce-attendees": "boolean",
 };
 
+/** The boolean options of a conference that both create and update set. */
+const FLAGS = ["direct-dial", "dial-in-locked", "record-audio", "lecture-mode", "encrypted-only"];
+
 const EVERY_FIELD = `<?xml version="1.0" encoding="UTF-8"?>
 <conference>
   <name>Quarterly Review</name>
@@ -40,6 +44,7 @@ const EVERY_FIELD = `<?xml version="1.0" encoding="UTF-8"?>
   <dial-in-locked type="boolean">true</dial-in-locked>
   <record-audio type="boolean">true</record-audio>
   <lecture-mode type="boolean">true</lecture-mode>
+  <encrypted-only type="boolean">true</encrypted-only>
   <accounting-code type="integer">4711</accounting-code>
   <send-notification-emails type="boolean">true</send-notification-emails>
   <announce-attendees type="boolean">false</announce-attendees>
@@ -118,7 +123,7 @@ describe("conferences API", () => {
       assert.equal(textOf(conference, "scheduled-to-start-at"), "2027-03-01T10:30:00Z");
       assert.equal(textOf(conference, "started-at"), null);
       assert.equal(textOf(conference, "ended-at"), null);
-      for (const flag of ["direct-dial", "dial-in-locked", "record-audio", "lecture-mode"]) {
+      for (const flag of FLAGS) {
         assert.equal(textOf(conference, flag), "true", flag);
       }
       assert.equal(textOf(conference, "accounting-code"), "4711");
@@ -128,7 +133,7 @@ describe("conferences API", () => {
 
     it("defaults the flags when they are not given", async () => {
       const { conference: defaults } = await createConference("Defaults", "");
-      for (const flag of ["direct-dial", "dial-in-locked", "record-audio", "lecture-mode"]) {
+      for (const flag of FLAGS) {
         assert.equal(textOf(defaults, flag), "false", flag);
       }
       assert.equal(textOf(defaults, "accounting-code"), null);
@@ -330,6 +335,7 @@ describe("conferences API", () => {
           <dial-in-locked type="boolean">true</dial-in-locked>
           <record-audio type="boolean">true</record-audio>
           <lecture-mode type="boolean">true</lecture-mode>
+          <encrypted-only type="boolean">true</encrypted-only>
           <accounting-code type="integer">99</accounting-code>
         </conference>`,
       );
@@ -337,7 +343,7 @@ describe("conferences API", () => {
       const updated = response.xml.conference as XmlNode;
       assert.equal(textOf(updated, "name"), "After");
       assert.equal(textOf(updated, "scheduled-to-start-at"), "2027-06-01T08:15:00Z");
-      for (const flag of ["direct-dial", "dial-in-locked", "record-audio", "lecture-mode"]) {
+      for (const flag of FLAGS) {
         assert.equal(textOf(updated, flag), "true", flag);
       }
       assert.equal(textOf(updated, "accounting-code"), "99");
@@ -350,6 +356,34 @@ describe("conferences API", () => {
       assert.equal(cleared.status, 200, cleared.text);
       assert.equal(textOf(cleared.xml.conference as XmlNode, "accounting-code"), null);
       assert.equal(textOf(cleared.xml.conference as XmlNode, "lock-version"), "2");
+    });
+
+    it("encrypted-only: false by default, true or false only, searchable", async () => {
+      const { path: secure } = await createConference(
+        "Encrypted Only",
+        '<no-moderator type="boolean">true</no-moderator><encrypted-only type="boolean">true</encrypted-only>',
+      );
+      assert.equal(textOf(await show(secure), "encrypted-only"), "true");
+      const refused = await put(
+        secure,
+        '<conference><encrypted-only type="boolean">maybe</encrypted-only></conference>',
+      );
+      assert.equal(refused.status, 422, refused.text);
+      assert.deepEqual(errorsOf(refused), ['encrypted-only must be true or false, got "maybe"']);
+      const names = async (value: string) =>
+        itemsOf(
+          await api.request("GET", `${conferencesPath}?encrypted_only=${value}`, { auth: owner.auth }),
+          "conferences",
+          "conference",
+        ).map((conference) => textOf(conference, "name"));
+      assert.ok((await names("true")).includes("Encrypted Only"));
+      assert.ok(!(await names("false")).includes("Encrypted Only"));
+      const turnedOff = await put(
+        secure,
+        '<conference><encrypted-only type="boolean">false</encrypted-only></conference>',
+      );
+      assert.equal(turnedOff.status, 200, turnedOff.text);
+      assert.equal(textOf(await show(secure), "encrypted-only"), "false");
     });
 
     it("ignores the create-only fields", async () => {

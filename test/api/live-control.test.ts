@@ -136,10 +136,11 @@ describe("live control API", () => {
     const controls = await api.request("PUT", conference.path, {
       auth: owner.auth,
       body: `<conference><dial-in-locked type="boolean">true</dial-in-locked>
-        <lecture-mode type="boolean">true</lecture-mode><record-audio type="boolean">true</record-audio></conference>`,
+        <lecture-mode type="boolean">true</lecture-mode><record-audio type="boolean">true</record-audio>
+        <encrypted-only type="boolean">true</encrypted-only></conference>`,
     });
     assert.equal(controls.status, 200, controls.text);
-    for (const type of ["dial-in-locked", "lecture-mode-on", "recording-started"])
+    for (const type of ["dial-in-locked", "lecture-mode-on", "recording-started", "encrypted-only-on"])
       await stream.waitFor(type, (event) => event.type === type);
     // The room took recording on: the file exists and is served.
     await until("the recording", async () => {
