@@ -4,7 +4,7 @@ import { Agent, request } from "undici";
 export interface StreamEvent {
   id: number;
   type: string;
-  data: { conferenceId: number; attendeeId: number | null; at: string; reason?: string };
+  data: { conferenceId: number; attendeeId: number | null; at: string; reason?: string; encryption?: string };
 }
 
 const insecureAgent = new Agent({ connect: { rejectUnauthorized: false } });

@@ -1,20 +1,29 @@
 /**
  * What callers do in a conference, end to end with baresip phones: dial in with a PIN (member,
- * moderator, wrong three times, locked), press keypad commands, ignore the press-1 greeting, and the
- * recording the owner downloads afterwards. States are read back through the API.
+ * moderator, wrong three times, locked, encrypted only), press keypad commands, ignore the press-1
+ * greeting, and the recording the owner downloads afterwards. States are read back through the API.
  */
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { loadConfig } from "../../../src/config.js";
 import { readWav } from "../../../src/telephony/media/wav.js";
 import { goertzelLevelDb, rmsLevelDb } from "../../helpers/audio.js";
 import { Baresip } from "../../helpers/baresip.js";
+import { testAuthority } from "../../helpers/certificates.js";
+import { EventStream } from "../../helpers/event-stream.js";
 import { createUser, startTestService, type TestService } from "../../helpers/service.js";
 import { rtpPortRange, skipWithout } from "../../helpers/sipp.js";
 import { until } from "../../helpers/until.js";
 
-const skip = skipWithout("baresip");
+const skip = skipWithout("baresip") || skipWithout("openssl");
 const cleanups: Array<() => Promise<unknown>> = [];
+/** The service's SIP over TLS certificate and the callers' are the test CA's, for 127.0.0.1. */
+const certificates = mkdtempSync(join(tmpdir(), "bridgeline-dial-in-tls-"));
+const authority = skip ? undefined : testAuthority(certificates);
+cleanups.push(async () => rmSync(certificates, { recursive: true, force: true }));
 after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
@@ -30,13 +39,23 @@ function text(node: Node | undefined, field: string): string | undefined {
   return inner === undefined ? undefined : String(inner);
 }
 
-async function phone(user: string, toneHz: number): Promise<Baresip> {
-  const started = await Baresip.start({ user, toneHz });
+/** A phone; `secure`: it calls over SIP over TLS and insists on SRTP. */
+async function phone(user: string, toneHz: number, secure = false): Promise<Baresip> {
+  const ca = authority as NonNullable<typeof authority>;
+  const started = await Baresip.start({
+    user,
+    toneHz,
+    ...(secure && {
+      tls: { certificate: ca.issue(`phone-${user.slice(1)}`, "IP:127.0.0.1").pem, cafile: ca.ca },
+      mediaenc: "srtp-mand" as const,
+    }),
+  });
   cleanups.push(() => started.stop());
   return started;
 }
 
 async function startService(routes: Array<{ prefix: string; trunk: string }>): Promise<TestService> {
+  const ours = (authority as NonNullable<typeof authority>).issue("service", "IP:127.0.0.1");
   const service = await startTestService({
     sip: {
       ...loadConfig({}).sip,
@@ -45,6 +64,8 @@ async function startService(routes: Array<{ prefix: string; trunk: string }>): P
       routes,
       rtpPorts: rtpPortRange(),
       accessNumbers: [ACCESS_NUMBER],
+      tlsCertFile: ours.certFile,
+      tlsKeyFile: ours.keyFile,
     },
   });
   cleanups.push(() => service.close());
@@ -100,11 +121,12 @@ async function runConference(api: TestService, options: { extra?: string } = {})
   return { owner, running };
 }
 
-async function dialIn(caller: Baresip, api: TestService, keys: string): Promise<void> {
-  assert.equal(
-    (await caller.command("dial", `sip:${ACCESS_NUMBER}@127.0.0.1:${api.service.sipPort}`)).ok,
-    true,
-  );
+/** Dials the access number (over SIP over TLS with `tls`) and types `keys`. */
+async function dialIn(caller: Baresip, api: TestService, keys: string, tls = false): Promise<void> {
+  const uri = tls
+    ? `sip:${ACCESS_NUMBER}@127.0.0.1:${api.service.telephony.sipTlsPort};transport=tls`
+    : `sip:${ACCESS_NUMBER}@127.0.0.1:${api.service.sipPort}`;
+  assert.equal((await caller.command("dial", uri)).ok, true);
   await caller.waitForEvent("CALL_ESTABLISHED");
   // Keys typed while the prompt plays count.
   assert.equal((await caller.command("sndcode", keys)).ok, true);
@@ -193,15 +215,23 @@ describe("callers in a conference", { skip, concurrency: true }, () => {
     assert.ok(goertzelLevelDb(caller.heard(), 660) > -30, "the caller hears the moderator");
   });
 
-  test("three wrong PINs end the call; a locked conference refuses members but takes the moderator", async () => {
+  test("three wrong PINs end the call; a locked conference refuses members but takes the moderator; made encrypted only, it drops and refuses the plain calls and takes one over TLS with SRTP", async () => {
     const moderator = await phone("+16045550140", 660);
     const wrong = await phone("+16045550142", 440);
     const member = await phone("+16045550143", 440);
     const second = await phone("+16045550144", 440);
+    const plain = await phone("+16045550145", 440);
+    const secure = await phone("+16045550146", 440, true);
     const api = await startService([{ prefix: "+16045550140", trunk: moderator.trunk }]);
-    const { running } = await runConference(api, {
+    const { owner, running } = await runConference(api, {
       extra: '<dial-in-locked type="boolean">true</dial-in-locked>',
     });
+    const conferenceId = Number(running.path.split("/").pop());
+    const stream = await EventStream.open(
+      `${api.httpUrl}/users/${owner.id}/conferences/${conferenceId}/events`,
+      { auth: owner.auth },
+    );
+    cleanups.push(async () => stream.close());
     await moderator.waitForEvent("CALL_ESTABLISHED");
 
     assert.equal(
@@ -231,6 +261,35 @@ describe("callers in a conference", { skip, concurrency: true }, () => {
       0,
       "the refused member was not added",
     );
+    assert.equal(text(admitted, "encryption"), "none");
+
+    // Encrypted only from now on: the moderator's call and the second caller's (plain SIP and RTP)
+    // hear why and are hung up; a plain caller is refused at the PIN; one over TLS with SRTP joins.
+    const secured = await api.request("PUT", running.path, {
+      auth: owner.auth,
+      body: '<conference><encrypted-only type="boolean">true</encrypted-only></conference>',
+    });
+    assert.equal(secured.status, 200, secured.text);
+    await dialIn(plain, api, `${running.moderatorPin}#`);
+    await dialIn(secure, api, `${running.moderatorPin}#`, true);
+    await Promise.all([
+      moderator.waitForEvent("CALL_CLOSED", 15_000),
+      second.waitForEvent("CALL_CLOSED", 15_000),
+      plain.waitForEvent("CALL_CLOSED", 15_000),
+    ]);
+    const connected = await stream.waitFor(
+      "the encrypted caller connected",
+      (event) => event.type === "attendee-connected" && event.data.encryption === "tls+srtp",
+    );
+    const attendees = await running.attendees();
+    const byNumber = (number: string) =>
+      attendees.find((a) => text(a, "phone-number-subscriber-number") === number);
+    assert.equal(text(byNumber("6045550146"), "state"), "connected");
+    assert.equal(text(byNumber("6045550146"), "encryption"), "tls+srtp");
+    assert.equal(text(byNumber("6045550146"), "id"), String(connected.data.attendeeId));
+    assert.equal(text(byNumber("6045550144"), "state"), "disconnected");
+    assert.equal(byNumber("6045550145"), undefined, "the refused plain caller was not added");
+    assert.equal(text(await running.conference(), "state"), "started");
   });
 
   test("an answering machine that never presses 1 is not let in and ends no-answer", async () => {
