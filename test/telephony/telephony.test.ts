@@ -84,6 +84,11 @@ describe("telephony: placing and taking calls", () => {
     assert.equal(await theirs.accept(), true);
     await answered;
     assert.equal(call.state, "answered");
+    // Plain SIP over UDP, plain RTP: nothing is encrypted, on either side.
+    assert.deepEqual(
+      [call.signallingTls, call.encrypted, theirs.signallingTls, theirs.encrypted],
+      [false, false, false, false],
+    );
 
     const heardByCallee = await exchange(call, theirs, 1000, 40);
     const heardByCaller = await exchange(theirs, call, 600, 40);
@@ -111,6 +116,22 @@ describe("telephony: placing and taking calls", () => {
     assert.equal((await ended)[0].by, "remote");
     assert.equal(call.state, "ended");
     assert.equal(theirs.state, "ended");
+  });
+
+  it("a call that must be encrypted fails 488 with the reason when its trunk is not reached over TLS, before anything is sent", async () => {
+    let reached = false;
+    incoming = (call) => {
+      reached = true;
+      call.reject(486, "Busy Here");
+    };
+    const call = caller.placeCall("+16045550125", { encrypted: true });
+    const [failure] = (await once(call, "failed")) as [CallFailure];
+    assert.deepEqual(failure, {
+      status: 488,
+      reason: "SRTP is required but the trunk is not SIP over TLS: keys would travel in plain text",
+    });
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(reached, false, "no INVITE went out");
   });
 
   it("reports the callee's refusal with its status", async () => {

@@ -108,6 +108,7 @@ describe("SIP over TLS with baresip", { skip }, () => {
     const record = new CallRecord(telephony.placeCall(user.slice(2)), () => called.log);
     await record.reached("answered");
     assert.equal(record.call.encrypted, true, "the media is SRTP");
+    assert.equal(record.call.signallingTls, true, "the signalling is TLS");
     await called.waitForEvent("CALL_ESTABLISHED");
     const { heard } = await exchangeAudio(record.call, 3, new ToneGenerator(880));
     assertTone(heard.subarray(SAMPLE_RATE / 2), 440, 880, "we");
@@ -137,6 +138,7 @@ describe("SIP over TLS with baresip", { skip }, () => {
 
     const record = new CallRecord(telephony.placeCall("604-555-0123"), () => phone.log);
     await record.reached("answered");
+    assert.deepEqual([record.call.signallingTls, record.call.encrypted], [true, false], "TLS, plain RTP");
     await phone.waitForEvent("CALL_ESTABLISHED");
     const { heard } = await exchangeAudio(record.call, 3, new ToneGenerator(880));
     assertTone(heard.subarray(SAMPLE_RATE / 2), 440, 880, "we");
@@ -151,6 +153,14 @@ describe("SIP over TLS with baresip", { skip }, () => {
     assert.ok(capture.size > 2000, "the signalling was captured");
     for (const text of ["INVITE", "SIP/2.0", "+16045550123"])
       assert.equal(capture.carries(text), false, `"${text}" is readable on the wire`);
+
+    // A call that must be encrypted offers SRTP alone: the phone, which has none, refuses it.
+    const encrypted = new CallRecord(
+      telephony.placeCall("604-555-0123", { encrypted: true }),
+      () => phone.log,
+    );
+    await encrypted.reached("failed");
+    assert.equal(encrypted.failure?.status, 488, encrypted.failure?.reason);
   });
 
   test("a call to our TLS listener is taken", async () => {
@@ -161,6 +171,7 @@ describe("SIP over TLS with baresip", { skip }, () => {
     assert.equal((await phone.command("dial", `sip:room@127.0.0.1:${port};transport=tls`)).ok, true);
     const call = await incoming;
     assert.equal(await call.accept(), true);
+    assert.deepEqual([call.signallingTls, call.encrypted], [true, false], "TLS, plain RTP");
     const { heard } = await exchangeAudio(call, 3, new ToneGenerator(880));
     assertTone(heard.subarray(SAMPLE_RATE / 2), 440, 880, "we");
     call.hangup();
