@@ -28,6 +28,8 @@ export interface Conference {
   dialInLocked: boolean;
   recordAudio: boolean;
   lectureMode: boolean;
+  /** Only calls over SIP over TLS with SRTP take part. */
+  encryptedOnly: boolean;
   memberPin: string | null;
   moderatorPin: string | null;
 }
@@ -42,6 +44,8 @@ export interface Attendee {
   dialIn: boolean;
   muted: boolean | null;
   handUp: boolean | null;
+  /** How the current or last call is protected: tls+srtp, tls, srtp or none; null before any. */
+  encryption: string | null;
   /** Connected seconds as of `readAt`. */
   duration: number | null;
   /** When this copy was read, to let the duration tick on between reads. */
@@ -174,6 +178,7 @@ export function readConference(element: Element): Conference {
     dialInLocked: flag(element, "dial-in-locked") === true,
     recordAudio: flag(element, "record-audio") === true,
     lectureMode: flag(element, "lecture-mode") === true,
+    encryptedOnly: flag(element, "encrypted-only") === true,
     memberPin: text(element, "member-pin"),
     moderatorPin: text(element, "moderator-pin"),
   };
@@ -202,6 +207,7 @@ export function readAttendee(element: Element, readAt: number): Attendee {
     dialIn: flag(element, "dial-in") === true,
     muted: flag(element, "muted"),
     handUp: flag(element, "hand-up"),
+    encryption: text(element, "encryption"),
     duration: integer(element, "duration"),
     readAt,
   };

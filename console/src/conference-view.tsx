@@ -21,6 +21,20 @@ interface Notice {
   error: boolean;
 }
 
+/**
+ * How an attendee's call is protected, shortly (the column is narrow) and in full (its title), and
+ * how it is marked: full (TLS and SRTP), part (the voice or its keys can be read on the path), none.
+ */
+const ENCRYPTION: Record<
+  string,
+  { label: string; meaning: string; level: "full" | "part" | "none" } | undefined
+> = {
+  "tls+srtp": { label: "TLS + SRTP", meaning: "Signalling and audio encrypted", level: "full" },
+  tls: { label: "TLS only", meaning: "Signalling encrypted, audio not", level: "part" },
+  srtp: { label: "SRTP only", meaning: "Audio encrypted, its keys sent in plain SIP", level: "part" },
+  none: { label: "None", meaning: "Nothing encrypted", level: "none" },
+};
+
 /** Attendee states in which a call is up or being placed, so that it can be hung up. */
 const ON_A_CALL = new Set(["calling", "connected"]);
 
@@ -224,6 +238,7 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
               <th scope="col">Number</th>
               <th scope="col">Location</th>
               <th scope="col">State</th>
+              <th scope="col">Encryption</th>
               <th scope="col">Time on call</th>
               <th scope="col">Muted</th>
               <th scope="col">Hand</th>
@@ -248,6 +263,18 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
                   <td data-label="Location">{attendee.location ?? "—"}</td>
                   <td data-label="State">
                     <span class={`badge state-${attendee.state}`}>{attendee.state}</span>
+                  </td>
+                  <td data-label="Encryption" class="nowrap">
+                    {attendee.encryption === null ? (
+                      "—"
+                    ) : (
+                      <span
+                        class={`badge encryption-${ENCRYPTION[attendee.encryption]?.level ?? "none"}`}
+                        title={ENCRYPTION[attendee.encryption]?.meaning}
+                      >
+                        {ENCRYPTION[attendee.encryption]?.label ?? attendee.encryption}
+                      </span>
+                    )}
                   </td>
                   <td data-label="Time on call" class="numeric">
                     {seconds === null ? "—" : clock(seconds)}
@@ -372,6 +399,26 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
                 }
               >
                 {conference.lectureMode ? "Turn lecture mode off" : "Turn lecture mode on"}
+              </button>
+            </li>
+            <li>
+              <span>
+                Encrypted calls only:{" "}
+                {conference.encryptedOnly ? "on (calls not over TLS with SRTP are refused)" : "off"}
+              </span>
+              <button
+                type="button"
+                onClick={() =>
+                  act(
+                    conference.encryptedOnly
+                      ? "Unencrypted calls are allowed."
+                      : "Only encrypted calls are taken; the others are hung up.",
+                    "Could not change encryption",
+                    () => putConference(xmlBoolean("encrypted-only", !conference.encryptedOnly)),
+                  )
+                }
+              >
+                {conference.encryptedOnly ? "Allow unencrypted calls" : "Take encrypted calls only"}
               </button>
             </li>
             <li>

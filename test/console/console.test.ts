@@ -15,14 +15,19 @@ import { loadConfig } from "../../src/config.js";
 import { goertzelLevelDb, SAMPLE_RATE } from "../helpers/audio.js";
 import { Baresip } from "../helpers/baresip.js";
 import { launchChromium, openPage, skipWithoutChromium } from "../helpers/browser.js";
+import { testAuthority } from "../helpers/certificates.js";
 import { createTestDatabase, TEST_STORE } from "../helpers/databases.js";
 import { createUser, startTestService, type TestService } from "../helpers/service.js";
 import { rtpPortRange, skipWithout } from "../helpers/sipp.js";
 import { until } from "../helpers/until.js";
 import { type Auth, itemsOf, textOf, type XmlNode } from "../helpers/xml.js";
 
-const skip = skipWithoutChromium() || skipWithout("baresip");
+const skip = skipWithoutChromium() || skipWithout("baresip") || skipWithout("openssl");
 const cleanups: Array<() => Promise<unknown>> = [];
+/** A test CA: the service calls the moderator's phone over SIP over TLS and checks its certificate. */
+const certificates = mkdtempSync(join(tmpdir(), "bridgeline-console-tls-"));
+const authority = skip ? undefined : testAuthority(certificates);
+cleanups.push(async () => rmSync(certificates, { recursive: true, force: true }));
 let browser: Browser;
 /** Where the test's screenshots go, replaced on each run; docs/images/console-live.png is a copy of one. */
 const screenshots = join(tmpdir(), "bridgeline-console-screenshots");
@@ -47,6 +52,19 @@ async function phone(user: string, toneHz: number): Promise<Baresip> {
   return started;
 }
 
+/** A phone reached over SIP over TLS (its certificate the test CA's) that takes SRTP when offered. */
+async function securePhone(user: string, toneHz: number): Promise<{ phone: Baresip; trunk: string }> {
+  const ca = authority as NonNullable<typeof authority>;
+  const started = await Baresip.start({
+    user,
+    toneHz,
+    tls: { certificate: ca.issue(`phone-${user.slice(1)}`, "IP:127.0.0.1").pem, cafile: ca.ca },
+    mediaenc: "srtp",
+  });
+  cleanups.push(() => started.stop());
+  return { phone: started, trunk: `sip:127.0.0.1:${started.tlsPort};transport=tls` };
+}
+
 async function startService(routes: Array<{ prefix: string; trunk: string }> = []): Promise<TestService> {
   const service = await startTestService({
     sip: {
@@ -56,6 +74,7 @@ async function startService(routes: Array<{ prefix: string; trunk: string }> = [
       routes,
       rtpPorts: rtpPortRange(),
       accessNumbers: ["+16045550199"],
+      tlsCaFile: (authority as NonNullable<typeof authority>).ca,
     },
   });
   cleanups.push(() => service.close());
@@ -114,11 +133,12 @@ function heardDb(samples: Int16Array, fromSample: number, toSample: number, hz: 
 
 describe("the moderator console", { skip }, () => {
   test("a moderator signs in, watches phones join and raise a hand, mutes one, and ends the call", async () => {
-    const moderatorPhone = await phone("+16045550150", 660);
+    // The moderator's phone is called over SIP over TLS with SRTP; Ann's and Bob's plainly.
+    const { phone: moderatorPhone, trunk: moderatorTrunk } = await securePhone("+16045550150", 660);
     const ann = await phone("+16045550151", 440);
     const bob = await phone("+16045550152", 880);
     const api = await startService([
-      { prefix: "+16045550150", trunk: moderatorPhone.trunk },
+      { prefix: "+16045550150", trunk: moderatorTrunk },
       { prefix: "+16045550151", trunk: ann.trunk },
       { prefix: "+16045550152", trunk: bob.trunk },
     ]);
@@ -161,6 +181,11 @@ describe("the moderator console", { skip }, () => {
     const row = (name: string) => page.locator("tbody tr").filter({ hasText: name });
     await row("Ann Low").getByText("connected", { exact: true }).waitFor();
     assert.match(String(await row("Ann Low").textContent()), /\+1 604-555-0151/);
+    // Each call's encryption, as the API tells it.
+    const encryption = (name: string) => row(name).locator('td[data-label="Encryption"]');
+    await encryption("Test User").getByText("TLS + SRTP", { exact: true }).waitFor();
+    await encryption("Ann Low").getByText("None", { exact: true }).waitFor();
+    await page.getByText("Encrypted calls only: off").waitFor();
 
     // Added from the page, Bob is called at once and shows up connected without a reload.
     await page.getByLabel("Name", { exact: true }).fill("Bob High");
@@ -168,6 +193,7 @@ describe("the moderator console", { skip }, () => {
     await page.getByRole("button", { name: "Add and call" }).click();
     await bob.waitForEvent("CALL_ESTABLISHED");
     await row("Bob High").getByText("connected", { exact: true }).waitFor();
+    await encryption("Bob High").getByText("None", { exact: true }).waitFor();
     // Its time on the call ticks without any event.
     const timeCell = row("Bob High").locator('td[data-label="Time on call"]');
     const firstReading = await timeCell.textContent();
@@ -323,6 +349,21 @@ describe("the moderator console", { skip }, () => {
     assert.equal(cookie?.httpOnly, true);
     assert.equal(cookie?.secure, true);
     assert.equal(cookie?.sameSite, "Strict");
+
+    // Encrypted calls only, from the page of a conference: the API says so.
+    const planned = await api.request("POST", `/users/${owner.id}/conferences`, {
+      auth: owner.auth,
+      body: "<conference><name>Board</name><scheduled-to-start-at>2030-01-01T10:00:00Z</scheduled-to-start-at></conference>",
+    });
+    assert.equal(planned.status, 201, planned.text);
+    const plannedPath = new URL(String(planned.headers.location), "http://localhost").pathname;
+    await page.goto(`/console/#/conferences/${plannedPath.split("/").pop()}`);
+    await page.getByRole("button", { name: "Take encrypted calls only" }).click();
+    await page.getByRole("button", { name: "Allow unencrypted calls" }).waitFor();
+    await page.getByText("Encrypted calls only: on (calls not over TLS with SRTP are refused)").waitFor();
+    const board = (await api.request("GET", plannedPath, { auth: owner.auth })).xml.conference as XmlNode;
+    assert.equal(textOf(board, "encrypted-only"), "true");
+
     await page.getByRole("button", { name: "Sign out" }).click();
     await page.getByLabel("E-mail address").waitFor();
     assert.deepEqual(await page.context().cookies(), [], "signing out clears the cookie");
