@@ -28,8 +28,7 @@ import {
   emptyConferenceEnd,
   lectureModeMuting,
 } from "../domain/conference.js";
-import type { CallEncryption } from "../domain/encryption.js";
-import { admittedByEncryption, callEncryption } from "../domain/encryption.js";
+import { admittedByEncryption, type CallEncryption, callEncryption } from "../domain/encryption.js";
 import type { ConferenceEventType } from "../domain/event.js";
 import { type CallingPolicy, whyNotCallable } from "../domain/phone.js";
 import type { AttendeeCallEvent } from "../store/conference-runtime.js";
