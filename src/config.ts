@@ -136,11 +136,25 @@ export interface SipConfig {
   requestRatePerSource: number;
   /** Calls in progress (placed and taken) past which an INVITE is refused 503. */
   maxCalls: number;
+  /** TCP and TLS connections taken: from one source, in all, and how long they may idle or handshake. */
+  connections: SipConnectionsConfig;
   /** The SRTP suites offered and accepted, preferred first. */
   srtpSuites: SrtpSuite[];
 }
 
 export type SrtpPolicy = "off" | "optional" | "required";
+
+/** BRIDGELINE_SIP_CONNECTIONS_PER_SOURCE, _MAX_CONNECTIONS, _IDLE_SECONDS, _TLS_HANDSHAKE_SECONDS. */
+export interface SipConnectionsConfig {
+  /** Connections one source (an IPv4 address, an IPv6 /64) may hold open; one more is closed at once. */
+  perSource: number;
+  /** Connections open in all; one more is closed at once. */
+  total: number;
+  /** An accepted connection carrying no message (and no call) this long is closed. */
+  idleSeconds: number;
+  /** A TLS handshake not done in this long is abandoned and its connection closed. */
+  tlsHandshakeSeconds: number;
+}
 
 export interface SipRoute {
   prefix: string;
@@ -320,7 +334,24 @@ function readSipConfig(env: Env): SipConfig {
     srtpKeysOverPlainSip: readBoolean(env, "BRIDGELINE_SRTP_KEYS_OVER_PLAIN_SIP", false),
     requestRatePerSource: readPositiveInteger(env, "BRIDGELINE_SIP_REQUEST_RATE", 50),
     maxCalls: readPositiveInteger(env, "BRIDGELINE_SIP_MAX_CALLS", 2000),
+    connections: readSipConnections(env),
     srtpSuites: readSrtpSuites(env),
+  };
+}
+
+function readSipConnections(env: Env): SipConnectionsConfig {
+  const perSource = readPositiveInteger(env, "BRIDGELINE_SIP_CONNECTIONS_PER_SOURCE", 16);
+  const total = readPositiveInteger(env, "BRIDGELINE_SIP_MAX_CONNECTIONS", 2048);
+  if (perSource > total)
+    throw new ConfigError(
+      "BRIDGELINE_SIP_CONNECTIONS_PER_SOURCE",
+      `must not be more than BRIDGELINE_SIP_MAX_CONNECTIONS (${total}), got ${perSource}`,
+    );
+  return {
+    perSource,
+    total,
+    idleSeconds: readPositiveInteger(env, "BRIDGELINE_SIP_IDLE_SECONDS", 60),
+    tlsHandshakeSeconds: readPositiveInteger(env, "BRIDGELINE_SIP_TLS_HANDSHAKE_SECONDS", 10),
   };
 }
 

@@ -91,6 +91,12 @@ export async function startService(
       mediaThreads: sip.mediaThreads,
       requestRatePerSource: sip.requestRatePerSource,
       maxCalls: sip.maxCalls,
+      connections: {
+        perSource: sip.connections.perSource,
+        total: sip.connections.total,
+        idleTimeoutMs: sip.connections.idleSeconds * 1000,
+        tlsHandshakeTimeoutMs: sip.connections.tlsHandshakeSeconds * 1000,
+      },
       allowMediaFaultInjection: options.allowMediaFaultInjection,
       sipClock: options.sipClock,
       tls: { port: sip.tlsPort ?? (sip.port === 0 ? 0 : sip.port + 1), ...sipTls.material },

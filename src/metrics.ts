@@ -171,6 +171,15 @@ export class ServiceMetrics {
     "bridgeline_sip_connections_refused_total",
     "SIP connections closed as accepted: as many open as allowed, from their source or in all",
   );
+  readonly #sipConnectionsClosed = this.#counter(
+    "bridgeline_sip_connections_closed_total",
+    "SIP connections the service closed: from an untrusted source as accepted, idle, or a message left unfinished",
+    ["reason"],
+  );
+  readonly #sipTlsFailures = this.#counter(
+    "bridgeline_sip_tls_failures_total",
+    "SIP over TLS handshakes that failed or timed out, and trunk certificates refused",
+  );
   /** The media threads' lateness, kept between scrapes for the exposition prom-client cannot make. */
   #lateness: MediaPlaneStats["threads"] = [];
 
@@ -238,6 +247,10 @@ export class ServiceMetrics {
     setCounter(this.#sipLimited, { outcome: "dropped" }, sip.requestRate?.dropped ?? 0);
     this.#sipTransactions.set(sip.serverTransactions);
     setCounter(this.#sipConnectionsRefused, {}, sip.transport.connectionsRefused);
+    setCounter(this.#sipConnectionsClosed, { reason: "untrusted" }, sip.transport.connectionsUntrusted);
+    setCounter(this.#sipConnectionsClosed, { reason: "idle" }, sip.transport.connectionsClosedForIdle);
+    setCounter(this.#sipConnectionsClosed, { reason: "stalled" }, sip.transport.connectionsClosedForStall);
+    setCounter(this.#sipTlsFailures, {}, sip.transport.tlsFailures);
     const pool = sources.store.pool?.();
     if (pool !== undefined) {
       this.#pool.set({ state: "total" }, pool.total);

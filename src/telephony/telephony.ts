@@ -76,6 +76,16 @@ export interface TelephonyOptions {
   readonly allowMediaFaultInjection?: boolean;
   /** SIP over TLS: a listener with this certificate (calls out over TLS need none). */
   readonly tls?: SipTlsOptions;
+  /**
+   * TCP and TLS connections accepted from one source and in all, how long an accepted one may carry
+   * no message, and how long a TLS handshake may take (the transport's defaults where undefined).
+   */
+  readonly connections?: {
+    readonly perSource: number;
+    readonly total: number;
+    readonly idleTimeoutMs?: number;
+    readonly tlsHandshakeTimeoutMs?: number;
+  };
   /** What peers' TLS certificates must chain to (PEM); default the system's CAs. */
   readonly tlsCa?: string | Buffer;
   /**
@@ -187,14 +197,23 @@ export class Telephony implements CallHost {
     const trusted = await trustedSources(options, dialPlan, locator);
     if (trusted === undefined)
       logger?.warn({}, "SIP requests are taken from anywhere: no trunk and no BRIDGELINE_SIP_TRUSTED");
+    const connections = options.connections;
     const transport = await SipTransport.listen({
       bindAddress: options.bindAddress,
       port: options.sipPort,
       publicAddress: options.publicAddress ?? advertisedAddress(options.bindAddress),
       tls: options.tls,
       tlsCa: options.tlsCa,
+      maxConnections: connections,
+      idleTimeoutMs: connections?.idleTimeoutMs,
+      tlsHandshakeTimeoutMs: connections?.tlsHandshakeTimeoutMs,
+      // A stranger's connection is closed as accepted: its requests would only be refused or dropped.
+      trustedSources: trusted,
+      inUse: (flow) => agent?.usesFlow(flow) ?? false,
       onMessage: (message, source) => agent?.receive(message, source),
       onDrop: (reason, source) => logger?.debug({ source }, `SIP message dropped: ${reason}`),
+      onTlsFailure: (reason, source) =>
+        logger?.warn({ source: `${source.address}:${source.port}` }, `SIP over TLS: ${reason}`),
     });
     const rate = options.requestRatePerSource;
     agent = new UserAgent(transport, {

@@ -5,7 +5,15 @@
  */
 import { randomBytes } from "node:crypto";
 import { createSocket, type Socket as DatagramSocket } from "node:dgram";
-import { createServer, isIP, isIPv6, type Server, type Socket, connect as tcpConnect } from "node:net";
+import {
+  type BlockList,
+  createServer,
+  isIP,
+  isIPv6,
+  type Server,
+  type Socket,
+  connect as tcpConnect,
+} from "node:net";
 import { createServer as createTlsServer, type Server as TlsServer, connect as tlsConnect } from "node:tls";
 import { parseNameAddr, parseVia, type Via } from "../message/header-values.js";
 import { type ParseResult, type PartialRequest, parseMessage } from "../message/parser.js";
@@ -78,6 +86,26 @@ export interface SipTransportOptions {
   readonly maxConnections?: { readonly perSource: number; readonly total: number };
   /** How long a connection may take to send the rest of a message it began, before it is closed. */
   readonly partialMessageTimeoutMs?: number;
+  /**
+   * How long an accepted connection may carry no complete message, either way, before it is closed:
+   * one that has sent none since it was accepted, whatever keep-alives it sent; one that has, when no
+   * keep-alive came either and `inUse` says nothing above still needs it. Default 60 s.
+   */
+  readonly idleTimeoutMs?: number;
+  /**
+   * Whether a dialog or a transaction still uses the flow from `source` (RFC 5626 section 3): its
+   * connection is never closed for being idle, since requests within the dialog go back over it.
+   */
+  readonly inUse?: (source: MessageSource) => boolean;
+  /** How long a TLS client may take over its handshake before its connection is closed; default 10 s. */
+  readonly tlsHandshakeTimeoutMs?: number;
+  /**
+   * The sources connections are accepted from; a connection from anywhere else is closed as it is
+   * accepted, before a TLS handshake costs anything. Undefined: anyone.
+   */
+  readonly trustedSources?: BlockList;
+  /** Told of each TLS handshake that failed, with the peer; for logging. */
+  readonly onTlsFailure?: (reason: string, source: MessageSource) => void;
   /** A UDP request larger than this goes over TCP instead (18.1.1: path MTU 1500 minus 200). */
   readonly udpSizeThreshold?: number;
   /** A TLS listener; without it, TLS is used only for connections this side opens. */
@@ -105,6 +133,12 @@ export interface TransportStats {
   connectionsRefused: number;
   /** Connections closed for leaving a message unfinished too long (a slow sender holding a slot). */
   connectionsClosedForStall: number;
+  /** Accepted connections closed for carrying no message too long. */
+  connectionsClosedForIdle: number;
+  /** Connections closed as accepted because their source is not trusted. */
+  connectionsUntrusted: number;
+  /** TLS handshakes that failed or timed out. */
+  tlsFailures: number;
 }
 
 const DEFAULT_MAX_STREAM_BUFFER = 65_536;
@@ -112,11 +146,15 @@ const DEFAULT_MAX_STREAM_BUFFER = 65_536;
  * A trunk or proxy needs a few connections; a peer wanting more is opening them to exhaust ours. The
  * total, times the stream buffer, bounds what partial messages can hold (128 MB).
  */
-const DEFAULT_MAX_CONNECTIONS = { perSource: 64, total: 2048 };
+const DEFAULT_MAX_CONNECTIONS = { perSource: 16, total: 2048 };
 /** 64*T1: no message takes longer than a transaction to arrive. */
 const DEFAULT_PARTIAL_MESSAGE_TIMEOUT_MS = 32_000;
-/** How often connections are checked for a stalled message, at most. */
-const STALL_CHECK_INTERVAL_MS = 5_000;
+/** Kamailio closes a connection idle for tcp_connection_lifetime (120 s); strangers get half that here. */
+const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
+/** A handshake is a few round trips: 10 s allows for a slow path, not for a slot held on purpose. */
+const DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
+/** How often connections are checked for a stalled message or idleness, at most. */
+const SWEEP_INTERVAL_MS = 5_000;
 const UDP_RECEIVE_BUFFER_BYTES = 4 * 1024 * 1024;
 const DEFAULT_UDP_SIZE_THRESHOLD = 1300;
 /** How many server-transaction branches a connection remembers for routing responses back over it. */
@@ -132,6 +170,10 @@ class Connection {
   buffer: Buffer = Buffer.alloc(0);
   /** When the message being received began to arrive (performance.now()); undefined between messages. */
   partialSince: number | undefined;
+  /** When a complete message last passed, either way, or a keep-alive came after one (performance.now()). */
+  lastActivity = performance.now();
+  /** Whether a complete message has come over it: until then, keep-alives do not count as activity. */
+  delivered = false;
   readonly branches = new Set<string>();
   readonly keys = new Set<string>();
   readonly closed: Promise<void>;
@@ -139,6 +181,8 @@ class Connection {
   constructor(
     readonly socket: Socket,
     readonly transport: StreamTransport,
+    /** Accepted from a peer, not opened by us (ours send keep-alives and are never idle). */
+    readonly accepted: boolean,
   ) {
     this.closed = new Promise((resolve) => socket.once("close", () => resolve()));
   }
@@ -185,6 +229,9 @@ export class SipTransport {
     connectionsClosedForOverflow: 0,
     connectionsRefused: 0,
     connectionsClosedForStall: 0,
+    connectionsClosedForIdle: 0,
+    connectionsUntrusted: 0,
+    tlsFailures: 0,
   };
   readonly #options: SipTransportOptions;
   readonly #udp: DatagramSocket;
@@ -206,7 +253,7 @@ export class SipTransport {
   /** Accepted connections open, by source (sourceOf), and their sum. */
   readonly #acceptedBySource = new Map<string, number>();
   #accepted = 0;
-  readonly #stallCheck: ReturnType<typeof setInterval>;
+  readonly #sweep: ReturnType<typeof setInterval>;
   #closing: Promise<void> | undefined;
 
   private constructor(
@@ -225,15 +272,13 @@ export class SipTransport {
     this.#tlsPort = typeof tlsAddress === "object" && tlsAddress !== null ? tlsAddress.port : undefined;
     // "connection" comes with the bare socket, before the handshake costs anything.
     tlsServer?.on("connection", (socket: Socket) => this.#guard(() => this.#admit(socket, "TLS")));
-    tlsServer?.on("secureConnection", (socket) => this.#guard(() => this.#adopt(socket, "TLS")));
-    // A handshake that fails (a scanner, a peer that does not trust us) never becomes a connection.
-    tlsServer?.on("tlsClientError", (error, socket) =>
-      this.#drop(`TLS handshake failed: ${error.message}`, {
-        transport: "TLS",
-        address: normalizeHost(socket.remoteAddress ?? ""),
-        port: socket.remotePort ?? 0,
-      }),
-    );
+    tlsServer?.on("secureConnection", (socket) => this.#guard(() => this.#adopt(socket, "TLS", true)));
+    // A handshake that fails or times out (a scanner, a peer that does not trust us) never becomes a
+    // connection. Node leaves the socket open after a handshake timeout: it is closed here.
+    tlsServer?.on("tlsClientError", (error, socket) => {
+      this.#tlsFailed(`TLS handshake failed: ${error.message}`, socket);
+      socket.destroy();
+    });
     tlsServer?.on("error", (error) => this.#drop(`TLS server error: ${error.message}`, undefined));
     udp.on("message", (bytes, info) =>
       this.#guard(() => this.#onDatagram(bytes, normalizeHost(info.address), info.port)),
@@ -241,14 +286,15 @@ export class SipTransport {
     udp.on("error", (error) => this.#drop(`UDP socket error: ${error.message}`, undefined));
     server.on("connection", (socket) =>
       this.#guard(() => {
-        if (this.#admit(socket, "TCP")) this.#adopt(socket, "TCP");
+        if (this.#admit(socket, "TCP")) this.#adopt(socket, "TCP", true);
       }),
     );
     server.on("error", (error) => this.#drop(`TCP server error: ${error.message}`, undefined));
     const stallTimeout = options.partialMessageTimeoutMs ?? DEFAULT_PARTIAL_MESSAGE_TIMEOUT_MS;
-    this.#stallCheck = setInterval(
-      () => this.#guard(() => this.#closeStalled(stallTimeout)),
-      Math.min(stallTimeout, STALL_CHECK_INTERVAL_MS),
+    const idleTimeout = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+    this.#sweep = setInterval(
+      () => this.#guard(() => this.#closeStalledAndIdle(stallTimeout, idleTimeout)),
+      Math.min(stallTimeout, idleTimeout, SWEEP_INTERVAL_MS),
     ).unref();
   }
 
@@ -285,7 +331,12 @@ export class SipTransport {
       }
       let tlsServer: TlsServer | undefined;
       if (options.tls !== undefined) {
-        tlsServer = createTlsServer({ cert: options.tls.cert, key: options.tls.key, minVersion: "TLSv1.2" });
+        tlsServer = createTlsServer({
+          cert: options.tls.cert,
+          key: options.tls.key,
+          minVersion: "TLSv1.2",
+          handshakeTimeout: options.tlsHandshakeTimeoutMs ?? DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS,
+        });
         try {
           await listenOn(tlsServer, options.tls.port, options.bindAddress);
         } catch (error) {
@@ -398,7 +449,7 @@ export class SipTransport {
   /** Closes the socket, the server and every connection; resolves when all are closed. Idempotent. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
-      clearInterval(this.#stallCheck);
+      clearInterval(this.#sweep);
       const serverClosed = new Promise<void>((resolve) => this.#server.close(() => resolve()));
       const tlsServer = this.#tlsServer;
       const tlsClosed = new Promise<void>((resolve) =>
@@ -454,9 +505,23 @@ export class SipTransport {
     }
   }
 
-  /** Counts an accepted connection in, or closes it when its source, or everyone, has as many as allowed. */
+  /**
+   * Counts an accepted connection in, or closes it when its source is not trusted, or when its source,
+   * or everyone, has as many as allowed.
+   */
   #admit(socket: Socket, transport: StreamTransport): boolean {
     const address = normalizeHost(socket.remoteAddress ?? "");
+    const trusted = this.#options.trustedSources;
+    if (trusted !== undefined && !trusted.check(address, isIPv6(address) ? "ipv6" : "ipv4")) {
+      this.stats.connectionsUntrusted++;
+      this.#drop("connection refused: untrusted source", {
+        transport,
+        address,
+        port: socket.remotePort ?? 0,
+      });
+      socket.destroy();
+      return false;
+    }
     const source = sourceOf(address);
     const limits = this.#options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
     const fromSource = this.#acceptedBySource.get(source) ?? 0;
@@ -482,8 +547,23 @@ export class SipTransport {
     return true;
   }
 
-  #adopt(socket: Socket, transport: StreamTransport): Connection {
-    const connection = new Connection(socket, transport);
+  #tlsFailed(reason: string, socket: Socket): void {
+    this.stats.tlsFailures++;
+    const source: MessageSource = {
+      transport: "TLS",
+      address: normalizeHost(socket.remoteAddress ?? ""),
+      port: socket.remotePort ?? 0,
+    };
+    this.#drop(reason, source);
+    try {
+      this.#options.onTlsFailure?.(reason, source);
+    } catch {
+      // a failing observer must not take the transport down
+    }
+  }
+
+  #adopt(socket: Socket, transport: StreamTransport, accepted: boolean): Connection {
+    const connection = new Connection(socket, transport, accepted);
     this.#all.add(connection);
     socket.setNoDelay(true);
     socket.on("error", (error) => this.#drop(`connection error: ${error.message}`, connection.source));
@@ -519,6 +599,7 @@ export class SipTransport {
       const buffer = connection.buffer;
       while (buffer[start] === 0x0d && buffer[start + 1] === 0x0a) start += 2;
       if (start > 0) {
+        if (connection.delivered) connection.lastActivity = performance.now();
         if (start >= 4 && connection.open) connection.socket.write(CRLF);
         connection.buffer = buffer.subarray(start);
       }
@@ -530,6 +611,8 @@ export class SipTransport {
       if (result.ok) {
         connection.buffer = connection.buffer.subarray(result.consumed);
         connection.partialSince = undefined;
+        connection.delivered = true;
+        connection.lastActivity = performance.now();
         this.#deliver(result.message, connection.source, connection);
         if (connection.socket.destroyed) return;
         continue;
@@ -553,13 +636,28 @@ export class SipTransport {
     }
   }
 
-  /** Closes the connections that began a message longer ago than the timeout and have not finished it. */
-  #closeStalled(timeoutMs: number): void {
+  /**
+   * Closes the connections that began a message longer ago than the stall timeout and have not
+   * finished it, and the accepted ones idle longer than the idle timeout (see `idleTimeoutMs`).
+   */
+  #closeStalledAndIdle(stallTimeoutMs: number, idleTimeoutMs: number): void {
     const now = performance.now();
     for (const connection of this.#all) {
-      if (connection.partialSince === undefined || now - connection.partialSince <= timeoutMs) continue;
-      this.stats.connectionsClosedForStall++;
-      this.#drop(`a message left unfinished for ${timeoutMs} ms: connection closed`, connection.source);
+      if (connection.partialSince !== undefined) {
+        if (now - connection.partialSince <= stallTimeoutMs) continue;
+        this.stats.connectionsClosedForStall++;
+        this.#drop(
+          `a message left unfinished for ${stallTimeoutMs} ms: connection closed`,
+          connection.source,
+        );
+        connection.socket.destroy();
+        continue;
+      }
+      if (!connection.accepted || now - connection.lastActivity <= idleTimeoutMs) continue;
+      // Only a connection that carried a message can carry a dialog or a transaction.
+      if (connection.delivered && this.#options.inUse?.(connection.source)) continue;
+      this.stats.connectionsClosedForIdle++;
+      this.#drop(`no message for ${idleTimeoutMs} ms: connection closed`, connection.source);
       connection.socket.destroy();
     }
   }
@@ -666,6 +764,7 @@ export class SipTransport {
       connection.socket.write(wire, (error) => {
         if (error) reject(error);
         else {
+          connection.lastActivity = performance.now();
           this.stats.sent++;
           resolve();
         }
@@ -721,7 +820,7 @@ export class SipTransport {
       socket.once(transport === "TLS" ? "secureConnect" : "connect", () => {
         socket.off("error", onError);
         socket.setNoDelay(true);
-        const connection = this.#adopt(socket, transport);
+        const connection = this.#adopt(socket, transport, false);
         this.#remember(connection, endpointKey(transport, host, port));
         const keepAlive = setInterval(() => {
           if (connection.open) socket.write(DOUBLE_CRLF);

@@ -987,6 +987,17 @@ export class IncomingInviteSession extends InviteSession {
   get transport(): Destination["transport"] {
     return this.source?.transport ?? transportOf(this.invite);
   }
+
+  /** Whether the INVITE came over this flow: a connection the dialog's requests may go back over. */
+  cameOver(flow: MessageSource): boolean {
+    const source = this.source;
+    return (
+      source !== undefined &&
+      source.transport === flow.transport &&
+      source.address === flow.address &&
+      source.port === flow.port
+    );
+  }
 }
 
 /** The transport a request came over, from its top Via. */

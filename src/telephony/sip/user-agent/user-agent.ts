@@ -159,6 +159,18 @@ export class UserAgent implements TransactionCore, SessionHost {
     this.#layer.receive(message, source);
   }
 
+  /**
+   * Whether a call taken, answered or not yet, came over this flow: its connection must stay open,
+   * since responses and requests within the dialog go back over it. Asked only of connections idle
+   * past the transport's idle timeout, so a walk over the sessions is cheap enough.
+   */
+  usesFlow(flow: MessageSource): boolean {
+    for (const session of this.#pending.values()) if (session.cameOver(flow)) return true;
+    for (const session of this.#dialogs.values())
+      if (session instanceof IncomingInviteSession && session.cameOver(flow)) return true;
+    return false;
+  }
+
   /** Who answers INVITEs outside a dialog; without one they are refused 404. */
   onInvite(handler: (session: IncomingInviteSession) => void): void {
     this.#onInvite = handler;
