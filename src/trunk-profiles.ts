@@ -9,6 +9,7 @@ import { createRequire } from "node:module";
 import type { Node, YAMLMap } from "yaml";
 import { normalizeNanpNumber } from "./domain/phone.js";
 import { AUDIO_CODECS, type AudioCodec } from "./telephony/sdp/session-description.js";
+import { destinationOf } from "./telephony/sip/dialog/dialog.js";
 import { isToken } from "./telephony/sip/message/header-values.js";
 import {
   DTMF_METHODS,
@@ -161,6 +162,7 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
     "codecs",
     "dtmf",
     "srtp",
+    "mutual-tls",
   ]);
   const fail: Fail = (line, message) => {
     throw new TrunkProfileError(line, `trunk ${name}: ${message}`);
@@ -227,6 +229,12 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
     fail(callerName.line, "caller-name must be one line");
   const assertedIdentity = oneOf("asserted-identity", ["true", "false"] as const);
   const srtp = oneOf("srtp", TRUNK_SRTP_POLICIES);
+  const mutualTls = oneOf("mutual-tls", ["true", "false"] as const);
+  if (mutualTls === "true" && destinationOf(uri)?.transport !== "TLS")
+    fail(
+      settings.get("mutual-tls")?.line ?? 1,
+      `mutual-tls needs a TLS trunk (sips: or ;transport=tls), got ${uri}`,
+    );
 
   return {
     uri,
@@ -243,6 +251,7 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
     codecs: readCodecs(settings.get("codecs"), lineOf, fail),
     dtmf: oneOf("dtmf", DTMF_METHODS),
     srtp: srtp ?? trunkOfUri(uri).srtp,
+    mutualTls: mutualTls === "true",
   };
 }
 

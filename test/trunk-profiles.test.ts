@@ -61,6 +61,7 @@ describe("trunk profile file", () => {
       codecs: ["PCMA", "PCMU"],
       dtmf: "info",
       srtp: "off",
+      mutualTls: false,
     });
     // Longest prefix first; a URI's ;srtp= is the trunk's SRTP when no srtp: says otherwise.
     assert.deepEqual(
@@ -84,6 +85,18 @@ describe("trunk profile file", () => {
     assert.equal(plan.trunk?.uri, "sip:a.example");
     assert.deepEqual(plan.trunk?.registration, { expires: 3600 });
     assert.deepEqual(plan.routes, []);
+  });
+
+  it("mutual-tls: true on a TLS trunk asks its certificate; on any other trunk it is a mistake", () => {
+    const plan = parseTrunkProfiles("trunks:\n  a:\n    uri: sips:a.example\n    mutual-tls: true\n");
+    assert.equal(plan.trunk?.mutualTls, true);
+    assert.throws(
+      () => parseTrunkProfiles("trunks:\n  a:\n    uri: sip:a.example;transport=tcp\n    mutual-tls: true\n"),
+      (error) =>
+        error instanceof TrunkProfileError &&
+        error.line === 4 &&
+        /mutual-tls needs a TLS trunk/.test(error.message),
+    );
   });
 
   const mistakes: [string, string, number, RegExp][] = [

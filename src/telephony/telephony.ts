@@ -15,6 +15,7 @@ import type { TimerClock } from "./sip/transaction/timers.js";
 import { ServerLocator } from "./sip/transport/server-locator.js";
 import {
   type Destination,
+  type MutualTlsPeer,
   type SipTlsOptions,
   SipTransport,
   type TransportStats,
@@ -74,8 +75,11 @@ export interface TelephonyOptions {
   readonly maxCalls?: number;
   /** Lets a mix be made to fail on purpose (tests of fault isolation). */
   readonly allowMediaFaultInjection?: boolean;
-  /** SIP over TLS: a listener with this certificate (calls out over TLS need none). */
-  readonly tls?: SipTlsOptions;
+  /**
+   * SIP over TLS: a listener with this certificate (calls out over TLS need none). Trunks with
+   * `mutualTls` must present a certificate when they connect to it.
+   */
+  readonly tls?: Omit<SipTlsOptions, "mutual">;
   /**
    * TCP and TLS connections accepted from one source and in all, how long an accepted one may carry
    * no message, and how long a TLS handshake may take (the transport's defaults where undefined).
@@ -202,7 +206,10 @@ export class Telephony implements CallHost {
       bindAddress: options.bindAddress,
       port: options.sipPort,
       publicAddress: options.publicAddress ?? advertisedAddress(options.bindAddress),
-      tls: options.tls,
+      tls:
+        options.tls === undefined
+          ? undefined
+          : { ...options.tls, mutual: await mutualTlsPeers(options, dialPlan, locator) },
       tlsCa: options.tlsCa,
       maxConnections: connections,
       idleTimeoutMs: connections?.idleTimeoutMs,
@@ -639,6 +646,36 @@ async function trustedSources(
     else list.addSubnet(address, Number(prefix), family);
   }
   return list;
+}
+
+/**
+ * The trunks that must present a certificate when they connect to us (`mutualTls`): each by the
+ * addresses its host has (looked up once, at start, as for the trusted sources) and the name its
+ * certificate must bear, its URI's host.
+ */
+async function mutualTlsPeers(
+  options: TelephonyOptions,
+  dialPlan: DialPlan,
+  locator: ServerLocator,
+): Promise<MutualTlsPeer[]> {
+  return Promise.all(
+    dialPlan.trunks
+      .filter((trunk) => trunk.mutualTls === true)
+      .map(async (trunk) => {
+        const name = destinationOf(trunk.uri)?.host ?? "";
+        const sources = new BlockList();
+        try {
+          for (const server of await locateTrunk(locator, trunk.uri))
+            sources.addAddress(server.host, isIPv6(server.host) ? "ipv6" : "ipv4");
+        } catch (error) {
+          options.logger?.warn(
+            { host: name, err: error },
+            "a mutual-TLS trunk's host could not be looked up: its connections to us are not asked for a certificate",
+          );
+        }
+        return { sources, name };
+      }),
+  );
 }
 
 /** The default trunk and the routes, each as a profile; `trunks` lists each profile once. */

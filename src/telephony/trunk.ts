@@ -52,6 +52,11 @@ export interface Trunk {
   readonly dtmf?: DtmfMethod;
   /** SRTP for calls placed through it; default the service's. */
   readonly srtp?: SrtpPolicy;
+  /**
+   * Mutual TLS (a TLS trunk only): its connections to us must present a certificate that chains to
+   * BRIDGELINE_SIP_TLS_CA and names its host. Ours is presented to any server that asks.
+   */
+  readonly mutualTls?: boolean;
 }
 
 /** The `;srtp=` parameter of a trunk URI: how a trunk given by its URI alone sets its SRTP. */

@@ -14,7 +14,14 @@ import {
   type Socket,
   connect as tcpConnect,
 } from "node:net";
-import { createServer as createTlsServer, type Server as TlsServer, connect as tlsConnect } from "node:tls";
+import {
+  checkServerIdentity,
+  createServer as createTlsServer,
+  type SecureContextOptions,
+  type TLSSocket,
+  type Server as TlsServer,
+  connect as tlsConnect,
+} from "node:tls";
 import { parseNameAddr, parseVia, type Via } from "../message/header-values.js";
 import { type ParseResult, type PartialRequest, parseMessage } from "../message/parser.js";
 import { serializeMessage } from "../message/serializer.js";
@@ -40,10 +47,25 @@ type StreamTransport = "TCP" | "TLS";
 export interface SipTlsOptions {
   /** The TLS listener's port; 0 picks a free one. */
   readonly port: number;
-  /** PEM certificate chain and key this side presents. */
+  /** PEM certificate chain and key this side presents, to clients and to servers that ask for one. */
   readonly cert: string | Buffer;
   readonly key: string | Buffer;
+  /**
+   * Peers that must present a certificate of their own (mutual TLS): connections from `sources` are
+   * kept only when the peer's certificate chains to the trusted CAs (`tlsCa`) and names `name`.
+   */
+  readonly mutual?: readonly MutualTlsPeer[];
 }
+
+/** A peer (a trunk) whose connections to us must carry a certificate that verifies. */
+export interface MutualTlsPeer {
+  readonly sources: BlockList;
+  /** The host its certificate must name (RFC 5922 section 7): its domain, or its address. */
+  readonly name: string;
+}
+
+/** A certificate and key to present. */
+export type TlsCertificate = Pick<SipTlsOptions, "cert" | "key">;
 
 /** Where a received message came from. */
 export interface MessageSource {
@@ -104,7 +126,7 @@ export interface SipTransportOptions {
    * accepted, before a TLS handshake costs anything. Undefined: anyone.
    */
   readonly trustedSources?: BlockList;
-  /** Told of each TLS handshake that failed, with the peer; for logging. */
+  /** Told of each TLS handshake that failed or peer certificate refused, with the peer; for logging. */
   readonly onTlsFailure?: (reason: string, source: MessageSource) => void;
   /** A UDP request larger than this goes over TCP instead (18.1.1: path MTU 1500 minus 200). */
   readonly udpSizeThreshold?: number;
@@ -137,7 +159,7 @@ export interface TransportStats {
   connectionsClosedForIdle: number;
   /** Connections closed as accepted because their source is not trusted. */
   connectionsUntrusted: number;
-  /** TLS handshakes that failed or timed out. */
+  /** TLS handshakes that failed or timed out, and peer certificates refused. */
   tlsFailures: number;
 }
 
@@ -254,6 +276,8 @@ export class SipTransport {
   readonly #acceptedBySource = new Map<string, number>();
   #accepted = 0;
   readonly #sweep: ReturnType<typeof setInterval>;
+  /** The certificate presented, as a listener and to servers that ask for one. */
+  readonly #certificate: TlsCertificate | undefined;
   #closing: Promise<void> | undefined;
 
   private constructor(
@@ -268,11 +292,16 @@ export class SipTransport {
     this.#server = server;
     this.#port = port;
     this.#tlsServer = tlsServer;
+    this.#certificate = options.tls;
     const tlsAddress = tlsServer?.address();
     this.#tlsPort = typeof tlsAddress === "object" && tlsAddress !== null ? tlsAddress.port : undefined;
     // "connection" comes with the bare socket, before the handshake costs anything.
     tlsServer?.on("connection", (socket: Socket) => this.#guard(() => this.#admit(socket, "TLS")));
-    tlsServer?.on("secureConnection", (socket) => this.#guard(() => this.#adopt(socket, "TLS", true)));
+    tlsServer?.on("secureConnection", (socket: TLSSocket) =>
+      this.#guard(() => {
+        if (this.#peerCertificateAccepted(socket)) this.#adopt(socket, "TLS", true);
+      }),
+    );
     // A handshake that fails or times out (a scanner, a peer that does not trust us) never becomes a
     // connection. Node leaves the socket open after a handshake timeout: it is closed here.
     tlsServer?.on("tlsClientError", (error, socket) => {
@@ -331,11 +360,13 @@ export class SipTransport {
       }
       let tlsServer: TlsServer | undefined;
       if (options.tls !== undefined) {
+        const mutual = (options.tls.mutual?.length ?? 0) > 0;
         tlsServer = createTlsServer({
-          cert: options.tls.cert,
-          key: options.tls.key,
-          minVersion: "TLSv1.2",
+          ...serverContext(options.tls, options.tlsCa),
           handshakeTimeout: options.tlsHandshakeTimeoutMs ?? DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS,
+          // Asked of every client (it cannot be asked by source), required below of the mutual ones only.
+          requestCert: mutual,
+          rejectUnauthorized: false,
         });
         try {
           await listenOn(tlsServer, options.tls.port, options.bindAddress);
@@ -545,6 +576,28 @@ export class SipTransport {
       else this.#acceptedBySource.set(source, left);
     });
     return true;
+  }
+
+  /**
+   * A TLS client's certificate, when its source must present one (mutual TLS): it must chain to the
+   * trusted CAs and name the peer. Otherwise the connection is closed, with the reason told.
+   */
+  #peerCertificateAccepted(socket: TLSSocket): boolean {
+    const address = normalizeHost(socket.remoteAddress ?? "");
+    const family = isIPv6(address) ? "ipv6" : "ipv4";
+    const peer = this.#options.tls?.mutual?.find((candidate) => candidate.sources.check(address, family));
+    if (peer === undefined) return true;
+    const certificate = socket.getPeerCertificate();
+    const problem =
+      certificate.raw === undefined
+        ? "no certificate presented"
+        : !socket.authorized
+          ? String(socket.authorizationError)
+          : checkServerIdentity(peer.name, certificate)?.message;
+    if (problem === undefined) return true;
+    this.#tlsFailed(`client certificate refused (${peer.name}): ${problem}`, socket);
+    socket.destroy();
+    return false;
   }
 
   #tlsFailed(reason: string, socket: Socket): void {
@@ -806,6 +859,9 @@ export class SipTransport {
               ca: this.#options.tlsCa,
               rejectUnauthorized: true,
               minVersion: "TLSv1.2",
+              // Our certificate, for a server that asks (a trunk that wants mutual TLS).
+              cert: this.#certificate?.cert,
+              key: this.#certificate?.key,
             })
           : tcpConnect({ host, port, noDelay: true });
       const onError = (error: Error): void => {
@@ -879,6 +935,11 @@ export function buildRefusal(partial: PartialRequest, status: number, source: Me
     headers,
     body: Buffer.alloc(0),
   };
+}
+
+/** What the TLS listener presents and what clients' certificates must chain to. */
+function serverContext(certificate: TlsCertificate, ca: string | Buffer | undefined): SecureContextOptions {
+  return { cert: certificate.cert, key: certificate.key, ca, minVersion: "TLSv1.2" };
 }
 
 function listenOn(server: Server | TlsServer, port: number, host: string): Promise<void> {
