@@ -26,7 +26,7 @@ import {
 import { speak } from "./telephony/media/speech.js";
 import type { TimerClock } from "./telephony/sip/transaction/timers.js";
 import { Telephony } from "./telephony/telephony.js";
-import { loadSipTlsMaterial, loadTlsMaterial, type TlsMaterial } from "./tls.js";
+import { certificateProblem, loadSipTlsMaterial, loadTlsMaterial, type TlsMaterial } from "./tls.js";
 import { WebhookWorker } from "./webhooks/webhook-worker.js";
 
 export interface RunningService {
@@ -38,6 +38,12 @@ export interface RunningService {
   sipPort: number;
   telephony: Telephony;
   conferences: ConferenceRuntime;
+  /**
+   * Reads the certificate files again (SIGHUP): the HTTPS and SIP TLS listeners present the new pairs
+   * to connections made after this. When a new pair cannot be used, nothing changes and the reason is
+   * logged; resolves with whether the new pairs were taken.
+   */
+  reloadCertificates(): Promise<boolean>;
   close(): Promise<void>;
 }
 
@@ -198,6 +204,7 @@ export async function startService(
     sipStats: () => telephony.sipStats,
   });
   let plainServer: http.Server | null = null;
+  let httpsServer: https.Server | undefined;
   const app = await buildApi({
     store,
     logger,
@@ -235,10 +242,11 @@ export async function startService(
       if (config.httpPort !== null)
         plainServer = limitListener(http.createServer(handler), config.maxConnections);
       // TLS 1.2 is the floor: SSL 3.0 and TLS 1.0/1.1 are broken (decisions.md, Transport).
-      return limitListener(
+      httpsServer = limitListener(
         https.createServer({ cert: tls.cert, key: tls.key, minVersion: "TLSv1.2" }, handler),
         config.maxConnections,
       );
+      return httpsServer;
     },
   });
   let metricsListener: Awaited<ReturnType<typeof listenForScrapes>> | undefined;
@@ -279,6 +287,45 @@ export async function startService(
       sipPort,
       telephony,
       conferences,
+      async reloadCertificates() {
+        let next: { https: TlsMaterial; sip: TlsMaterial };
+        try {
+          const reread = await loadTlsMaterial(config);
+          next = { https: reread, sip: loadSipTlsMaterial(config, reread).material };
+        } catch (error) {
+          logger.error(`certificates not reloaded, the ones in use are kept: ${(error as Error).message}`);
+          return false;
+        }
+        const httpsProblem = certificateProblem(next.https);
+        const sipProblem = certificateProblem(next.sip);
+        const problem =
+          httpsProblem !== undefined
+            ? `HTTPS: ${httpsProblem}`
+            : sipProblem !== undefined
+              ? `SIP TLS: ${sipProblem}`
+              : undefined;
+        const files = { certificate: config.tlsCertFile, sipCertificate: config.sip.tlsCertFile };
+        if (problem !== undefined) {
+          logger.error(files, `certificates not reloaded, the ones in use are kept: ${problem}`);
+          return false;
+        }
+        try {
+          telephony.setTlsCertificate(next.sip);
+          httpsServer?.setSecureContext({
+            cert: next.https.cert,
+            key: next.https.key,
+            minVersion: "TLSv1.2",
+          });
+        } catch (error) {
+          logger.error(
+            files,
+            `certificates not reloaded, the ones in use are kept: ${(error as Error).message}`,
+          );
+          return false;
+        }
+        logger.info(files, "certificates reloaded: new connections get them");
+        return true;
+      },
       async close() {
         await Promise.all([scheduler.stop(), notifications.stop(), webhooks.stop()]);
         await conferences.close();
@@ -393,6 +440,8 @@ export async function runFromEnvironment(): Promise<void> {
       },
     );
   };
+  // certbot's deploy hook, or cert-manager's, sends SIGHUP once the new pair is written.
+  process.on("SIGHUP", () => void service.reloadCertificates());
   process.on("SIGINT", () => stop("SIGINT"));
   process.on("SIGTERM", () => stop("SIGTERM"));
   // A promise nobody awaited that failed: the operation it belonged to is lost, the rest is sound.

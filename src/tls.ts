@@ -1,3 +1,4 @@
+import { createPrivateKey, X509Certificate } from "node:crypto";
 import fs from "node:fs";
 import path from "node:path";
 import type { Config } from "./config.js";
@@ -62,6 +63,31 @@ export function loadSipTlsMaterial(
         }
       : https;
   return { material, ca: tlsCaFile === null ? undefined : readRequired(tlsCaFile, "BRIDGELINE_SIP_TLS_CA") };
+}
+
+/**
+ * Why a certificate and key cannot be presented: not PEM, the key not the certificate's, or the
+ * certificate not valid now; undefined when they can. Checked before a reloaded pair replaces the one
+ * in use, so that a half-written or mismatched pair never reaches a listener.
+ */
+export function certificateProblem(material: TlsMaterial, now = new Date()): string | undefined {
+  let certificate: X509Certificate;
+  try {
+    certificate = new X509Certificate(material.cert);
+  } catch (error) {
+    return `the certificate is not a PEM certificate (${(error as Error).message})`;
+  }
+  try {
+    if (!certificate.checkPrivateKey(createPrivateKey(material.key)))
+      return "the key is not the certificate's";
+  } catch (error) {
+    return `the key is not a PEM private key (${(error as Error).message})`;
+  }
+  if (now.getTime() < Date.parse(certificate.validFrom))
+    return `the certificate is not valid before ${certificate.validFrom}`;
+  if (now.getTime() > Date.parse(certificate.validTo))
+    return `the certificate expired on ${certificate.validTo}`;
+  return undefined;
 }
 
 function readRequired(file: string, variable: string): string {

@@ -18,6 +18,7 @@ import {
   type MutualTlsPeer,
   type SipTlsOptions,
   SipTransport,
+  type TlsCertificate,
   type TransportStats,
 } from "./sip/transport/sip-transport.js";
 import { sourceOf } from "./sip/transport/source-address.js";
@@ -288,6 +289,14 @@ export class Telephony implements CallHost {
   /** Whether the SIP sockets are open (until close). */
   get listening(): boolean {
     return this.#transport.listening;
+  }
+
+  /**
+   * Presents a new certificate and key on SIP over TLS from now on (connections open keep theirs);
+   * throws, keeping the pair in use, when the new one does not load.
+   */
+  setTlsCertificate(certificate: TlsCertificate): void {
+    this.#transport.setCertificate(certificate);
   }
 
   /** The SIP over TLS port; undefined without a TLS listener. */

@@ -16,6 +16,7 @@ import {
 } from "node:net";
 import {
   checkServerIdentity,
+  createSecureContext,
   createServer as createTlsServer,
   type SecureContextOptions,
   type TLSSocket,
@@ -64,7 +65,7 @@ export interface MutualTlsPeer {
   readonly name: string;
 }
 
-/** A certificate and key to present. */
+/** A certificate and key to present: the pair a listener starts with, or one reloaded. */
 export type TlsCertificate = Pick<SipTlsOptions, "cert" | "key">;
 
 /** Where a received message came from. */
@@ -276,8 +277,8 @@ export class SipTransport {
   readonly #acceptedBySource = new Map<string, number>();
   #accepted = 0;
   readonly #sweep: ReturnType<typeof setInterval>;
-  /** The certificate presented, as a listener and to servers that ask for one. */
-  readonly #certificate: TlsCertificate | undefined;
+  /** The certificate presented, as a listener and to servers that ask for one; replaced on reload. */
+  #certificate: TlsCertificate | undefined;
   #closing: Promise<void> | undefined;
 
   private constructor(
@@ -470,6 +471,23 @@ export class SipTransport {
     }
     const defaultPort = transport === "TLS" ? DEFAULT_SIPS_PORT : DEFAULT_SIP_PORT;
     await this.#sendStream(wire, { host, port: via.port ?? defaultPort, transport }, transport);
+  }
+
+  /**
+   * Presents a new certificate and key from now on: to TLS clients connecting after this, and to
+   * servers that ask for one on connections opened after this. Connections open keep theirs. A pair
+   * that does not load (unreadable, or the key not the certificate's) is refused with an error and the
+   * one in use kept.
+   */
+  setCertificate(certificate: TlsCertificate): void {
+    this.#checkOpen();
+    const tls = this.#options.tls;
+    if (tls === undefined || this.#tlsServer === undefined) throw new Error("no TLS listener");
+    // createSecureContext throws for a key that is not the certificate's; setSecureContext would too,
+    // but only after dropping the context in use.
+    createSecureContext(serverContext({ ...tls, ...certificate }, this.#options.tlsCa));
+    this.#tlsServer.setSecureContext(serverContext({ ...tls, ...certificate }, this.#options.tlsCa));
+    this.#certificate = certificate;
   }
 
   /** Whether the sockets are open: not closed, and the stream listeners still listening. */
