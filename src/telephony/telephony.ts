@@ -199,7 +199,10 @@ export class Telephony implements CallHost {
       downForMs: options.serverDownMs,
     });
     const dialPlan = dialPlanOf(options);
-    const trusted = await trustedSources(options, dialPlan, locator);
+    const servers = await trunkServers(options, dialPlan, locator);
+    const trunkSources = dialPlan.trunks.length === 0 ? undefined : blockListOf([...servers.values()].flat());
+    // Those configured, else the trunks' and proxies' servers; undefined (anyone) when neither.
+    const trusted = options.trustedSources == null ? trunkSources : blockListOf(options.trustedSources);
     if (trusted === undefined)
       logger?.warn({}, "SIP requests are taken from anywhere: no trunk and no BRIDGELINE_SIP_TRUSTED");
     const connections = options.connections;
@@ -208,15 +211,14 @@ export class Telephony implements CallHost {
       port: options.sipPort,
       publicAddress: options.publicAddress ?? advertisedAddress(options.bindAddress),
       tls:
-        options.tls === undefined
-          ? undefined
-          : { ...options.tls, mutual: await mutualTlsPeers(options, dialPlan, locator) },
+        options.tls === undefined ? undefined : { ...options.tls, mutual: mutualTlsPeers(dialPlan, servers) },
       tlsCa: options.tlsCa,
       maxConnections: connections,
       idleTimeoutMs: connections?.idleTimeoutMs,
       tlsHandshakeTimeoutMs: connections?.tlsHandshakeTimeoutMs,
       // A stranger's connection is closed as accepted: its requests would only be refused or dropped.
       trustedSources: trusted,
+      trunkSources,
       inUse: (flow) => agent?.usesFlow(flow) ?? false,
       onMessage: (message, source) => agent?.receive(message, source),
       onDrop: (reason, source) => logger?.debug({ source }, `SIP message dropped: ${reason}`),
@@ -615,38 +617,39 @@ async function locateTrunk(locator: ServerLocator, trunk: string): Promise<Desti
 }
 
 /**
- * The sources requests are taken from: those configured, else the trunks' and proxies' hosts
- * (looked up once, at start); undefined (anyone) when there are none.
+ * The addresses of every server of each trunk and outbound proxy, by its URI: what DNS names for it
+ * (RFC 3263), or its address; looked up once, at start.
  */
-async function trustedSources(
+async function trunkServers(
   options: TelephonyOptions,
   dialPlan: DialPlan,
   locator: ServerLocator,
-): Promise<BlockList | undefined> {
-  let entries = options.trustedSources ?? undefined;
-  if (entries === undefined) {
-    const hosts = dialPlan.trunks.flatMap((trunk) =>
-      trunk.outboundProxy == null ? [trunk.uri] : [trunk.uri, trunk.outboundProxy],
-    );
-    if (hosts.length === 0) return undefined;
-    // Every server DNS names for each trunk and proxy (RFC 3263), or its address.
-    entries = (
-      await Promise.all(
-        hosts.map(async (uri) => {
-          const host = destinationOf(uri)?.host ?? "";
-          try {
-            return (await locateTrunk(locator, uri)).map((server) => server.host);
-          } catch (error) {
-            options.logger?.warn(
-              { host, err: error },
-              "a trunk's host could not be looked up: requests from it are not trusted (set BRIDGELINE_SIP_TRUSTED)",
-            );
-            return [];
-          }
-        }),
-      )
-    ).flat();
-  }
+): Promise<Map<string, string[]>> {
+  const uris = [
+    ...new Set(
+      dialPlan.trunks.flatMap((trunk) =>
+        trunk.outboundProxy == null ? [trunk.uri] : [trunk.uri, trunk.outboundProxy],
+      ),
+    ),
+  ];
+  const found = await Promise.all(
+    uris.map(async (uri) => {
+      try {
+        return (await locateTrunk(locator, uri)).map((server) => server.host);
+      } catch (error) {
+        options.logger?.warn(
+          { host: destinationOf(uri)?.host ?? "", err: error },
+          "a trunk's host could not be looked up: its requests are not trusted unless BRIDGELINE_SIP_TRUSTED lists it, and it has no connections kept for it nor its certificate checked",
+        );
+        return [];
+      }
+    }),
+  );
+  return new Map(uris.map((uri, index) => [uri, found[index] ?? []]));
+}
+
+/** Addresses and CIDRs as a BlockList. */
+function blockListOf(entries: readonly string[]): BlockList {
   const list = new BlockList();
   for (const entry of entries) {
     const [address = "", prefix] = entry.split("/");
@@ -658,33 +661,16 @@ async function trustedSources(
 }
 
 /**
- * The trunks that must present a certificate when they connect to us (`mutualTls`): each by the
- * addresses its host has (looked up once, at start, as for the trusted sources) and the name its
- * certificate must bear, its URI's host.
+ * The trunks that must present a certificate when they connect to us (`mutualTls`): each by its
+ * servers' addresses and the name its certificate must bear, its URI's host.
  */
-async function mutualTlsPeers(
-  options: TelephonyOptions,
-  dialPlan: DialPlan,
-  locator: ServerLocator,
-): Promise<MutualTlsPeer[]> {
-  return Promise.all(
-    dialPlan.trunks
-      .filter((trunk) => trunk.mutualTls === true)
-      .map(async (trunk) => {
-        const name = destinationOf(trunk.uri)?.host ?? "";
-        const sources = new BlockList();
-        try {
-          for (const server of await locateTrunk(locator, trunk.uri))
-            sources.addAddress(server.host, isIPv6(server.host) ? "ipv6" : "ipv4");
-        } catch (error) {
-          options.logger?.warn(
-            { host: name, err: error },
-            "a mutual-TLS trunk's host could not be looked up: its connections to us are not asked for a certificate",
-          );
-        }
-        return { sources, name };
-      }),
-  );
+function mutualTlsPeers(dialPlan: DialPlan, servers: ReadonlyMap<string, string[]>): MutualTlsPeer[] {
+  return dialPlan.trunks
+    .filter((trunk) => trunk.mutualTls === true)
+    .map((trunk) => ({
+      sources: blockListOf(servers.get(trunk.uri) ?? []),
+      name: destinationOf(trunk.uri)?.host ?? "",
+    }));
 }
 
 /** The default trunk and the routes, each as a profile; `trunks` lists each profile once. */

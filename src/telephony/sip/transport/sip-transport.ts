@@ -127,6 +127,11 @@ export interface SipTransportOptions {
    * accepted, before a TLS handshake costs anything. Undefined: anyone.
    */
   readonly trustedSources?: BlockList;
+  /**
+   * The trunks' addresses: the last eighth of the connections in all is kept for them, so that
+   * strangers, however many their sources, cannot take every place a trunk needs.
+   */
+  readonly trunkSources?: BlockList;
   /** Told of each TLS handshake that failed or peer certificate refused, with the peer; for logging. */
   readonly onTlsFailure?: (reason: string, source: MessageSource) => void;
   /** A UDP request larger than this goes over TCP instead (18.1.1: path MTU 1500 minus 200). */
@@ -172,6 +177,8 @@ const DEFAULT_MAX_STREAM_BUFFER = 65_536;
 const DEFAULT_MAX_CONNECTIONS = { perSource: 16, total: 2048 };
 /** 64*T1: no message takes longer than a transaction to arrive. */
 const DEFAULT_PARTIAL_MESSAGE_TIMEOUT_MS = 32_000;
+/** One connection place in this many is kept for the trunks. */
+const TRUNK_SHARE_OF_CONNECTIONS = 8;
 /** Kamailio closes a connection idle for tcp_connection_lifetime (120 s); strangers get half that here. */
 const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
 /** A handshake is a few round trips: 10 s allows for a slow path, not for a slot held on purpose. */
@@ -556,12 +563,13 @@ export class SipTransport {
 
   /**
    * Counts an accepted connection in, or closes it when its source is not trusted, or when its source,
-   * or everyone, has as many as allowed.
+   * or everyone, has as many as allowed (a stranger: all but the trunks' share).
    */
   #admit(socket: Socket, transport: StreamTransport): boolean {
     const address = normalizeHost(socket.remoteAddress ?? "");
+    const family = isIPv6(address) ? "ipv6" : "ipv4";
     const trusted = this.#options.trustedSources;
-    if (trusted !== undefined && !trusted.check(address, isIPv6(address) ? "ipv6" : "ipv4")) {
+    if (trusted !== undefined && !trusted.check(address, family)) {
       this.stats.connectionsUntrusted++;
       this.#drop("connection refused: untrusted source", {
         transport,
@@ -574,7 +582,11 @@ export class SipTransport {
     const source = sourceOf(address);
     const limits = this.#options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
     const fromSource = this.#acceptedBySource.get(source) ?? 0;
-    if (fromSource >= limits.perSource || this.#accepted >= limits.total) {
+    const total =
+      this.#options.trunkSources === undefined || this.#options.trunkSources.check(address, family)
+        ? limits.total
+        : limits.total - Math.floor(limits.total / TRUNK_SHARE_OF_CONNECTIONS);
+    if (fromSource >= limits.perSource || this.#accepted >= total) {
       this.stats.connectionsRefused++;
       this.#drop(
         fromSource >= limits.perSource

@@ -177,6 +177,39 @@ test("a stranger's connections are closed as accepted; the trunk connects and is
   }
 });
 
+test("strangers from many sources fill all but the trunks' share: the trunk still connects and is answered", {
+  timeout: 20_000,
+}, async () => {
+  const trunk = new BlockList();
+  trunk.addAddress("127.0.0.2");
+  // Anyone trusted (BRIDGELINE_SIP_TRUSTED=0.0.0.0/0), the trunk known: 2 of 16 places kept for it.
+  const anyone = new BlockList();
+  anyone.addSubnet("0.0.0.0", 0, "ipv4");
+  const { transport } = await service({
+    trustedSources: anyone,
+    trunkSources: trunk,
+    maxConnections: { perSource: 4, total: 16 },
+  });
+  try {
+    const strangers = await Promise.all(
+      Array.from({ length: 24 }, (_, index) => open(transport.port, `127.0.0.${20 + (index % 6)}`)),
+    );
+    await until("the connections past the strangers' share closed", async () =>
+      transport.stats.connectionsRefused >= 10 ? true : undefined,
+    );
+    const held = (await Promise.all(strangers.map((connection) => stillOpenAfter(connection, 100)))).filter(
+      Boolean,
+    );
+    assert.equal(held.length, 14);
+    const fromTrunk = await open(transport.port, "127.0.0.2");
+    assert.equal(await ask(fromTrunk.socket, "INVITE", "trunk-reserved"), 180);
+    const another = await open(transport.port, "127.0.0.30");
+    assert.equal(await stillOpenAfter(another, 500), false, "a stranger has no place left");
+  } finally {
+    await transport.close();
+  }
+});
+
 test("with anyone trusted, a caller from another source connects and is answered while one source floods", {
   timeout: 20_000,
 }, async () => {
