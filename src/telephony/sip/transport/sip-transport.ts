@@ -179,7 +179,10 @@ const DEFAULT_MAX_CONNECTIONS = { perSource: 16, total: 2048 };
 const DEFAULT_PARTIAL_MESSAGE_TIMEOUT_MS = 32_000;
 /** One connection place in this many is kept for the trunks. */
 const TRUNK_SHARE_OF_CONNECTIONS = 8;
-/** Kamailio closes a connection idle for tcp_connection_lifetime (120 s); strangers get half that here. */
+/**
+ * Kamailio closes a connection idle for its tcp_connection_lifetime, 120 s by default; half that
+ * here, since a connection over which a call came is kept whatever the time.
+ */
 const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
 /** A handshake is a few round trips: 10 s allows for a slow path, not for a slot held on purpose. */
 const DEFAULT_TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
@@ -488,12 +491,12 @@ export class SipTransport {
    */
   setCertificate(certificate: TlsCertificate): void {
     this.#checkOpen();
-    const tls = this.#options.tls;
-    if (tls === undefined || this.#tlsServer === undefined) throw new Error("no TLS listener");
-    // createSecureContext throws for a key that is not the certificate's; setSecureContext would too,
-    // but only after dropping the context in use.
-    createSecureContext(serverContext({ ...tls, ...certificate }, this.#options.tlsCa));
-    this.#tlsServer.setSecureContext(serverContext({ ...tls, ...certificate }, this.#options.tlsCa));
+    if (this.#tlsServer === undefined) throw new Error("no TLS listener");
+    const context = serverContext(certificate, this.#options.tlsCa);
+    // Loaded first (it throws for a key that is not the certificate's): setSecureContext records the
+    // options on the listener before it loads them, and a pair that fails must leave it as it was.
+    createSecureContext(context);
+    this.#tlsServer.setSecureContext(context);
     this.#certificate = certificate;
   }
 
@@ -630,6 +633,7 @@ export class SipTransport {
     return false;
   }
 
+  /** A TLS handshake failed or a peer certificate refused: counted, and told with the peer. */
   #tlsFailed(reason: string, socket: Socket): void {
     this.stats.tlsFailures++;
     const source: MessageSource = {
