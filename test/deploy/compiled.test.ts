@@ -201,6 +201,15 @@ describe("the compiled build", () => {
       assert.match(response.body, /<html/i);
     });
 
+    it("reads its certificates again on SIGHUP, and goes on serving", async () => {
+      child.kill("SIGHUP");
+      await until("the reload logged", async () =>
+        stdout.includes('"certificates reloaded: new connections get them"') ? true : undefined,
+      );
+      assert.equal(child.exitCode, null);
+      assert.equal((await get(port, "/health/ready")).status, 200);
+    });
+
     it("stops on SIGTERM", async () => {
       const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
       child.kill("SIGTERM");
