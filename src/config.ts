@@ -3,7 +3,7 @@ import { isIP } from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { normalizeNanpNumber } from "./domain/phone.js";
-import { SRTP_SUITES, type SrtpSuite } from "./telephony/media/rtp/srtp.js";
+import { DEFAULT_SRTP_SUITES, SRTP_SUITES, type SrtpSuite } from "./telephony/media/rtp/srtp.js";
 import { type Trunk, trunkOfUri } from "./telephony/trunk.js";
 import { checkSipUri, parseTrunkProfiles, readCallerId, TrunkProfileError } from "./trunk-profiles.js";
 
@@ -444,7 +444,7 @@ function readDnsServers(env: Env): string[] | null {
 /** BRIDGELINE_SRTP_SUITES: the suites to offer and accept, preferred first, comma-separated. */
 function readSrtpSuites(env: Env): SrtpSuite[] {
   const raw = env.BRIDGELINE_SRTP_SUITES;
-  if (raw === undefined || raw.trim() === "") return [...SRTP_SUITES];
+  if (raw === undefined || raw.trim() === "") return [...DEFAULT_SRTP_SUITES];
   const suites = raw.split(",").map((entry) => {
     const name = entry.trim();
     const suite = SRTP_SUITES.find((known) => known === name);

@@ -3,13 +3,12 @@
  * audio in and out, DTMF both ways, hold, hang-up. It joins one INVITE session to one RTP session and
  * knows nothing of conferences.
  */
-import { randomBytes } from "node:crypto";
 import { EventEmitter } from "node:events";
 import { KEYPAD, keypadTones } from "./media/dtmf/keypad-tones.js";
 import type { PlayoutKind } from "./media/jitter-buffer.js";
 import type { MediaMix, MediaStream } from "./media/plane/media-plane.js";
 import type { MediaSound } from "./media/plane/protocol.js";
-import type { SrtpSuite } from "./media/rtp/srtp.js";
+import { newSrtpKey, type SrtpSuite } from "./media/rtp/srtp.js";
 import {
   type AudioCodec,
   acceptAnswer,
@@ -309,10 +308,7 @@ export class Call extends EventEmitter<CallEvents> {
         : {
             srtp: {
               policy: this.#srtp,
-              keys: this.host.srtpSuites.map((suite) => ({
-                suite,
-                inline: randomBytes(30).toString("base64"),
-              })),
+              keys: this.host.srtpSuites.map((suite) => newSrtpKey(suite)),
             },
           }),
     };

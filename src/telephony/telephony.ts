@@ -8,7 +8,7 @@ import { networkInterfaces } from "node:os";
 import { normalizeNanpNumber } from "../domain/phone.js";
 import { Call, type CallHost, type CallOrigin, IncomingCall, OutgoingCall, type SrtpPolicy } from "./call.js";
 import { type MediaMix, MediaPlane, type MediaStream } from "./media/plane/media-plane.js";
-import { SRTP_SUITES, type SrtpSuite } from "./media/rtp/srtp.js";
+import { DEFAULT_SRTP_SUITES, type SrtpSuite } from "./media/rtp/srtp.js";
 import { destinationOf, newCallId, newTag } from "./sip/dialog/dialog.js";
 import { parseSipUri } from "./sip/message/header-values.js";
 import type { TimerClock } from "./sip/transaction/timers.js";
@@ -307,7 +307,7 @@ export class Telephony implements CallHost {
   }
 
   get srtpSuites(): readonly SrtpSuite[] {
-    return this.#options.srtp?.suites ?? SRTP_SUITES;
+    return this.#options.srtp?.suites ?? DEFAULT_SRTP_SUITES;
   }
 
   get mediaAddress(): string {

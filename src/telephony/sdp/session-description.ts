@@ -7,13 +7,7 @@
  */
 import { isIPv6 } from "node:net";
 import { type MediaDescription, parse, type SessionDescription, write } from "sdp-transform";
-import {
-  MASTER_KEY_LENGTH,
-  MASTER_SALT_LENGTH,
-  SRTP_SUITES,
-  type SrtpKeyMaterial,
-  type SrtpSuite,
-} from "../media/rtp/srtp.js";
+import { inlineKeyLength, SRTP_SUITES, type SrtpKeyMaterial, type SrtpSuite } from "../media/rtp/srtp.js";
 
 export type AudioCodec = "PCMU" | "PCMA";
 
@@ -271,7 +265,10 @@ export function acceptAnswer(offerWeSent: string, answerText: string): AcceptRes
   };
 }
 
-/** An a=crypto line we can use: a known suite and one 30-byte inline key, no lifetime or MKI games. */
+/**
+ * An a=crypto line we can use: a known suite and one inline key of its length (master key and salt),
+ * no lifetime or MKI games.
+ */
 function cryptoOf(crypto: {
   id: number;
   suite: string;
@@ -281,7 +278,7 @@ function cryptoOf(crypto: {
   const suite = SRTP_SUITES.find((known) => known === crypto.suite);
   const inline = /^inline:([A-Za-z0-9+/]+={0,2})(?:\|.*)?$/.exec(crypto.config)?.[1];
   if (suite === undefined || inline === undefined || crypto.sessionConfig !== undefined) return undefined;
-  if (Buffer.from(inline, "base64").length !== MASTER_KEY_LENGTH + MASTER_SALT_LENGTH) return undefined;
+  if (Buffer.from(inline, "base64").length !== inlineKeyLength(suite)) return undefined;
   return { id: crypto.id, suite, key: { suite, inline } };
 }
 

@@ -600,6 +600,29 @@ describe("SRTP keys by SDES (RFC 4568)", () => {
     assert.equal(result.media.srtp?.send, key32);
   });
 
+  it("takes the RFC 6188 and RFC 7714 suites with keys of their own length, and skips a key of the wrong length", () => {
+    const gcm256 = { suite: "AEAD_AES_256_GCM" as const, inline: Buffer.alloc(44, 3).toString("base64") };
+    const cm256 = {
+      suite: "AES_256_CM_HMAC_SHA1_80" as const,
+      inline: Buffer.alloc(46, 4).toString("base64"),
+    };
+    const theirsGcm256 = Buffer.alloc(44, 7).toString("base64");
+    const result = answerOffer(
+      peerOffer("RTP/SAVP", [
+        `a=crypto:1 AEAD_AES_256_GCM inline:${theirs80}`,
+        `a=crypto:2 AEAD_AES_256_GCM inline:${theirsGcm256}`,
+        `a=crypto:3 AES_256_CM_HMAC_SHA1_80 inline:${Buffer.alloc(46, 8).toString("base64")}`,
+      ]),
+      { ...base, srtp: { policy: "required", keys: [cm256, gcm256] } },
+    );
+    assert.ok(result.ok);
+    assert.match(result.answer, /a=crypto:2 AEAD_AES_256_GCM inline:/);
+    assert.deepEqual(result.media.srtp, {
+      send: gcm256,
+      receive: { suite: "AEAD_AES_256_GCM", inline: theirsGcm256 },
+    });
+  });
+
   it("required refuses a plain offer with 488; off or optional answers it plain; an RTP/SAVP offer needs a key we can use", () => {
     const plain = peerOffer("RTP/AVP", []);
     const required = answerOffer(plain, { ...base, srtp: { policy: "required", keys: [key80] } });

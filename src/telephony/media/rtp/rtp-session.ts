@@ -42,7 +42,13 @@ import {
   writeRtpPacket,
 } from "./rtp-packet.js";
 import { ReceptionStatistics } from "./sequence.js";
-import { type SrtpKeyMaterial, SrtpReceiver, SrtpSender, type SrtpState } from "./srtp.js";
+import {
+  SRTP_MAX_RTP_OVERHEAD,
+  type SrtpKeyMaterial,
+  SrtpReceiver,
+  SrtpSender,
+  type SrtpState,
+} from "./srtp.js";
 
 export type G711Codec = "PCMU" | "PCMA";
 
@@ -169,8 +175,6 @@ const NO_EVENT_PACKETS: TelephoneEventPacket[] = [];
 const RELATCH_PACKETS = 3;
 /** ...sent after the latched source has been silent this long (ms). */
 const RELATCH_SILENCE_MS = 1000;
-/** The longest SRTP authentication tag we write (80 bits). */
-const SRTP_MAX_TAG_LENGTH = 10;
 
 interface DtmfJob {
   keys: string;
@@ -249,7 +253,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   /** §5.1: the marker bit is set on the first packet of a talkspurt, here the first after (re)starting to send. */
   private markNextFrame = true;
   private readonly sendBuffers = Array.from({ length: SEND_BUFFER_COUNT }, () =>
-    Buffer.alloc(RTP_FIXED_HEADER_LENGTH + MAX_PAYLOAD_SAMPLES + SRTP_MAX_TAG_LENGTH),
+    Buffer.alloc(RTP_FIXED_HEADER_LENGTH + MAX_PAYLOAD_SAMPLES + SRTP_MAX_RTP_OVERHEAD),
   );
   // SRTP, when negotiated: what protects what we send and opens what we receive.
   private srtpSender: SrtpSender | null = null;
@@ -668,7 +672,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     // Under SRTP anything that does not authenticate (plain RTP, a stranger, a replay) is dropped
     // before it can latch, be heard or be counted.
     const datagram = this.srtpReceiver === null ? received : this.srtpReceiver.unprotectRtp(received);
-    if (datagram === undefined) return;
+    if (typeof datagram === "string") return;
     const packet = parseRtpPacket(datagram);
     if (packet === null) return;
     const isAudio = packet.payloadType === config.payloadType;
@@ -801,7 +805,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   private receiveRtcp(received: Buffer, source: dgram.RemoteInfo): void {
     if (this.config === null || this.closing !== null) return;
     const datagram = this.srtpReceiver === null ? received : this.srtpReceiver.unprotectRtcp(received);
-    if (datagram === undefined) return;
+    if (typeof datagram === "string") return;
     const packets = parseRtcpCompound(datagram);
     if (packets === null) return;
     if (!this.rtcpLatched) {

@@ -1,11 +1,17 @@
-/** SRTP and SRTCP against the test vectors of RFC 3711 appendix B and libsrtp's, then round trips. */
+/**
+ * SRTP and SRTCP against the test vectors of RFC 3711 appendix B, RFC 6188 section 7, RFC 7714
+ * sections 16 and 17 and libsrtp's, then round trips in every suite.
+ */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
-  protectRtcpWithIndex,
+  newSrtpKey,
+  protectionWith,
+  SRTP_SUITES,
   type SrtpKeyMaterial,
   SrtpReceiver,
   SrtpSender,
+  type SrtpSuite,
   sessionKeys,
 } from "../../../../src/telephony/media/rtp/srtp.js";
 
@@ -22,6 +28,11 @@ function protect(sender: SrtpSender, packet: Buffer): Buffer {
   const buffer = Buffer.alloc(packet.length + sender.overhead);
   packet.copy(buffer);
   return buffer.subarray(0, sender.protectRtp(buffer, packet.length));
+}
+
+/** Whether the receiver opened the datagram (rather than refusing it). */
+function opened(receiver: SrtpReceiver, datagram: Buffer): boolean {
+  return Buffer.isBuffer(receiver.unprotectRtp(datagram));
 }
 
 /** An RTP packet of 20 bytes of payload with the given sequence number. */
@@ -50,18 +61,20 @@ describe("SRTP (RFC 3711)", () => {
   it("opens the reference SRTP packet, and refuses it replayed or altered", () => {
     const receiver = new SrtpReceiver(SHA1_80);
     assert.deepEqual(receiver.unprotectRtp(SRTP_80), RTP_PLAIN);
-    assert.equal(receiver.unprotectRtp(SRTP_80), undefined, "a replay");
+    assert.equal(receiver.unprotectRtp(SRTP_80), "replay");
     const altered = Buffer.from(SRTP_80);
     altered[15] = (altered[15] as number) ^ 1;
-    assert.equal(new SrtpReceiver(SHA1_80).unprotectRtp(altered), undefined, "a flipped bit");
-    assert.equal(new SrtpReceiver(SHA1_32).unprotectRtp(SRTP_80), undefined, "the wrong tag length");
+    assert.equal(new SrtpReceiver(SHA1_80).unprotectRtp(altered), "authentication", "a flipped bit");
+    assert.equal(new SrtpReceiver(SHA1_32).unprotectRtp(SRTP_80), "authentication", "the wrong tag length");
+    assert.equal(new SrtpReceiver(SHA1_80).unprotectRtp(SRTP_80.subarray(0, 21)), "malformed", "too short");
   });
 
   it("protects and opens SRTCP as the reference vectors do", () => {
-    assert.deepEqual(protectRtcpWithIndex(sessionKeys(SHA1_80).rtcp, RTCP_PLAIN, 1), SRTCP);
+    const { rtp, rtcp } = sessionKeys(SHA1_80);
+    assert.deepEqual(protectionWith(SHA1_80.suite, rtp, rtcp).sealRtcp(RTCP_PLAIN, 1), SRTCP);
     const receiver = new SrtpReceiver(SHA1_80);
     assert.deepEqual(receiver.unprotectRtcp(SRTCP), RTCP_PLAIN);
-    assert.equal(receiver.unprotectRtcp(SRTCP), undefined, "a replay");
+    assert.equal(receiver.unprotectRtcp(SRTCP), "replay");
   });
 
   it("carries the rollover counter across a sequence wrap, both ways, and takes late packets from before it", () => {
@@ -75,18 +88,18 @@ describe("SRTP (RFC 3711)", () => {
     }
     // A receiver that missed the wrap would use the wrong counter: the tag covers it.
     const fresh = new SrtpReceiver(SHA1_80);
-    assert.ok(fresh.unprotectRtp(sent[0] as Buffer));
-    assert.ok(fresh.unprotectRtp(sent[3] as Buffer), "0 after 0xfffd: the next rollover");
+    assert.ok(opened(fresh, sent[0] as Buffer));
+    assert.ok(opened(fresh, sent[3] as Buffer), "0 after 0xfffd: the next rollover");
   });
 
   it("keeps a 64-packet replay window", () => {
     const sender = new SrtpSender(SHA1_80);
     const receiver = new SrtpReceiver(SHA1_80);
     const packets = Array.from({ length: 100 }, (_, sequence) => protect(sender, rtp(sequence + 1000)));
-    assert.ok(receiver.unprotectRtp(packets[99] as Buffer));
-    assert.ok(receiver.unprotectRtp(packets[40] as Buffer), "59 behind: inside the window");
-    assert.equal(receiver.unprotectRtp(packets[40] as Buffer), undefined, "seen");
-    assert.equal(receiver.unprotectRtp(packets[30] as Buffer), undefined, "69 behind: outside the window");
+    assert.ok(opened(receiver, packets[99] as Buffer));
+    assert.ok(opened(receiver, packets[40] as Buffer), "59 behind: inside the window");
+    assert.equal(receiver.unprotectRtp(packets[40] as Buffer), "replay", "seen");
+    assert.equal(receiver.unprotectRtp(packets[30] as Buffer), "replay", "69 behind: outside the window");
   });
 
   it("tells packets apart that share a place in the window 64 apart", () => {
@@ -95,12 +108,164 @@ describe("SRTP (RFC 3711)", () => {
     const packets = Array.from({ length: 80 }, (_, sequence) =>
       protect(sender, rtp((sequence + 65500) % 0x10000)),
     );
-    assert.ok(receiver.unprotectRtp(packets[10] as Buffer));
-    assert.ok(receiver.unprotectRtp(packets[74] as Buffer), "64 later, across the wrap");
-    assert.equal(receiver.unprotectRtp(packets[74] as Buffer), undefined, "seen");
-    assert.equal(receiver.unprotectRtp(packets[10] as Buffer), undefined, "64 behind: outside the window");
-    assert.ok(receiver.unprotectRtp(packets[11] as Buffer), "63 behind, never seen");
-    assert.equal(receiver.unprotectRtp(packets[11] as Buffer), undefined, "seen");
-    assert.ok(receiver.unprotectRtp(packets[50] as Buffer), "never seen");
+    assert.ok(opened(receiver, packets[10] as Buffer));
+    assert.ok(opened(receiver, packets[74] as Buffer), "64 later, across the wrap");
+    assert.equal(receiver.unprotectRtp(packets[74] as Buffer), "replay", "seen");
+    assert.equal(receiver.unprotectRtp(packets[10] as Buffer), "replay", "64 behind: outside the window");
+    assert.ok(opened(receiver, packets[11] as Buffer), "63 behind, never seen");
+    assert.equal(receiver.unprotectRtp(packets[11] as Buffer), "replay", "seen");
+    assert.ok(opened(receiver, packets[50] as Buffer), "never seen");
   });
+});
+
+describe("AES-256-CM (RFC 6188)", () => {
+  const MASTER_256 = hex(
+    "f0f04914b513f2763a1b1fa130f10e2998f6f6e43e4309d1e622a0e332b9f1b6 3b04803de51ee7c96423ab5b78d2",
+  );
+  const key = (suite: SrtpSuite): SrtpKeyMaterial => ({ suite, inline: MASTER_256.toString("base64") });
+
+  it("derives the session keys of section 7.2 with the AES-256 PRF", () => {
+    const { rtp: keys } = sessionKeys(key("AES_256_CM_HMAC_SHA1_80"));
+    assert.equal(
+      keys.key.toString("hex"),
+      "5ba1064e30ec51613cad926c5a28ef731ec7fb397f70a960653caf06554cd8c4",
+    );
+    assert.equal(keys.salt.toString("hex"), "fa31791685ca444a9e07c6c64e93");
+    assert.equal(keys.auth.toString("hex"), "fd9c32d39ed5fbb5a9dc96b30818454d1313dc05");
+  });
+
+  it("encrypts with the AES-256-CM keystream of section 7.1", () => {
+    // Section 7.1: session key and salt given, SSRC 0, index 0: a zero payload becomes the keystream.
+    const rtpKeys = {
+      key: hex("57f82fe3613fd170a85ec93c40b1f0922ec4cb0dc025b58272147cc438944a98"),
+      salt: hex("f0f1f2f3f4f5f6f7f8f9fafbfcfd"),
+      auth: Buffer.alloc(20),
+    };
+    const protection = protectionWith("AES_256_CM_HMAC_SHA1_80", rtpKeys, rtpKeys);
+    const buffer = Buffer.alloc(12 + 48 + 10);
+    buffer[0] = 0x80;
+    protection.sealRtp(buffer, 12, 60, 0, 0, 0);
+    assert.equal(
+      buffer.subarray(12, 60).toString("hex"),
+      "92bdd28a93c3f52511c677d08b5515a49da71b2378a854f67050756ded165bac" + "63c4868b7096d88421b563b8c94c9a31",
+    );
+  });
+
+  it("protects and opens libsrtp's AES_256_CM_HMAC_SHA1_80 packet, and the _32 one", () => {
+    const protectedPacket = hex(
+      "800f1234 decafbad cafebabe f1d9de17ff251ff1aa007774b0b4b40d a08d9d9a5b3a55d8873b",
+    );
+    assert.deepEqual(protect(new SrtpSender(key("AES_256_CM_HMAC_SHA1_80")), RTP_PLAIN), protectedPacket);
+    const short = protect(new SrtpSender(key("AES_256_CM_HMAC_SHA1_32")), RTP_PLAIN);
+    assert.deepEqual(short, protectedPacket.subarray(0, protectedPacket.length - 6));
+    assert.deepEqual(
+      new SrtpReceiver(key("AES_256_CM_HMAC_SHA1_80")).unprotectRtp(protectedPacket),
+      RTP_PLAIN,
+    );
+    assert.deepEqual(new SrtpReceiver(key("AES_256_CM_HMAC_SHA1_32")).unprotectRtp(short), RTP_PLAIN);
+    const wrongSize = { suite: "AES_CM_128_HMAC_SHA1_80" as const, inline: MASTER.toString("base64") };
+    assert.equal(new SrtpReceiver(wrongSize).unprotectRtp(protectedPacket), "authentication");
+  });
+});
+
+describe("AEAD AES-GCM (RFC 7714)", () => {
+  // Sections 16 and 17 give session keys: the same key and salt for RTP and RTCP.
+  const KEY_128 = hex("000102030405060708090a0b0c0d0e0f");
+  const KEY_256 = hex("000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f");
+  const SALT = hex("517569642070726f2071756f");
+  const gcm = (suite: SrtpSuite, key: Buffer) => {
+    const keys = { key, salt: SALT, auth: Buffer.alloc(0) };
+    return protectionWith(suite, keys, keys);
+  };
+  const RTP = hex(
+    "8040f17b 8041f8d3 5501a0b2 47616c6c 69612065 7374206f 6d6e6973 20646976 69736120 696e2070 61727465 73207472 6573",
+  );
+  const RTCP = hex(
+    "81c8000d 4d617273 4e545031 4e545032 52545020 0000042a 0000e930 4c756e61 deadbeef deadbeef deadbeef deadbeef deadbeef",
+  );
+  const cases = [
+    {
+      suite: "AEAD_AES_128_GCM" as const,
+      key: KEY_128,
+      srtp: "8040f17b 8041f8d3 5501a0b2 f24de3a3 fb34de6c acba861c 9d7e4bca be633bd5 0d294e6f 42a5f47a 51c7d19b 36de3adf 8833899d 7f27beb1 6a9152cf 765ee439 0cce",
+      srtcp:
+        "81c8000d 4d617273 63e94885 dcdab67c a727d766 2f6b7e99 7ff5c0f7 6c06f32d c676a5f1 730d6fda 4ce09b46 86303ded 0bb9275b c84aa458 96cf4d2f c5abf872 45d9eade 800005d4",
+      unencryptedSrtcp:
+        "81c8000d 4d617273 4e545031 4e545032 52545020 0000042a 0000e930 4c756e61 deadbeef deadbeef deadbeef deadbeef deadbeef 841dd968 3dd78ec9 2ae58790 125f62b3 000005d4",
+    },
+    {
+      suite: "AEAD_AES_256_GCM" as const,
+      key: KEY_256,
+      srtp: "8040f17b 8041f8d3 5501a0b2 32b1de78 a822fe12 ef9f78fa 332e33aa b1801238 9a58e2f3 b50b2a02 76ffae0f 1ba63799 b87b7aa3 db36dfff d6b0f9bb 7878d7a7 6c13",
+      srtcp:
+        "81c8000d 4d617273 d50ae4d1 f5ce5d30 4ba297e4 7d470c28 2c3ece5d bffe0a50 a2eaa5c1 110555be 8415f658 c61de047 6f1b6fad 1d1eb30c 4446839f 57ff6f6c b26ac3be 800005d4",
+      unencryptedSrtcp:
+        "81c8000d 4d617273 4e545031 4e545032 52545020 0000042a 0000e930 4c756e61 deadbeef deadbeef deadbeef deadbeef deadbeef 91db4afb feee5a97 8fab4393 ed2615fe 000005d4",
+    },
+  ];
+  for (const { suite, key, srtp, srtcp, unencryptedSrtcp } of cases) {
+    it(`${suite}: seals and opens the SRTP packet of the RFC (IV of section 8.1, header as AAD)`, () => {
+      const protection = gcm(suite, key);
+      const buffer = Buffer.alloc(RTP.length + 16);
+      RTP.copy(buffer);
+      assert.equal(protection.sealRtp(buffer, 12, RTP.length, 0x5501a0b2, 0, 0xf17b), RTP.length + 16);
+      assert.deepEqual(buffer, hex(srtp));
+      assert.deepEqual(protection.openRtp(hex(srtp), 12, 0x5501a0b2, 0, 0xf17b), RTP);
+      const altered = hex(srtp);
+      altered[1] = (altered[1] as number) ^ 0x80;
+      assert.equal(
+        protection.openRtp(altered, 12, 0x5501a0b2, 0, 0xf17b),
+        undefined,
+        "the header is authenticated",
+      );
+      assert.equal(
+        protection.openRtp(hex(srtp), 12, 0x5501a0b2, 1, 0xf17b),
+        undefined,
+        "another rollover counter",
+      );
+    });
+
+    it(`${suite}: seals and opens the SRTCP packets of the RFC, encrypted and not (section 9)`, () => {
+      const protection = gcm(suite, key);
+      assert.deepEqual(protection.sealRtcp(RTCP, 0x5d4), hex(srtcp));
+      assert.deepEqual(protection.openRtcp(hex(srtcp)), RTCP);
+      assert.deepEqual(protection.openRtcp(hex(unencryptedSrtcp)), RTCP);
+      const altered = hex(srtcp);
+      altered[altered.length - 1] = (altered[altered.length - 1] as number) ^ 1;
+      assert.equal(protection.openRtcp(altered), undefined, "the index is authenticated");
+    });
+  }
+
+  it("derives GCM session keys from a 12-byte master salt padded to 14 (section 11)", () => {
+    const master = Buffer.concat([KEY_128, hex("a0a1a2a3a4a5a6a7a8a9aaab")]);
+    const keys = sessionKeys({ suite: "AEAD_AES_128_GCM", inline: master.toString("base64") });
+    assert.equal(keys.rtp.key.toString("hex"), "077c6143cb221bc355ff23d5f984a16e");
+    assert.equal(keys.rtp.salt.toString("hex"), "9af3e95364ebac9c99c5a7c4");
+    assert.equal(keys.rtcp.key.toString("hex"), "615dcd9042600666f6fd4d9e4fe4519f");
+    assert.equal(keys.rtcp.salt.toString("hex"), "fcca937b9112a500dac72269");
+  });
+});
+
+describe("every suite", () => {
+  for (const suite of SRTP_SUITES) {
+    it(`${suite}: a stream and its reports go through, and a stranger's key, replays and truncation are refused`, () => {
+      const material = newSrtpKey(suite);
+      const sender = new SrtpSender(material);
+      const receiver = new SrtpReceiver(material);
+      const sent = [0xfffe, 0xffff, 0, 1].map((sequence) => protect(sender, rtp(sequence)));
+      for (const packet of sent) assert.deepEqual(receiver.unprotectRtp(packet), rtp(packet.readUInt16BE(2)));
+      assert.equal(receiver.unprotectRtp(sent[3] as Buffer), "replay");
+      const stranger = protect(new SrtpSender(newSrtpKey(suite)), rtp(2));
+      assert.equal(receiver.unprotectRtp(stranger), "authentication");
+      assert.equal(receiver.unprotectRtp((sent[0] as Buffer).subarray(0, 12)), "malformed");
+      const report = sender.protectRtcp(RTCP_PLAIN);
+      assert.deepEqual(receiver.unprotectRtcp(report), RTCP_PLAIN);
+      assert.equal(receiver.unprotectRtcp(report), "replay");
+      // A stranger's second report: an index not seen yet, so only its key gives it away.
+      const strangerSender = new SrtpSender(newSrtpKey(suite));
+      strangerSender.protectRtcp(RTCP_PLAIN);
+      assert.equal(receiver.unprotectRtcp(strangerSender.protectRtcp(RTCP_PLAIN)), "authentication");
+      assert.equal(receiver.unprotectRtcp(report.subarray(0, 10)), "malformed");
+    });
+  }
 });
