@@ -153,6 +153,11 @@ export class ServiceMetrics {
     "20 ms frames with nothing received, filled by concealment",
     ["thread"],
   );
+  readonly #packetsDropped = this.#counter(
+    "bridgeline_rtp_packets_dropped_total",
+    "RTP/RTCP packets received and dropped unheard, by media thread and reason (jitter_buffer_overflow counts 20 ms frames)",
+    ["thread", "reason"],
+  );
   readonly #jitter = this.#gauge(
     "bridgeline_rtp_jitter_seconds",
     "Interarrival jitter of the streams on a media thread now: their mean and the worst",
@@ -289,6 +294,16 @@ export class ServiceMetrics {
       setCounter(this.#packetsLost, thread, Math.max(0, stats.rtpTotals.packetsLost));
       setCounter(this.#packetsLate, thread, stats.rtpTotals.packetsLate);
       setCounter(this.#framesConcealed, thread, stats.rtpTotals.framesConcealed);
+      const dropped = stats.rtpTotals.dropped;
+      for (const [reason, count] of [
+        ["unknown_payload_type", dropped.unknownPayloadType],
+        ["unknown_source", dropped.unknownSource],
+        ["srtp_authentication", dropped.srtpAuthentication],
+        ["srtp_replay", dropped.srtpReplay],
+        ["malformed", dropped.malformed],
+        ["jitter_buffer_overflow", dropped.jitterBufferOverflow],
+      ] as const)
+        setCounter(this.#packetsDropped, { ...thread, reason }, count);
       const jitters = stats.streams.map((stream) => stream.jitterMs / 1000);
       const mean =
         jitters.length === 0 ? 0 : jitters.reduce((sum, jitter) => sum + jitter, 0) / jitters.length;

@@ -320,6 +320,7 @@ export class Call extends EventEmitter<CallEvents> {
     this.#media?.configure({
       codec: media.codec,
       payloadType: media.payloadType,
+      receiveFormats: media.receiveFormats,
       telephoneEventPayloadType: media.telephoneEventPayloadType,
       remoteAddress: media.remoteAddress,
       remotePort: media.remotePort,

@@ -39,6 +39,11 @@ export interface NegotiatedMedia {
   codec: AudioCodec;
   /** The payload type the remote listed the codec under; we send with it. */
   payloadType: number;
+  /**
+   * Every audio format of the answer that we have, in its order (the first is what we send): the far
+   * end may send any of them, switching packet by packet (RFC 3264 §6.1 and §7).
+   */
+  receiveFormats: readonly { readonly codec: AudioCodec; readonly payloadType: number }[];
   /** The telephone-event payload type the remote listed, undefined when it has none. */
   telephoneEventPayloadType: number | undefined;
   /** Where to send RTP. */
@@ -191,6 +196,8 @@ export function answerOffer(offerText: string, local: LocalMedia): AnswerResult 
     media: {
       codec: choice.codec,
       payloadType: choice.payloadType,
+      // Our answer lists the one codec we chose.
+      receiveFormats: [choice],
       telephoneEventPayloadType,
       remoteAddress,
       remotePort: offered.port,
@@ -234,14 +241,12 @@ export function acceptAnswer(offerWeSent: string, answerText: string): AcceptRes
   if (srtp === undefined && offered.protocol === SRTP_PROFILE)
     return { ok: false, reason: "SRTP is required and the answer has no key for it" };
   const offeredCodecs = payloadTypesOf(offered).map((payloadType) => codecOf(offered, payloadType));
-  let choice: CodecChoice | undefined;
+  const receiveFormats: CodecChoice[] = [];
   for (const payloadType of payloadTypesOf(answered)) {
     const codec = codecOf(answered, payloadType);
-    if (codec !== undefined && offeredCodecs.includes(codec)) {
-      choice = { codec, payloadType };
-      break;
-    }
+    if (codec !== undefined && offeredCodecs.includes(codec)) receiveFormats.push({ codec, payloadType });
   }
+  const choice = receiveFormats[0];
   if (choice === undefined) return { ok: false, reason: "the answer has none of the codecs we offered" };
   const remoteAddress = connectionAddress(answered, answer);
   if (remoteAddress === undefined) return { ok: false, reason: "the audio stream has no c= line" };
@@ -251,6 +256,7 @@ export function acceptAnswer(offerWeSent: string, answerText: string): AcceptRes
     media: {
       codec: choice.codec,
       payloadType: choice.payloadType,
+      receiveFormats,
       telephoneEventPayloadType: offeredTelephoneEvents ? telephoneEventPayloadTypeOf(answered) : undefined,
       remoteAddress,
       remotePort: answered.port,

@@ -1,9 +1,11 @@
 /**
  * /metrics scraped while a real conference runs: one attendee answered by a SIPp carrier that plays
  * audio and hangs up, one whose carrier answers 486. The counters, gauges and histograms must move
- * as the calls connect, fail and end.
+ * as the calls connect, fail and end, and packets sent to a call that did not negotiate them are
+ * counted as dropped.
  */
 import assert from "node:assert/strict";
+import dgram from "node:dgram";
 import { after, describe, test } from "node:test";
 import { loadConfig } from "../../../src/config.js";
 import {
@@ -81,6 +83,26 @@ describe("metrics during a real conference", { skip }, () => {
     const ticks = totalOf(during, "bridgeline_media_tick_lateness_seconds_count");
     assert.ok(ticks > 10, `${ticks} ticks counted`);
     assert.equal(totalOf(during, "bridgeline_media_tick_lateness_seconds_bucket", 'le="+Inf"'), ticks);
+    // Packets of a payload type the call did not negotiate, sent to its RTP port: dropped and counted.
+    const rtpPort = Number(/m=audio (\d+) /.exec(answering.messages())?.[1]);
+    const stray = dgram.createSocket("udp4");
+    cleanups.push(() => new Promise<void>((resolve) => stray.close(() => resolve())));
+    const strayPacket = Buffer.alloc(12 + 160);
+    strayPacket.set([0x80, 18, 0, 1, 0, 0, 0, 0, 0, 0, 0x5e, 0x11]);
+    for (let i = 0; i < 5; i++)
+      await new Promise<void>((resolve) => stray.send(strayPacket, rtpPort, "127.0.0.1", () => resolve()));
+    await until(
+      "the stray packets counted",
+      async () =>
+        totalOf(
+          await scrapeMetrics(api),
+          "bridgeline_rtp_packets_dropped_total",
+          'reason="unknown_payload_type"',
+        ) >= 5
+          ? true
+          : undefined,
+      { detail },
+    );
     // The API requests above, by route pattern, not by path.
     assert.equal(
       totalOf(

@@ -60,6 +60,23 @@ describe("outbound calls to a SIPp trunk", { skip, concurrency: true }, () => {
     assert.match(peer.messages(), /INVITE sip:\+16045550123@127\.0\.0\.1:\d+ SIP\/2\.0/);
   });
 
+  test("an answer listing PCMU then PCMA: the trunk sends PCMA, and it is heard", async () => {
+    const peer = await sipp({ scenario: "uas-answer-pcmu-first-play-pcma.xml", pauseMs: 3000 });
+    const telephony = await telephonyFor(peer);
+    const record = new CallRecord(telephony.placeCall("+16045550124"), () => peer.report());
+
+    await peer.unlessFailed(record.reached("answered"));
+    const { heard, framesReceived } = await exchangeAudio(record.call, 2, null);
+    // Before, only the first answered format (PCMU) was taken and every PCMA packet was dropped.
+    assert.ok(framesReceived > 50, `only ${framesReceived} of 100 ticks played received audio`);
+    assert.ok(
+      rmsLevelDb(heard) > -40,
+      `received audio is near silence: ${rmsLevelDb(heard).toFixed(1)} dBFS`,
+    );
+    await record.reached("ended");
+    await peer.expectSuccess();
+  });
+
   test("the trunk hears our tone and digits (SIPp -rtp_echo sends them back)", async () => {
     const peer = await sipp({ scenario: "uas-answer.xml", args: ["-rtp_echo"] });
     const telephony = await telephonyFor(peer);

@@ -121,6 +121,7 @@ describe("answerOffer (RFC 3264 §6)", () => {
     assert.deepEqual(media, {
       codec: "PCMU",
       payloadType: 0,
+      receiveFormats: [{ codec: "PCMU", payloadType: 0 }],
       telephoneEventPayloadType: 101,
       remoteAddress: "192.168.1.50",
       remotePort: 10000,
@@ -437,6 +438,7 @@ describe("acceptAnswer (RFC 3264 §7)", () => {
     assert.deepEqual(accepted(acceptAnswer(ourOffer, answer)), {
       codec: "PCMA",
       payloadType: 8,
+      receiveFormats: [{ codec: "PCMA", payloadType: 8 }],
       telephoneEventPayloadType: 101,
       remoteAddress: "203.0.113.5",
       remotePort: 17372,
@@ -454,6 +456,16 @@ describe("acceptAnswer (RFC 3264 §7)", () => {
     const media = accepted(acceptAnswer(ourOffer, answer));
     assert.equal(media.codec, "PCMU");
     assert.equal(media.telephoneEventPayloadType, 96);
+  });
+
+  it("receives every answered codec we offered, in the answer's order: the far end may switch between them", () => {
+    const answer = asteriskAnswer("m=audio 17372 RTP/AVP 0 3 8 101", "a=rtpmap:3 GSM/8000");
+    const media = accepted(acceptAnswer(ourOffer, answer));
+    assert.equal(media.codec, "PCMU");
+    assert.deepEqual(media.receiveFormats, [
+      { codec: "PCMU", payloadType: 0 },
+      { codec: "PCMA", payloadType: 8 },
+    ]);
   });
 
   it("has no telephone-event when the answer drops it", () => {
@@ -502,6 +514,7 @@ describe("offer/answer round trips", () => {
     assert.deepEqual(theirs, {
       codec: "PCMU",
       payloadType: 0,
+      receiveFormats: [{ codec: "PCMU", payloadType: 0 }],
       telephoneEventPayloadType: 101,
       remoteAddress: bridge.address,
       remotePort: bridge.port,

@@ -15,7 +15,7 @@ import { MediaClock } from "../media-clock.js";
 import { FRAME_SAMPLES, Mixer, type MixerSlot } from "../mixer.js";
 import { concatPrompts, prompt } from "../prompts.js";
 import { RtpPortAllocator } from "../rtp/port-allocator.js";
-import { type MediaDirection, RtpSession } from "../rtp/rtp-session.js";
+import { type MediaDirection, NO_DROPS, type RtpDrops, RtpSession } from "../rtp/rtp-session.js";
 import { TalkDetector } from "../talk-detector.js";
 import { entryTone, exitTone, holdMusic, LoopingPlayer } from "../tones.js";
 import { WavRecorder } from "../wav-recorder.js";
@@ -190,7 +190,13 @@ export class MediaEngine {
   readonly #mixes = new Map<number, Mix>();
   readonly #clock: MediaClock;
   /** The packet counts of the streams closed so far. */
-  #closedTotals: RtpTotals = { packetsReceived: 0, packetsLost: 0, packetsLate: 0, framesConcealed: 0 };
+  #closedTotals: RtpTotals = {
+    packetsReceived: 0,
+    packetsLost: 0,
+    packetsLate: 0,
+    framesConcealed: 0,
+    dropped: NO_DROPS,
+  };
   #ticksToTimeoutCheck = TIMEOUT_CHECK_TICKS;
 
   constructor(options: MediaThreadOptions, post: PostUp) {
@@ -460,6 +466,9 @@ export class MediaEngine {
     const detector = new InbandDtmfDetector((key) => merger.fromInband(key));
     stream.session.on("digit", (digit) => merger.fromTelephoneEvent(digit.key));
     stream.session.onDecodedAudio = (samples, count) => detector.process(samples, count);
+    stream.session.on("srtpAuthenticationFailed", ({ address, port, count }) =>
+      this.#post({ type: "srtp-authentication-failed", streamId: stream.id, address, port, count }),
+    );
   }
 
   #configured(stream: Stream, direction: MediaDirection | null): void {
@@ -581,5 +590,17 @@ function addTotals(totals: RtpTotals, stream: RtpTotals): RtpTotals {
     packetsLost: totals.packetsLost + stream.packetsLost,
     packetsLate: totals.packetsLate + stream.packetsLate,
     framesConcealed: totals.framesConcealed + stream.framesConcealed,
+    dropped: addDrops(totals.dropped, stream.dropped),
+  };
+}
+
+function addDrops(a: RtpDrops, b: RtpDrops): RtpDrops {
+  return {
+    unknownPayloadType: a.unknownPayloadType + b.unknownPayloadType,
+    unknownSource: a.unknownSource + b.unknownSource,
+    srtpAuthentication: a.srtpAuthentication + b.srtpAuthentication,
+    srtpReplay: a.srtpReplay + b.srtpReplay,
+    malformed: a.malformed + b.malformed,
+    jitterBufferOverflow: a.jitterBufferOverflow + b.jitterBufferOverflow,
   };
 }

@@ -8,7 +8,7 @@
 import { EventEmitter } from "node:events";
 import { Worker } from "node:worker_threads";
 import { LATENESS_BUCKETS_MS } from "../media-clock.js";
-import type { RtpSession, RtpSessionConfiguration } from "../rtp/rtp-session.js";
+import { NO_DROPS, type RtpSession, type RtpSessionConfiguration } from "../rtp/rtp-session.js";
 import { MediaEngine } from "./media-engine.js";
 import type {
   MediaCommand,
@@ -23,6 +23,7 @@ import type {
 
 export interface MediaPlaneLogger {
   info(fields: object, message: string): void;
+  warn(fields: object, message: string): void;
   error(fields: object, message: string): void;
 }
 
@@ -48,7 +49,7 @@ const IDLE_THREAD: MediaThreadStats = {
   skippedTicks: 0,
   lateness: { p50: 0, p99: 0, max: 0 },
   latenessHistogram: { counts: LATENESS_BUCKETS_MS.map(() => 0).concat(0), sumMs: 0, count: 0 },
-  rtpTotals: { packetsReceived: 0, packetsLost: 0, packetsLate: 0, framesConcealed: 0 },
+  rtpTotals: { packetsReceived: 0, packetsLost: 0, packetsLate: 0, framesConcealed: 0, dropped: NO_DROPS },
   mixes: 0,
   legs: 0,
   streams: [],
@@ -304,6 +305,18 @@ export class MediaPlane {
       case "mix-failed":
         this.#options.logger?.error({ mixId: message.mixId, reason: message.reason }, "a mix failed");
         this.#mixes.get(message.mixId)?.failed(message.reason);
+        return;
+      case "srtp-authentication-failed":
+        // Someone sends on the stream's port without its key: a misconfigured peer, or an attack.
+        this.#options.logger?.warn(
+          {
+            streamId: message.streamId,
+            address: message.address,
+            port: message.port,
+            packets: message.count,
+          },
+          "SRTP packets failed authentication and were dropped",
+        );
         return;
       case "recording-failed":
         this.#mixes.get(message.mixId)?.emit("recording-failed", message.reason);

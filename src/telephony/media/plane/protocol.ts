@@ -5,7 +5,7 @@
  */
 import type { PromptName } from "../../../domain/prompt.js";
 import type { LatenessHistogram } from "../media-clock.js";
-import type { RtpHandover, RtpSessionConfiguration, RtpSessionStats } from "../rtp/rtp-session.js";
+import type { RtpDrops, RtpHandover, RtpSessionConfiguration, RtpSessionStats } from "../rtp/rtp-session.js";
 
 /** What is played to a stream or a mix. */
 export type MediaSound =
@@ -85,6 +85,7 @@ export interface RtpTotals {
   readonly packetsLost: number;
   readonly packetsLate: number;
   readonly framesConcealed: number;
+  readonly dropped: RtpDrops;
 }
 
 export interface MediaThreadStats {
@@ -112,6 +113,14 @@ export type MediaUp =
   | { readonly type: "mix-failed"; readonly mixId: number; readonly reason: string }
   /** The mix's recording could not be written: it stopped (the mix goes on). */
   | { readonly type: "recording-failed"; readonly mixId: number; readonly reason: string }
+  /** SRTP from `address`:`port` failed authentication, `count` packets since the last such report. */
+  | {
+      readonly type: "srtp-authentication-failed";
+      readonly streamId: number;
+      readonly address: string;
+      readonly port: number;
+      readonly count: number;
+    }
   /** The stream's playback threw during a tick: it is closed. */
   | { readonly type: "stream-failed"; readonly streamId: number; readonly reason: string };
 

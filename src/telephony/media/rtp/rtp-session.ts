@@ -46,6 +46,7 @@ import {
   SRTP_MAX_RTP_OVERHEAD,
   type SrtpKeyMaterial,
   SrtpReceiver,
+  type SrtpRefusal,
   SrtpSender,
   type SrtpState,
 } from "./srtp.js";
@@ -55,9 +56,22 @@ export type G711Codec = "PCMU" | "PCMA";
 /** SDP direction attribute of the stream (RFC 3264 §5.1), from our side. */
 export type MediaDirection = "sendrecv" | "sendonly" | "recvonly" | "inactive";
 
+/** An audio format of the stream: a G.711 law under a payload type. */
+export interface AudioFormat {
+  readonly codec: G711Codec;
+  readonly payloadType: number;
+}
+
 export interface RtpSessionConfiguration {
+  /** What we send. */
   codec: G711Codec;
   payloadType: number;
+  /**
+   * Every audio format we receive: all those the answer lists that we decode (RFC 3264 §6.1 and §7:
+   * the far end may send any of them, switching packet by packet). `codec` under `payloadType` is
+   * received whether listed or not.
+   */
+  receiveFormats?: readonly AudioFormat[];
   /** Payload type negotiated for telephone-event/8000; without it DTMF is neither sent nor received. */
   telephoneEventPayloadType?: number;
   remoteAddress: string;
@@ -113,7 +127,34 @@ export interface RtpSessionStats {
   packetsOutOfOrder: number;
   /** Playout ticks with no frame, filled by concealment. */
   framesConcealed: number;
+  /** What was received and thrown away unheard, by reason. */
+  dropped: RtpDrops;
 }
+
+/** Packets received and dropped unheard, by reason. */
+export interface RtpDrops {
+  /** A payload type the negotiation did not list. */
+  unknownPayloadType: number;
+  /** From another address than the stream's peer (or before the stream was negotiated). */
+  unknownSource: number;
+  /** SRTP or SRTCP that did not authenticate (another key, altered, or not SRTP at all). */
+  srtpAuthentication: number;
+  /** SRTP or SRTCP seen before, or older than the replay window. */
+  srtpReplay: number;
+  /** Too short or not RTP. */
+  malformed: number;
+  /** 20 ms frames the jitter buffer threw away because it was full (playout fell behind the arrivals). */
+  jitterBufferOverflow: number;
+}
+
+export const NO_DROPS: Readonly<RtpDrops> = {
+  unknownPayloadType: 0,
+  unknownSource: 0,
+  srtpAuthentication: 0,
+  srtpReplay: 0,
+  malformed: 0,
+  jitterBufferOverflow: 0,
+};
 
 /**
  * What a session hands to the one that carries its stream on (on another thread, on the same port):
@@ -143,6 +184,16 @@ interface RtpTotals {
   packetsDuplicate: number;
   packetsOutOfOrder: number;
   framesConcealed: number;
+  dropped: RtpDrops;
+}
+
+/** SRTP that failed authentication since the last such report (see SRTP_WARNING_INTERVAL_MS). */
+export interface SrtpFailures {
+  /** Where the last of them came from. */
+  readonly address: string;
+  readonly port: number;
+  /** How many since the last report. */
+  readonly count: number;
 }
 
 export interface RtpSessionEvents {
@@ -152,6 +203,11 @@ export interface RtpSessionEvents {
   bye: [reason: string | null];
   /** A socket reported an error; the session keeps running. */
   socketError: [error: Error];
+  /**
+   * SRTP or SRTCP failed authentication: the first failure at once, then at most one report per
+   * SRTP_WARNING_INTERVAL_MS counting those between, so that a flood cannot flood the log.
+   */
+  srtpAuthenticationFailed: [failures: SrtpFailures];
 }
 
 const SAMPLE_RATE = 8000;
@@ -175,6 +231,14 @@ const NO_EVENT_PACKETS: TelephoneEventPacket[] = [];
 const RELATCH_PACKETS = 3;
 /** ...sent after the latched source has been silent this long (ms). */
 const RELATCH_SILENCE_MS = 1000;
+/** At most one report of SRTP authentication failures per this many ms. */
+export const SRTP_WARNING_INTERVAL_MS = 10_000;
+/** What a received payload type carries (the index of `payloadKinds`). */
+const PAYLOAD_UNKNOWN = 0;
+const PAYLOAD_PCMU = 1;
+const PAYLOAD_PCMA = 2;
+const PAYLOAD_TELEPHONE_EVENT = 3;
+const PAYLOAD_OF_CODEC: Readonly<Record<G711Codec, number>> = { PCMU: PAYLOAD_PCMU, PCMA: PAYLOAD_PCMA };
 
 interface DtmfJob {
   keys: string;
@@ -219,7 +283,14 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   private readonly cname: string;
   private readonly jitterBufferOptions: JitterBufferOptions;
   private config: RtpSessionConfiguration | null = null;
+  /** What each received payload type (0-127) carries, from the configuration: a PAYLOAD_ constant. */
+  private readonly payloadKinds = new Uint8Array(128);
   private closing: Promise<void> | null = null;
+  /** Packets dropped unheard so far, by reason (the jitter buffer's overflow is counted there). */
+  private readonly drops: RtpDrops = { ...NO_DROPS };
+  /** SRTP authentication failures not reported yet, and when the last report went. */
+  private srtpFailuresUnreported = 0;
+  private srtpFailuresReportedAt = Number.NEGATIVE_INFINITY;
 
   // Where we send; replaced by the packets' source address once latched (symmetric RTP, RFC 4961).
   private rtpAddress = "";
@@ -305,6 +376,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     packetsDuplicate: 0,
     packetsOutOfOrder: 0,
     framesConcealed: 0,
+    dropped: { ...NO_DROPS },
   };
   private lastPacketTime: number | null = null;
 
@@ -396,6 +468,12 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     if (config.srtp?.receive.inline !== previous?.srtp?.receive.inline)
       this.srtpReceiver = config.srtp === undefined ? null : new SrtpReceiver(config.srtp.receive);
     this.config = { ...config };
+    this.payloadKinds.fill(PAYLOAD_UNKNOWN);
+    if (config.telephoneEventPayloadType !== undefined)
+      this.payloadKinds[config.telephoneEventPayloadType & 0x7f] = PAYLOAD_TELEPHONE_EVENT;
+    for (const format of config.receiveFormats ?? [])
+      this.payloadKinds[format.payloadType & 0x7f] = PAYLOAD_OF_CODEC[format.codec];
+    this.payloadKinds[config.payloadType & 0x7f] = PAYLOAD_OF_CODEC[config.codec];
     if (this.rtcpTimer === null) this.scheduleReport();
   }
 
@@ -469,6 +547,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       packetsDuplicate: totals.packetsDuplicate,
       packetsOutOfOrder: totals.packetsOutOfOrder,
       framesConcealed: totals.framesConcealed,
+      dropped: totals.dropped,
     };
   }
 
@@ -511,7 +590,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   private carryOn(handover: RtpHandover): void {
     this.sequenceNumber = handover.sequenceNumber;
     this.timestamp = handover.timestamp;
-    Object.assign(this.earlier, handover.totals);
+    Object.assign(this.earlier, handover.totals, { dropped: { ...handover.totals.dropped } });
     if (handover.lastPacketAgoMs !== null) this.lastPacketTime = this.clock() - handover.lastPacketAgoMs;
     if (handover.config === null) return;
     this.configure(handover.config);
@@ -543,6 +622,14 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       packetsDuplicate: earlier.packetsDuplicate + playout.duplicate,
       packetsOutOfOrder: earlier.packetsOutOfOrder + (reception?.misordered ?? 0),
       framesConcealed: earlier.framesConcealed + playout.concealed,
+      dropped: {
+        unknownPayloadType: earlier.dropped.unknownPayloadType + this.drops.unknownPayloadType,
+        unknownSource: earlier.dropped.unknownSource + this.drops.unknownSource,
+        srtpAuthentication: earlier.dropped.srtpAuthentication + this.drops.srtpAuthentication,
+        srtpReplay: earlier.dropped.srtpReplay + this.drops.srtpReplay,
+        malformed: earlier.dropped.malformed + this.drops.malformed,
+        jitterBufferOverflow: earlier.dropped.jitterBufferOverflow + playout.trimmed,
+      },
     };
   }
 
@@ -667,16 +754,31 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   }
 
   private receiveRtp(received: Buffer, source: dgram.RemoteInfo): void {
+    if (this.closing !== null) return;
     const config = this.config;
-    if (config === null || this.closing !== null) return;
+    if (config === null) {
+      // Nobody's stream yet: a late packet of the port's last call, or a stranger.
+      this.drops.unknownSource++;
+      return;
+    }
     // Under SRTP anything that does not authenticate (plain RTP, a stranger, a replay) is dropped
-    // before it can latch, be heard or be counted.
+    // before it can latch, be heard or be counted as received.
     const datagram = this.srtpReceiver === null ? received : this.srtpReceiver.unprotectRtp(received);
-    if (typeof datagram === "string") return;
+    if (typeof datagram === "string") {
+      this.refusedSrtp(datagram, source);
+      return;
+    }
     const packet = parseRtpPacket(datagram);
-    if (packet === null) return;
-    const isAudio = packet.payloadType === config.payloadType;
-    if (!isAudio && packet.payloadType !== config.telephoneEventPayloadType) return;
+    if (packet === null) {
+      this.drops.malformed++;
+      return;
+    }
+    const kind = this.payloadKinds[packet.payloadType] as number;
+    if (kind === PAYLOAD_UNKNOWN) {
+      this.drops.unknownPayloadType++;
+      return;
+    }
+    const isAudio = kind !== PAYLOAD_TELEPHONE_EVENT;
     const now = this.clock();
     if (!this.rtpLatched) {
       // Symmetric RTP (RFC 4961): answer where the first valid packet came from.
@@ -684,7 +786,10 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       this.rtpAddress = source.address;
       this.rtpPort = source.port;
     } else if (source.port !== this.rtpPort || source.address !== this.rtpAddress) {
-      if (!this.mayMoveTo(source, packet.ssrc, packet.sequenceNumber, now)) return;
+      if (!this.mayMoveTo(source, packet.ssrc, packet.sequenceNumber, now)) {
+        this.drops.unknownSource++;
+        return;
+      }
       this.rtpAddress = source.address;
       this.rtpPort = source.port;
       this.relatchCandidate = null;
@@ -700,14 +805,14 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     );
     if (!isReceiving(config.direction)) return;
     if (this.relayPeer !== null) {
-      this.relayPeer.sendRelayed(packet, isAudio, config.codec);
+      this.relayPeer.sendRelayed(packet, isAudio, kind === PAYLOAD_PCMU ? "PCMU" : "PCMA");
       return;
     }
     if (isAudio) {
       // Any packet length: the assembler cuts the samples into 20 ms frames by timestamp.
       if (packet.payload.length > MAX_PAYLOAD_SAMPLES) return;
       const count =
-        config.codec === "PCMU"
+        kind === PAYLOAD_PCMU
           ? decodeMulaw(packet.payload, this.decoded.subarray(0, packet.payload.length))
           : decodeAlaw(packet.payload, this.decoded.subarray(0, packet.payload.length));
       this.assembler.push(packet.timestamp, this.decoded, count);
@@ -715,6 +820,23 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     } else {
       // The sender suppresses audio during the event; the jitter buffer conceals the gap and fades out.
       this.eventReceiver.receive(packet.timestamp, packet.payload);
+    }
+  }
+
+  /** Counts an SRTP or SRTCP packet refused, and reports authentication failures (rate-limited). */
+  private refusedSrtp(reason: SrtpRefusal, source: dgram.RemoteInfo): void {
+    if (reason === "malformed") this.drops.malformed++;
+    else if (reason === "replay") this.drops.srtpReplay++;
+    else {
+      this.drops.srtpAuthentication++;
+      this.srtpFailuresUnreported++;
+      const now = this.clock();
+      if (now - this.srtpFailuresReportedAt >= SRTP_WARNING_INTERVAL_MS) {
+        this.srtpFailuresReportedAt = now;
+        const count = this.srtpFailuresUnreported;
+        this.srtpFailuresUnreported = 0;
+        this.emit("srtpAuthenticationFailed", { address: source.address, port: source.port, count });
+      }
     }
   }
 
@@ -794,6 +916,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       earlier.packetsLate += playout.late;
       earlier.packetsDuplicate += playout.duplicate;
       earlier.framesConcealed += playout.concealed;
+      earlier.dropped.jitterBufferOverflow += playout.trimmed;
       this.jitterBuffer = new JitterBuffer(this.jitterBufferOptions);
       this.eventReceiver = this.newEventReceiver();
       this.assembler.reset();
@@ -805,7 +928,10 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   private receiveRtcp(received: Buffer, source: dgram.RemoteInfo): void {
     if (this.config === null || this.closing !== null) return;
     const datagram = this.srtpReceiver === null ? received : this.srtpReceiver.unprotectRtcp(received);
-    if (typeof datagram === "string") return;
+    if (typeof datagram === "string") {
+      this.refusedSrtp(datagram, source);
+      return;
+    }
     const packets = parseRtcpCompound(datagram);
     if (packets === null) return;
     if (!this.rtcpLatched) {

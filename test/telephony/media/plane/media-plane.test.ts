@@ -6,7 +6,9 @@
 import assert from "node:assert/strict";
 import { randomInt } from "node:crypto";
 import { once } from "node:events";
+import { Writable } from "node:stream";
 import { after, describe, it } from "node:test";
+import { createLogger } from "../../../../src/log.js";
 import {
   type MediaMix,
   MediaPlane,
@@ -185,5 +187,57 @@ describe("media plane", () => {
       await mix.close();
       for (const stream of streams) stream.close();
     }
+  });
+
+  it("brings what a thread's streams dropped to the main thread, and logs SRTP failures with their source", async () => {
+    const lines: string[] = [];
+    const logged = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const watched = new MediaPlane({
+      threads: 1,
+      bindAddress: "127.0.0.1",
+      rtpPorts: { min: base + 600, max: base + 619 },
+      mediaTimeoutMs: 0,
+      logger: createLogger("info", logged),
+    });
+    const key = { suite: "AES_256_CM_HMAC_SHA1_80" as const, inline: Buffer.alloc(46, 3).toString("base64") };
+    const stream = await watched.openStream();
+    const peer = await RtpSession.open({ allocator: peers, bindAddress: "127.0.0.1" });
+    sessions.push(peer);
+    stream.configure({
+      codec: "PCMU",
+      payloadType: 0,
+      remoteAddress: "127.0.0.1",
+      remotePort: peer.localPort,
+      direction: "sendrecv",
+      srtp: { send: key, receive: key },
+    });
+    // The peer sends plain RTP to an SRTP stream: none of it authenticates.
+    peer.configure({
+      codec: "PCMU",
+      payloadType: 0,
+      remoteAddress: "127.0.0.1",
+      remotePort: stream.localPort,
+      direction: "sendrecv",
+    });
+    for (let k = 0; k < 5; k++) peer.sendFrame(new Int16Array(160));
+    const dropped = await until("the drops counted on the media thread", async () => {
+      const { threads } = await watched.stats();
+      const totals = threads[0]?.rtpTotals.dropped;
+      return totals !== undefined && totals.srtpAuthentication >= 5 ? totals : undefined;
+    });
+    assert.equal(dropped.unknownPayloadType, 0);
+    await until("the warning", async () => (lines.length > 0 ? true : undefined));
+    const warning = JSON.parse(lines[0] as string);
+    assert.equal(warning.level, 40);
+    assert.equal(warning.address, "127.0.0.1");
+    assert.equal(warning.port, peer.localPort);
+    assert.equal(lines.length, 1, "one warning for the burst");
+    stream.close();
+    await watched.close();
   });
 });

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { randomInt } from "node:crypto";
 import dgram from "node:dgram";
 import { after, describe, it } from "node:test";
-import { encodeMulaw } from "../../../../src/telephony/media/codec/g711.js";
+import { encodeAlaw, encodeMulaw } from "../../../../src/telephony/media/codec/g711.js";
 import { RtpPortAllocator } from "../../../../src/telephony/media/rtp/port-allocator.js";
 import { parseRtcpCompound, type ReceiverReport } from "../../../../src/telephony/media/rtp/rtcp-packet.js";
 import {
@@ -12,9 +12,12 @@ import {
 } from "../../../../src/telephony/media/rtp/rtp-packet.js";
 import {
   type G711Codec,
+  NO_DROPS,
   RtpSession,
   type RtpSessionConfiguration,
+  type SrtpFailures,
 } from "../../../../src/telephony/media/rtp/rtp-session.js";
+import { SrtpSender } from "../../../../src/telephony/media/rtp/srtp.js";
 
 const base = 26000 + 2 * randomInt(2500);
 const allocator = new RtpPortAllocator(base, base + 199);
@@ -530,5 +533,121 @@ describe("RtpSession", () => {
     socket.close();
     a.sendFrame(sineFrame(0));
     assert.equal(await a.sendDigits("1"), false);
+  });
+});
+
+describe("RtpSession: what it receives, and what it drops", () => {
+  /** An RTP datagram of frame `k` of the sine in `codec` under `payloadType`. */
+  function sineDatagram(k: number, codec: G711Codec, payloadType: number, ssrc = 0x5151): Buffer {
+    const payload = new Uint8Array(160);
+    if (codec === "PCMU") encodeMulaw(sineFrame(k), payload);
+    else encodeAlaw(sineFrame(k), payload);
+    const out = Buffer.alloc(12 + 160 + 16);
+    const length = writeRtpPacket(
+      { marker: k === 0, payloadType, sequenceNumber: 1000 + k, timestamp: 160 * k, ssrc, csrcs: [] },
+      payload,
+      out,
+    );
+    return out.subarray(0, length);
+  }
+
+  function send(socket: dgram.Socket, datagram: Buffer, port: number): Promise<void> {
+    return new Promise((resolve) => socket.send(datagram, port, "127.0.0.1", () => resolve()));
+  }
+
+  it("hears every format the answer listed: a peer switching between PCMA and PCMU packet by packet", async () => {
+    const peer = await rawSocket();
+    const session = await open();
+    session.configure(
+      configuration(peer.port, {
+        receiveFormats: [
+          { codec: "PCMU", payloadType: 0 },
+          { codec: "PCMA", payloadType: 8 },
+        ],
+      }),
+    );
+    const frames = 10;
+    for (let k = 0; k < frames; k++)
+      await send(
+        peer.socket,
+        sineDatagram(k, k % 2 === 0 ? "PCMA" : "PCMU", k % 2 === 0 ? 8 : 0),
+        session.localPort,
+      );
+    // Probation (RFC 3550 A.1) takes the first packet.
+    await waitFor(() => session.stats().packetsReceived >= frames - 1, "the packets");
+    const out = new Int16Array(160);
+    let kind = session.readFrame(out);
+    while (kind !== "frame") kind = session.readFrame(out);
+    for (let k = 0; k < frames; k++) {
+      assert.ok(
+        correlation(sineFrame(k), out) > 0.99,
+        `frame ${k} (${k % 2 === 0 ? "PCMA" : "PCMU"}) is the sine`,
+      );
+      if (k < frames - 1) assert.equal(session.readFrame(out), "frame");
+    }
+    assert.deepEqual(session.stats().dropped, NO_DROPS);
+  });
+
+  it("counts what it drops by reason: unknown payload types, strangers, malformed, jitter-buffer overflow", async () => {
+    const peer = await rawSocket();
+    const stranger = await rawSocket();
+    const session = await open();
+    // Nothing negotiated yet: whoever sends is unknown.
+    await send(stranger.socket, sineDatagram(0, "PCMU", 0, 0x77), session.localPort);
+    await waitFor(() => session.stats().dropped.unknownSource === 1, "the packet before the negotiation");
+    session.configure(configuration(peer.port));
+    for (let k = 0; k < 30; k++) await send(peer.socket, sineDatagram(k, "PCMU", 0), session.localPort);
+    for (const payloadType of [8, 18, 96])
+      await send(peer.socket, sineDatagram(30, "PCMA", payloadType), session.localPort);
+    // The stream latched onto the peer: the stranger's packets, even in its SSRC, are not heard.
+    for (let k = 31; k < 33; k++) await send(stranger.socket, sineDatagram(k, "PCMU", 0), session.localPort);
+    await send(peer.socket, Buffer.from([0x80, 0, 0, 1]), session.localPort);
+    await waitFor(() => session.stats().dropped.malformed === 1, "the malformed packet");
+    assert.equal(session.stats().packetsReceived, 29);
+    // 30 frames buffered and none played: playout trims back to its delay.
+    const out = new Int16Array(160);
+    for (let tick = 0; tick < 5; tick++) session.readFrame(out);
+    const { dropped } = session.stats();
+    assert.equal(dropped.unknownPayloadType, 3);
+    assert.equal(dropped.unknownSource, 3);
+    assert.equal(dropped.malformed, 1);
+    assert.ok(dropped.jitterBufferOverflow >= 20, `${dropped.jitterBufferOverflow} frames trimmed`);
+    assert.equal(dropped.srtpAuthentication + dropped.srtpReplay, 0);
+  });
+
+  it("under SRTP counts authentication failures and replays, and reports failures at once, then at most every 10 s", async () => {
+    const key = { suite: "AEAD_AES_128_GCM" as const, inline: Buffer.alloc(28, 5).toString("base64") };
+    const peer = await rawSocket();
+    const intruder = await rawSocket();
+    let now = 1_000;
+    const session = await RtpSession.open({ allocator, bindAddress: "127.0.0.1", clock: () => now });
+    openSessions.push(session);
+    session.configure(configuration(peer.port, { srtp: { send: key, receive: key } }));
+    const reports: SrtpFailures[] = [];
+    session.on("srtpAuthenticationFailed", (failures) => reports.push(failures));
+
+    const sender = new SrtpSender(key);
+    const genuine = sineDatagram(0, "PCMU", 0);
+    const protectedPacket = Buffer.alloc(genuine.length + sender.overhead);
+    genuine.copy(protectedPacket);
+    sender.protectRtp(protectedPacket, genuine.length);
+    await send(peer.socket, protectedPacket, session.localPort);
+    await send(peer.socket, protectedPacket, session.localPort);
+    await waitFor(() => session.stats().dropped.srtpReplay === 1, "the replay");
+
+    // Plain RTP, and SRTCP under another key: neither authenticates.
+    for (let k = 1; k <= 3; k++) await send(intruder.socket, sineDatagram(k, "PCMU", 0), session.localPort);
+    const forged = new SrtpSender({ ...key, inline: Buffer.alloc(28, 6).toString("base64") }).protectRtcp(
+      Buffer.from([0x80, 201, 0, 1, 0, 0, 0, 42]),
+    );
+    await send(intruder.socket, forged, session.localPort + 1);
+    await waitFor(() => session.stats().dropped.srtpAuthentication === 4, "the failures");
+    assert.deepEqual(reports, [{ address: "127.0.0.1", port: intruder.port, count: 1 }]);
+
+    now += 10_000;
+    await send(intruder.socket, sineDatagram(4, "PCMU", 0), session.localPort);
+    await waitFor(() => reports.length === 2, "the next report");
+    assert.deepEqual(reports[1], { address: "127.0.0.1", port: intruder.port, count: 4 });
+    assert.equal(session.stats().packetsReceived, 0, "the probation packet is the only genuine one");
   });
 });
