@@ -218,6 +218,17 @@ describe("SIP over TLS with baresip", { skip }, () => {
     assertUnreadable(capture, port);
   });
 
+  // baresip offers only AES_CM_128_HMAC_SHA1_80, but answers with any suite its srtp module has.
+  test("SRTP with only AEAD_AES_256_GCM offered (RFC 7714): the phone takes it, 16-byte tags on the wire, heard both ways", async () => {
+    const { record, capture } = await srtpCall("+16045550127", ["AEAD_AES_256_GCM"]);
+    const port = record.call.mediaStream?.localPort ?? 0;
+    const sizes = new Set(
+      capture.datagrams(({ destination }) => destination === port).map((datagram) => datagram.length),
+    );
+    assert.deepEqual([...sizes], [188], `the phone's SRTP datagrams are ${[...sizes].join(", ")} bytes`);
+    assertUnreadable(capture, port);
+  });
+
   test("SRTP required takes a caller that offers keys: heard both ways, its keys arrive", async () => {
     const phone = await tlsPhone("secure-caller", "secure-caller", { srtp: true });
     const telephony = await service(null, ours("ours5"), {
