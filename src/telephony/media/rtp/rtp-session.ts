@@ -232,7 +232,7 @@ const RELATCH_PACKETS = 3;
 /** ...sent after the latched source has been silent this long (ms). */
 const RELATCH_SILENCE_MS = 1000;
 /** At most one report of SRTP authentication failures per this many ms. */
-export const SRTP_WARNING_INTERVAL_MS = 10_000;
+const SRTP_WARNING_INTERVAL_MS = 10_000;
 /** What a received payload type carries (the index of `payloadKinds`). */
 const PAYLOAD_UNKNOWN = 0;
 const PAYLOAD_PCMU = 1;
