@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { randomInt } from "node:crypto";
 import dgram from "node:dgram";
 import { after, describe, it } from "node:test";
-import { encodeAlaw, encodeMulaw } from "../../../../src/telephony/media/codec/g711.js";
+import { decodeMulaw, encodeAlaw, encodeMulaw } from "../../../../src/telephony/media/codec/g711.js";
 import { RtpPortAllocator } from "../../../../src/telephony/media/rtp/port-allocator.js";
 import { parseRtcpCompound, type ReceiverReport } from "../../../../src/telephony/media/rtp/rtcp-packet.js";
 import {
@@ -586,6 +586,31 @@ describe("RtpSession: what it receives, and what it drops", () => {
       if (k < frames - 1) assert.equal(session.readFrame(out), "frame");
     }
     assert.deepEqual(session.stats().dropped, NO_DROPS);
+  });
+
+  it("relays each packet from its own law: PCMA received where PCMU was chosen goes out as PCMU", async () => {
+    const caller = await rawSocket();
+    const far = await rawSocket();
+    const receiving = await open();
+    const relaying = await open();
+    receiving.configure(
+      configuration(caller.port, {
+        receiveFormats: [
+          { codec: "PCMU", payloadType: 0 },
+          { codec: "PCMA", payloadType: 8 },
+        ],
+      }),
+    );
+    relaying.configure(configuration(far.port));
+    receiving.relayTo(relaying);
+    for (let k = 0; k < 4; k++) await send(caller.socket, sineDatagram(k, "PCMA", 8), receiving.localPort);
+    await waitFor(() => far.received.length >= 4, "the relayed packets");
+    rtpPackets(far.received).forEach((relayed, k) => {
+      assert.equal(relayed.payloadType, 0);
+      const samples = new Int16Array(160);
+      decodeMulaw(relayed.payload, samples);
+      assert.ok(correlation(sineFrame(k), samples) > 0.99, `relayed frame ${k} is the sine in PCMU`);
+    });
   });
 
   it("counts what it drops by reason: unknown payload types, strangers, malformed, jitter-buffer overflow", async () => {
