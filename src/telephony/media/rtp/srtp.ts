@@ -85,7 +85,7 @@ const SUITES: Readonly<Record<SrtpSuite, SuiteParameters>> = {
 };
 
 /** The longest tag any suite adds to an RTP packet (GCM's 16 bytes). */
-export const SRTP_MAX_RTP_OVERHEAD = 16;
+export const SRTP_MAX_RTP_OVERHEAD = Math.max(...Object.values(SUITES).map((suite) => suite.rtpTagLength));
 
 /** How many bytes the inline key of `suite` holds: master key and salt. */
 export function inlineKeyLength(suite: SrtpSuite): number {
