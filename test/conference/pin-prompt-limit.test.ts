@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import path from "node:path";
 import { after, test } from "node:test";
-import { ConferenceRuntime } from "../../src/conference/conference-runtime.js";
+import { ConferenceRuntime, type ConferenceRuntimeOptions } from "../../src/conference/conference-runtime.js";
 import type { Conference } from "../../src/domain/conference.js";
 import { attemptCounts } from "../../src/store/attempt-counts.js";
 import { openSqliteStore } from "../../src/store/database.js";
@@ -10,24 +10,36 @@ import { DATA_DIR, EMPTY_PERIODS } from "./harness.js";
 
 const ACCESS_NUMBER = "+16045550199";
 
-test("past the callers answered at the PIN prompt a caller is refused 503, unACKed calls not counted; one who leaves makes room", async () => {
-  const attemptStore = await openSqliteStore(path.join(DATA_DIR, "attempts-pin-prompt-limit"));
+/** A runtime taking dial-in calls on a fake telephone, its wrong PINs counted in SQLite. */
+async function dialInRuntime(
+  name: string,
+  limits: Pick<ConferenceRuntimeOptions, "pinPrompt" | "serviceWrongPins">,
+) {
+  const attemptStore = await openSqliteStore(path.join(DATA_DIR, name));
   after(() => attemptStore.close());
   const telephone = new FakeTelephone();
   const store = new FakeStore(conference(), [attendee(1, { dialIn: true })]);
-  store.pins.set("1111", { role: "member", conferenceId: 7 });
+  const logger = new FakeLogger();
   const conferences = new ConferenceRuntime({
     telephone,
     store,
     speak: async () => null,
-    logger: new FakeLogger(),
+    logger,
     dataDir: DATA_DIR,
     accessNumbers: [ACCESS_NUMBER],
     emptyPeriods: EMPTY_PERIODS,
     attempts: attemptCounts(attemptStore),
     refreshIntervalMs: 3_600_000,
+    ...limits,
+  });
+  return { telephone, store, logger, conferences };
+}
+
+test("past the callers answered at the PIN prompt a caller is refused 503, unACKed calls not counted; one who leaves makes room", async () => {
+  const { telephone, store, conferences } = await dialInRuntime("attempts-pin-prompt-limit", {
     pinPrompt: { total: 2, perSource: 2 },
   });
+  store.pins.set("1111", { role: "member", conferenceId: 7 });
   conferences.run(store.conference as Conference);
   await flush();
   // Each from a source of its own: the total is what refuses.
@@ -62,20 +74,7 @@ test("past the callers answered at the PIN prompt a caller is refused 503, unACK
 });
 
 test("one stranger's source holds only its share of the PIN prompt; other sources and a configured peer still get in", async () => {
-  const attemptStore = await openSqliteStore(path.join(DATA_DIR, "attempts-pin-prompt-source"));
-  after(() => attemptStore.close());
-  const telephone = new FakeTelephone();
-  const store = new FakeStore(conference(), [attendee(1, { dialIn: true })]);
-  const conferences = new ConferenceRuntime({
-    telephone,
-    store,
-    speak: async () => null,
-    logger: new FakeLogger(),
-    dataDir: DATA_DIR,
-    accessNumbers: [ACCESS_NUMBER],
-    emptyPeriods: EMPTY_PERIODS,
-    attempts: attemptCounts(attemptStore),
-    refreshIntervalMs: 3_600_000,
+  const { telephone, conferences } = await dialInRuntime("attempts-pin-prompt-source", {
     pinPrompt: { total: 6, perSource: 2 },
   });
   const scanner = { source: "203.0.113.9", peer: false, callId: "scan" };
@@ -113,21 +112,7 @@ test("one stranger's source holds only its share of the PIN prompt; other source
 });
 
 test("past the wrong PINs the whole service may take in its window, every new caller is refused 503 until it ends", async () => {
-  const attemptStore = await openSqliteStore(path.join(DATA_DIR, "attempts-service-wrong-pins"));
-  after(() => attemptStore.close());
-  const telephone = new FakeTelephone();
-  const store = new FakeStore(conference(), [attendee(1, { dialIn: true })]);
-  const logger = new FakeLogger();
-  const conferences = new ConferenceRuntime({
-    telephone,
-    store,
-    speak: async () => null,
-    logger,
-    dataDir: DATA_DIR,
-    accessNumbers: [ACCESS_NUMBER],
-    emptyPeriods: EMPTY_PERIODS,
-    attempts: attemptCounts(attemptStore),
-    refreshIntervalMs: 3_600_000,
+  const { telephone, logger, conferences } = await dialInRuntime("attempts-service-wrong-pins", {
     serviceWrongPins: { limit: 3, windowMs: 60_000 },
   });
   // Three guessers, each with a caller ID of its own (under the per-caller limit), one guess each.
