@@ -38,7 +38,7 @@ import { liveControlRoutes } from "./routes/live-control.js";
 import { recordingRoutes } from "./routes/recordings.js";
 import { userRoutes } from "./routes/users.js";
 import { webhookRoutes } from "./routes/webhooks.js";
-import { parseDocument, renderDocument, type XmlElement } from "./xml.js";
+import { parseDocument, readXmlBody, renderDocument, type XmlElement } from "./xml.js";
 
 export const MAX_BODY_BYTES = 64 * 1024;
 const XML_TYPE = "application/xml; charset=utf-8";
@@ -133,8 +133,12 @@ export async function buildApi(options: ApiOptions) {
   void app.register(fastifyCookie);
 
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser(["application/xml", "text/xml"], { parseAs: "string" }, (_request, body, done) => {
-    done(null, body);
+  app.addContentTypeParser(["application/xml", "text/xml"], { parseAs: "buffer" }, (request, body, done) => {
+    try {
+      done(null, readXmlBody(body as Buffer, request.headers["content-type"]));
+    } catch (error) {
+      done(error as Error);
+    }
   });
 
   app.addHook("onRequest", async (request) => {

@@ -1,6 +1,8 @@
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { BadRequest } from "../domain/errors.js";
 import type { InputMap, InputValue } from "../domain/input.js";
+import { HttpError } from "./http-errors.js";
+import { decodeRequestBody, forbiddenCharacterMessage, isUtf8Label, isXmlChar } from "./request-text.js";
 
 /*
  * Documents follow the Rails XML conventions of the original service: hyphenated element names,
@@ -44,16 +46,23 @@ function renderElement(name: string, element: XmlElement, indent: string): strin
   return `${indent}<${name}${attributes}/>\n`;
 }
 
-const TEXT_SPECIALS = /[&<>]/g;
-const ATTRIBUTE_SPECIALS = /[&<>"]/g;
+/*
+ * Besides markup, characters XML 1.0 does not allow are written as U+FFFD, so that a response is
+ * well-formed even for a value stored before such characters were refused on the way in.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces.
+const TEXT_SPECIALS = /[&<>\u0000-\u0008\u000B\u000C\u000E-\u001F\uD800-\uDFFF\uFFFE\uFFFF]/gu;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces.
+const ATTRIBUTE_SPECIALS = /[&<>"\u0000-\u0008\u000B\u000C\u000E-\u001F\uD800-\uDFFF\uFFFE\uFFFF]/gu;
 const ENTITIES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" };
+const replacementOf = (c: string) => ENTITIES[c] ?? "\uFFFD";
 
 function escapeText(value: string): string {
-  return value.replace(TEXT_SPECIALS, (c) => ENTITIES[c] as string);
+  return value.replace(TEXT_SPECIALS, replacementOf);
 }
 
 function escapeAttribute(value: string): string {
-  return value.replace(ATTRIBUTE_SPECIALS, (c) => ENTITIES[c] as string);
+  return value.replace(ATTRIBUTE_SPECIALS, replacementOf);
 }
 
 const NIL = { "@_nil": "true" };
@@ -105,6 +114,35 @@ const parser = new XMLParser({
   ignoreDeclaration: true,
   ignorePiTags: true,
 });
+
+/** The XML declaration's encoding (XML 1.0 §4.3.3), e.g. `<?xml version="1.0" encoding="UTF-8"?>`. */
+const ENCODING_DECLARATION = /^<\?xml\s[^>]*?\bencoding\s*=\s*(["'])([^"']*)\1/;
+/** A character reference, whose character must be an XML Char too (WFC: Legal Character). */
+const CHARACTER_REFERENCE = /&#(?:x([0-9a-fA-F]+)|([0-9]+));/g;
+
+/**
+ * A request body as XML text (the API's content-type parser): UTF-8 by its Content-Type and by its
+ * own declaration (else 415), and no character, written or referenced, that XML 1.0 forbids (else
+ * 400), so that nothing stored can make a later response ill-formed.
+ */
+export function readXmlBody(body: Buffer, contentType: string | undefined): string {
+  const text = decodeRequestBody(body, contentType);
+  const declared = ENCODING_DECLARATION.exec(text)?.[2];
+  if (declared !== undefined && !isUtf8Label(declared))
+    throw new HttpError(415, `XML documents must be UTF-8, not encoding="${declared.slice(0, 40)}"`);
+  if (text.includes("&#")) {
+    for (const reference of text.matchAll(CHARACTER_REFERENCE)) {
+      const [, hex, decimal] = reference;
+      const codePoint = hex === undefined ? Number(decimal) : Number.parseInt(hex, 16);
+      if (!isXmlChar(codePoint))
+        throw new HttpError(
+          400,
+          `The body's character reference ${reference[0].slice(0, 20)} ${forbiddenCharacterMessage(codePoint, reference.index)}`,
+        );
+    }
+  }
+  return text;
+}
 
 /** DOCTYPE and entity declarations are refused outright, never expanded (billion laughs, XXE). */
 const DECLARATIONS = /<!(DOCTYPE|ENTITY|ELEMENT|ATTLIST)/i;

@@ -174,6 +174,35 @@ describe("console session", () => {
     assert.equal((await json("GET", "/console/session", { cookie })).status, 401);
   });
 
+  it("refuses JSON whose strings XML 1.0 forbids, bytes that are not UTF-8 and other charsets", async () => {
+    const send = async (body: string | Buffer, contentType = "application/json") => {
+      const response = await request(`${api.httpUrl}/console/session`, {
+        method: "POST",
+        headers: { accept: "application/json", "content-type": contentType },
+        body,
+      });
+      return { status: response.statusCode, body: (await response.body.json()) as { error: string } };
+    };
+    const password = JSON.stringify(alice.auth[1]).slice(1, -1);
+    for (const escaped of ["\\u0000", "\\u001f", "\\ud800", "\\uffff"]) {
+      const body = `{"email": "${alice.auth[0]}", "password": "${password}${escaped}"}`;
+      const refused = await send(body);
+      assert.equal(refused.status, 400, `${escaped}: ${JSON.stringify(refused.body)}`);
+      assert.match(refused.body.error, /XML 1\.0 does not allow/);
+    }
+    const notUtf8 = Buffer.concat([
+      Buffer.from(`{"email": "${alice.auth[0]}", "password": "`),
+      Buffer.from([0xc3, 0x28]),
+      Buffer.from('"}'),
+    ]);
+    assert.deepEqual(await send(notUtf8), { status: 400, body: { error: "The body is not valid UTF-8" } });
+    const latin1 = await send(
+      JSON.stringify({ email: alice.auth[0], password: alice.auth[1] }),
+      "application/json; charset=iso-8859-1",
+    );
+    assert.equal(latin1.status, 415);
+  });
+
   it("refuses wrong credentials with 401 JSON and no Basic challenge, then throttles with 429", async () => {
     const refused = await json("POST", "/console/session", {
       body: { email: alice.auth[0], password: "wrong" },

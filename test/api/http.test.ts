@@ -52,6 +52,10 @@ describe("HTTP conventions", () => {
     return Number(String(response.headers.location).split("/").pop());
   }
 
+  /** Users signed up with an e-mail address starting `prefix`: none when every attempt was refused. */
+  const signedUp = (prefix: string) =>
+    api.inspect((db) => db.selectFrom("users").select("id").where("email", "like", `${prefix}%`).execute());
+
   describe("400 Bad Request", () => {
     it("answers malformed XML", async () => {
       for (const body of [
@@ -80,6 +84,65 @@ describe("HTTP conventions", () => {
 
     it("answers an empty body", async () => {
       assertError(await api.request("POST", "/users", { body: "" }), 400, /<user>/);
+    });
+
+    it("answers a character XML 1.0 forbids in text, an attribute, a password or a reference, storing nothing", async () => {
+      const forbidden = [
+        "\u0000",
+        "\u0001",
+        "\u0008",
+        "\u000B",
+        "\u000C",
+        "\u000E",
+        "\u001F",
+        "\uFFFE",
+        "\uFFFF",
+      ];
+      const bodies = forbidden.flatMap((character, index) => {
+        const email = `forbidden-${index}-${process.pid}@example.com`;
+        const hex = (character.codePointAt(0) as number).toString(16);
+        return [
+          signupXml(email).replace("Test User", `Test${character}User`),
+          signupXml(email).replace("<name>", `<name lang="x${character}">`),
+          signupXml(email, `correct${character}horse`),
+          signupXml(email).replace("Test User", `Test&#x${hex};User`),
+        ];
+      });
+      for (const body of bodies)
+        assertError(await api.request("POST", "/users", { body }), 400, /XML 1\.0 does not allow/);
+      assert.deepEqual(await signedUp("forbidden-"), []);
+      assertError(
+        await api.request("PUT", `/users/${alice.id}`, {
+          auth: alice.auth,
+          body: "<user><name>A\u0000</name></user>",
+        }),
+        400,
+        /U\+0000/,
+      );
+      const after = await api.request("GET", `/users/${alice.id}`, { auth: alice.auth });
+      assert.equal(after.status, 200);
+      assert.ok(!after.text.includes("\u0000"), after.text);
+    });
+
+    it("answers bytes that are not UTF-8 rather than storing U+FFFD, storing nothing", async () => {
+      const notUtf8 = [
+        [0xc3, 0x28], // a lead byte without its continuation
+        [0xff, 0xfe], // never in UTF-8 (a UTF-16 byte-order mark)
+        [0xc0, 0xaf], // overlong "/"
+        [0xed, 0xa0, 0x80], // a surrogate, U+D800
+        [0x80], // a stray continuation byte
+        [0xf4, 0x90, 0x80, 0x80], // beyond U+10FFFF
+      ];
+      for (const [index, bytes] of notUtf8.entries()) {
+        const [before, after] = signupXml(`not-utf8-${index}-${process.pid}@example.com`).split("Test User");
+        const body = Buffer.concat([
+          Buffer.from(`${before}Test`),
+          Buffer.from(bytes),
+          Buffer.from(`User${after}`),
+        ]);
+        assertError(await api.request("POST", "/users", { body }), 400, /not valid UTF-8/);
+      }
+      assert.deepEqual(await signedUp("not-utf8-"), []);
     });
   });
 
@@ -257,8 +320,24 @@ describe("HTTP conventions", () => {
       assert.match(text, /<errors>/);
     });
 
+    it("answers a charset other than UTF-8, in Content-Type or in the XML declaration", async () => {
+      const email = `latin1-${process.pid}@example.com`;
+      for (const charset of ["ISO-8859-1", "us-ascii", "utf-16", "windows-1252", '"latin1"', "nonsense"]) {
+        const response = await api.request("POST", "/users", {
+          body: signupXml(email),
+          headers: { "content-type": `application/xml; charset=${charset}` },
+        });
+        assertError(response, 415, /must be UTF-8/);
+      }
+      for (const encoding of ["ISO-8859-1", "UTF-16", "us-ascii"]) {
+        const body = signupXml(email).replace('encoding="UTF-8"', `encoding="${encoding}"`);
+        assertError(await api.request("POST", "/users", { body }), 415, /must be UTF-8/);
+      }
+      assert.deepEqual(await signedUp("latin1-"), []);
+    });
+
     it("accepts text/xml and application/xml with a charset", async () => {
-      for (const contentType of ["text/xml", "application/xml; charset=utf-8"]) {
+      for (const contentType of ["text/xml", "application/xml; charset=utf-8", 'text/xml; Charset="UTF-8"']) {
         const response = await api.request("POST", "/users", {
           body: signupXml(`typed-${contentType.length}-${process.pid}@example.com`),
           headers: { "content-type": contentType },

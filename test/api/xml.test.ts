@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { XMLValidator } from "fast-xml-parser";
 import {
   array,
   boolean,
@@ -64,6 +65,15 @@ describe("renderDocument", () => {
     assert.match(document, /<name>Pacific Time \(US &amp; Canada\) &lt;b&gt; "quoted" &amp; more<\/name>/);
     assert.match(document, /<note label="a&quot;&amp;&lt;b">x<\/note>/);
     assert.equal(parseDocument(document, "contact").name, name);
+  });
+  it("writes characters XML 1.0 forbids, stored before they were refused, as U+FFFD", () => {
+    const document = renderDocument("contact", {
+      name: text("a\u0000b\u001Fc\uFFFEd\uD800e\u{1F600}"),
+      note: { "@_label": "x\u000By", "#text": "z" },
+    });
+    assert.equal(XMLValidator.validate(document), true);
+    assert.match(document, /<name>a\uFFFDb\uFFFDc\uFFFDd\uFFFDe\u{1F600}<\/name>/u);
+    assert.match(document, /<note label="x\uFFFDy">z<\/note>/);
   });
 });
 

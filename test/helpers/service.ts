@@ -20,7 +20,8 @@ export interface TestResponse {
 }
 
 export interface RequestOptions {
-  body?: string;
+  /** Text is sent as UTF-8; bytes as they are (e.g. bytes that are not UTF-8). */
+  body?: string | Buffer;
   /** [email, password] for HTTP Basic; omit for an anonymous request. */
   auth?: [string, string];
   headers?: Record<string, string>;
