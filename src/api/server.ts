@@ -41,6 +41,7 @@ import { webhookRoutes } from "./routes/webhooks.js";
 import { parseDocument, readXmlBody, renderDocument, type XmlElement } from "./xml.js";
 
 export const MAX_BODY_BYTES = 64 * 1024;
+export const TOO_LARGE_MESSAGE = `Request body is larger than ${MAX_BODY_BYTES} bytes`;
 const XML_TYPE = "application/xml; charset=utf-8";
 const XML_MEDIA_TYPES = ["application/xml", "text/xml"];
 const METHODS: HTTPMethods[] = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
@@ -281,7 +282,7 @@ function describeError(error: unknown): {
 }
 
 function clientErrorMessage(status: number, error: unknown): string {
-  if (status === 413) return `Request body is larger than ${MAX_BODY_BYTES} bytes`;
+  if (status === 413) return TOO_LARGE_MESSAGE;
   if (status === 415) return "Request bodies must be XML (Content-Type: application/xml or text/xml)";
   return (error as Error).message;
 }

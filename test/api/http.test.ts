@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import https from "node:https";
 import { after, before, describe, it } from "node:test";
 import { request } from "undici";
 import {
@@ -292,6 +293,65 @@ describe("HTTP conventions", () => {
       assertError(put, 413);
       const justUnder = `<user><name>${"x".repeat(63 * 1024)}</name></user>`;
       assertError(await api.request("POST", "/users", { body: justUnder }), 422, /^name is too long/);
+    });
+  });
+
+  describe("413 before 100 Continue", () => {
+    /**
+     * A POST sent as curl and browsers send a large one: headers with `Expect: 100-continue`, the body
+     * only once the server says 100 Continue. What the client saw: the status, and whether it was asked.
+     */
+    const expectContinue = (contentLength: number, body?: Buffer) =>
+      new Promise<{ status: number; text: string; askedToContinue: boolean }>((resolve, reject) => {
+        let askedToContinue = false;
+        const request = https.request(`${api.httpsUrl}/users`, {
+          method: "POST",
+          rejectUnauthorized: false,
+          headers: {
+            accept: "application/xml",
+            "content-type": "application/xml",
+            "content-length": contentLength,
+            expect: "100-continue",
+          },
+        });
+        request.on("continue", () => {
+          askedToContinue = true;
+          if (body !== undefined) request.write(body);
+          else {
+            // The announced length of filler, in 64 KiB pieces.
+            const piece = Buffer.alloc(64 * 1024, 0x20);
+            for (let sent = 0; sent < contentLength; sent += piece.length)
+              request.write(piece.subarray(0, contentLength - sent));
+          }
+          request.end();
+        });
+        request.on("response", (response) => {
+          const chunks: Buffer[] = [];
+          response.on("data", (chunk: Buffer) => chunks.push(chunk));
+          response.on("end", () =>
+            resolve({
+              status: response.statusCode ?? 0,
+              text: Buffer.concat(chunks).toString(),
+              askedToContinue,
+            }),
+          );
+        });
+        request.on("error", reject);
+        request.flushHeaders();
+      });
+
+    it("answers a 50 MB body announced with Expect: 100-continue with 413 over HTTPS, never asking for it", async () => {
+      const refused = await expectContinue(50 * 1024 * 1024);
+      assert.equal(refused.status, 413, refused.text);
+      assert.equal(refused.askedToContinue, false, "100 Continue was sent for a body that is refused");
+      assert.match(refused.text, /<error>Request body is larger than 65536 bytes<\/error>/);
+    });
+
+    it("asks for a body within the limit and reads it", async () => {
+      const body = Buffer.from(signupXml(`continued-${process.pid}@example.com`));
+      const created = await expectContinue(body.length, body);
+      assert.equal(created.status, 201, created.text);
+      assert.equal(created.askedToContinue, true);
     });
   });
 
