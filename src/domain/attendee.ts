@@ -155,3 +155,22 @@ export function attendeeProblems(attendee: {
     ? ["phone-number can't be blank unless dial-in is true"]
     : [];
 }
+
+/** True when the conference calls the attendee (it has a number and does not dial in itself). */
+export function isDialled(attendee: {
+  dialIn?: boolean;
+  phoneNumberSubscriberNumber?: string | null;
+}): boolean {
+  return attendee.dialIn !== true && Boolean(attendee.phoneNumberSubscriberNumber);
+}
+
+/**
+ * Why a conference that already calls `dialled` attendees may not call one more, or undefined when it
+ * may: it can call at most `maxDialled`, the calls its owner may have in progress at once (more would
+ * be refused when it starts). Checked wherever an attendee becomes one to call, added or changed.
+ */
+export function whyOverDialledLimit(dialled: number, maxDialled: number): string | undefined {
+  return dialled >= maxDialled
+    ? `phone-number: a conference can call at most ${maxDialled} attendees, the calls its owner may have in progress at once`
+    : undefined;
+}

@@ -5,7 +5,9 @@ import {
   type AttendeeState,
   attendeeProblems,
   connectedSeconds,
+  isDialled,
   MAX_ATTENDEES_PER_CONFERENCE,
+  whyOverDialledLimit,
 } from "../domain/attendee.js";
 import { readCallEncryption } from "../domain/encryption.js";
 import { NotFound, StaleLockVersion, ValidationFailed } from "../domain/errors.js";
@@ -138,6 +140,27 @@ async function otherModeratorExists(trx: Kysely<Database>, conferenceId: number,
   return row !== undefined;
 }
 
+/** The conference's attendees, and those of them it calls, but for `exceptId`. */
+async function countAttendees(
+  trx: Kysely<Database>,
+  conferenceId: number,
+  exceptId: number | null,
+): Promise<{ count: number; dialled: number }> {
+  const { count, dialled } = await trx
+    .selectFrom("attendees")
+    .select((eb) => [
+      eb.fn.countAll<number>().as("count"),
+      eb.fn
+        .count<number>("phone_number_subscriber_number")
+        .filterWhere("dial_in", "=", flag(false))
+        .as("dialled"),
+    ])
+    .where("conference_id", "=", conferenceId)
+    .$if(exceptId !== null, (q) => q.where("id", "<>", exceptId as number))
+    .executeTakeFirstOrThrow();
+  return { count: Number(count), dialled: Number(dialled) };
+}
+
 /**
  * Adds an attendee. `maxDialled` is how many attendees the conference may dial: the calls its owner
  * may have in progress at once (more would be refused when it starts).
@@ -154,25 +177,12 @@ export async function createAttendee(
     const state = await lockConference(trx, store, conferenceId);
     const problems: string[] = [];
     if (state === "ended") problems.push("conference has ended; attendees can no longer be added");
-    const { count, dialled } = await trx
-      .selectFrom("attendees")
-      .select((eb) => [
-        eb.fn.countAll<number>().as("count"),
-        eb.fn
-          .count<number>("phone_number_subscriber_number")
-          .filterWhere("dial_in", "=", flag(false))
-          .as("dialled"),
-      ])
-      .where("conference_id", "=", conferenceId)
-      .executeTakeFirstOrThrow();
-    if (Number(count) >= MAX_ATTENDEES_PER_CONFERENCE) {
+    const { count, dialled } = await countAttendees(trx, conferenceId, null);
+    if (count >= MAX_ATTENDEES_PER_CONFERENCE) {
       problems.push(`a conference can have at most ${MAX_ATTENDEES_PER_CONFERENCE} attendees`);
     }
-    if (!changes.dialIn && changes.phoneNumberSubscriberNumber && Number(dialled) >= maxDialled) {
-      problems.push(
-        `phone-number: a conference can call at most ${maxDialled} attendees, the calls its owner may have in progress at once`,
-      );
-    }
+    const overDialled = isDialled(changes) ? whyOverDialledLimit(dialled, maxDialled) : undefined;
+    if (overDialled !== undefined) problems.push(overDialled);
     if (changes.moderator && (await otherModeratorExists(trx, conferenceId, null))) {
       problems.push("moderator: this conference already has a moderator");
     }
@@ -208,6 +218,7 @@ export async function createAttendee(
   });
 }
 
+/** Changes an attendee; `maxDialled` as for createAttendee, checked when the change makes it one to call. */
 export async function updateAttendee(
   store: Store,
   conferenceId: number,
@@ -215,6 +226,7 @@ export async function updateAttendee(
   changes: AttendeeChanges,
   expectedLockVersion: number | undefined,
   now: Date,
+  maxDialled = Number.POSITIVE_INFINITY,
 ): Promise<Attendee> {
   return store.db.transaction().execute(async (trx) => {
     const state = await lockConference(trx, store, conferenceId);
@@ -222,13 +234,19 @@ export async function updateAttendee(
     if (expectedLockVersion !== undefined && expectedLockVersion !== current.lockVersion) {
       throw new StaleLockVersion("attendee");
     }
-    const problems = attendeeProblems({
+    const after = {
       dialIn: changes.dialIn ?? current.dialIn,
       phoneNumberSubscriberNumber:
         changes.phoneNumberSubscriberNumber !== undefined
           ? changes.phoneNumberSubscriberNumber
           : current.phoneNumberSubscriberNumber,
-    });
+    };
+    const problems = attendeeProblems(after);
+    if (isDialled(after) && !isDialled(current)) {
+      const { dialled } = await countAttendees(trx, conferenceId, id);
+      const overDialled = whyOverDialledLimit(dialled, maxDialled);
+      if (overDialled !== undefined) problems.push(overDialled);
+    }
     if (state === "ended") problems.push("conference has ended; its attendees can no longer be changed");
     if (changes.moderator && (await otherModeratorExists(trx, conferenceId, id))) {
       problems.push("moderator: this conference already has a moderator");

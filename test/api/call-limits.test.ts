@@ -84,6 +84,43 @@ describe("per-user call limits", () => {
     assert.equal(numbers.split("6045550113").length - 1, 1, "the refused attendee was not written");
   });
 
+  it("refuses, with 422 and nothing written, a change that makes a dial-in attendee one to call past the limit", async () => {
+    const conference = await createConference("2030-01-01T10:00:00Z");
+    const attendeePaths: string[] = [];
+    for (const body of [
+      "<attendee><phone-number>6045550121</phone-number></attendee>",
+      "<attendee><phone-number>6045550122</phone-number></attendee>",
+      '<attendee><phone-number>6045550123</phone-number><dial-in type="boolean">true</dial-in></attendee>',
+      '<attendee><name>No number</name><dial-in type="boolean">true</dial-in></attendee>',
+    ]) {
+      const added = await addAttendee(conference.path, body);
+      assert.equal(added.status, 201, added.text);
+      attendeePaths.push(new URL(String(added.headers.location), "http://localhost").pathname);
+    }
+    const [first, , dialIn, withoutNumber] = attendeePaths as [string, string, string, string];
+    const put = (path: string, body: string) => api.request("PUT", path, { auth: owner.auth, body });
+    for (const [path, body] of [
+      [dialIn, '<attendee><dial-in type="boolean">false</dial-in></attendee>'],
+      [
+        withoutNumber,
+        '<attendee><phone-number>6045550124</phone-number><dial-in type="boolean">false</dial-in></attendee>',
+      ],
+    ] as const) {
+      const refused = await put(path, body);
+      assert.equal(refused.status, 422, refused.text);
+      assertErrorMatches(refused, /phone-number: a conference can call at most 2 attendees/);
+      const unchanged = await api.request("GET", path, { auth: owner.auth });
+      assert.equal(
+        textOf(unchanged.xml.attendee as XmlNode, "dial-in"),
+        "true",
+        "the refused change was not written",
+      );
+    }
+    // An attendee already called keeps its place: a new number for it is not one more call.
+    const renumbered = await put(first, "<attendee><phone-number>6045550125</phone-number></attendee>");
+    assert.equal(renumbered.status, 200, renumbered.text);
+  });
+
   it("refuses a call again past the hourly limit (422, logged), and the room places no call past it", async () => {
     const conference = await createConference(new Date().toISOString());
     const callee = await addAttendee(

@@ -90,7 +90,16 @@ export function attendeeRoutes(api: ApiContext): void {
           );
         }
       }
-      const attendee = await updateAttendee(api.store, conferenceId, id, changes, lockVersion, new Date());
+      const maxDialled = api.callingPolicy.maxCallsInProgressPerUser;
+      const attendee = await updateAttendee(
+        api.store,
+        conferenceId,
+        id,
+        changes,
+        lockVersion,
+        new Date(),
+        maxDialled,
+      );
       return sendDocument(reply, 200, "attendee", attendeeElement(attendee, representation));
     },
     DELETE: async (request, reply) => {
