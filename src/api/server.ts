@@ -181,7 +181,14 @@ export async function buildApi(options: ApiOptions) {
     dataDir: options.dataDir,
     accessNumbers: options.accessNumbers,
     callingPolicy: options.callingPolicy ?? OPEN_CALLING_POLICY,
-    signupLimit: { max: options.signupLimit, timeWindow: windowMs, keyGenerator: byClientAddress("sign-up") },
+    signupLimit: {
+      max: options.signupLimit,
+      timeWindow: windowMs,
+      keyGenerator: byClientAddress("sign-up"),
+      // Counted once the body is read: a body too large or not UTF-8 gets its own answer (413, 415,
+      // 400), not 429, and is not counted.
+      hook: "preHandler",
+    },
     authenticated,
     async owner(request) {
       const userId = await authenticated(request);
@@ -287,8 +294,23 @@ function clientErrorMessage(status: number, error: unknown): string {
   return (error as Error).message;
 }
 
+/**
+ * An error message's most characters: messages quote the input (a value, a URL, the tags a parser
+ * found unclosed), and an error must not be an amplifier of what was sent (30 KB in, 80 KB out).
+ */
+export const MAX_ERROR_MESSAGE_LENGTH = 300;
+
+export function boundedMessage(message: string): string {
+  if (message.length <= MAX_ERROR_MESSAGE_LENGTH) return message;
+  // Not cut between the two halves of a surrogate pair.
+  const end = /[\uD800-\uDBFF]/.test(message[MAX_ERROR_MESSAGE_LENGTH - 1] as string)
+    ? MAX_ERROR_MESSAGE_LENGTH - 1
+    : MAX_ERROR_MESSAGE_LENGTH;
+  return `${message.slice(0, end)}… (${message.length - end} more characters)`;
+}
+
 function sendErrors(reply: FastifyReply, messages: string[]): FastifyReply {
-  return sendDocument(reply, reply.statusCode, "errors", { error: messages });
+  return sendDocument(reply, reply.statusCode, "errors", { error: messages.map(boundedMessage) });
 }
 
 export function sendDocument(

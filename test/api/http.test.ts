@@ -83,6 +83,18 @@ describe("HTTP conventions", () => {
       assertError(put, 400, /<user>/);
     });
 
+    it("quotes the input in an error only in part: 30 KB of unclosed tags gets a short error", async () => {
+      for (const body of [`<user>${"<x>".repeat(10_000)}`, `<user><${"n".repeat(30_000)}></user>`]) {
+        const response = await api.request("POST", "/users", { body });
+        assertError(response, 400, /malformed XML/);
+        assert.ok(response.text.length < 1_000, `a ${response.text.length}-character error`);
+        assertErrorMatches(response, /… \(\d+ more characters\)$/);
+      }
+      const longPath = await api.request("GET", `/${"p".repeat(10_000)}`);
+      assertError(longPath, 404);
+      assert.ok(longPath.text.length < 1_000, `a ${longPath.text.length}-character error`);
+    });
+
     it("answers an empty body", async () => {
       assertError(await api.request("POST", "/users", { body: "" }), 400, /<user>/);
     });
@@ -459,5 +471,11 @@ describe("429 Too Many Requests", () => {
     assertError(refused, 422);
     assertThrottled(await api.request("POST", "/users", { body: signupXml("late@example.com") }));
     assertThrottled(await api.request("POST", "/users/", { body: signupXml("later@example.com") }));
+  });
+
+  it("answers a sign-up body over the limit 413 even past the sign-up limit (reached above)", async () => {
+    const huge = signupXml(`huge-${process.pid}@example.com`).replace("Test User", "x".repeat(70 * 1024));
+    for (let attempt = 0; attempt < 3; attempt++)
+      assertError(await api.request("POST", "/users", { body: huge }), 413);
   });
 });

@@ -12,7 +12,7 @@ import { getUser } from "../../store/users.js";
 import { type Authenticator, SESSION_COOKIE } from "../authentication.js";
 import { HttpError } from "../http-errors.js";
 import { decodeRequestBody, refuseNonXmlCharacters } from "../request-text.js";
-import type { ApiContext } from "../server.js";
+import { type ApiContext, boundedMessage } from "../server.js";
 
 /** Where `npm install` (prepare: build:console) writes the console. */
 export const CONSOLE_DIST = fileURLToPath(new URL("../../../console/dist/", import.meta.url));
@@ -62,7 +62,7 @@ export function consoleRoutes(
       return reply
         .status(status)
         .type(JSON_TYPE)
-        .send({ error: status >= 500 ? "Internal server error" : error.message });
+        .send({ error: status >= 500 ? "Internal server error" : boundedMessage(error.message) });
     });
 
     const session = { produces: ["application/json"] };
