@@ -1,7 +1,7 @@
 import { cardBrand, isExpired, luhnValid, normalizeCardNumber } from "./credit-card.js";
 import { isValidEmail } from "./email.js";
 import { FieldReader, type InputMap } from "./input.js";
-import { normalizeNanpNumber } from "./phone.js";
+import { type CallingPolicy, normalizeNanpNumber, OPEN_CALLING_POLICY, whyNotCallable } from "./phone.js";
 import { IM_NETWORKS, isValidPostalCode, SUBDIVISIONS, USER_TIME_ZONES } from "./reference-data.js";
 
 export interface Versioned {
@@ -100,7 +100,11 @@ const EXTENSION_PATTERN = /^[0-9*#,w]{1,40}$/i;
  * Reads a user document. On create every required field must be there; on update only what is
  * present changes, and terms-of-service is not accepted.
  */
-export function readUserChanges(input: InputMap, mode: "create" | "update"): UserChanges {
+export function readUserChanges(
+  input: InputMap,
+  mode: "create" | "update",
+  policy: CallingPolicy = OPEN_CALLING_POLICY,
+): UserChanges {
   const reader = new FieldReader(input);
   const changes: UserChanges = {};
   const creating = mode === "create";
@@ -165,7 +169,7 @@ export function readUserChanges(input: InputMap, mode: "create" | "update"): Use
   }
 
   const phoneNumbers = reader.list("phone-numbers");
-  if (phoneNumbers) changes.phoneNumbers = readPhoneNumbers(phoneNumbers, reader, mode);
+  if (phoneNumbers) changes.phoneNumbers = readPhoneNumbers(phoneNumbers, reader, mode, policy);
 
   reader.check();
   return changes;
@@ -267,6 +271,7 @@ function readPhoneNumbers(
   items: InputMap[],
   parent: FieldReader,
   mode: "create" | "update",
+  policy: CallingPolicy,
 ): PhoneNumberFields[] {
   const result: PhoneNumberFields[] = [];
   items.forEach((item, index) => {
@@ -279,11 +284,14 @@ function readPhoneNumbers(
     if (countryCode !== 1)
       reader.fail(`${reader.label("country-code")} must be 1 (North American numbers only)`);
     const normalized = subscriber ? normalizeNanpNumber(subscriber) : null;
+    // The owner's number is one a conference calls (the owner as attendee): the attendees' rule.
+    const refused = normalized ? whyNotCallable(normalized.subscriberNumber, policy) : undefined;
     if (subscriber && !normalized) {
       reader.fail(
         `${reader.label("subscriber-number")} "${subscriber}" is not a valid North American number`,
       );
-    }
+    } else if (refused !== undefined)
+      reader.fail(`${reader.label("subscriber-number")} "${subscriber}" cannot be called: ${refused}`);
     if (extension && !EXTENSION_PATTERN.test(extension)) {
       reader.fail(`${reader.label("extension")} may hold only digits, *, #, "," (pause) and w (wait)`);
     }

@@ -350,6 +350,26 @@ describe("users API", () => {
           /^phone-numbers\[1\] extension/,
         ],
         [
+          "phone number 900, which no conference calls (toll fraud)",
+          () => ({ extra: phone("<subscriber-number>1-900-555-0123</subscriber-number>") }),
+          /^phone-numbers\[1\] subscriber-number "1-900-555-0123" cannot be called: premium-rate/,
+        ],
+        [
+          "phone number NXX-976, which no conference calls (toll fraud)",
+          () => ({ extra: phone("<subscriber-number>(604) 976-0123</subscriber-number>") }),
+          /^phone-numbers\[1\] subscriber-number "\(604\) 976-0123" cannot be called: premium-rate/,
+        ],
+        [
+          "phone number NXX-411, which no conference calls (toll fraud)",
+          () => ({ extra: phone("<subscriber-number>604-411-0123</subscriber-number>") }),
+          /^phone-numbers\[1\] subscriber-number "604-411-0123" cannot be called: service codes \(N11\)/,
+        ],
+        [
+          "phone number of directory assistance, which no conference calls",
+          () => ({ extra: phone("<subscriber-number>604-555-1212</subscriber-number>") }),
+          /^phone-numbers\[1\] subscriber-number "604-555-1212" cannot be called: directory assistance/,
+        ],
+        [
           "phone number without subscriber-number",
           () => ({ extra: phone("<location>Office</location>") }),
           /^phone-numbers\[1\] subscriber-number/,
@@ -606,6 +626,20 @@ describe("users API", () => {
       }
       assert.deepEqual(await show(owner.id, owner.auth), ownerBefore);
       assert.deepEqual(await show(stranger.id, stranger.auth), strangerBefore);
+    });
+
+    it("refuses an owner's number that no conference calls (900, 976, N11, 555-1212) with 422, changing nothing", async () => {
+      const owner = await createUser(api, TWO_PHONES);
+      const before = await show(owner.id, owner.auth);
+      for (const number of ["1-900-555-0123", "604-976-0123", "604-911-0123", "604-555-1212"]) {
+        const response = await put(
+          owner.id,
+          owner.auth,
+          `<phone-numbers type="array"><phone-number><subscriber-number>${number}</subscriber-number></phone-number></phone-numbers>`,
+        );
+        assertValidationError(response, /^phone-numbers\[1\] subscriber-number .* cannot be called: /);
+      }
+      assert.deepEqual(await show(owner.id, owner.auth), before);
     });
 
     it("answers 409 to a stale lock-version and changes nothing; a current one succeeds", async () => {

@@ -9,7 +9,7 @@ export function userRoutes(api: ApiContext): void {
     "/users",
     {
       POST: async (request, reply) => {
-        const changes = readUserChanges(readBody(request, "user"), "create");
+        const changes = readUserChanges(readBody(request, "user"), "create", api.callingPolicy);
         const passwordHash = await hashPassword(changes.password as string);
         const user = await createUser(
           api.store,
@@ -33,7 +33,7 @@ export function userRoutes(api: ApiContext): void {
       const userId = await api.owner(request);
       const input = readBody(request, "user");
       const lockVersion = readLockVersion(input);
-      const changes = readUserChanges(input, "update");
+      const changes = readUserChanges(input, "update", api.callingPolicy);
       const passwordHash = changes.password === undefined ? undefined : await hashPassword(changes.password);
       const user = await updateUser(api.store, userId, changes, passwordHash, lockVersion, new Date());
       return sendDocument(reply, 200, "user", userElement(user));
