@@ -3,6 +3,8 @@
  * that the limits hold across instances. Clients see what the API answered before: 429 with
  * Retry-After and the XML errors body, and no X-RateLimit-* headers.
  */
+
+import { isIP } from "node:net";
 import {
   type FastifyRateLimitStore,
   type FastifyRateLimitStoreCtor,
@@ -53,7 +55,15 @@ export function sharedRateLimits(counts: AttemptCounts): RateLimitPluginOptions 
  * is counted, so that each limit has keys of its own in the shared table.
  */
 export function byClientAddress(what: string): (request: FastifyRequest) => string {
-  return (request) => `${what}:${normalizeIP(request.ip)}`;
+  return (request) => `${what}:${normalizeIP(clientAddress(request))}`;
+}
+
+/**
+ * The address X-Forwarded-For gives (from a trusted proxy), or the peer's when it gives no address:
+ * a client that wrote anything else there ("x1", "x2"...) would otherwise get a new key each time.
+ */
+function clientAddress(request: FastifyRequest): string {
+  return isIP(request.ip) === 0 ? (request.socket.remoteAddress ?? "") : request.ip;
 }
 
 function sharedStore(counts: AttemptCounts): FastifyRateLimitStoreCtor {

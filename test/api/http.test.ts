@@ -479,3 +479,30 @@ describe("429 Too Many Requests", () => {
       assertError(await api.request("POST", "/users", { body: huge }), 413);
   });
 });
+
+describe("X-Forwarded-For that names no address", () => {
+  let api: TestService;
+  let user: { id: number; auth: Auth };
+
+  before(async () => {
+    api = await startTestService({ failedLoginLimit: 2, trustedProxies: "127.0.0.1" });
+    user = await createUser(api);
+  });
+  after(() => api.close());
+
+  it("counts failed logins against the peer's address, not against what the header says", async () => {
+    const wrong: Auth = [user.auth[0], "wrong password"];
+    const from = (forwardedFor: string) => ({ auth: wrong, headers: { "x-forwarded-for": forwardedFor } });
+    assert.equal((await api.request("GET", "/current", from("not-an-address"))).status, 401);
+    assert.equal((await api.request("GET", "/current", from("999.1.1.1"))).status, 401);
+    // A new "address" each time would make a new key each time: these are the peer's, over its limit.
+    for (const forwardedFor of ["x1", "x2", "127.0.0.1:80, x3", ""])
+      assert.equal((await api.request("GET", "/current", from(forwardedFor))).status, 429, forwardedFor);
+    // A real address behind the trusted proxy is still a client of its own.
+    const other = await api.request("GET", "/current", {
+      auth: user.auth,
+      headers: { "x-forwarded-for": "198.51.100.20" },
+    });
+    assert.equal(other.status, 200, other.text);
+  });
+});
