@@ -26,6 +26,7 @@ import { EventFeed } from "./event-feed.js";
 import { HttpError } from "./http-errors.js";
 import { byClientAddress, sharedRateLimits } from "./rate-limits.js";
 import type { Representation } from "./representations.js";
+import { refuseNonXmlCharacters } from "./request-text.js";
 import { accessNumberRoutes } from "./routes/access-numbers.js";
 import { attendeeRoutes } from "./routes/attendees.js";
 import { billingPackageRoutes } from "./routes/billing-packages.js";
@@ -153,6 +154,12 @@ export async function buildApi(options: ApiOptions) {
     // without a CORS preflight, which this API never grants.
     if ((request.method === "POST" || request.method === "PUT") && !request.headers["content-type"]) {
       throw new HttpError(415, "POST and PUT bodies must be sent as Content-Type: application/xml");
+    }
+    // Search values reach the database (PostgreSQL refuses U+0000 with a 500) and errors quote them.
+    for (const [name, value] of Object.entries(request.query as Record<string, string | string[]>)) {
+      refuseNonXmlCharacters(name, "A query parameter's name");
+      for (const text of typeof value === "string" ? [value] : value)
+        refuseNonXmlCharacters(text, `The query parameter ${name.slice(0, 40)}`);
     }
   });
 

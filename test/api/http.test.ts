@@ -137,6 +137,19 @@ describe("HTTP conventions", () => {
       assert.ok(!after.text.includes("\u0000"), after.text);
     });
 
+    it("answers a query parameter holding a character XML 1.0 forbids (PostgreSQL answered 500)", async () => {
+      for (const query of ["name_contains=%00", "name=a%01", "representation=%00", "%00=x"]) {
+        const response = await api.request("GET", `/users/${alice.id}/conferences?${query}`, {
+          auth: alice.auth,
+        });
+        assertError(
+          response,
+          400,
+          /query parameter.* holds U\+000[01] at position \d+, which XML 1\.0 does not allow/,
+        );
+      }
+    });
+
     it("answers bytes that are not UTF-8 rather than storing U+FFFD, storing nothing", async () => {
       const notUtf8 = [
         [0xc3, 0x28], // a lead byte without its continuation
