@@ -48,12 +48,15 @@ function renderElement(name: string, element: XmlElement, indent: string): strin
 
 /*
  * Besides markup, characters XML 1.0 does not allow are written as U+FFFD, so that a response is
- * well-formed even for a value stored before such characters were refused on the way in.
+ * well-formed even for a value stored before such characters were refused on the way in. Lone
+ * surrogates are found by look-arounds: the u flag would do it too, but made escaping a third slower.
  */
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces.
-const TEXT_SPECIALS = /[&<>\u0000-\u0008\u000B\u000C\u000E-\u001F\uD800-\uDFFF\uFFFE\uFFFF]/gu;
-// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces.
-const ATTRIBUTE_SPECIALS = /[&<>"\u0000-\u0008\u000B\u000C\u000E-\u001F\uD800-\uDFFF\uFFFE\uFFFF]/gu;
+const TEXT_SPECIALS =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces.
+  /[&<>\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
+const ATTRIBUTE_SPECIALS =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces.
+  /[&<>"\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
 const ENTITIES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" };
 const replacementOf = (c: string) => ENTITIES[c] ?? "\uFFFD";
 
