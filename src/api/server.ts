@@ -304,8 +304,9 @@ function clientErrorMessage(status: number, error: unknown): string {
 /**
  * An error message's most characters: messages quote the input (a value, a URL, the tags a parser
  * found unclosed), and an error must not be an amplifier of what was sent (30 KB in, 80 KB out).
+ * The longest message written here, the list of webhook event types, is some 400.
  */
-export const MAX_ERROR_MESSAGE_LENGTH = 300;
+export const MAX_ERROR_MESSAGE_LENGTH = 1_000;
 
 export function boundedMessage(message: string): string {
   if (message.length <= MAX_ERROR_MESSAGE_LENGTH) return message;
