@@ -146,7 +146,7 @@ function refuseNonXmlStrings(value: unknown): void {
   while (pending.length > 0) {
     const next = pending.pop();
     if (typeof next === "string") refuseNonXmlCharacters(next, "A JSON string");
-    else if (Array.isArray(next)) pending.push(...next);
+    else if (Array.isArray(next)) for (const item of next) pending.push(item);
     else if (typeof next === "object" && next !== null)
       for (const [name, member] of Object.entries(next)) {
         refuseNonXmlCharacters(name, "A JSON member name");
