@@ -14,6 +14,8 @@ export interface Config {
   databaseUrl: string | null;
   /** How long start-up waits for an unreachable PostgreSQL before it gives up. */
   databaseWaitSeconds: number;
+  /** How long a PostgreSQL statement may run, and a connection be waited for, before 503. */
+  databaseTimeoutSeconds: number;
   host: string;
   httpsPort: number;
   /** Plain-HTTP listener, only when BRIDGELINE_HTTP_PORT is set (behind a TLS proxy, or in tests). */
@@ -558,6 +560,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir,
     databaseUrl,
     databaseWaitSeconds: readPositiveInteger(env, "BRIDGELINE_DATABASE_WAIT_SECONDS", 60),
+    databaseTimeoutSeconds: readPositiveInteger(env, "BRIDGELINE_DATABASE_TIMEOUT_SECONDS", 5),
     host: env.BRIDGELINE_HOST || "0.0.0.0",
     httpsPort: readPort(env, "BRIDGELINE_HTTPS_PORT", 8443) as number,
     httpPort: readPort(env, "BRIDGELINE_HTTP_PORT", null),

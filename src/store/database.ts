@@ -1,7 +1,17 @@
 import fs from "node:fs";
 import path from "node:path";
 import SQLite from "better-sqlite3";
-import { Kysely, Migrator, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from "kysely";
+import {
+  Kysely,
+  Migrator,
+  PostgresDialect,
+  type PostgresPool,
+  type PostgresPoolClient,
+  type SqliteDatabase,
+  SqliteDialect,
+  sql,
+} from "kysely";
+import type { Pool, PoolClient } from "pg";
 import { CONNECTION_ERRORS } from "../network-errors.js";
 import { migrationProvider } from "./migrations.js";
 import type { Database } from "./schema.js";
@@ -51,7 +61,18 @@ const UNREACHABLE: Readonly<Record<string, string>> = {
   "57P03": "the database system is starting up",
   "08001": "the connection could not be made",
   "08006": "the connection failed",
+  // statement_timeout (see openPostgresStore): the server is there but did not finish in time.
+  "57014": "no answer in time",
 };
+
+/**
+ * node-postgres's own timeouts (see openPostgresStore), plain Errors without a code: no free
+ * connection or no connection made in time, or no answer to a query sent.
+ */
+const NO_ANSWER =
+  /^(?:timeout exceeded when trying to connect|Connection terminated due to connection timeout|Query read timeout)/;
+/** node-postgres's query_timeout: the query sent is still outstanding on its connection. */
+const QUERY_READ_TIMEOUT = "Query read timeout";
 
 /** node-postgres reports a connection cut under a query as a plain Error, without a code. */
 const CONNECTION_LOST = /^Connection terminated|is not queryable/;
@@ -60,7 +81,9 @@ const CONNECTION_LOST = /^Connection terminated|is not queryable/;
 export function unreachableReason(error: unknown): string | undefined {
   const { code, message } = (error ?? {}) as { code?: unknown; message?: unknown };
   if (typeof code === "string") return UNREACHABLE[code];
-  return typeof message === "string" && CONNECTION_LOST.test(message) ? "connection lost" : undefined;
+  if (typeof message !== "string") return undefined;
+  if (NO_ANSWER.test(message)) return "no answer in time";
+  return CONNECTION_LOST.test(message) ? "connection lost" : undefined;
 }
 
 const STATEMENT_CACHE_LIMIT = 500;
@@ -102,11 +125,33 @@ export async function openSqliteStore(dataDir: string): Promise<Store> {
 const TIMESTAMPTZ_OID = 1184;
 const INT8_OID = 20;
 
+/** How long a statement may take, and a connection be waited for, unless told: see PostgresOptions. */
+export const DEFAULT_DATABASE_TIMEOUT_SECONDS = 5;
+/**
+ * A live server cancels a statement at statement_timeout and says so; the driver gives up waiting
+ * this much later, when the server (or the network to it) is silent.
+ */
+const SILENT_SERVER_GRACE_MS = 1_000;
+/** Probes on an idle connection after this long, so that a dead peer is found without a query. */
+const KEEPALIVE_DELAY_MS = 10_000;
+
+export interface PostgresOptions {
+  /** Told when an idle connection fails (the pool replaces it). */
+  readonly onIdleClientError?: (error: Error) => void;
+  readonly poolSize?: number;
+  /**
+   * How long a statement may run, and a connection be waited for (a free one of the pool, or a new
+   * one made): past it the query fails as the database unreachable (503 with Retry-After at the
+   * API, a retry for a room's writes) instead of waiting on a silent server. Migrations are not
+   * bounded by it.
+   */
+  readonly timeoutSeconds?: number;
+}
+
 /** The production store: a pool of connections to one PostgreSQL database shared by N instances. */
 export async function openPostgresStore(
   connectionString: string,
-  onIdleClientError: (error: Error) => void = () => {},
-  poolSize = 10,
+  options: PostgresOptions = {},
 ): Promise<Store> {
   // The driver is loaded only here: the embedded store never needs it, and it is a good part of
   // the start-up time and memory of a service on SQLite.
@@ -115,36 +160,85 @@ export async function openPostgresStore(
   // the same ISO strings and numbers that SQLite gives, so both are converted at the driver.
   pg.types.setTypeParser(TIMESTAMPTZ_OID, (value) => new Date(value).toISOString());
   pg.types.setTypeParser(INT8_OID, (value) => Number(value));
-  const pool = new pg.Pool({ connectionString, max: poolSize });
+  const timeoutMs = (options.timeoutSeconds ?? DEFAULT_DATABASE_TIMEOUT_SECONDS) * 1000;
+  const connection = {
+    connectionString,
+    connectionTimeoutMillis: timeoutMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+  };
+  // A migration may rightly take long (rewriting a big table): it runs on a connection of its own
+  // without the statement timeouts, before the service's pool opens.
+  const migrations = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: new pg.Pool({ ...connection, max: 1 }) }),
+  });
+  try {
+    await migrate({ db: migrations, dialect: "postgres", close: () => migrations.destroy() });
+  } finally {
+    await migrations.destroy();
+  }
+  const pool = new pg.Pool({
+    ...connection,
+    max: options.poolSize ?? 10,
+    statement_timeout: timeoutMs,
+    query_timeout: timeoutMs + SILENT_SERVER_GRACE_MS,
+  });
   // An idle connection can be cut by the server (restart, failover); the pool replaces it, and
   // the event must be handled or it would end the process.
-  pool.on("error", onIdleClientError);
+  pool.on("error", options.onIdleClientError ?? (() => {}));
   // A connection cut while its client is checked out (between the queries of a transaction) is
   // reported on the client, where an unheard "error" event would end the process; the query then
   // running or the next one fails with it instead, and the pool drops the client when it returns.
   pool.on("connect", (client) => client.on("error", () => {}));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
-  const store: Store = {
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: closingTimedOut(pool) }) });
+  return {
     db,
     dialect: "postgres",
     pool: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
     close: () => db.destroy(),
   };
-  try {
-    await migrate(store);
-  } catch (error) {
-    await db.destroy();
-    throw error;
-  }
-  return store;
+}
+
+/**
+ * The pool as Kysely uses it, with a client closed when a query of its gets no answer in time: the
+ * query is still outstanding on the connection, so every later query there would wait behind it;
+ * closed, the client fails what it still holds at once and the pool drops it when it is released.
+ */
+function closingTimedOut(pool: Pool): PostgresPool {
+  const wrappers = new WeakMap<PoolClient, PostgresPoolClient>();
+  const wrap = (client: PoolClient): PostgresPoolClient => ({
+    // Kysely passes a cursor (the other form of query) only when configured with one, and none is.
+    query: ((sql: string, parameters: unknown[]) =>
+      client.query(sql, parameters).catch((error: unknown) => {
+        if ((error as Error).message === QUERY_READ_TIMEOUT) void client.end();
+        throw error;
+      })) as unknown as PostgresPoolClient["query"],
+    // pg-pool gives the client a new release function at each checkout.
+    release: () => client.release(),
+  });
+  return {
+    async connect() {
+      const client = await pool.connect();
+      let wrapper = wrappers.get(client);
+      if (wrapper === undefined) {
+        wrapper = wrap(client);
+        wrappers.set(client, wrapper);
+      }
+      return wrapper;
+    },
+    end: () => pool.end(),
+  };
 }
 
 /** PostgreSQL when a database URL is configured, else SQLite in the data directory. */
 export function openStore(
-  options: { databaseUrl: string | null; dataDir: string },
+  options: { databaseUrl: string | null; dataDir: string; databaseTimeoutSeconds?: number },
   onIdleClientError?: (error: Error) => void,
 ): Promise<Store> {
   return options.databaseUrl
-    ? openPostgresStore(options.databaseUrl, onIdleClientError)
+    ? openPostgresStore(options.databaseUrl, {
+        onIdleClientError,
+        timeoutSeconds: options.databaseTimeoutSeconds,
+      })
     : openSqliteStore(options.dataDir);
 }

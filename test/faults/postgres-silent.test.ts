@@ -1,0 +1,105 @@
+/**
+ * PostgreSQL slow or silent. Slow: a statement past the database timeout is cancelled by the server
+ * and taken for the database unavailable, its connection serving on. Silent: a proxy between the service and the database stops forwarding and keeps every
+ * connection open, as a partition does. Requests made meanwhile (more of them than the pool has
+ * connections) are answered 503 with Retry-After within the database timeout plus its grace, never
+ * left hanging; once the proxy forwards again, the connections left hanging are given up and the
+ * API answers 200 with new ones.
+ */
+import assert from "node:assert/strict";
+import { after, describe, test } from "node:test";
+import { sql } from "kysely";
+import { openPostgresStore, unreachableReason } from "../../src/store/database.js";
+import { createTestDatabase, TEST_STORE } from "../helpers/databases.js";
+import { FreezableProxy } from "../helpers/freezable-proxy.js";
+import { createUser, startTestService, type TestResponse } from "../helpers/service.js";
+import { until } from "../helpers/until.js";
+import { errorMessages } from "../helpers/xml.js";
+
+/** The shortest database timeout: a statement or a wait for a connection, 1 s. */
+const TIMEOUT_SECONDS = 1;
+/** What a request may take while the database is silent: the timeout, the driver's grace, slack. */
+const ANSWER_WITHIN_MS = 3_500;
+/** More requests at once than the pool's 10 connections. */
+const CONCURRENT_REQUESTS = 15;
+
+const skip = TEST_STORE !== "postgres" && "PostgreSQL's half of the suite runs it";
+const cleanups: Array<() => Promise<unknown>> = [];
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+});
+
+describe("PostgreSQL slower than the database timeout", { skip }, () => {
+  test("the server cancels the statement, taken for the database unavailable; the connection serves on", async () => {
+    const database = await createTestDatabase();
+    cleanups.push(() => database.drop());
+    const store = await openPostgresStore(database.url, { timeoutSeconds: TIMEOUT_SECONDS, poolSize: 1 });
+    cleanups.push(() => store.close());
+    const failure = await sql`select pg_sleep(${TIMEOUT_SECONDS * 3})`.execute(store.db).then(
+      () => assert.fail("the statement ran past the timeout"),
+      (error: unknown) => error,
+    );
+    assert.equal((failure as { code?: string }).code, "57014", String(failure));
+    assert.equal(unreachableReason(failure), "no answer in time");
+    assert.equal((await sql<{ one: number }>`select 1 as one`.execute(store.db)).rows[0]?.one, 1);
+  });
+});
+
+describe("PostgreSQL silent behind a frozen proxy", { skip }, () => {
+  test("requests are answered 503 with Retry-After in bounded time; the pool recovers once it answers", async () => {
+    const database = await createTestDatabase();
+    cleanups.push(() => database.drop());
+    const url = new URL(database.url);
+    const proxy = await FreezableProxy.start({ host: url.hostname, port: Number(url.port || 5432) });
+    cleanups.push(() => proxy.close());
+    url.port = String(proxy.port);
+    const api = await startTestService({
+      databaseUrl: url.toString(),
+      databaseTimeoutSeconds: TIMEOUT_SECONDS,
+    });
+    cleanups.push(() => api.close());
+    const owner = await createUser(api);
+    assert.equal((await api.request("GET", "/current", { auth: owner.auth })).status, 200);
+
+    proxy.freeze();
+    const startedAt = Date.now();
+    const answers = await Promise.all(
+      Array.from({ length: CONCURRENT_REQUESTS }, () =>
+        answerWithin(ANSWER_WITHIN_MS, api.request("GET", "/current", { auth: owner.auth })),
+      ),
+    );
+    const tookMs = Date.now() - startedAt;
+    for (const answer of answers) {
+      assert.equal(answer.status, 503, answer.text);
+      assert.equal(answer.headers["retry-after"], "5");
+      assert.match(errorMessages(answer).join(), /^The database is unavailable \(.+\); try again shortly$/);
+    }
+    assert.ok(tookMs >= TIMEOUT_SECONDS * 1000, `answered in ${tookMs} ms, before the timeout`);
+
+    proxy.thaw();
+    await until(
+      "the API answering 200 again",
+      async () =>
+        (await api.request("GET", "/current", { auth: owner.auth })).status === 200 ? true : undefined,
+      { timeoutMs: ANSWER_WITHIN_MS },
+    );
+    assert.ok(proxy.closedWhileSilent > 0, "the connections left hanging were closed");
+    assert.ok(
+      !api.logs.some((line) => line.includes('"statusCode":500')),
+      "no request was answered 500 while the database was silent",
+    );
+  });
+});
+
+/** The response, or a failure saying it did not come within `ms`. */
+async function answerWithin(ms: number, response: Promise<TestResponse>): Promise<TestResponse> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([response, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
