@@ -59,6 +59,8 @@ export interface ServiceOptions {
   readonly webhookClock?: () => Date;
   /** What SIP's timers run on (tests of what happens after 64*T1). */
   readonly sipClock?: TimerClock;
+  /** How often the instance renews its heartbeat (tests of instances learning of each other). */
+  readonly heartbeatIntervalMs?: number;
 }
 
 /** Wires the store, the API and the listeners; the one place that knows them all. */
@@ -163,6 +165,9 @@ export async function startService(
     runner: config.instanceId,
     logger: logger.child({ component: "scheduler" }),
     sipUri: telephony.sipUri,
+    // A caller carried here from another instance comes from that instance's address.
+    onOtherInstances: (sipUris) => telephony.trustInstances(sipUris),
+    heartbeatIntervalMs: options.heartbeatIntervalMs,
     room: () => {
       const limit = config.conferences.maxParticipants;
       return limit === null ? null : limit - conferences.participants;

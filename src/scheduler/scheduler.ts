@@ -12,6 +12,7 @@ import {
   renewHeartbeat,
 } from "../store/conference-runtime.js";
 import type { Store } from "../store/database.js";
+import { renewSipInstance } from "../store/sip-instances.js";
 
 export interface SchedulerLogger {
   info(fields: object, message: string): void;
@@ -23,8 +24,13 @@ export interface SchedulerOptions {
   readonly store: Store;
   /** This instance's name as a conference's runner; stable across restarts of the same instance. */
   readonly runner: string;
-  /** Where this instance takes calls for the rooms it runs, stored with each conference it claims. */
+  /**
+   * Where this instance takes calls for the rooms it runs, stored with each conference it claims,
+   * and with its heartbeat among the instances alive.
+   */
   readonly sipUri?: string | null;
+  /** Told the other instances' SIP URIs at start and with each heartbeat, while there is a sipUri. */
+  readonly onOtherInstances?: (sipUris: readonly string[]) => void;
   /**
    * How many more participants this instance can take on now; null for no limit. A conference is
    * claimed only when its attendees fit, so a full instance leaves it to another.
@@ -64,6 +70,7 @@ export class Scheduler {
       now,
     );
     this.#logRecovered(recovered);
+    await this.#renewInstance(now);
     this.#schedulePoll(0);
     this.#heartbeatTimer = setInterval(
       () => void this.#beat(),
@@ -119,12 +126,21 @@ export class Scheduler {
     const now = new Date();
     try {
       await renewHeartbeat(store, runner, now);
+      await this.#renewInstance(now);
       this.#logRecovered(
         await recoverAbandonedConferences(store, { staleBefore: this.#staleBefore(now) }, now),
       );
     } catch (error) {
       logger.warn({ err: error }, "conference heartbeat failed; trying again");
     }
+  }
+
+  /** Says this instance is alive at its SIP URI, and learns where the others are. */
+  async #renewInstance(now: Date): Promise<void> {
+    const { store, runner, sipUri, onOtherInstances } = this.#options;
+    if (sipUri === undefined || sipUri === null) return;
+    const others = await renewSipInstance(store, { runner, sipUri }, this.#staleBefore(now), now);
+    onOtherInstances?.(others);
   }
 
   #staleBefore(now: Date): Date {

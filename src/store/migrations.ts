@@ -439,6 +439,23 @@ function callEncryption(dialect: StoreDialect): Migration {
   };
 }
 
+/**
+ * The instances alive now, each with the SIP URI the others call it at (store/sip-instances.ts): an
+ * instance takes SIP requests from the others' addresses as from a trunk.
+ */
+function sipInstances(dialect: StoreDialect): Migration {
+  const t = columnTypes(dialect);
+  return {
+    async up(db: AnyDb) {
+      await db.schema
+        .createTable("sip_instances")
+        .addColumn("runner", "text", (c) => c.primaryKey())
+        .addColumn("sip_uri", "text", (c) => c.notNull())
+        .addColumn("seen_at", t.timestamp, (c) => c.notNull())
+        .execute();
+    },
+  };
+}
 export function migrationProvider(dialect: StoreDialect): MigrationProvider {
   return {
     async getMigrations() {
@@ -453,6 +470,7 @@ export function migrationProvider(dialect: StoreDialect): MigrationProvider {
         "0008_placed_calls": placedCalls(dialect),
         "0009_attempt_counts": attemptCounts(dialect),
         "0010_call_encryption": callEncryption(dialect),
+        "0011_sip_instances": sipInstances(dialect),
       };
     },
   };

@@ -250,6 +250,15 @@ export interface AttemptCountTable {
   window_ends_at: Timestamp;
 }
 
+/** An instance alive now and where it takes SIP requests (store/sip-instances.ts). */
+export interface SipInstanceTable {
+  /** The instance's name (BRIDGELINE_INSTANCE_ID), as a conference's runner. */
+  runner: string;
+  sip_uri: string;
+  /** Its last heartbeat. */
+  seen_at: Timestamp;
+}
+
 export interface Database {
   billing_packages: BillingPackageTable;
   users: UserTable;
@@ -269,4 +278,5 @@ export interface Database {
   webhook_attempts: WebhookAttemptTable;
   attempt_counts: AttemptCountTable;
   placed_calls: PlacedCallTable;
+  sip_instances: SipInstanceTable;
 }

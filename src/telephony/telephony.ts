@@ -3,7 +3,7 @@
  * through the configured trunks and taking the calls that reach it. This is the API the layers above
  * use; it knows calls and numbers, not conferences.
  */
-import { BlockList, isIPv6 } from "node:net";
+import { BlockList, isIP, isIPv6 } from "node:net";
 import { networkInterfaces } from "node:os";
 import { normalizeNanpNumber } from "../domain/phone.js";
 import { Call, type CallHost, type CallOrigin, IncomingCall, OutgoingCall, type SrtpPolicy } from "./call.js";
@@ -161,8 +161,10 @@ export class Telephony implements CallHost {
   readonly #locator: ServerLocator;
   readonly #dialPlan: DialPlan;
   readonly #registrations: Registration[] = [];
-  /** The configured peers (trunks, edges, BRIDGELINE_SIP_TRUSTED); undefined when anyone may call. */
-  readonly #trusted: BlockList | undefined;
+  /** Whom requests are taken from: the configured peers (trunks, edges, BRIDGELINE_SIP_TRUSTED) and the other instances; undefined when anyone may call. */
+  readonly #trusted: TrustedSources | undefined;
+  /** The other instances' hosts, as last told (trustInstances). */
+  #instanceHosts: readonly string[] = [];
   #onIncomingCall: ((call: IncomingCall) => void) | undefined;
   #closing: Promise<void> | undefined;
 
@@ -172,7 +174,7 @@ export class Telephony implements CallHost {
     locator: ServerLocator,
     dialPlan: DialPlan,
     options: TelephonyOptions,
-    trusted: BlockList | undefined,
+    trusted: TrustedSources | undefined,
   ) {
     this.#trusted = trusted;
     this.#transport = transport;
@@ -202,7 +204,8 @@ export class Telephony implements CallHost {
     const servers = await trunkServers(options, dialPlan, locator);
     const trunkSources = dialPlan.trunks.length === 0 ? undefined : blockListOf([...servers.values()].flat());
     // Those configured, else the trunks' and proxies' servers; undefined (anyone) when neither.
-    const trusted = options.trustedSources == null ? trunkSources : blockListOf(options.trustedSources);
+    const configured = options.trustedSources == null ? trunkSources : blockListOf(options.trustedSources);
+    const trusted = configured === undefined ? undefined : new TrustedSources(configured);
     if (trusted === undefined)
       logger?.warn({}, "SIP requests are taken from anywhere: no trunk and no BRIDGELINE_SIP_TRUSTED");
     const connections = options.connections;
@@ -481,6 +484,31 @@ export class Telephony implements CallHost {
     return `sip:${host.includes(":") ? `[${host}]` : host}:${this.#transport.port}`;
   }
 
+  /**
+   * The other instances of the service, by their SIP URIs (`sipUri`): requests from their addresses
+   * are taken as from a trusted source, beside the configured ones, until the next call replaces
+   * them. An instance named by a host name, not an address, is not trusted by it (logged).
+   */
+  trustInstances(sipUris: readonly string[]): void {
+    const trusted = this.#trusted;
+    if (trusted === undefined) return;
+    const hosts = [
+      ...new Set(sipUris.map((uri) => parseSipUri(uri)?.host.replace(/^\[(.*)\]$/, "$1") ?? uri)),
+    ].sort();
+    if (hosts.join() === this.#instanceHosts.join()) return;
+    this.#instanceHosts = hosts;
+    const addresses = hosts.filter((host) => isIP(host) !== 0);
+    const names = hosts.filter((host) => isIP(host) === 0);
+    trusted.setInstances(addresses);
+    const logger = this.#options.logger;
+    logger?.info({ addresses }, "SIP requests from the other instances' addresses are trusted");
+    if (names.length > 0)
+      logger?.warn(
+        { hosts: names },
+        "another instance's SIP address is a host name, not trusted by it: list its address in BRIDGELINE_SIP_TRUSTED",
+      );
+  }
+
   /** Hangs up every call, then closes the sockets. Idempotent. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
@@ -671,6 +699,27 @@ function mutualTlsPeers(dialPlan: DialPlan, servers: ReadonlyMap<string, string[
       sources: blockListOf(servers.get(trunk.uri) ?? []),
       name: destinationOf(trunk.uri)?.host ?? "",
     }));
+}
+
+/** The sources configured (or the trunks'), and the other instances' addresses as they change. */
+class TrustedSources {
+  readonly #configured: BlockList;
+  #instances = new BlockList();
+
+  constructor(configured: BlockList) {
+    this.#configured = configured;
+  }
+
+  check(address: string, family: "ipv4" | "ipv6"): boolean {
+    return this.#configured.check(address, family) || this.#instances.check(address, family);
+  }
+
+  /** Replaces the instances' addresses. */
+  setInstances(addresses: readonly string[]): void {
+    const list = new BlockList();
+    for (const address of addresses) list.addAddress(address, isIPv6(address) ? "ipv6" : "ipv4");
+    this.#instances = list;
+  }
 }
 
 /** The default trunk and the routes, each as a profile; `trunks` lists each profile once. */

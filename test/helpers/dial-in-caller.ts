@@ -109,8 +109,10 @@ export function callerStream(segments: readonly Segment[]): PcapPacket[] {
 }
 
 export interface SippCallerOptions {
-  /** The instance's SIP port on 127.0.0.1. */
+  /** The instance's SIP port. */
   readonly sipPort: number;
+  /** The instance's SIP address (a loopback one); default 127.0.0.1, the caller's own. */
+  readonly sipAddress?: string;
   /** The access number dialled. */
   readonly accessNumber: string;
   /** The caller's number (its caller ID). */
@@ -133,7 +135,7 @@ export async function sippCaller(options: SippCallerOptions): Promise<Sipp> {
   writeRtpPcap(pcap, packets);
   return Sipp.start({
     scenario: "uac-dial-in.xml",
-    remote: `127.0.0.1:${options.sipPort}`,
+    remote: `${options.sipAddress ?? "127.0.0.1"}:${options.sipPort}`,
     pcap,
     pauseMs: Math.round(packets.at(-1)?.offsetMs ?? 0) + 500,
     keys: { caller: options.from },

@@ -41,6 +41,11 @@ import {
 
 export type TransportName = "UDP" | "TCP" | "TLS";
 
+/** Addresses a source is checked against (a BlockList, or one that changes as instances come and go). */
+export interface SourceList {
+  check(address: string, family: "ipv4" | "ipv6"): boolean;
+}
+
 /** The transports that run over a connection. */
 type StreamTransport = "TCP" | "TLS";
 
@@ -126,7 +131,7 @@ export interface SipTransportOptions {
    * The sources connections are accepted from; a connection from anywhere else is closed as it is
    * accepted, before a TLS handshake costs anything. Undefined: anyone.
    */
-  readonly trustedSources?: BlockList;
+  readonly trustedSources?: SourceList;
   /**
    * The trunks' addresses: the last eighth of the connections in all is kept for them, so that
    * strangers, however many their sources, cannot take every place a trunk needs.

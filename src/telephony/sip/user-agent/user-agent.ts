@@ -4,7 +4,7 @@
  * and stray 2xx responses to their INVITE sessions, and starts sessions both ways.
  */
 
-import { type BlockList, isIPv6 } from "node:net";
+import { isIPv6 } from "node:net";
 import { dialogId, newBranch, newCallId, newTag } from "../dialog/dialog.js";
 import { listItems } from "../message/header-values.js";
 import { SipHeaders, type SipMessage, type SipRequest, type SipResponse } from "../message/sip-message.js";
@@ -19,7 +19,13 @@ import {
   type TransactionCore,
   TransactionLayer,
 } from "../transaction/transaction-layer.js";
-import type { Destination, MessageSource, SipTransport, TransportName } from "../transport/sip-transport.js";
+import type {
+  Destination,
+  MessageSource,
+  SipTransport,
+  SourceList,
+  TransportName,
+} from "../transport/sip-transport.js";
 import { formatHost } from "../transport/via.js";
 import {
   type Credentials,
@@ -52,7 +58,10 @@ export interface UserAgentOptions {
    * Who may send us requests: a request from anywhere else is refused 403 ("refuse") or dropped
    * without a word ("drop"). Undefined: anyone.
    */
-  readonly trusted?: { readonly sources: BlockList; readonly others: "refuse" | "drop" };
+  readonly trusted?: {
+    readonly sources: SourceList;
+    readonly others: "refuse" | "drop";
+  };
   /** Told of each request refused or dropped for its source, for the operator's log. */
   readonly onUntrusted?: (source: MessageSource, method: string) => void;
   /** Session timers (RFC 4028): the interval asked for and the smallest taken; default 1800 and 90 s. */
