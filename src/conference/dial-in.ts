@@ -105,31 +105,48 @@ export async function answerDialIn(call: IncomingConferenceCall, options: DialIn
         return;
       }
       const nanp = normalizeNanpNumber(call.from);
-      const attendee = await store.admitCaller(
+      const admitted = await store.admitCaller(
         conferenceId,
         nanp === null ? null : { countryCode: nanp.countryCode, subscriberNumber: nanp.subscriberNumber },
         moderator,
         new Date(),
       );
-      if (attendee === undefined || !live()) {
+      if (admitted === undefined) {
         if (live()) await farewell("conference-locked");
         return;
       }
+      const { attendee } = admitted;
+      let token: string | undefined;
+      // A caller who does not reach the room leaves no attendee (nor handoff) behind them.
+      const withdraw = () =>
+        store
+          .withdrawHandoff(token, admitted.added ? attendee.id : null, new Date())
+          .catch((error: unknown) =>
+            logger.warn(
+              { err: error, conferenceId },
+              "dial-in: the caller's admission could not be withdrawn",
+            ),
+          );
+      if (!live()) {
+        void withdraw();
+        return;
+      }
       logger.info({ conferenceId, attendeeId: attendee.id, moderator }, "dial-in: caller admitted");
-      const token =
-        "room" in place.where
-          ? undefined
-          : await store.createHandoff(
-              { conferenceId, attendeeId: attendee.id, moderator, encryption },
-              new Date(),
-            );
+      if (!("room" in place.where))
+        token = await store.createHandoff(
+          { conferenceId, attendeeId: attendee.id, moderator, encryption },
+          new Date(),
+        );
       menu.play({ prompts: ["joining"] });
       await menu.drained();
       menu.detach();
       // A caller who hung up during the joining prompt is not admitted: its end has been and gone.
-      if (!live()) return;
+      if (!live()) {
+        void withdraw();
+        return;
+      }
       if ("room" in place.where) place.where.room.admit(call, attendee.id, moderator, encryption);
-      else carry(call, roomUri(place.where.sipUri, conferenceId), token as string, options);
+      else carry(call, roomUri(place.where.sipUri, conferenceId), token as string, withdraw, options);
       return;
     }
     logger.info({ from: call.from }, "dial-in: three wrong PINs");
@@ -164,9 +181,16 @@ export function roomUri(sipUri: string, conferenceId: number): string {
 /**
  * Carries an admitted caller to their room on another instance: the internal call shows the
  * handoff token and, once answered, the two calls are relayed to each other. Either ending ends the
- * other; an internal call that fails tells the caller the conference is not in progress.
+ * other; an internal call that fails tells the caller the conference is not in progress, and the
+ * handoff is withdrawn.
  */
-function carry(call: IncomingConferenceCall, uri: string, token: string, options: DialInOptions): void {
+function carry(
+  call: IncomingConferenceCall,
+  uri: string,
+  token: string,
+  withdraw: () => Promise<unknown>,
+  options: DialInOptions,
+): void {
   const { logger } = options;
   const leg = options.telephone.callUri(uri, {
     headers: [[HANDOFF_HEADER, token]],
@@ -182,6 +206,7 @@ function carry(call: IncomingConferenceCall, uri: string, token: string, options
       { from: call.from, uri, status: failure.status },
       "dial-in: the room's instance refused the caller",
     );
+    void withdraw();
     void call.play({ prompts: ["not-started", "goodbye"] }).then(() => call.hangup());
   });
   leg.on("ended", () => call.hangup());

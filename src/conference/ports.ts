@@ -3,12 +3,11 @@
  * (main.ts hands it the telephony service, whose calls and mixes fit these shapes), and the store
  * (store.ts binds the store's functions). Unit tests give the rules fakes of each.
  */
-import type { Attendee } from "../domain/attendee.js";
 import type { ConferenceEventType, LiveControls } from "../domain/event.js";
 import type { CallingPolicy } from "../domain/phone.js";
 import type { PromptName } from "../domain/prompt.js";
 import type { AttendeeCallEvent, RoomState } from "../store/conference-runtime.js";
-import type { DialInHandoff, PinTarget, RoomLocation } from "../store/dial-in.js";
+import type { AdmittedCaller, DialInHandoff, PinTarget, RoomLocation } from "../store/dial-in.js";
 import type { RoomScope } from "../store/live-events.js";
 import type { PlacedCallAllowance } from "../store/placed-calls.js";
 
@@ -201,11 +200,16 @@ export interface ConferenceStore {
     caller: { countryCode: string; subscriberNumber: string } | null,
     moderator: boolean,
     at: Date,
-  ): Promise<Attendee | undefined>;
+  ): Promise<AdmittedCaller | undefined>;
   /** Where a started conference's room runs; undefined when it is not started. */
   roomLocation(conferenceId: number): Promise<RoomLocation | undefined>;
   /** Records a caller handed to the instance that runs their room; returns the token the call shows. */
   createHandoff(handoff: DialInHandoff, at: Date): Promise<string>;
   /** Takes a handoff by its token, once; undefined when unknown or expired. */
   takeHandoff(token: string, at: Date): Promise<DialInHandoff | undefined>;
+  /**
+   * An admitted caller who did not reach the room: its handoff's token (if it had one) spent, the
+   * attendee its admission added removed.
+   */
+  withdrawHandoff(token: string | undefined, addedAttendeeId: number | null, at: Date): Promise<void>;
 }

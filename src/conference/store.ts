@@ -8,7 +8,14 @@ import {
   recordConferenceControls,
 } from "../store/conference-runtime.js";
 import type { Store } from "../store/database.js";
-import { admitCaller, createHandoff, findPinTarget, roomLocation, takeHandoff } from "../store/dial-in.js";
+import {
+  admitCaller,
+  createHandoff,
+  findPinTarget,
+  roomLocation,
+  takeHandoff,
+  withdrawHandoff,
+} from "../store/dial-in.js";
 import { appendEvent } from "../store/events.js";
 import { roomEvent } from "../store/live-events.js";
 import { endPlacedCall, reservePlacedCalls } from "../store/placed-calls.js";
@@ -37,5 +44,6 @@ export function conferenceStore(store: Store): ConferenceStore {
     roomLocation: (conferenceId) => roomLocation(store, conferenceId),
     createHandoff: (handoff, at) => createHandoff(store, handoff, at),
     takeHandoff: (token, at) => takeHandoff(store, token, at),
+    withdrawHandoff: (token, addedAttendeeId, at) => withdrawHandoff(store, token, addedAttendeeId, at),
   };
 }

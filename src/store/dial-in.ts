@@ -9,6 +9,7 @@ import { type CallEncryption, readCallEncryption } from "../domain/encryption.js
 import { toAttendee } from "./attendees.js";
 import type { Store } from "./database.js";
 import { appendEvents } from "./events.js";
+import { recordAttendeeEvents } from "./live-events.js";
 import { flag, timestamp } from "./values.js";
 
 export interface PinTarget {
@@ -42,6 +43,12 @@ export async function findPinTarget(store: Store, pin: string): Promise<PinTarge
   return { role, conferenceId: inProgress?.id };
 }
 
+/** The attendee a caller was admitted as, and whether the admission added it. */
+export interface AdmittedCaller {
+  readonly attendee: Attendee;
+  readonly added: boolean;
+}
+
 /**
  * The attendee a caller is: a dial-in attendee of the conference with the caller's number, or (for
  * the moderator PIN) the conference's dial-in moderator without a number; otherwise a new dial-in
@@ -54,7 +61,7 @@ export async function admitCaller(
   caller: { countryCode: string; subscriberNumber: string } | null,
   moderatorPin: boolean,
   now: Date,
-): Promise<Attendee | undefined> {
+): Promise<AdmittedCaller | undefined> {
   const at = timestamp(now);
   return store.db.transaction().execute(async (trx) => {
     let locked = trx.selectFrom("conferences").select(["id", "user_id"]).where("id", "=", conferenceId);
@@ -79,7 +86,7 @@ export async function admitCaller(
       (moderatorPin
         ? free.find((row) => Boolean(row.moderator) && row.phone_number_subscriber_number === null)
         : undefined);
-    if (match !== undefined) return toAttendee(match);
+    if (match !== undefined) return { attendee: toAttendee(match), added: false };
     if (candidates.length >= MAX_ATTENDEES_PER_CONFERENCE) return undefined;
     const hasModerator = candidates.some((row) => Boolean(row.moderator));
     const row = await trx
@@ -114,7 +121,7 @@ export async function admitCaller(
       ],
       now,
     );
-    return toAttendee(row);
+    return { attendee: toAttendee(row), added: true };
   });
 }
 
@@ -198,4 +205,30 @@ export async function takeHandoff(
     // A handoff recorded before encryption was (an instance of an older version): the least.
     encryption: readCallEncryption(row.encryption) ?? "none",
   };
+}
+
+/**
+ * Takes back a handoff whose caller did not reach the room (the running instance refused the
+ * internal call or did not answer it, or the caller hung up first): the token is spent, and the
+ * attendee the admission added is removed, with its event, unless a call of theirs began meanwhile,
+ * so that no attendee is left recorded for a caller who never joined.
+ */
+export async function withdrawHandoff(
+  store: Store,
+  token: string | undefined,
+  addedAttendeeId: number | null,
+  now: Date,
+): Promise<void> {
+  await store.db.transaction().execute(async (trx) => {
+    if (token !== undefined) await trx.deleteFrom("dial_in_handoffs").where("token", "=", token).execute();
+    if (addedAttendeeId === null) return;
+    const removed = await trx
+      .deleteFrom("attendees")
+      .where("id", "=", addedAttendeeId)
+      .where("state", "=", "new")
+      .returning("conference_id")
+      .executeTakeFirst();
+    if (removed !== undefined)
+      await recordAttendeeEvents(trx, removed.conference_id, addedAttendeeId, ["attendee-removed"], now);
+  });
 }

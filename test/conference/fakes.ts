@@ -18,7 +18,7 @@ import type { ConferenceEventType, LiveControls } from "../../src/domain/event.j
 import { type CallingPolicy, callsWithinLimits } from "../../src/domain/phone.js";
 import type { PromptName } from "../../src/domain/prompt.js";
 import type { AttendeeCallEvent, RoomState } from "../../src/store/conference-runtime.js";
-import type { DialInHandoff, PinTarget, RoomLocation } from "../../src/store/dial-in.js";
+import type { AdmittedCaller, DialInHandoff, PinTarget, RoomLocation } from "../../src/store/dial-in.js";
 import type { RoomScope } from "../../src/store/live-events.js";
 import type { PlacedCallAllowance } from "../../src/store/placed-calls.js";
 
@@ -450,7 +450,7 @@ export class FakeStore implements ConferenceStore {
     conferenceId: number,
     caller: { countryCode: string; subscriberNumber: string } | null,
     moderator: boolean,
-  ): Promise<Attendee | undefined> {
+  ): Promise<AdmittedCaller | undefined> {
     const free = this.attendees.filter(
       (attendee) =>
         attendee.conferenceId === conferenceId && attendee.dialIn && attendee.state !== "connected",
@@ -462,7 +462,7 @@ export class FakeStore implements ConferenceStore {
       (moderator
         ? free.find((attendee) => attendee.moderator && attendee.phoneNumberSubscriberNumber === null)
         : undefined);
-    if (match !== undefined) return match;
+    if (match !== undefined) return { attendee: match, added: false };
     const added = attendee(100 + this.attendees.length, {
       conferenceId,
       dialIn: true,
@@ -470,7 +470,7 @@ export class FakeStore implements ConferenceStore {
       phoneNumberSubscriberNumber: caller?.subscriberNumber ?? null,
     });
     this.attendees.push(added);
-    return added;
+    return { attendee: added, added: true };
   }
 
   /** Where conferences other than this store's run (another instance's SIP URI), by id. */
@@ -491,6 +491,13 @@ export class FakeStore implements ConferenceStore {
     const handoff = this.handoffs.get(token);
     this.handoffs.delete(token);
     return handoff;
+  }
+
+  async withdrawHandoff(token: string, addedAttendeeId: number | null): Promise<void> {
+    this.handoffs.delete(token);
+    this.attendees = this.attendees.filter(
+      (attendee) => attendee.id !== addedAttendeeId || attendee.state !== "new",
+    );
   }
 
   /** The writes of one kind, without the op. */

@@ -209,6 +209,27 @@ test("the room's instance ending the internal call hangs up the caller; refusing
   await conferences.close();
 });
 
+test("a caller the room's instance refuses leaves no attendee added for them; an invited attendee they were matched to stays", async () => {
+  const { telephone, store, conferences } = await runtime();
+  store.pins.set("4444", { role: "member", conferenceId: 8 });
+  store.elsewhere.set(8, { sipUri: "sip:10.0.0.2:5060", dialInLocked: false, encryptedOnly: false });
+  store.attendees.push(
+    attendee(3, { conferenceId: 8, dialIn: true, phoneNumberSubscriberNumber: "7785550190" }),
+  );
+  for (const from of ["+17785550189", "+17785550190"]) {
+    const caller = await dialIn(telephone, from, "4444#");
+    (telephone.calls.at(-1) as FakeCall).fail(403, "Forbidden");
+    await flush();
+    assert.deepEqual(caller.prompts, ["enter-pin", "joining", "not-started", "goodbye"]);
+  }
+  assert.deepEqual(
+    store.attendees.filter((each) => each.conferenceId === 8).map((each) => each.id),
+    [3],
+  );
+  assert.equal(store.handoffs.size, 0, "the tokens are spent");
+  await conferences.close();
+});
+
 test("a room elsewhere keeps its lock: members are refused before any internal call", async () => {
   const { telephone, store, conferences } = await runtime();
   store.pins.set("4444", { role: "member", conferenceId: 8 });
