@@ -5,6 +5,8 @@ import type { CallEncryption } from "./encryption.js";
 export const CONFERENCE_EVENT_TYPES = [
   "conference-started",
   "conference-ended",
+  /** Due but not started: no instance has room for it (each at BRIDGELINE_MAX_PARTICIPANTS). */
+  "conference-delayed",
   "attendee-calling",
   "attendee-connected",
   "attendee-disconnected",

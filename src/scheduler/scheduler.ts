@@ -2,11 +2,14 @@
  * Starts conferences on time. The schedule is the database itself: every poll claims the pending
  * conferences that are due (so a restart, a reschedule or a delete takes effect at the next poll),
  * each claimed by exactly one instance. It also keeps this instance's heartbeat on the conferences it
- * runs and ends the conferences of instances that died.
+ * runs and among the instances alive, ends the conferences of instances that died, and reports the
+ * due conferences that no instance had room to start.
  */
 import type { Conference } from "../domain/conference.js";
 import {
   claimDueConference,
+  type DelayedConference,
+  markDelayedConferences,
   type RecoveredConference,
   recoverAbandonedConferences,
   renewHeartbeat,
@@ -49,6 +52,11 @@ export interface SchedulerOptions {
 const DEFAULT_POLL_INTERVAL_MS = 250;
 const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
 const DEFAULT_STALE_AFTER_MS = 30_000;
+/**
+ * A conference still pending this long after its time was left by every instance polling (each
+ * claims a due conference within a poll interval when it has room): all are full.
+ */
+const DELAYED_AFTER_MS = 5_000;
 
 export class Scheduler {
   readonly #options: SchedulerOptions;
@@ -127,6 +135,7 @@ export class Scheduler {
     try {
       await renewHeartbeat(store, runner, now);
       await this.#renewInstance(now);
+      this.#logDelayed(await markDelayedConferences(store, new Date(now.getTime() - DELAYED_AFTER_MS), now));
       this.#logRecovered(
         await recoverAbandonedConferences(store, { staleBefore: this.#staleBefore(now) }, now),
       );
@@ -145,6 +154,20 @@ export class Scheduler {
 
   #staleBefore(now: Date): Date {
     return new Date(now.getTime() - (this.#options.staleAfterMs ?? DEFAULT_STALE_AFTER_MS));
+  }
+
+  /** Once per conference (and scheduled start), by the instance that marked it delayed. */
+  #logDelayed(delayed: DelayedConference[]): void {
+    for (const conference of delayed) {
+      this.#options.logger.warn(
+        {
+          conferenceId: conference.id,
+          attendees: conference.attendees,
+          scheduledToStartAt: conference.scheduledToStartAt,
+        },
+        "conference due but not started: no instance has room for it (BRIDGELINE_MAX_PARTICIPANTS); it starts once one has",
+      );
+    }
   }
 
   #logRecovered(recovered: RecoveredConference[]): void {

@@ -99,6 +99,67 @@ export async function claimDueConference(
   });
 }
 
+/** A due conference that no instance has claimed, each being full. */
+export interface DelayedConference {
+  readonly id: number;
+  readonly attendees: number;
+  readonly scheduledToStartAt: string;
+}
+
+/**
+ * Marks the pending conferences due since before `dueBefore`, long enough for any instance with
+ * room to have claimed them, with a conference-delayed event, once after each scheduled start (a
+ * conference rescheduled and delayed again is marked again); returns those marked now. On
+ * PostgreSQL the rows are locked with SKIP LOCKED, so instances looking together mark each once.
+ */
+export async function markDelayedConferences(
+  store: Store,
+  dueBefore: Date,
+  now: Date,
+): Promise<DelayedConference[]> {
+  return store.db.transaction().execute(async (trx) => {
+    let due = trx
+      .selectFrom("conferences")
+      .select(["id", "user_id", "scheduled_to_start_at"])
+      .select((eb) =>
+        eb
+          .selectFrom("attendees")
+          .select((count) => count.fn.countAll<number>().as("attendees"))
+          .whereRef("attendees.conference_id", "=", "conferences.id")
+          .as("attendees"),
+      )
+      .where("state", "=", "pending")
+      .where("scheduled_to_start_at", "<=", timestamp(dueBefore))
+      .where(({ not, exists, selectFrom }) =>
+        not(
+          exists(
+            selectFrom("events")
+              .select("events.id")
+              .whereRef("events.conference_id", "=", "conferences.id")
+              .where("events.type", "=", "conference-delayed")
+              .whereRef("events.created_at", ">=", "conferences.scheduled_to_start_at"),
+          ),
+        ),
+      )
+      .orderBy("scheduled_to_start_at");
+    if (store.dialect === "postgres") due = due.forUpdate().skipLocked();
+    const rows = await due.execute();
+    await appendEvents(
+      trx,
+      rows.map((row) => ({
+        ...roomEvent({ userId: row.user_id, conferenceId: row.id }, "conference-delayed"),
+        reason: "no instance has room for it",
+      })),
+      now,
+    );
+    return rows.map((row) => ({
+      id: row.id,
+      attendees: Number(row.attendees),
+      scheduledToStartAt: new Date(row.scheduled_to_start_at).toISOString(),
+    }));
+  });
+}
+
 /** The running instance says it still runs its conferences. */
 export async function renewHeartbeat(store: Store, runner: string, now: Date): Promise<void> {
   await store.db

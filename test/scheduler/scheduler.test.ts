@@ -9,8 +9,10 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { loadConfig } from "../../src/config.js";
+import { markDelayedConferences } from "../../src/store/conference-runtime.js";
 import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
 import { createUser, startTestService, type TestService } from "../helpers/service.js";
+import { until } from "../helpers/until.js";
 
 type Auth = [string, string];
 
@@ -271,5 +273,74 @@ describe("BRIDGELINE_MAX_PARTICIPANTS on one of two instances", {
       instance.logs.filter((line) => line.includes('"msg":"conference started"')).length;
     assert.equal(startedBy(full), 0, "the limited instance claimed none");
     assert.equal(startedBy(roomy), paths.length);
+  });
+});
+
+describe("a due conference no instance has room for", () => {
+  let api: TestService;
+  let user: { id: number; auth: Auth };
+  before(async () => {
+    api = await startTestService(
+      { conferences: { ...loadConfig({}).conferences, maxParticipants: 1 } },
+      { heartbeatIntervalMs: 100 },
+    );
+    user = await createUser(api);
+  });
+  after(() => api.close());
+
+  it("is reported once, in the log and as an event, stays pending, and starts once there is room", async () => {
+    // Due a minute ago, with two dial-in attendees: more than the only instance takes on.
+    const path = await pendingConference(api, user, new Date(Date.now() - 60_000), async (conference) => {
+      for (let n = 0; n < 2; n++) {
+        const added = await api.request("POST", `${conference}/attendees`, {
+          auth: user.auth,
+          body: '<attendee><dial-in type="boolean">true</dial-in></attendee>',
+        });
+        assert.equal(added.status, 201, added.text);
+      }
+    });
+    const conferenceId = Number(path.split("/").pop());
+    const reported = () =>
+      api.logs.filter(
+        (line) =>
+          line.includes("conference due but not started") && line.includes(`"conferenceId":${conferenceId}`),
+      );
+    const delayedEvents = () =>
+      api.inspect((db) =>
+        db
+          .selectFrom("events")
+          .select("reason")
+          .where("conference_id", "=", conferenceId)
+          .where("type", "=", "conference-delayed")
+          .execute(),
+      );
+    await until("the delay reported", async () => (reported().length > 0 ? true : undefined), {
+      timeoutMs: 3000,
+    });
+    // Several heartbeats later: still once.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(reported().length, 1, reported().join("\n"));
+    assert.match(reported()[0] ?? "", /"attendees":2/);
+    assert.deepEqual(await delayedEvents(), [{ reason: "no instance has room for it" }]);
+    const now = new Date();
+    assert.deepEqual(
+      await api.inspect((db) =>
+        markDelayedConferences({ db, dialect: TEST_STORE, close: async () => {} }, now, now),
+      ),
+      [],
+      "another instance looking now marks it no more",
+    );
+    assert.equal(field(await stateOf(api, user.auth, path), "state"), "pending");
+
+    // One attendee fewer: it fits, and starts.
+    const attendees = await api.inspect((db) =>
+      db.selectFrom("attendees").select("id").where("conference_id", "=", conferenceId).execute(),
+    );
+    const removed = await api.request("DELETE", `${path}/attendees/${attendees[0]?.id}`, { auth: user.auth });
+    assert.equal(removed.status, 204, removed.text);
+    await waitForState(api, user.auth, path, "started", 3000).catch(() =>
+      waitForState(api, user.auth, path, "ended"),
+    );
+    assert.equal((await delayedEvents()).length, 1);
   });
 });
