@@ -82,6 +82,7 @@ export async function startService(
     throw error;
   }
   const sip = config.sip;
+  const sipTlsPort = sip.tlsPort ?? (sip.port === 0 ? 0 : sip.port + 1);
   let telephony: Telephony;
   try {
     telephony = await Telephony.start({
@@ -107,7 +108,7 @@ export async function startService(
       },
       allowMediaFaultInjection: options.allowMediaFaultInjection,
       sipClock: options.sipClock,
-      tls: { port: sip.tlsPort ?? (sip.port === 0 ? 0 : sip.port + 1), ...sipTls.material },
+      tls: { port: sipTlsPort, ...sipTls.material },
       tlsCa: sipTls.ca,
       trustedSources: sip.trusted,
       untrustedRequests: sip.untrusted,
@@ -123,10 +124,11 @@ export async function startService(
   } catch (error) {
     await store.close();
     throw (
-      portInUse(error, {
-        [sip.port]: "BRIDGELINE_SIP_PORT",
-        [sip.tlsPort ?? sip.port + 1]: "BRIDGELINE_SIP_TLS_PORT",
-      }) ?? error
+      portInUse(
+        error,
+        { [sip.port]: "BRIDGELINE_SIP_PORT", [sipTlsPort]: "BRIDGELINE_SIP_TLS_PORT" },
+        SIP_PORTS_ON_ONE_HOST,
+      ) ?? error
     );
   }
   if (sip.trunk === null && sip.routes.length === 0) {
@@ -400,13 +402,25 @@ function databaseProblem(config: Config, error: unknown): string | undefined {
   return `PostgreSQL at ${url.hostname}:${url.port || 5432} not reachable: ${reason}`;
 }
 
-/** A listener's EADDRINUSE as the setting to change. */
-function portInUse(error: unknown, settings: Readonly<Record<number, string>>): StartupError | undefined {
+/**
+ * Why a SIP port is often taken: another instance on the host, whose SIP over TLS listener took the
+ * port after its SIP port (the default), or whose SIP port is the one after ours.
+ */
+const SIP_PORTS_ON_ONE_HOST =
+  "SIP over TLS listens on the SIP port + 1 unless BRIDGELINE_SIP_TLS_PORT is set, so instances on one host need SIP ports at least 2 apart, or a BRIDGELINE_SIP_TLS_PORT each";
+
+/** A listener's EADDRINUSE as the setting to change, and why it may be taken (`note`). */
+function portInUse(
+  error: unknown,
+  settings: Readonly<Record<number, string>>,
+  note?: string,
+): StartupError | undefined {
   const { code, port } = (error ?? {}) as { code?: unknown; port?: unknown };
   if (code !== "EADDRINUSE") return undefined;
   const setting = typeof port === "number" ? settings[port] : undefined;
+  const change = setting === undefined ? "another process holds it" : `set ${setting} to a free port`;
   return new StartupError(
-    `port ${typeof port === "number" ? port : "?"} is already in use: ${setting === undefined ? "another process holds it" : `set ${setting} to a free port`}`,
+    `port ${typeof port === "number" ? port : "?"} is already in use: ${change}${note === undefined ? "" : ` (${note})`}`,
   );
 }
 

@@ -12,6 +12,7 @@ import { loadConfig } from "../../src/config.js";
 import { StartupError, startService } from "../../src/main.js";
 import { createTestDatabase, TEST_STORE } from "../helpers/databases.js";
 import { startTestService, type TestService } from "../helpers/service.js";
+import { freePorts } from "../helpers/sipp.js";
 import { until } from "../helpers/until.js";
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -198,6 +199,43 @@ describe("health probes", () => {
       (error: unknown) =>
         error instanceof StartupError &&
         error.message === `port ${port} is already in use: set BRIDGELINE_HTTPS_PORT to a free port`,
+    );
+  });
+
+  it("two instances on one host with consecutive SIP ports: the TLS port's collision says why", async () => {
+    const sipPort = await freePorts(1);
+    const first = await startTestService({
+      sip: { ...loadConfig({}).sip, bindAddress: "127.0.0.1", port: sipPort },
+    });
+    cleanups.push(() => first.close());
+    const note =
+      "(SIP over TLS listens on the SIP port + 1 unless BRIDGELINE_SIP_TLS_PORT is set, so instances on one host need SIP ports at least 2 apart, or a BRIDGELINE_SIP_TLS_PORT each)";
+    await assert.rejects(
+      startTestService({ sip: { ...loadConfig({}).sip, bindAddress: "127.0.0.1", port: sipPort + 1 } }),
+      (error: unknown) => {
+        assert.ok(error instanceof StartupError, String(error));
+        assert.equal(
+          error.message,
+          `port ${sipPort + 1} is already in use: set BRIDGELINE_SIP_PORT to a free port ${note}`,
+        );
+        return true;
+      },
+    );
+    await first.close();
+    const second = await startTestService({
+      sip: { ...loadConfig({}).sip, bindAddress: "127.0.0.1", port: sipPort + 1 },
+    });
+    cleanups.push(() => second.close());
+    await assert.rejects(
+      startTestService({ sip: { ...loadConfig({}).sip, bindAddress: "127.0.0.1", port: sipPort } }),
+      (error: unknown) => {
+        assert.ok(error instanceof StartupError, String(error));
+        assert.equal(
+          error.message,
+          `port ${sipPort + 1} is already in use: set BRIDGELINE_SIP_TLS_PORT to a free port ${note}`,
+        );
+        return true;
+      },
     );
   });
 });

@@ -86,7 +86,15 @@ export async function startTestService(
       done();
     },
   });
-  const service = await startService(config, logStream, options);
+  let service: RunningService;
+  try {
+    service = await startService(config, logStream, options);
+  } catch (error) {
+    // A service that does not start leaves neither its database nor its fresh data directory.
+    await database?.drop();
+    if (ownsDataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+    throw error;
+  }
   const httpUrl = `http://127.0.0.1:${service.httpPort}`;
   const httpsUrl = `https://127.0.0.1:${service.httpsPort}`;
   return {
