@@ -94,7 +94,8 @@ describe("instances on separate addresses", { skip }, () => {
       accessNumber: ACCESS_NUMBER,
       from: "+16045550183",
       dir,
-      segments: [{ audio: murmur(1) }, { audio: dtmfTones(`${memberPin}#`) }, { audio: tone(700, 1, 0.25) }],
+      // 3 s after the PIN: on the line through the joining prompt and into the room.
+      segments: [{ audio: murmur(1) }, { audio: dtmfTones(`${memberPin}#`) }, { audio: tone(700, 3, 0.25) }],
     });
     cleanups.push(() => caller.stop());
     const detail = () =>
