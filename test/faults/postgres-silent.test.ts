@@ -1,6 +1,7 @@
 /**
  * PostgreSQL slow or silent. Slow: a statement past the database timeout is cancelled by the server
- * and taken for the database unavailable, its connection serving on. Silent: a proxy between the service and the database stops forwarding and keeps every
+ * and taken for the database unavailable, its connection serving on, while a migration may take
+ * longer. Silent: a proxy between the service and the database stops forwarding and keeps every
  * connection open, as a partition does. Requests made meanwhile (more of them than the pool has
  * connections) are answered 503 with Retry-After within the database timeout plus its grace, never
  * left hanging; once the proxy forwards again, the connections left hanging are given up and the
@@ -9,6 +10,7 @@
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { sql } from "kysely";
+import pg from "pg";
 import { openPostgresStore, unreachableReason } from "../../src/store/database.js";
 import { createTestDatabase, TEST_STORE } from "../helpers/databases.js";
 import { FreezableProxy } from "../helpers/freezable-proxy.js";
@@ -20,6 +22,8 @@ import { errorMessages } from "../helpers/xml.js";
 const TIMEOUT_SECONDS = 1;
 /** What a request may take while the database is silent: the timeout, the driver's grace, slack. */
 const ANSWER_WITHIN_MS = 3_500;
+/** The advisory lock Kysely's migrator takes on PostgreSQL (kysely's postgres-adapter). */
+const KYSELY_MIGRATION_LOCK = "3853314791062309107";
 /** More requests at once than the pool's 10 connections. */
 const CONCURRENT_REQUESTS = 15;
 
@@ -41,6 +45,30 @@ describe("PostgreSQL slower than the database timeout", { skip }, () => {
     );
     assert.equal((failure as { code?: string }).code, "57014", String(failure));
     assert.equal(unreachableReason(failure), "no answer in time");
+    assert.equal((await sql<{ one: number }>`select 1 as one`.execute(store.db)).rows[0]?.one, 1);
+  });
+});
+
+describe("a migration longer than the database timeout", { skip }, () => {
+  test("is not bounded by it: start-up waits for another instance's migration to finish", async () => {
+    const database = await createTestDatabase();
+    cleanups.push(() => database.drop());
+    // Another instance migrating: it holds the migrator's lock (Kysely's, on PostgreSQL) past the
+    // statement and query timeouts.
+    const other = new pg.Client({ connectionString: database.url });
+    await other.connect();
+    cleanups.push(() => other.end());
+    await other.query(`select pg_advisory_lock(${KYSELY_MIGRATION_LOCK})`);
+    let opened = false;
+    const opening = openPostgresStore(database.url, { timeoutSeconds: TIMEOUT_SECONDS }).then((store) => {
+      opened = true;
+      cleanups.push(() => store.close());
+      return store;
+    });
+    await new Promise((resolve) => setTimeout(resolve, TIMEOUT_SECONDS * 1000 + 1_500));
+    assert.equal(opened, false, "the store opened while the other migration held the lock");
+    await other.query(`select pg_advisory_unlock(${KYSELY_MIGRATION_LOCK})`);
+    const store = await opening;
     assert.equal((await sql<{ one: number }>`select 1 as one`.execute(store.db)).rows[0]?.one, 1);
   });
 });
