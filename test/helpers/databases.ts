@@ -1,4 +1,9 @@
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { after, before } from "node:test";
 import pg from "pg";
+import { openPostgresStore, openSqliteStore, type Store } from "../../src/store/database.js";
 
 /** Which store this run of the suite exercises; scripts/run-tests.sh runs the suite once per store. */
 export const TEST_STORE: "sqlite" | "postgres" =
@@ -36,4 +41,29 @@ async function admin(statement: string): Promise<void> {
   } finally {
     await client.end();
   }
+}
+
+/**
+ * A store of the kind this run exercises, for a describe block: opened before its tests, closed (its
+ * database dropped, its directory removed) after them. Read `store` inside the tests.
+ */
+export function storeForTests(name: string): { readonly store: Store } {
+  const holder: { store: Store } = { store: undefined as unknown as Store };
+  let database: TestDatabase | undefined;
+  let dataDir: string | undefined;
+  before(async () => {
+    if (TEST_STORE === "postgres") {
+      database = await createTestDatabase();
+      holder.store = await openPostgresStore(database.url);
+    } else {
+      dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `bridgeline-${name}-`));
+      holder.store = await openSqliteStore(dataDir);
+    }
+  });
+  after(async () => {
+    await holder.store?.close();
+    await database?.drop();
+    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+  return holder;
 }

@@ -1,36 +1,15 @@
 import assert from "node:assert/strict";
-import fs from "node:fs";
-import os from "node:os";
-import path from "node:path";
-import { after, before, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { attemptCounts, MAX_KEY_LENGTH, SWEEP_INTERVAL_MS } from "../../src/store/attempt-counts.js";
-import { openPostgresStore, openSqliteStore, type Store } from "../../src/store/database.js";
-import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
+import { storeForTests, TEST_STORE } from "../helpers/databases.js";
 
 describe(`attempt counts (${TEST_STORE})`, () => {
-  let store: Store;
-  let database: TestDatabase | undefined;
-  let dataDir: string | undefined;
+  const opened = storeForTests("attempts");
 
-  before(async () => {
-    if (TEST_STORE === "postgres") {
-      database = await createTestDatabase();
-      store = await openPostgresStore(database.url);
-    } else {
-      dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-attempts-"));
-      store = await openSqliteStore(dataDir);
-    }
-  });
-  after(async () => {
-    await store?.close();
-    await database?.drop();
-    if (dataDir) fs.rmSync(dataDir, { recursive: true, force: true });
-  });
-
-  const rows = () => store.db.selectFrom("attempt_counts").select("key").execute();
+  const rows = () => opened.store.db.selectFrom("attempt_counts").select("key").execute();
 
   it("counts attempts in a window that opens with the first and ends windowMs later; reading counts none", async () => {
-    const counts = attemptCounts(store);
+    const counts = attemptCounts(opened.store);
     const start = new Date("2030-01-01T10:00:00Z");
     assert.equal(await counts.read("login:a", start), undefined);
     const first = await counts.count("login:a", 60_000, start);
@@ -45,7 +24,7 @@ describe(`attempt counts (${TEST_STORE})`, () => {
   });
 
   it("takes back an attempt of the open window, never below none nor from an ended window", async () => {
-    const counts = attemptCounts(store);
+    const counts = attemptCounts(opened.store);
     const start = new Date("2030-01-05T10:00:00Z");
     await counts.count("back:a", 60_000, start);
     await counts.count("back:a", 60_000, start);
@@ -61,17 +40,17 @@ describe(`attempt counts (${TEST_STORE})`, () => {
   });
 
   it("counts every one of many attempts made at once (as instances do)", async () => {
-    const counts = [attemptCounts(store), attemptCounts(store)];
+    const counts = [attemptCounts(opened.store), attemptCounts(opened.store)];
     const now = new Date("2030-01-02T10:00:00Z");
     await Promise.all(
       Array.from({ length: 40 }, (_, i) => (counts[i % 2] ?? counts[0])?.count("signup:b", 60_000, now)),
     );
-    assert.equal((await attemptCounts(store).read("signup:b", now))?.count, 40);
+    assert.equal((await attemptCounts(opened.store).read("signup:b", now))?.count, 40);
   });
 
   it("sweeps the windows that ended, at most once a sweep interval", async () => {
-    await store.db.deleteFrom("attempt_counts").execute();
-    const counts = attemptCounts(store);
+    await opened.store.db.deleteFrom("attempt_counts").execute();
+    const counts = attemptCounts(opened.store);
     const start = new Date("2030-01-03T10:00:00Z");
     await counts.count("old:1", 1_000, start);
     await counts.count("old:2", 1_000, start);
@@ -84,7 +63,7 @@ describe(`attempt counts (${TEST_STORE})`, () => {
   });
 
   it(`keeps keys longer than ${MAX_KEY_LENGTH} characters as their hash, still apart`, async () => {
-    const counts = attemptCounts(store);
+    const counts = attemptCounts(opened.store);
     const now = new Date("2030-01-04T10:00:00Z");
     const long = "wrong-pin:".padEnd(5_000, "9");
     await counts.count(`${long}1`, 60_000, now);
