@@ -46,6 +46,17 @@ export function childJiffies(parent: number, command: string): number {
   return jiffies;
 }
 
+/**
+ * CPU jiffies (user + system) of the processes named `command` started by this process, those
+ * still running and those that have exited (counted in this process's cutime and cstime once
+ * reaped; the benchmarks start no other children that exit).
+ */
+export function ownChildrenJiffies(command: string): number {
+  const own = procStat(process.pid);
+  const reaped = own === null ? 0 : Number(own.fields[13]) + Number(own.fields[14]);
+  return childJiffies(process.pid, command) + reaped;
+}
+
 /** Datagrams the kernel dropped for a full socket receive buffer, machine-wide (/proc/net/snmp). */
 export function udpReceiveBufferErrors(): number {
   const lines = fs

@@ -123,6 +123,8 @@ export interface SippCallerOptions {
   readonly dir: string;
   /** The loopback address it calls from; default 127.0.0.1. */
   readonly localAddress?: string;
+  /** Further SIPp arguments, such as ["-trace_rtt"] for the setup time. */
+  readonly args?: readonly string[];
 }
 
 /**
@@ -139,7 +141,7 @@ export async function sippCaller(options: SippCallerOptions): Promise<Sipp> {
     pcap,
     pauseMs: Math.round(packets.at(-1)?.offsetMs ?? 0) + 500,
     keys: { caller: options.from },
-    args: ["-s", options.accessNumber],
+    args: ["-s", options.accessNumber, ...(options.args ?? [])],
     timeoutSeconds: 60,
     localAddress: options.localAddress,
   });
