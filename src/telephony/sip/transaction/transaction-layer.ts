@@ -47,6 +47,11 @@ export interface TransactionCore {
    */
   admitRequest(request: SipRequest, source: MessageSource): boolean;
   /**
+   * The answer to a request the core answers statelessly (section 8.2.7): sent, and no transaction
+   * kept; undefined for one that needs a transaction.
+   */
+  answerStatelessly?(request: SipRequest): SipResponse | undefined;
+  /**
    * A request that would start a server transaction when there are as many as the limits allow, in
    * all or from its source: the core answers it without one (503, section 21.5.4).
    */
@@ -158,6 +163,13 @@ export class TransactionLayer {
       return;
     }
     if (!this.#core.admitRequest(request, source)) return;
+    const stateless = this.#core.answerStatelessly?.(request);
+    if (stateless !== undefined) {
+      this.#sender.sendResponse(stateless).catch((error: unknown) => {
+        this.#core.onDrop?.(`stateless ${stateless.status} not sent: ${asError(error).message}`);
+      });
+      return;
+    }
     if (
       this.#servers.size >= this.#limits.total ||
       (this.#serversBySource.get(sourceOf(source.address)) ?? 0) >= this.#limits.perSource

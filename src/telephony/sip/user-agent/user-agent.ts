@@ -4,6 +4,7 @@
  * and stray 2xx responses to their INVITE sessions, and starts sessions both ways.
  */
 
+import { createHash } from "node:crypto";
 import { isIPv6 } from "node:net";
 import { dialogId, newBranch, newCallId, newTag } from "../dialog/dialog.js";
 import { listItems } from "../message/header-values.js";
@@ -299,23 +300,9 @@ export class UserAgent implements TransactionCore, SessionHost {
    * 406); then the request is for a dialog, or for us.
    */
   receiveRequest(request: SipRequest, transaction: ServerTransaction, source: MessageSource): void {
-    if (!ALLOWED.includes(request.method)) {
-      this.#refuseMethod(request, transaction);
-      return;
-    }
-    // Section 8.2.2.1: we are reached by sip: and sips: URIs only.
-    if (!/^sips?:/i.test(request.uri)) {
-      transaction.respond(responseTo(request, 416, "Unsupported URI Scheme", { toTag: newTag() }));
-      return;
-    }
-    // Section 8.2.2.3: a Require we do not support is refused 420 with Unsupported.
-    const unsupported = listItems(request.headers.getAll("Require")).filter(
-      (option) => !SUPPORTED.includes(option.toLowerCase()),
-    );
-    if (unsupported.length > 0 && request.method !== "CANCEL") {
-      transaction.respond(
-        responseTo(request, 420, "Bad Extension", { headers: [["Unsupported", unsupported.join(", ")]] }),
-      );
+    const refusal = this.#refusal(request, newTag());
+    if (refusal !== undefined) {
+      transaction.respond(refusal);
       return;
     }
     if (request.method === "INVITE") {
@@ -330,28 +317,66 @@ export class UserAgent implements TransactionCore, SessionHost {
       this.#receiveInDialog(request, transaction, toTag);
       return;
     }
-    switch (request.method) {
-      case "INVITE":
-        this.#receiveInvite(request, transaction as InviteServerTransaction, source);
-        return;
-      case "OPTIONS":
-        transaction.respond(
-          responseTo(request, 200, "OK", {
-            toTag: newTag(),
-            headers: [
-              ["Allow", this.allow],
-              ["Accept", "application/sdp"],
-              ["Server", this.userAgent],
-            ],
-          }),
-        );
-        return;
-      default:
-        // BYE (section 15.1.2), INFO (RFC 6086), UPDATE (RFC 3311) and PRACK (RFC 3262) belong to a
-        // dialog: without one they get 481. Unanswered, their transactions would wait in Trying for
-        // ever, counted against their source's limit.
-        transaction.respond(responseTo(request, 481, "Call/Transaction Does Not Exist", { toTag: newTag() }));
+    if (request.method === "INVITE")
+      this.#receiveInvite(request, transaction as InviteServerTransaction, source);
+    else transaction.respond(this.#outOfDialogAnswer(request, newTag()));
+  }
+
+  /**
+   * Section 8.2.7: a request outside any dialog that is not an INVITE (nor a CANCEL, which matches
+   * one) always gets the same answer, so it is answered statelessly: no transaction is kept for it, a
+   * retransmission is answered again alike, and the To tag is made from the request. A scanner's
+   * OPTIONS and REGISTERs then hold nothing for Timer J's 32 s, and cannot fill the server
+   * transactions every caller needs.
+   */
+  answerStatelessly(request: SipRequest): SipResponse | undefined {
+    if (request.method === "INVITE" || request.method === "CANCEL" || request.headers.to?.tag !== undefined)
+      return undefined;
+    const toTag = statelessTag(request);
+    return this.#refusal(request, toTag) ?? this.#outOfDialogAnswer(request, toTag);
+  }
+
+  /**
+   * Section 8.2, in its order: the method (405/501 with Allow), the Request-URI's scheme (416), any
+   * Require (420 with Unsupported); undefined when none refuses the request.
+   */
+  #refusal(request: SipRequest, toTag: string): SipResponse | undefined {
+    if (!ALLOWED.includes(request.method)) {
+      const headers: [string, string][] = [["Allow", this.allow]];
+      return KNOWN_UNSUPPORTED.has(request.method)
+        ? responseTo(request, 405, "Method Not Allowed", { toTag, headers })
+        : responseTo(request, 501, "Not Implemented", { toTag, headers });
     }
+    // Section 8.2.2.1: we are reached by sip: and sips: URIs only.
+    if (!/^sips?:/i.test(request.uri)) return responseTo(request, 416, "Unsupported URI Scheme", { toTag });
+    // Section 8.2.2.3: a Require we do not support is refused 420 with Unsupported.
+    const unsupported = listItems(request.headers.getAll("Require")).filter(
+      (option) => !SUPPORTED.includes(option.toLowerCase()),
+    );
+    if (unsupported.length > 0 && request.method !== "CANCEL")
+      return responseTo(request, 420, "Bad Extension", {
+        toTag,
+        headers: [["Unsupported", unsupported.join(", ")]],
+      });
+    return undefined;
+  }
+
+  /**
+   * A request for us outside any dialog, not an INVITE: OPTIONS 200 (section 11.2); BYE (15.1.2),
+   * INFO (RFC 6086), UPDATE (RFC 3311) and PRACK (RFC 3262) belong to a dialog, and without one
+   * get 481.
+   */
+  #outOfDialogAnswer(request: SipRequest, toTag: string): SipResponse {
+    if (request.method !== "OPTIONS")
+      return responseTo(request, 481, "Call/Transaction Does Not Exist", { toTag });
+    return responseTo(request, 200, "OK", {
+      toTag,
+      headers: [
+        ["Allow", this.allow],
+        ["Accept", "application/sdp"],
+        ["Server", this.userAgent],
+      ],
+    });
   }
 
   receiveAck(ack: SipRequest): void {
@@ -455,14 +480,6 @@ export class UserAgent implements TransactionCore, SessionHost {
     session.receiveRequest(request, transaction);
   }
 
-  #refuseMethod(request: SipRequest, transaction: ServerTransaction): void {
-    const headers: [string, string][] = [["Allow", this.allow]];
-    const response = KNOWN_UNSUPPORTED.has(request.method)
-      ? responseTo(request, 405, "Method Not Allowed", { toTag: newTag(), headers })
-      : responseTo(request, 501, "Not Implemented", { toTag: newTag(), headers });
-    transaction.respond(response);
-  }
-
   /** RFC 3262: a PRACK comes in the early dialog of an INVITE we have not answered yet. */
   #earlyFor(request: SipRequest, toTag: string): InviteSession | undefined {
     if (request.method !== "PRACK") return undefined;
@@ -511,4 +528,18 @@ function contentRefusal(
 /** A display name as a quoted-string (RFC 3261 section 25.1): quotes and backslashes escaped. */
 function quotedString(text: string): string {
   return `"${text.replace(/["\\]/g, "\\$&")}"`;
+}
+
+/**
+ * Section 8.2.7: a stateless answer's To tag, the same for the same request (its retransmissions
+ * included): made from its Call-ID, From tag, CSeq and top Via branch.
+ */
+function statelessTag(request: SipRequest): string {
+  const { headers } = request;
+  return createHash("sha1")
+    .update(
+      `${headers.callId ?? ""}\n${headers.from?.tag ?? ""}\n${headers.get("CSeq") ?? ""}\n${headers.via?.branch ?? ""}`,
+    )
+    .digest("hex")
+    .slice(0, 12);
 }

@@ -26,7 +26,10 @@ after(async () => {
   for (const close of closing) await close();
 });
 
-/** A peer on its own address that sends OPTIONS and keeps the responses by Call-ID. */
+/**
+ * A peer on its own address that sends OPTIONS and keeps the responses by Call-ID: outside any dialog
+ * (answered statelessly), or within one the agent does not have (481, through a server transaction).
+ */
 class Peer {
   readonly responses = new Map<string, SipResponse>();
   readonly #waiters = new Map<string, (response: SipResponse) => void>();
@@ -35,6 +38,7 @@ class Peer {
     readonly socket: Socket,
     readonly address: string,
     readonly target: number,
+    readonly toTag: string | undefined,
   ) {
     socket.on("message", (bytes) => {
       const parsed = parseMessage(bytes, { stream: false });
@@ -45,13 +49,13 @@ class Peer {
     });
   }
 
-  static async bind(address: string, target: number): Promise<Peer> {
+  static async bind(address: string, target: number, options: { inDialog?: boolean } = {}): Promise<Peer> {
     const socket = createSocket("udp4");
     await new Promise<void>((resolve) => socket.bind(0, address, resolve));
     closing.push(() => {
       socket.close();
     });
-    return new Peer(socket, address, target);
+    return new Peer(socket, address, target, options.inDialog ? "no-such-dialog" : undefined);
   }
 
   /** Sends an OPTIONS (again, when given the same branch and Call-ID); returns its Call-ID. */
@@ -61,6 +65,7 @@ class Peer {
       this.target,
       callId,
       branch,
+      this.toTag,
     );
     this.socket.send(text, this.target, "127.0.0.1");
     return callId;
@@ -177,10 +182,10 @@ describe("the request rate per source", () => {
 
   test("a retransmission is answered by its transaction, whatever the rate: it is not a new request", async () => {
     const { agent, port } = await agentWith({ requestRate: { perSecond: 1, burst: 1 }, now: () => 0 });
-    const peer = await Peer.bind("127.0.0.1", port);
-    assert.equal((await peer.ask("first")).status, 200);
+    const peer = await Peer.bind("127.0.0.1", port, { inDialog: true });
+    assert.equal((await peer.ask("first")).status, 481);
     assert.equal((await peer.ask()).status, 503, "the source is past its rate");
-    assert.equal((await peer.ask("first")).status, 200, "the first request again, with its branch");
+    assert.equal((await peer.ask("first")).status, 481, "the first request again, with its branch");
     assert.deepEqual(agent.requestRateStats, { served: 1, refused: 1, dropped: 0 });
   });
 });
@@ -189,21 +194,24 @@ describe("server transactions kept", () => {
   test("past the limit per source, or in all, a new request gets 503; a retransmission is still answered by its transaction", async () => {
     const clock = new FakeClock();
     const { agent, port } = await agentWith({ serverTransactions: { perSource: 2, total: 3 }, clock });
-    const first = await Peer.bind("127.0.0.1", port);
-    const second = await Peer.bind("127.0.0.2", port);
+    const first = await Peer.bind("127.0.0.1", port, { inDialog: true });
+    const second = await Peer.bind("127.0.0.2", port, { inDialog: true });
     const kept = "kept";
-    assert.equal((await first.ask(kept)).status, 200);
-    assert.equal((await first.ask()).status, 200);
+    assert.equal((await first.ask(kept)).status, 481);
+    assert.equal((await first.ask()).status, 481);
     const perSource = await first.ask();
     assert.equal(perSource.status, 503, "a third transaction from one source");
     assert.ok(perSource.headers.get("Retry-After") !== undefined);
-    assert.equal((await second.ask()).status, 200, "another source still has room");
+    assert.equal((await second.ask()).status, 481, "another source still has room");
     assert.equal((await second.ask()).status, 503, "a fourth transaction in all");
     assert.equal(agent.serverTransactions, 3);
-    assert.equal((await first.ask(kept)).status, 200, "a retransmission gets its transaction's response");
+    assert.equal((await first.ask(kept)).status, 481, "a retransmission gets its transaction's response");
+    // Requests outside any dialog keep no transaction (section 8.2.7): served while the limit is full.
+    const outside = await Peer.bind("127.0.0.3", port);
+    assert.equal((await outside.ask()).status, 200);
     // Timer J (64*T1 over UDP) ends them; then there is room again.
     clock.advance(32_000);
     assert.equal(agent.serverTransactions, 0);
-    assert.equal((await first.ask()).status, 200);
+    assert.equal((await first.ask()).status, 481);
   });
 });

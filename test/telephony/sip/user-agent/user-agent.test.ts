@@ -116,6 +116,26 @@ describe("user agent core", () => {
     assert.match(response.headers.get("To") ?? "", /;tag=/);
   });
 
+  it("answers requests outside any dialog statelessly (section 8.2.7): no transaction kept, a retransmission answered alike", async () => {
+    const kept = agent.serverTransactions;
+    for (const method of ["OPTIONS", "REGISTER", "BYE", "FROBNICATE"]) {
+      const branch = `z9hG4bK${randomBytes(6).toString("hex")}`;
+      const callId = randomBytes(8).toString("hex");
+      send(request(method, { branch, callId }));
+      const first = await responseTo(method, undefined, callId);
+      send(request(method, { branch, callId }));
+      const again = await responseTo(method, undefined, callId);
+      assert.equal(again.status, first.status);
+      assert.match(first.headers.get("To") ?? "", /;tag=[0-9a-f]+$/);
+      assert.equal(again.headers.get("To"), first.headers.get("To"), `${method}: the same To tag`);
+      // Another request (a new branch) gets a tag of its own.
+      send(request(method, { callId }));
+      const other = await responseTo(method, undefined, callId);
+      assert.notEqual(other.headers.get("To"), first.headers.get("To"));
+    }
+    assert.equal(agent.serverTransactions, kept, "nothing kept for them");
+  });
+
   it("answers a method it knows but does not support 405 with Allow (section 8.2.1)", async () => {
     send(request("SUBSCRIBE"));
     const response = await responseTo("SUBSCRIBE");
