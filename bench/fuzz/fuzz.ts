@@ -1,10 +1,11 @@
 /**
  * One fuzzing run: starts the service (bench/fuzz/service-process.ts), sets up a PIN-only conference
  * with two of the fuzzer's own calls in it (one that media inputs go to, one that must keep hearing
- * audio), runs the chosen targets one after another or all at once while probes check the service
+ * audio; a third, over SRTP, when the srtp target runs), runs the chosen targets one after another or all at once while probes check the service
  * still answers, then checks the heap after a collection, the log and a clean stop.
  */
 import { Agent, request } from "undici";
+import { apiJsonTarget } from "./api-json-target.js";
 import { apiFixture, apiTarget, signupBody } from "./api-target.js";
 import { rtcpTarget, rtpEventTarget, rtpTarget } from "./media-targets.js";
 import { PROBE_HOST, PROBE_KINDS, type ProbeKind, Probes } from "./probes.js";
@@ -12,7 +13,9 @@ import { Random } from "./random.js";
 import { type Heap, ServiceProcess } from "./service-process.js";
 import { Call, SipPeer } from "./sip-peer.js";
 import { sdpTarget, sipTcpTarget, sipUdpTarget } from "./sip-targets.js";
+import { srtpTarget } from "./srtp-target.js";
 import { type FuzzContext, sleep, type Target, type TargetStats } from "./target.js";
+import { sipTlsTarget } from "./tls-target.js";
 
 const ACCESS_NUMBER = "+16045550199";
 
@@ -20,11 +23,14 @@ const ACCESS_NUMBER = "+16045550199";
 const RATES: Record<string, number> = {
   "sip-udp": 400,
   "sip-tcp": 300,
+  "sip-tls": 200,
   sdp: 60,
   rtp: 400,
   rtcp: 200,
   "rtp-events": 200,
+  srtp: 300,
   "api-xml": 150,
+  "api-json": 100,
 };
 export const TARGET_NAMES = Object.keys(RATES);
 
@@ -101,6 +107,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     mediaThreads: options.mediaThreads ?? 0,
     env: {
       BRIDGELINE_WEBHOOK_ALLOW_PRIVATE: "true",
+      // The SRTP call's keys travel in SIP over UDP: the fuzzer reads them from the answer.
+      BRIDGELINE_SRTP_KEYS_OVER_PLAIN_SIP: "true",
       ...(options.databaseUrl !== undefined && { BRIDGELINE_DATABASE_URL: options.databaseUrl }),
     },
   });
@@ -150,11 +158,12 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     await until("the conference to start", async () =>
       (await api("GET", conference)).text.includes("<state>started</state>") ? true : undefined,
     );
-    const join = async () => {
+    const join = async (srtp = false) => {
       const call = await Call.dial(
         callsPeer,
         ACCESS_NUMBER,
         `+1604555${String(1000 + calls.length).slice(-4)}`,
+        srtp,
       );
       call.typeKeys(`${pin}#`);
       calls.push(call);
@@ -162,18 +171,28 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     };
     const listener = await join();
     let victim = await join();
-    await until("both calls in the room", async () => {
+    const withSrtp = names.includes("srtp");
+    let srtpVictim = withSrtp ? await join(true) : undefined;
+    await until("the calls in the room", async () => {
       const connected = (await api("GET", `${conference}/attendees`)).text.match(
         /<state>connected<\/state>/g,
       );
-      return (connected?.length ?? 0) >= 2 ? true : undefined;
+      return (connected?.length ?? 0) >= (withSrtp ? 3 : 2) ? true : undefined;
     });
     const heard = listener.received;
     await until("the room's audio", async () => (listener.received > heard + 10 ? true : undefined));
+    if (srtpVictim !== undefined) {
+      const srtpCall = srtpVictim;
+      const heardSrtp = srtpCall.received;
+      await until("the room's audio over SRTP", async () =>
+        srtpCall.received > heardSrtp + 10 ? true : undefined,
+      );
+    }
     const fixture = await apiFixture(baseUrl, dispatcher);
     probes = new Probes({
       udpPeer: probePeer,
       servicePort: sipPort,
+      tlsPort: service.ports.sipTlsPort,
       baseUrl,
       dispatcher,
       get: { path: conference, auth },
@@ -182,7 +201,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     const snapshots = process.env.FUZZ_SNAPSHOTS;
     const heapBefore = await service.heap(snapshots && `${snapshots}/before.heapsnapshot`);
     log(
-      `service up (SIP ${sipPort}, HTTP ${service.ports.httpPort}), room started, heap ${mb(heapBefore.heapUsed)} MB`,
+      `service up (SIP ${sipPort}, SIP TLS ${service.ports.sipTlsPort}, HTTP ${service.ports.httpPort}), room started, heap ${mb(heapBefore.heapUsed)} MB`,
     );
 
     const targets: Target[] = names.map((name) => {
@@ -193,6 +212,8 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
           return sipUdpTarget(rng, rate);
         case "sip-tcp":
           return sipTcpTarget(rng, rate);
+        case "sip-tls":
+          return sipTlsTarget(rng, rate);
         case "sdp":
           return sdpTarget(rng, rate);
         case "rtp":
@@ -201,6 +222,10 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
           return rtcpTarget(rng, rate);
         case "rtp-events":
           return rtpEventTarget(rng, rate);
+        case "srtp":
+          return srtpTarget(rng, rate);
+        case "api-json":
+          return apiJsonTarget(rng, rate, dispatcher);
         default:
           return apiTarget(rng, rate, dispatcher);
       }
@@ -211,8 +236,10 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
       PROBE_KINDS.map((kind) => [kind, { sent: 0, answered: 0 }]),
     ) as FuzzReport["probes"];
     let redialling: Promise<Call> | undefined;
+    let redialSrtp: Promise<Call> | undefined;
     const contextFor = (deadline: number): FuzzContext => ({
       sipPort,
+      sipTlsPort: service.ports.sipTlsPort,
       accessNumber: ACCESS_NUMBER,
       api: fixture,
       found,
@@ -229,6 +256,21 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
           });
         victim = await redialling;
         return victim;
+      },
+      async srtpVictim() {
+        const current = srtpVictim;
+        if (current === undefined) throw new Error("no SRTP call: the srtp target was not chosen");
+        if (!current.ended) return current;
+        redialSrtp ??= join(true)
+          .catch((error: unknown) => {
+            found(`the SRTP inputs' call could not be dialled again: ${(error as Error).message}`);
+            return sleep(1000).then(() => current);
+          })
+          .finally(() => {
+            redialSrtp = undefined;
+          });
+        srtpVictim = await redialSrtp;
+        return srtpVictim;
       },
     });
     const runOne = async (target: Target) => {

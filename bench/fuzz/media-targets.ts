@@ -15,7 +15,11 @@ import { type FuzzContext, Pacer, type Target } from "./target.js";
 const PAYLOAD_TYPES = [0, 8, 9, 13, 18, TELEPHONE_EVENT, 96, 127, 72, 73, 76, 77, 35];
 
 /** An RTP packet with every field chosen, some of them lying about the rest. */
-function rtpPacket(rng: Random, call: Call, previous: { sequence: number; timestamp: number }): Buffer {
+export function rtpPacket(
+  rng: Random,
+  call: Call,
+  previous: { sequence: number; timestamp: number },
+): Buffer {
   const version = rng.chance(0.9) ? 2 : rng.below(4);
   const csrcCount = rng.chance(0.7) ? 0 : rng.below(16);
   const extension = rng.chance(0.2);
@@ -61,7 +65,7 @@ function rtpPacket(rng: Random, call: Call, previous: { sequence: number; timest
 }
 
 /** What is not RTP at all: random bytes, STUN- and DTLS-looking starts, empty datagrams. */
-function junk(rng: Random): Buffer {
+export function junk(rng: Random): Buffer {
   const bytes = rng.bytes(rng.length(1400));
   if (bytes.length > 0 && rng.chance(0.3)) bytes[0] = rng.pick([0x00, 0x01, 0x16, 0x14, 0x40, 0xc0, 0x80]);
   return bytes;
@@ -140,7 +144,7 @@ function rtcpPacket(rng: Random, ssrc: number): Buffer {
   return packet;
 }
 
-function rtcpCompound(rng: Random, ssrc: number): Buffer {
+export function rtcpCompound(rng: Random, ssrc: number): Buffer {
   const packets: Buffer[] = [];
   for (let i = rng.chance(0.8) ? rng.between(1, 3) : rng.between(4, 40); i > 0; i--)
     packets.push(rtcpPacket(rng, ssrc));

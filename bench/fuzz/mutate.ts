@@ -540,3 +540,129 @@ export function mutateXml(rng: Random, xml: string, rounds = 1 + rng.below(3)): 
   }
   return text;
 }
+
+/** Values of every JSON type, and of the kinds that break parsers and type checks. */
+function jsonValue(rng: Random): unknown {
+  return rng.pick<() => unknown>([
+    () => null,
+    () => true,
+    () => 0,
+    () => -1,
+    () => 1e308,
+    () => 2 ** 53 + 2,
+    () => interestingText(rng),
+    () => hugeText(rng),
+    () => [],
+    () => ({}),
+    () => [interestingText(rng)],
+    () => ({ toString: "x", valueOf: 1 }),
+    () => Array.from({ length: rng.pick([100, 10_000, 100_000]) }, (_, i) => i),
+  ])();
+}
+
+/** JSON text nested `depth` deep, in arrays or objects. */
+function nested(rng: Random, depth: number): string {
+  return rng.chance(0.5)
+    ? `${"[".repeat(depth)}${"]".repeat(depth)}`
+    : `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`;
+}
+
+/**
+ * Structure-aware damage to a JSON object body: members retyped, dropped, added (__proto__,
+ * constructor, prototype), duplicated as text (JSON.parse keeps the last), nested deep, made huge;
+ * then sometimes the text itself damaged (truncated, invalid UTF-8, other roots, bytes).
+ */
+export function mutateJson(rng: Random, body: Record<string, unknown>, rounds = 1 + rng.below(3)): Buffer {
+  const value: Record<string, unknown> = { ...body };
+  for (let round = 0; round < rounds; round++) {
+    const keys = Object.keys(value);
+    const key = keys.length === 0 ? "email" : rng.pick(keys);
+    switch (rng.below(4)) {
+      case 0:
+        value[key] = jsonValue(rng);
+        break;
+      case 1:
+        delete value[key];
+        break;
+      case 2:
+        value[rng.pick(["x", "", "email ", "EMAIL", "password\u0000", "csrfToken", "userId", "id"])] =
+          jsonValue(rng);
+        break;
+      default:
+        value[key] =
+          `${typeof value[key] === "string" ? value[key] : JSON.stringify(value[key])}${interestingText(rng)}`;
+    }
+  }
+  let text = JSON.stringify(value);
+  const textRounds = rng.chance(0.6) ? 1 : 0;
+  for (let round = 0; round < textRounds; round++) {
+    switch (rng.below(10)) {
+      case 0:
+        // __proto__, constructor, prototype as members (JSON.parse makes them own properties).
+        text = text.replace(
+          /^\{/,
+          `{${rng.pick(['"__proto__":{"email":"x","password":"y"}', '"constructor":{"prototype":{"email":"x"}}', '"__proto__":null', '"prototype":1', '"__proto__":[]'])},`,
+        );
+        break;
+      case 1: {
+        // A member twice, as text.
+        const key = rng.pick(["email", "password"]);
+        text = text.replace(/\}$/, `,"${key}":${JSON.stringify(jsonValue(rng))}}`);
+        break;
+      }
+      case 2:
+        text = text.replace(/\}$/, `,"deep":${nested(rng, rng.pick([100, 10_000, 500_000]))}}`);
+        break;
+      case 3:
+        text = rng.pick([
+          nested(rng, rng.pick([10, 10_000])),
+          "null",
+          "1",
+          '"x"',
+          "[]",
+          "true",
+          "",
+          " ",
+          "{}",
+          "[{}]",
+          "\ufeff{}",
+          "{,}",
+          "{'email':'x'}",
+          "NaN",
+        ]);
+        break;
+      case 4:
+        text = text.slice(0, rng.below(text.length + 1));
+        break;
+      case 5:
+        text = text.replace(
+          /"([^"]*)"/,
+          `"$1${rng.pick(["\\u0000", "\\ud800", "\\udfff\\ud800", "\\u", "\\x41", "\\", "\n", "\u2028"])}"`,
+        );
+        break;
+      default: {
+        // Invalid UTF-8 inside a string, or damaged bytes anywhere.
+        const bytes = Buffer.from(text);
+        if (rng.chance(0.5)) {
+          const quote = bytes.indexOf(0x22, 1) < 0 ? 1 : bytes.indexOf(0x22, 1);
+          return Buffer.concat([
+            bytes.subarray(0, quote),
+            Buffer.from(
+              rng.pick([
+                [0xc3, 0x28],
+                [0xff, 0xfe],
+                [0xc0, 0xaf],
+                [0xed, 0xa0, 0x80],
+                [0x80],
+                [0xf4, 0x90, 0x80, 0x80],
+              ]),
+            ),
+            bytes.subarray(quote),
+          ]);
+        }
+        return mutateBytes(rng, bytes);
+      }
+    }
+  }
+  return Buffer.from(text);
+}

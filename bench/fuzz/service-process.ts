@@ -13,6 +13,7 @@ import { createInterface } from "node:readline";
 export interface ServicePorts {
   readonly httpPort: number;
   readonly sipPort: number;
+  readonly sipTlsPort: number;
 }
 
 export interface Heap {
@@ -107,7 +108,7 @@ export class ServiceProcess {
           started = new ServiceProcess(
             child,
             dataDir,
-            { httpPort: ports.httpPort, sipPort: ports.sipPort },
+            { httpPort: ports.httpPort, sipPort: ports.sipPort, sipTlsPort: ports.sipTlsPort },
             problems,
             logLines,
             pending,

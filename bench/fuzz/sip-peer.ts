@@ -3,13 +3,21 @@
  * for its final response, ACKs 2xx answers, answers what the service sends it (BYE, OPTIONS) with
  * 200, and reads responses leniently (they may echo damaged fields). Calls dial an access number with
  * an SDP offer, send PCMU every 20 ms from their own RTP socket, type keys as RFC 4733 events and
- * count the RTP they receive.
+ * count the RTP they receive. An SRTP call offers RTP/SAVP with an SDES key (RFC 4568), protects what
+ * it sends and counts only what authenticates under the service's key.
  */
 import { randomBytes } from "node:crypto";
 import { createSocket, type Socket } from "node:dgram";
 import { encodeMulaw } from "../../src/telephony/media/codec/g711.js";
 import { dtmfDigitPackets } from "../../src/telephony/media/dtmf/rfc4733.js";
 import { rtpPacketLength, writeRtpPacket } from "../../src/telephony/media/rtp/rtp-packet.js";
+import {
+  MASTER_KEY_LENGTH,
+  MASTER_SALT_LENGTH,
+  type SrtpKeyMaterial,
+  SrtpReceiver,
+  SrtpSender,
+} from "../../src/telephony/media/rtp/srtp.js";
 
 /** Where the service listens. */
 const SERVICE_HOST = "127.0.0.1";
@@ -59,7 +67,7 @@ export function okFor(request: string): string | undefined {
  */
 export function closingFor(
   response: Response,
-  transport: "UDP" | "TCP",
+  transport: "UDP" | "TCP" | "TLS",
   host: string,
   port: number,
 ): string[] {
@@ -102,9 +110,9 @@ export function mediaOf(sdp: string): { address: string; port: number } | undefi
   return port === undefined || address === undefined ? undefined : { address, port: Number(port) };
 }
 
-/** An SDP offer of PCMU and telephone-event 101 at `host`:`port`. */
-export function offerSdp(port: number, host: string, version = 1): string {
-  return [
+/** An SDP offer of PCMU and telephone-event 101 at `host`:`port`; SRTP with `key` when given. */
+export function offerSdp(port: number, host: string, version = 1, key?: SrtpKeyMaterial): string {
+  const lines = [
     "v=0",
     `o=fuzz 4242 ${version} IN IP4 ${host}`,
     "s=-",
@@ -116,8 +124,26 @@ export function offerSdp(port: number, host: string, version = 1): string {
     "a=fmtp:101 0-15",
     "a=ptime:20",
     "a=sendrecv",
-    "",
-  ].join("\r\n");
+  ];
+  if (key !== undefined) {
+    lines[5] = `m=audio ${port} RTP/SAVP 0 101`;
+    lines.push(`a=crypto:1 ${key.suite} inline:${key.inline}`);
+  }
+  return [...lines, ""].join("\r\n");
+}
+
+/** The SDES key of an SDP answer (its first a=crypto line). */
+export function answerKey(sdp: string): SrtpKeyMaterial | undefined {
+  const crypto = /^a=crypto:\d+ (AES_CM_128_HMAC_SHA1_(?:80|32)) inline:([A-Za-z0-9+/=]+)/m.exec(sdp);
+  return crypto === null
+    ? undefined
+    : { suite: crypto[1] as SrtpKeyMaterial["suite"], inline: crypto[2] as string };
+}
+
+/** An SRTP call's keys: what it sends under, and what the service sends under. */
+export interface CallSrtp {
+  readonly ours: SrtpKeyMaterial;
+  readonly theirs: SrtpKeyMaterial;
 }
 
 export class SipPeer {
@@ -125,6 +151,7 @@ export class SipPeer {
   readonly #waiting = new Map<string, (response: Response) => void>();
   /** What to do when the service ends a call, by Call-ID. */
   readonly byes = new Map<string, () => void>();
+  #closed = false;
 
   private constructor(
     socket: Socket,
@@ -144,6 +171,8 @@ export class SipPeer {
   }
 
   send(text: string | Buffer): void {
+    // A request's retransmission timer may outlive the peer.
+    if (this.#closed) return;
     this.#socket.send(typeof text === "string" ? Buffer.from(text) : text, this.service, SERVICE_HOST);
   }
 
@@ -195,6 +224,7 @@ export class SipPeer {
   }
 
   close(): void {
+    this.#closed = true;
     this.#socket.close();
   }
 }
@@ -257,6 +287,7 @@ export class Call {
   #sequence = 1000;
   #timestamp = 16_000;
   readonly #frame = new Uint8Array(FRAME_SAMPLES);
+  readonly #sender: SrtpSender | undefined;
 
   private constructor(
     readonly dialog: Dialog,
@@ -264,13 +295,17 @@ export class Call {
     readonly rtcp: Socket,
     /** Where the service receives this call's RTP (its RTCP on the next port). */
     readonly remote: { address: string; port: number },
+    /** Its SDES keys, when it is an SRTP call. */
+    readonly srtp?: CallSrtp,
   ) {
     const samples = new Int16Array(FRAME_SAMPLES);
     for (let i = 0; i < FRAME_SAMPLES; i++)
       samples[i] = Math.round(300 * Math.sin((2 * Math.PI * 440 * i) / 8000));
     encodeMulaw(samples, this.#frame);
-    rtp.on("message", () => {
-      this.received++;
+    const receiver = srtp === undefined ? undefined : new SrtpReceiver(srtp.theirs);
+    this.#sender = srtp === undefined ? undefined : new SrtpSender(srtp.ours);
+    rtp.on("message", (bytes) => {
+      if (receiver === undefined || receiver.unprotectRtp(bytes) !== undefined) this.received++;
     });
     rtcp.on("message", () => {
       this.rtcpReceived++;
@@ -298,12 +333,25 @@ export class Call {
     }
   }
 
-  /** Dials `number` at the service; resolves once answered (and ACKed), or throws. */
-  static async dial(peer: SipPeer, number: string, from?: string): Promise<Call> {
+  /**
+   * Dials `number` at the service; resolves once answered (and ACKed), or throws. With `srtp`, offers
+   * RTP/SAVP with a fresh key and throws unless the answer takes SRTP.
+   */
+  static async dial(peer: SipPeer, number: string, from?: string, srtp = false): Promise<Call> {
     const [rtp, rtcp] = await Call.#mediaSockets(peer.host);
     const dialog = new Dialog(peer, number, from);
-    const response = await peer.request(dialog.invite(offerSdp(rtp.address().port, peer.host)));
-    const remote = response?.status === 200 ? mediaOf(response.body) : undefined;
+    const ours: SrtpKeyMaterial | undefined = srtp
+      ? {
+          suite: "AES_CM_128_HMAC_SHA1_80",
+          inline: randomBytes(MASTER_KEY_LENGTH + MASTER_SALT_LENGTH).toString("base64"),
+        }
+      : undefined;
+    const response = await peer.request(dialog.invite(offerSdp(rtp.address().port, peer.host, 1, ours)));
+    const theirs = response === undefined ? undefined : answerKey(response.body);
+    const remote =
+      response?.status === 200 && (ours === undefined || theirs !== undefined)
+        ? mediaOf(response.body)
+        : undefined;
     if (response === undefined || remote === undefined) {
       rtp.close();
       rtcp.close();
@@ -313,7 +361,13 @@ export class Call {
     }
     dialog.toTag = response.toTag;
     peer.send(dialog.ack());
-    const call = new Call(dialog, rtp, rtcp, remote);
+    const call = new Call(
+      dialog,
+      rtp,
+      rtcp,
+      remote,
+      ours === undefined || theirs === undefined ? undefined : { ours, theirs },
+    );
     peer.byes.set(dialog.callId, () => {
       call.ended = true;
     });
@@ -364,7 +418,16 @@ export class Call {
         ? this.packet(PCMU, false, this.#timestamp, this.#frame)
         : queued;
     this.#timestamp = (this.#timestamp + FRAME_SAMPLES) >>> 0;
-    this.rtp.send(packet, this.remote.port, this.remote.address);
+    this.rtp.send(this.#protect(packet), this.remote.port, this.remote.address);
+  }
+
+  /** An SRTP call's packet protected (a copy with room for the tag); a plain call's as it is. */
+  #protect(packet: Buffer): Buffer {
+    const sender = this.#sender;
+    if (sender === undefined) return packet;
+    const out = Buffer.alloc(packet.length + sender.overhead);
+    packet.copy(out);
+    return out.subarray(0, sender.protectRtp(out, packet.length));
   }
 
   /** Sends BYE (unless the service ended the call) and closes the media sockets. */

@@ -9,7 +9,7 @@ import type { Random } from "./random.js";
 import { offerSdp } from "./sip-peer.js";
 
 export interface Origin {
-  readonly transport: "UDP" | "TCP";
+  readonly transport: "UDP" | "TCP" | "TLS";
   readonly host: string;
   readonly port: number;
   readonly servicePort: number;

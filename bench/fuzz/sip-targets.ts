@@ -10,7 +10,7 @@ import { mutateSdp, mutateSip } from "./mutate.js";
 import type { Random } from "./random.js";
 import { Call, closingFor, Dialog, offerSdp, okFor, readResponse, SipPeer } from "./sip-peer.js";
 import { type Origin, sipSeed } from "./sip-seeds.js";
-import { count, Pacer, sleep, type Target, type TargetStats } from "./target.js";
+import { count, type FuzzContext, Pacer, sleep, type Target, type TargetStats } from "./target.js";
 
 /**
  * Each kind of SIP traffic comes from an address of its own, since the service counts and limits
@@ -74,14 +74,15 @@ export function sipUdpTarget(rng: Random, perSecond: number): Target {
   };
 }
 
-/** A TCP connection to the service, reading what comes back as SIP framed by Content-Length. */
-class Connection {
-  readonly socket: net.Socket;
+/** A stream connection (TCP, TLS) to the service, reading what comes back as SIP framed by Content-Length. */
+export class Connection {
   closed = false;
   #buffer = Buffer.alloc(0);
 
-  constructor(port: number, onMessage: (bytes: Buffer, connection: Connection) => void) {
-    this.socket = net.connect({ port, host: "127.0.0.1", localAddress: FUZZ_HOST });
+  constructor(
+    readonly socket: net.Socket,
+    onMessage: (bytes: Buffer, connection: Connection) => void,
+  ) {
     this.socket.on("error", () => {});
     this.socket.on("close", () => {
       this.closed = true;
@@ -109,73 +110,125 @@ class Connection {
   }
 }
 
+/** How a stream target reaches the service: its transport, source and a socket ready to use. */
+export interface StreamDialer {
+  readonly transport: "TCP" | "TLS";
+  readonly host: string;
+  /** The service port the messages name (the SIP port; its TLS port for TLS). */
+  readonly servicePort: (context: FuzzContext) => number;
+  /** A connection, resolved once it can carry SIP (connected, handshake done) or closed. */
+  readonly open: (context: FuzzContext) => { socket: net.Socket; ready: string };
+  /** Open connections beside the inputs rather than wait for each (TLS: its handshake). */
+  readonly inBackground?: boolean;
+}
+
+/**
+ * SIP messages over stream connections: 4 to 8 kept open, written whole, in pieces, several at once,
+ * or cut off; `each` (when given) is called every round, for what a target does beside.
+ */
+export async function runStream(
+  dialer: StreamDialer,
+  rng: Random,
+  perSecond: number,
+  context: FuzzContext,
+  stats: TargetStats,
+  each?: () => void,
+): Promise<void> {
+  const pool: Connection[] = [];
+  const onMessage = (bytes: Buffer, connection: Connection) => {
+    const response = answered(stats, bytes);
+    if (response === undefined) {
+      const ok = okFor(bytes.toString("latin1"));
+      if (ok !== undefined) connection.write(ok);
+    } else
+      for (const closing of closingFor(response, dialer.transport, dialer.host, connection.port))
+        connection.write(closing);
+  };
+  const opening = new Set<Promise<Connection>>();
+  const open = () => {
+    const { socket, ready } = dialer.open(context);
+    const opened = new Connection(socket, onMessage);
+    const done: Promise<Connection> = new Promise<void>((resolve) => {
+      opened.socket.once(ready, resolve);
+      opened.socket.once("close", resolve);
+    }).then(() => {
+      opening.delete(done);
+      if (!opened.closed) pool.push(opened);
+      if (pool.length > 8) pool.shift()?.socket.destroy();
+      return opened;
+    });
+    opening.add(done);
+    return done;
+  };
+  const connection = async (): Promise<Connection> => {
+    for (let i = pool.length - 1; i >= 0; i--) if (pool[i]?.closed) pool.splice(i, 1);
+    if (!dialer.inBackground) {
+      if (pool.length < 4 || rng.chance(0.01)) return open();
+      return rng.pick(pool);
+    }
+    // Handshakes take milliseconds: new connections are made beside the inputs, not before them.
+    if (rng.chance(0.01) && opening.size === 0) void open();
+    do {
+      while (pool.length + opening.size < 4) void open();
+      if (pool.length === 0) await Promise.race(opening);
+    } while (pool.length === 0);
+    return rng.pick(pool);
+  };
+  const pacer = new Pacer(perSecond);
+  while (context.running()) {
+    each?.();
+    const target = await connection();
+    const origin: Origin = {
+      transport: dialer.transport,
+      host: dialer.host,
+      port: target.port,
+      servicePort: dialer.servicePort(context),
+      accessNumber: context.accessNumber,
+    };
+    const inputs = inputsOf(rng, origin);
+    stats.inputs += inputs.length;
+    const bytes = Buffer.concat(inputs);
+    const way = rng.below(100);
+    if (way < 70) target.write(bytes);
+    else if (way < 90) {
+      // In pieces, each written on its own turn of the event loop.
+      let at = 0;
+      while (at < bytes.length && !target.closed) {
+        const end = Math.min(bytes.length, at + 1 + rng.length(bytes.length));
+        target.write(bytes.subarray(at, end));
+        at = end;
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    } else if (way < 96) {
+      // Several at once, one write.
+      const more = inputsOf(rng, origin);
+      stats.inputs += more.length;
+      target.write(Buffer.concat([bytes, ...more]));
+    } else {
+      // Cut off: part of a message, then the connection is closed (or just left waiting).
+      target.write(bytes.subarray(0, rng.below(bytes.length + 1)));
+      if (rng.chance(0.5)) target.socket.end();
+    }
+    await pacer.next();
+  }
+  await Promise.all(opening);
+  await sleep(500);
+  for (const open of pool) open.socket.destroy();
+}
+
 export function sipTcpTarget(rng: Random, perSecond: number): Target {
+  const dialer: StreamDialer = {
+    transport: "TCP",
+    host: FUZZ_HOST,
+    servicePort: (context) => context.sipPort,
+    open: (context) => ({
+      socket: net.connect({ port: context.sipPort, host: "127.0.0.1", localAddress: FUZZ_HOST }),
+      ready: "connect",
+    }),
+  };
   return {
     name: "sip-tcp",
-    async run(context, stats) {
-      const pool: Connection[] = [];
-      const onMessage = (bytes: Buffer, connection: Connection) => {
-        const response = answered(stats, bytes);
-        if (response === undefined) {
-          const ok = okFor(bytes.toString("latin1"));
-          if (ok !== undefined) connection.write(ok);
-        } else
-          for (const closing of closingFor(response, "TCP", FUZZ_HOST, connection.port))
-            connection.write(closing);
-      };
-      const connection = async (): Promise<Connection> => {
-        for (let i = pool.length - 1; i >= 0; i--) if (pool[i]?.closed) pool.splice(i, 1);
-        if (pool.length < 4 || rng.chance(0.01)) {
-          const opened = new Connection(context.sipPort, onMessage);
-          await new Promise((resolve) => {
-            opened.socket.once("connect", resolve);
-            opened.socket.once("close", resolve);
-          });
-          if (!opened.closed) pool.push(opened);
-          if (pool.length > 8) pool.shift()?.socket.destroy();
-          return opened;
-        }
-        return rng.pick(pool);
-      };
-      const pacer = new Pacer(perSecond);
-      while (context.running()) {
-        const target = await connection();
-        const origin: Origin = {
-          transport: "TCP",
-          host: FUZZ_HOST,
-          port: target.port,
-          servicePort: context.sipPort,
-          accessNumber: context.accessNumber,
-        };
-        const inputs = inputsOf(rng, origin);
-        stats.inputs += inputs.length;
-        const bytes = Buffer.concat(inputs);
-        const way = rng.below(100);
-        if (way < 70) target.write(bytes);
-        else if (way < 90) {
-          // In pieces, each written on its own turn of the event loop.
-          let at = 0;
-          while (at < bytes.length && !target.closed) {
-            const end = Math.min(bytes.length, at + 1 + rng.length(bytes.length));
-            target.write(bytes.subarray(at, end));
-            at = end;
-            await new Promise((resolve) => setImmediate(resolve));
-          }
-        } else if (way < 96) {
-          // Several at once, one write.
-          const more = inputsOf(rng, origin);
-          stats.inputs += more.length;
-          target.write(Buffer.concat([bytes, ...more]));
-        } else {
-          // Cut off: part of a message, then the connection is closed (or just left waiting).
-          target.write(bytes.subarray(0, rng.below(bytes.length + 1)));
-          if (rng.chance(0.5)) target.socket.end();
-        }
-        await pacer.next();
-      }
-      await sleep(500);
-      for (const open of pool) open.socket.destroy();
-    },
+    run: (context, stats) => runStream(dialer, rng, perSecond, context, stats),
   };
 }
 

@@ -24,9 +24,12 @@ export interface ApiFixture {
 
 export interface FuzzContext {
   readonly sipPort: number;
+  readonly sipTlsPort: number;
   readonly accessNumber: string;
   /** The live call in the room that media inputs go to; redialled when it has ended. */
   victim(): Promise<Call>;
+  /** The live SRTP call in the room that SRTP inputs go to; redialled when it has ended. */
+  srtpVictim(): Promise<Call>;
   readonly api: ApiFixture;
   /** Records something the fuzzing found (a 5xx, say), which fails the run. */
   found(what: string): void;
