@@ -1,5 +1,5 @@
 /**
- * A short fuzzing run of every target (bench/fuzz, fixed seed, two seconds each, one after another)
+ * A short fuzzing run of the targets (bench/fuzz, fixed seed, two seconds each, one after another)
  * against the service in a process of its own: the service must not crash, log an error or an
  * unhandled failure, answer a request body with a 5xx, or leave a probe unanswered while any target
  * runs, and its heap must come back after a collection. On PostgreSQL when the suite runs there.
@@ -17,6 +17,11 @@ import {
 import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
 
 const SEED = 20;
+/**
+ * The targets run here: all but sip-tls, srtp and api-json, which run in the bench only (their TLS
+ * handshakes, SRTP call and scrypt sign-ins would add seconds the suite's time budget has not got).
+ */
+const TARGETS = TARGET_NAMES.filter((name) => !["sip-tls", "srtp", "api-json"].includes(name));
 
 describe("fuzzing the running service (bench/fuzz, seed 20)", () => {
   let report: FuzzReport;
@@ -24,11 +29,17 @@ describe("fuzzing the running service (bench/fuzz, seed 20)", () => {
 
   before(async () => {
     database = TEST_STORE === "postgres" ? await createTestDatabase() : null;
-    report = await runFuzz({ seconds: 2, seed: SEED, settleSeconds: 1, databaseUrl: database?.url });
+    report = await runFuzz({
+      seconds: 2,
+      seed: SEED,
+      only: TARGETS,
+      settleSeconds: 1,
+      databaseUrl: database?.url,
+    });
   });
   after(() => database?.drop());
 
-  for (const name of TARGET_NAMES) {
+  for (const name of TARGETS) {
     it(`${name}: inputs sent, and every probe answered while they were`, () => {
       const target = report.targets.find((t) => t.name === name);
       assert.ok(target !== undefined && target.stats.inputs > 0, `${name} sent nothing`);
