@@ -103,6 +103,13 @@ export type SrtpRefusal = "malformed" | "replay" | "authentication";
 const AUTH_KEY_LENGTH = 20;
 const GCM_IV_LENGTH = 12;
 const REPLAY_WINDOW = 64;
+/**
+ * Sources (SSRCs) a receiver keeps state for, RTP and RTCP each. A peer sends one stream at a time,
+ * a new SSRC after a restart; without a limit each SSRC that authenticates would hold its state for
+ * the rest of the call, and the caller chooses its own key: it could grow our memory by about 800
+ * bytes a packet. Past the limit the longest-known source is forgotten.
+ */
+export const MAX_SRTP_SOURCES = 16;
 const RTP_HEADER_LENGTH = 12;
 const RTCP_HEADER_LENGTH = 8;
 /** The E flag and SRTCP index word (section 3.4). */
@@ -584,6 +591,7 @@ export class SrtpReceiver {
     if (stream === undefined) {
       const replay = new ReplayWindow();
       replay.accept(index);
+      makeRoom(this.#streams, ssrc);
       this.#streams.set(ssrc, { roc, highestSequence: sequence, replay });
     } else {
       stream.replay.accept(index);
@@ -609,10 +617,17 @@ export class SrtpReceiver {
     if (replay === undefined) {
       const window = new ReplayWindow();
       window.accept(index);
+      makeRoom(this.#rtcpReplay, ssrc);
       this.#rtcpReplay.set(ssrc, window);
     } else replay.accept(index);
     return plain;
   }
+}
+
+/** Makes room for `ssrc` among a receiver's sources: the longest known goes when there are as many as allowed. */
+function makeRoom(sources: Map<number, unknown>, ssrc: number): void {
+  if (sources.size >= MAX_SRTP_SOURCES && !sources.has(ssrc))
+    sources.delete(sources.keys().next().value as number);
 }
 
 /** The RTP header's length: fixed part, CSRCs and any header extension (RFC 3550 section 5.3.1). */

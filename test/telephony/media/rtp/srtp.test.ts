@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
+  MAX_SRTP_SOURCES,
   newSrtpKey,
   protectionWith,
   SRTP_SUITES,
@@ -115,6 +116,39 @@ describe("SRTP (RFC 3711)", () => {
     assert.ok(opened(receiver, packets[11] as Buffer), "63 behind, never seen");
     assert.equal(receiver.unprotectRtp(packets[11] as Buffer), "replay", "seen");
     assert.ok(opened(receiver, packets[50] as Buffer), "never seen");
+  });
+
+  it("keeps state for at most 16 RTP sources, however many SSRCs a peer authenticates", () => {
+    const sender = new SrtpSender(SHA1_80);
+    const receiver = new SrtpReceiver(SHA1_80);
+    for (let ssrc = 1; ssrc <= 1000; ssrc++) assert.ok(opened(receiver, protect(sender, rtp(7, ssrc))));
+    assert.equal(receiver.state.streams.length, MAX_SRTP_SOURCES);
+    // The sources heard last are the ones kept, with their replay windows.
+    assert.deepEqual(
+      receiver.state.streams.map(([ssrc]) => ssrc),
+      Array.from({ length: MAX_SRTP_SOURCES }, (_, i) => 1000 - MAX_SRTP_SOURCES + 1 + i),
+    );
+    const latest = protect(sender, rtp(8, 1000));
+    assert.ok(opened(receiver, latest));
+    assert.equal(receiver.unprotectRtp(latest), "replay", "a replay on a kept source");
+  });
+
+  it("keeps SRTCP replay state for at most 16 sources, forgetting the longest known first", () => {
+    const receiver = new SrtpReceiver(SHA1_80);
+    // Each source's first SRTCP packet (index 0, from a sender of its own under the same key).
+    const from = (ssrc: number) => {
+      const packet = Buffer.from(RTCP_PLAIN);
+      packet.writeUInt32BE(ssrc, 4);
+      return new SrtpSender(SHA1_80).protectRtcp(packet);
+    };
+    const first = from(1);
+    assert.ok(Buffer.isBuffer(receiver.unprotectRtcp(first)));
+    assert.equal(receiver.unprotectRtcp(first), "replay", "a replay while its source is kept");
+    for (let ssrc = 2; ssrc <= MAX_SRTP_SOURCES; ssrc++)
+      assert.ok(Buffer.isBuffer(receiver.unprotectRtcp(from(ssrc))));
+    assert.equal(receiver.unprotectRtcp(first), "replay", "16 sources: the first still kept");
+    assert.ok(Buffer.isBuffer(receiver.unprotectRtcp(from(MAX_SRTP_SOURCES + 1))));
+    assert.ok(Buffer.isBuffer(receiver.unprotectRtcp(first)), "the 17th source made the first one forgotten");
   });
 });
 
