@@ -93,14 +93,23 @@ class Abuse {
     return this.#open.size;
   }
 
-  /** Keeps `socket` for at most `holdMs`, then closes it; counts it against ABUSE_OPEN meanwhile. */
-  #hold(socket: net.Socket, holdMs: number): void {
+  /**
+   * Keeps `socket` for at most `holdMs`, then closes it; counts it against ABUSE_OPEN meanwhile, and
+   * tallies its kind, and whether the service closed it first.
+   */
+  #hold(socket: net.Socket, holdMs: number, kind: string): void {
+    count(this.stats, kind);
     this.#open.add(socket);
     socket.on("error", () => {});
-    const timer = setTimeout(() => socket.destroy(), holdMs);
+    let held = false;
+    const timer = setTimeout(() => {
+      held = true;
+      socket.destroy();
+    }, holdMs);
     socket.once("close", () => {
       clearTimeout(timer);
       this.#open.delete(socket);
+      if (!held) count(this.stats, `${kind}: closed by the service`);
     });
   }
 
@@ -124,7 +133,7 @@ class Abuse {
       case 0: {
         // Garbage, plain SIP, or HTTP where a ClientHello belongs.
         const socket = this.#raw(port);
-        this.#hold(socket, hold);
+        this.#hold(socket, hold, "tls: garbage instead of a ClientHello");
         const garbage = rng.pick([
           junk(rng),
           Buffer.from(options(0, port)),
@@ -133,32 +142,32 @@ class Abuse {
           Buffer.from([0x80, 0x2e, 0x01, 0x00, 0x02]),
         ]);
         socket.once("connect", () => socket.write(garbage));
-        count(stats, "tls: garbage instead of a ClientHello");
         break;
       }
       case 1:
       case 2: {
         // A real ClientHello cut short (or whole), then silence: the handshake never finishes.
         const socket = this.#raw(port);
-        this.#hold(socket, hold);
+        this.#hold(
+          socket,
+          hold,
+          kind === 1 ? "tls: ClientHello cut short" : "tls: ClientHello, then silence",
+        );
         const cut = kind === 1 ? this.hello.subarray(0, rng.below(this.hello.length)) : this.hello;
         socket.once("connect", () => socket.write(cut));
-        count(stats, kind === 1 ? "tls: ClientHello cut short" : "tls: ClientHello, then silence");
         break;
       }
       case 3: {
         const socket = this.#raw(port);
-        this.#hold(socket, hold);
+        this.#hold(socket, hold, "tls: ClientHello damaged");
         const damaged = mutateBytes(rng, this.hello);
         socket.once("connect", () => socket.write(damaged));
-        count(stats, "tls: ClientHello damaged");
         break;
       }
       case 4: {
         // A real handshake dropped after a few milliseconds, wherever it had got to.
         const socket = this.#tls(port);
-        this.#hold(socket, rng.below(20));
-        count(stats, "tls: handshake dropped midway");
+        this.#hold(socket, rng.below(20), "tls: handshake dropped midway");
         break;
       }
       case 5: {
@@ -168,19 +177,18 @@ class Abuse {
           maxVersion: rng.pick(["TLSv1", "TLSv1.1"] as const),
           ciphers: "DEFAULT@SECLEVEL=0",
         });
-        this.#hold(socket, hold);
+        this.#hold(socket, hold, "tls: TLS 1.0/1.1 only");
         socket.once("secureConnect", () =>
           context.found(
             `the SIP TLS listener accepted a ${socket.getProtocol()} handshake (its floor is TLS 1.2)`,
           ),
         );
-        count(stats, "tls: TLS 1.0/1.1 only");
         break;
       }
       case 6: {
         // Renegotiation, asked for again and again (TLS 1.2 has it; 1.3 does not).
         const socket = this.#tls(port, { maxVersion: "TLSv1.2" });
-        this.#hold(socket, hold);
+        this.#hold(socket, hold, "tls: renegotiation");
         let times = rng.between(1, 6);
         const again = () => {
           if (times-- <= 0 || socket.destroyed) {
@@ -194,13 +202,12 @@ class Abuse {
           if (!asked) count(stats, "tls: renegotiation not sent");
         };
         socket.once("secureConnect", again);
-        count(stats, "tls: renegotiation");
         break;
       }
       default: {
         // Half-open: a request, then our side closed for writing; the answer should still come.
         const socket = this.#tls(port);
-        this.#hold(socket, hold);
+        this.#hold(socket, hold, "tls: half-open");
         socket.once("secureConnect", () => {
           socket.end(options(socket.localPort ?? 0, port));
         });
@@ -208,7 +215,6 @@ class Abuse {
           const response = readResponse(data);
           if (response !== undefined) count(stats, `tls: half-open answered ${response.status}`);
         });
-        count(stats, "tls: half-open");
       }
     }
   }
