@@ -12,8 +12,7 @@ import { encodeMulaw } from "../../src/telephony/media/codec/g711.js";
 import { dtmfDigitPackets } from "../../src/telephony/media/dtmf/rfc4733.js";
 import { rtpPacketLength, writeRtpPacket } from "../../src/telephony/media/rtp/rtp-packet.js";
 import {
-  MASTER_KEY_LENGTH,
-  MASTER_SALT_LENGTH,
+  newSrtpKey,
   type SrtpKeyMaterial,
   SrtpReceiver,
   SrtpSender,
@@ -340,12 +339,7 @@ export class Call {
   static async dial(peer: SipPeer, number: string, from?: string, srtp = false): Promise<Call> {
     const [rtp, rtcp] = await Call.#mediaSockets(peer.host);
     const dialog = new Dialog(peer, number, from);
-    const ours: SrtpKeyMaterial | undefined = srtp
-      ? {
-          suite: "AES_CM_128_HMAC_SHA1_80",
-          inline: randomBytes(MASTER_KEY_LENGTH + MASTER_SALT_LENGTH).toString("base64"),
-        }
-      : undefined;
+    const ours: SrtpKeyMaterial | undefined = srtp ? newSrtpKey("AES_CM_128_HMAC_SHA1_80") : undefined;
     const response = await peer.request(dialog.invite(offerSdp(rtp.address().port, peer.host, 1, ours)));
     const theirs = response === undefined ? undefined : answerKey(response.body);
     const remote =

@@ -9,8 +9,14 @@
  * from the call's own socket; a stranger's socket sends only what must not authenticate, so that a
  * service latching onto it would be a finding. The call must keep hearing the room under SRTP.
  */
+import { createHmac } from "node:crypto";
 import { createSocket, type Socket } from "node:dgram";
-import { protectRtcpWithIndex, SrtpSender, sessionKeys } from "../../src/telephony/media/rtp/srtp.js";
+import {
+  type PacketProtection,
+  protectionWith,
+  SrtpSender,
+  sessionKeys,
+} from "../../src/telephony/media/rtp/srtp.js";
 import { junk, rtcpCompound, rtpPacket } from "./media-targets.js";
 import { mutateBytes } from "./mutate.js";
 import type { Random } from "./random.js";
@@ -19,14 +25,15 @@ import { count, type FuzzContext, Pacer, sleep, type Target, type TargetStats } 
 
 const RTP_HEADER_LENGTH = 12;
 const RTCP_HEADER_LENGTH = 8;
-const SRTCP_TAG_LENGTH = 10;
 /** How long the SRTP call may hear nothing authentic from the room before it is a finding. */
 const SILENCE_MS = 5_000;
 
 /** What the target keeps for one SRTP call: senders under its key, and packets to replay. */
 class Keyed {
   readonly sender: SrtpSender;
-  readonly rtcpKeys: ReturnType<typeof sessionKeys>["rtcp"];
+  /** The call's packet protection (SRTCP with any index) and its SRTCP authentication key. */
+  readonly protection: PacketProtection;
+  readonly rtcpAuth: Buffer;
   readonly sent: Buffer[] = [];
   readonly sentRtcp: Buffer[] = [];
   rtcpIndex = 0;
@@ -38,7 +45,9 @@ class Keyed {
     rng: Random,
   ) {
     this.sender = new SrtpSender(srtp.ours);
-    this.rtcpKeys = sessionKeys(srtp.ours).rtcp;
+    const keys = sessionKeys(srtp.ours);
+    this.protection = protectionWith(srtp.ours.suite, keys.rtp, keys.rtcp);
+    this.rtcpAuth = keys.rtcp.auth;
     this.previous = { sequence: rng.below(65_536), timestamp: rng.uint32() };
   }
 
@@ -56,12 +65,16 @@ function protect(sender: SrtpSender, plain: Buffer): Buffer | undefined {
   return out.subarray(0, sender.protectRtp(out, plain.length));
 }
 
-/** SRTCP with the index word written as given (E flag and all), authenticated. */
-function srtcpWithWord(keys: Keyed["rtcpKeys"], plain: Buffer, word: number): Buffer {
-  const out = Buffer.alloc(plain.length + 4 + SRTCP_TAG_LENGTH);
+/** SRTCP with the index word written as given (E flag and all), authenticated (HMAC-SHA1 suites). */
+function srtcpWithWord(keyed: Keyed, plain: Buffer, word: number): Buffer {
+  const tagLength = keyed.protection.rtcpTagLength;
+  const out = Buffer.alloc(plain.length + 4 + tagLength);
   plain.copy(out);
   out.writeUInt32BE(word >>> 0, plain.length);
-  keys.authenticator.tag(out.subarray(0, plain.length + 4)).copy(out, plain.length + 4, 0, SRTCP_TAG_LENGTH);
+  createHmac("sha1", keyed.rtcpAuth)
+    .update(out.subarray(0, plain.length + 4))
+    .digest()
+    .copy(out, plain.length + 4, 0, tagLength);
   return out;
 }
 
@@ -142,7 +155,7 @@ function srtcpInput(rng: Random, keyed: Keyed): Input {
     return { bytes: plain, rtcp: true, authentic: false, kind: "srtcp short" };
   const way = rng.below(100);
   if (way < 40) {
-    const bytes = protectRtcpWithIndex(keyed.rtcpKeys, plain, keyed.rtcpIndex);
+    const bytes = keyed.protection.sealRtcp(plain, keyed.rtcpIndex);
     keyed.rtcpIndex = (keyed.rtcpIndex + 1) & 0x7fffffff;
     keyed.remember(keyed.sentRtcp, bytes);
     return { bytes, rtcp: true, authentic: true, kind: "srtcp hostile plaintext" };
@@ -152,15 +165,15 @@ function srtcpInput(rng: Random, keyed: Keyed): Input {
     const index =
       rng.pick([0, 0x7fffffff, keyed.rtcpIndex + 1_000_000, keyed.rtcpIndex - 100, rng.uint32()]) >>> 0;
     const bytes = rng.chance(0.5)
-      ? protectRtcpWithIndex(keyed.rtcpKeys, plain, index & 0x7fffffff)
-      : srtcpWithWord(keyed.rtcpKeys, plain, rng.chance(0.5) ? index & 0x7fffffff : index);
+      ? keyed.protection.sealRtcp(plain, index & 0x7fffffff)
+      : srtcpWithWord(keyed, plain, rng.chance(0.5) ? index & 0x7fffffff : index);
     return { bytes, rtcp: true, authentic: true, kind: "srtcp odd index" };
   }
   if (way < 65) {
     const replayed = keyed.sentRtcp.length === 0 ? undefined : rng.pick(keyed.sentRtcp);
     if (replayed !== undefined) return { bytes: replayed, rtcp: true, authentic: true, kind: "srtcp replay" };
   }
-  const valid = protectRtcpWithIndex(keyed.rtcpKeys, plain, keyed.rtcpIndex);
+  const valid = keyed.protection.sealRtcp(plain, keyed.rtcpIndex);
   if (way < 80) {
     const bytes = Buffer.from(valid);
     const at = rng.below(bytes.length);
