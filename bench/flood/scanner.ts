@@ -41,9 +41,9 @@ import { XMLParser } from "fast-xml-parser";
 import { loadConfig } from "../../src/config.js";
 import { startService } from "../../src/main.js";
 import { murmur, sippCaller } from "../../test/helpers/dial-in-caller.js";
-import { signupXml } from "../../test/helpers/service.js";
 import { Sipp } from "../../test/helpers/sipp.js";
 import { machineJiffies, ownChildrenJiffies } from "../proc.js";
+import { Api } from "./api-common.js";
 
 const BEFORE_SECONDS = Number(process.env.BENCH_BEFORE_SECONDS ?? 10);
 const FLOOD_SECONDS = Number(process.env.BENCH_FLOOD_SECONDS ?? 180);
@@ -67,47 +67,27 @@ const AFTER_FLOOD_MS = 1000;
 
 const xml = new XMLParser({ ignoreAttributes: false, attributeNamePrefix: "@_", parseTagValue: false });
 
-class Api {
-  authorization = "";
-  constructor(private readonly baseUrl: string) {}
+/** The conference's attendees: id, number (national) and state. */
+async function attendeesOf(
+  api: Api,
+  conferencePath: string,
+): Promise<{ id: number; number: string; state: string }[]> {
+  const parsed = xml.parse((await api.send("GET", `${conferencePath}/attendees`)).text) as {
+    attendees?: { attendee?: unknown };
+  };
+  type Row = { id?: { "#text"?: string }; "phone-number-subscriber-number"?: string; state?: string };
+  return ([] as Row[]).concat((parsed.attendees?.attendee ?? []) as Row[]).map((row) => ({
+    id: Number(row.id?.["#text"]),
+    number: String(row["phone-number-subscriber-number"] ?? ""),
+    state: String(row.state ?? ""),
+  }));
+}
 
-  async request(method: string, urlPath: string, body?: string): Promise<Response> {
-    return fetch(`${this.baseUrl}${urlPath}`, {
-      method,
-      headers: {
-        accept: "application/xml",
-        "content-type": "application/xml",
-        authorization: this.authorization,
-      },
-      body,
-    });
-  }
-
-  async create(urlPath: string, body: string): Promise<{ path: string; text: string }> {
-    const response = await this.request("POST", urlPath, body);
-    const text = await response.text();
-    if (response.status !== 201) throw new Error(`POST ${urlPath}: ${response.status} ${text}`);
-    return { path: new URL(response.headers.get("location") ?? "", this.baseUrl).pathname, text };
-  }
-
-  /** The conference's attendees: id, number (national) and state. */
-  async attendees(conferencePath: string): Promise<{ id: number; number: string; state: string }[]> {
-    const response = await this.request("GET", `${conferencePath}/attendees`);
-    const parsed = xml.parse(await response.text()) as { attendees?: { attendee?: unknown } };
-    type Row = { id?: { "#text"?: string }; "phone-number-subscriber-number"?: string; state?: string };
-    return ([] as Row[]).concat((parsed.attendees?.attendee ?? []) as Row[]).map((row) => ({
-      id: Number(row.id?.["#text"]),
-      number: String(row["phone-number-subscriber-number"] ?? ""),
-      state: String(row.state ?? ""),
-    }));
-  }
-
-  async conferenceState(conferencePath: string): Promise<string> {
-    const parsed = xml.parse(await (await this.request("GET", conferencePath)).text()) as {
-      conference?: { state?: string };
-    };
-    return String(parsed.conference?.state ?? "");
-  }
+async function conferenceState(api: Api, conferencePath: string): Promise<string> {
+  const parsed = xml.parse((await api.send("GET", conferencePath)).text) as {
+    conference?: { state?: string };
+  };
+  return String(parsed.conference?.state ?? "");
 }
 
 /** One dial-in: when it started (epoch ms), from which number, and its SIPp. */
@@ -276,22 +256,20 @@ async function main(): Promise<void> {
     const sipPort = service.sipPort;
     const runtime = service.conferences;
     const api = new Api(`http://127.0.0.1:${service.httpPort}`);
-    const email = "bench-scanner@example.com";
-    const { path: ownerPath } = await api.create("/users", signupXml(email, "bench password"));
-    api.authorization = `Basic ${Buffer.from(`${email}:bench password`).toString("base64")}`;
+    const ownerPath = await api.signUp("bench-scanner@example.com", "bench password");
     const startsAt = new Date().toISOString().replace(/\.\d+Z$/, "Z");
-    const created = await api.create(
+    const conference = await api.create(
       `${ownerPath}/conferences`,
       `<conference><name>Scanned</name><scheduled-to-start-at>${startsAt}</scheduled-to-start-at>
         <no-moderator type="boolean">true</no-moderator></conference>`,
     );
-    const conference = created.path;
     const memberPin = String(
-      (xml.parse(created.text) as { conference?: { "member-pin"?: string } }).conference?.["member-pin"],
+      (xml.parse((await api.send("GET", conference)).text) as { conference?: { "member-pin"?: string } })
+        .conference?.["member-pin"],
     );
-    await (await api.request("PUT", conference, "<conference><state>pending</state></conference>")).text();
+    await api.send("PUT", conference, "<conference><state>pending</state></conference>");
     const deadline = performance.now() + 30_000;
-    while ((await api.conferenceState(conference)) !== "started") {
+    while ((await conferenceState(api, conference)) !== "started") {
       if (performance.now() > deadline) throw new Error("the conference did not start");
       await sleep(200);
     }
@@ -420,7 +398,7 @@ async function main(): Promise<void> {
 
     // Each dial-in: SIPp's call passed (answered, not hung up on), and its attendee was connected.
     const results = await Promise.all(dialIns.map((dialIn) => dialIn.sipp.result(90_000)));
-    const attendees = await api.attendees(conference);
+    const attendees = await attendeesOf(api, conference);
     const attendeeOf = new Map(attendees.map((row) => [`+1${row.number}`, row.id]));
     // Every caller has hung up: none may still be shown in the room.
     const stillConnected = attendees.filter((row) => row.state === "connected");
