@@ -228,6 +228,16 @@ describe("outbound calls to a SIPp trunk", { skip, concurrency: true }, () => {
     await peer.expectSuccess();
   });
 
+  test("a forking carrier's two reliable 183s are each PRACKed in their own early dialog; the branch that answers gets the ACK and BYE (RFC 3262 section 4)", async () => {
+    const peer = await sipp({ scenario: "uas-forking-100rel.xml" });
+    const telephony = await telephonyFor(peer);
+    const record = new CallRecord(telephony.placeCall("+16045550123"), () => peer.report());
+    await peer.unlessFailed(record.reached("answered"));
+    record.call.hangup();
+    await record.reached("ended");
+    await peer.expectSuccess();
+  });
+
   test("our hold survives the trunk's re-INVITE: the answer keeps sendonly", async () => {
     const peer = await sipp({ scenario: "uas-hold-kept.xml" });
     const telephony = await telephonyFor(peer);

@@ -534,9 +534,11 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
   #transaction: InviteClientTransaction | undefined;
   #targetTimer: TimerHandle | undefined;
   #responded = false;
-  /** RFC 3262: the early dialog reliable provisional responses set up, and the last RSeq PRACKed. */
-  #early: Dialog | undefined;
-  #lastRSeq: number | undefined;
+  /**
+   * RFC 3262 section 4: the early dialogs reliable provisional responses set up, by the To tag of the
+   * UAS that sent them (a forking proxy's branches each send theirs), each with the last RSeq PRACKed.
+   */
+  readonly #early = new Map<string, { readonly dialog: Dialog; lastRSeq: number }>();
   #provisionalReceived = false;
   #final = false;
   #cancelRequested = false;
@@ -613,8 +615,7 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     this.#invite = { ...previous, headers };
     this.#final = false;
     this.#provisionalReceived = false;
-    this.#early = undefined;
-    this.#lastRSeq = undefined;
+    this.#early.clear();
     this.start();
   }
 
@@ -669,20 +670,29 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
   }
 
   /**
-   * RFC 3262 section 4: a reliable provisional response is acknowledged with PRACK in its early
-   * dialog (RAck: its RSeq, the INVITE's CSeq); a retransmission of one already PRACKed is ignored
-   * (the PRACK's own transaction retransmits until answered).
+   * RFC 3262 section 4: a reliable provisional response is acknowledged with PRACK in its own early
+   * dialog (RAck: its RSeq, the INVITE's CSeq), each early dialog with its own RSeq space. The first
+   * sets the dialog's sequence; a later one is PRACKed only when one higher (in order): a
+   * retransmission of one already PRACKed is ignored (the PRACK's own transaction retransmits until
+   * answered), and one out of order is not processed.
    */
   #prack(response: SipResponse): void {
     const rseq = Number(response.headers.get("RSeq"));
-    if (!Number.isInteger(rseq) || (this.#lastRSeq !== undefined && rseq <= this.#lastRSeq)) return;
-    const early = this.#early ?? Dialog.forUac(this.#invite, response);
-    const destination = early?.destination;
-    if (early === undefined || destination === undefined) return;
-    this.#early = early;
-    this.#lastRSeq = rseq;
+    const tag = response.headers.to?.tag;
+    if (!Number.isInteger(rseq) || tag === undefined) return;
+    let early = this.#early.get(tag);
+    if (early !== undefined && rseq !== early.lastRSeq + 1) return;
+    if (early === undefined) {
+      const dialog = Dialog.forUac(this.#invite, response);
+      if (dialog === undefined) return;
+      early = { dialog, lastRSeq: rseq };
+      this.#early.set(tag, early);
+    }
+    early.lastRSeq = rseq;
+    const destination = early.dialog.destination;
+    if (destination === undefined) return;
     const cseq = this.#invite.headers.cseq?.seq ?? 1;
-    const prack = early.createRequest("PRACK", {
+    const prack = early.dialog.createRequest("PRACK", {
       via: this.host.via(destination.transport),
       contact: this.host.contact(destination.transport, this.secure),
       headers: [
@@ -694,13 +704,12 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
   }
 
   #confirm(response: SipResponse): void {
-    // The early dialog a PRACK went in becomes the dialog (its CSeq count goes on), its target
-    // refreshed by the 2xx; otherwise the 2xx makes one.
-    const made = Dialog.forUac(this.#invite, response);
-    const early = this.#early;
-    if (early !== undefined && made !== undefined && early.id === made.id)
-      early.receiveTargetRefreshResponse(response);
-    const dialog = early !== undefined && early.id === made?.id ? early : made;
+    // The early dialog of the UAS that answered (the 2xx's To tag) becomes the dialog, its CSeq
+    // count going on and its target refreshed by the 2xx; otherwise the 2xx makes one.
+    const tag = response.headers.to?.tag;
+    const early = tag === undefined ? undefined : this.#early.get(tag)?.dialog;
+    early?.receiveTargetRefreshResponse(response);
+    const dialog = early ?? Dialog.forUac(this.#invite, response);
     const destination = dialog?.destination;
     if (dialog === undefined || destination === undefined) {
       this.listener.failed?.(502, "Bad Gateway");
