@@ -42,6 +42,7 @@ import { loadConfig } from "../../src/config.js";
 import { startService } from "../../src/main.js";
 import { murmur, sippCaller } from "../../test/helpers/dial-in-caller.js";
 import { Sipp } from "../../test/helpers/sipp.js";
+import { percentile } from "../percentile.js";
 import { machineJiffies, ownChildrenJiffies } from "../proc.js";
 import { Api } from "./api-common.js";
 
@@ -124,11 +125,6 @@ interface Window {
   serviceCpuPercent: number;
   sippCpuPercent: number;
   othersCpuPercent: number;
-}
-
-function percentile(sorted: readonly number[], share: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))] ?? Number.NaN;
 }
 
 /** The answer time SIPp wrote with -trace_rtt (a line per call: date;response time ms;rtd). */

@@ -36,6 +36,7 @@ import { parseMessage } from "../../src/telephony/sip/message/parser.js";
 import { signupXml } from "../../test/helpers/service.js";
 import { optionsRequest } from "../../test/helpers/sip-options.js";
 import { Sipp } from "../../test/helpers/sipp.js";
+import { percentile } from "../percentile.js";
 import { childJiffies, machineJiffies } from "../proc.js";
 
 const BEFORE_SECONDS = Number(process.env.BENCH_BEFORE_SECONDS ?? 20);
@@ -126,11 +127,6 @@ interface FloodFigures {
   /** Responses the scenario did not expect (a 404, a 403). */
   other: number;
   unanswered: number;
-}
-
-function percentile(sorted: readonly number[], share: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor(share * sorted.length))] ?? Number.NaN;
 }
 
 /** The setup times SIPp wrote with -trace_rtt (one line per call: date;response time ms;rtd). */

@@ -9,6 +9,7 @@
  */
 import { Telephony } from "../../src/telephony/telephony.js";
 import { Sipp } from "../../test/helpers/sipp.js";
+import { percentile } from "../percentile.js";
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const RATES = (process.env.BENCH_RATES ?? "50,100,200,300,400,500,600,800,1000").split(",").map(Number);
@@ -24,10 +25,6 @@ interface StepResult {
   setupP50: number;
   setupP99: number;
   sippExit: number | null;
-}
-
-function percentile(sorted: number[], fraction: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * fraction))] ?? Number.NaN;
 }
 
 async function step(rate: number, seconds = SECONDS): Promise<StepResult> {
