@@ -9,10 +9,10 @@
  * damaged, and JSON bodies where XML belongs. A 5xx answer, or none, is a finding.
  */
 import { type Agent, request } from "undici";
-import { MAX_BODY_BYTES } from "../../src/api/server.js";
+import { sendApiInput } from "./api-target.js";
 import { mutateBytes, mutateJson } from "./mutate.js";
 import type { Random } from "./random.js";
-import { type ApiFixture, count, type FuzzContext, Pacer, type Target } from "./target.js";
+import { type ApiFixture, type FuzzContext, Pacer, type Target } from "./target.js";
 
 const SESSION_COOKIE = "bridgeline_session";
 const JSON_TYPES = [
@@ -187,40 +187,21 @@ export function apiJsonTarget(rng: Random, perSecond: number, dispatcher: Agent)
         if (inFlight.size >= 4) await Promise.race(inFlight);
         const sent = input(rng, fixture, session);
         stats.inputs++;
-        const done: Promise<void> = request(`${fixture.baseUrl}${sent.path}`, {
-          method: sent.method,
-          headers: sent.headers,
-          body: sent.body,
-          dispatcher,
-          headersTimeout: 30_000,
-          bodyTimeout: 30_000,
-        })
-          .then(async (response) => {
-            const text = await response.body.text();
-            stats.answers++;
-            count(stats, String(response.statusCode));
-            if (response.statusCode >= 500)
-              context.found(
-                `${sent.method} ${sent.path} (${sent.kind}) answered ${response.statusCode} (${text.slice(0, 200)}) to headers ${JSON.stringify(sent.headers).slice(0, 300)} and body ${JSON.stringify(sent.body?.toString("latin1").slice(0, 600) ?? "")}`,
-              );
+        const done: Promise<void> = sendApiInput(
+          { context, stats, dispatcher },
+          `${fixture.baseUrl}${sent.path}`,
+          sent,
+          () =>
+            `${sent.method} ${sent.path} (${sent.kind}) to headers ${JSON.stringify(sent.headers).slice(0, 300)} and body ${JSON.stringify(sent.body?.toString("latin1").slice(0, 600) ?? "")}`,
+        )
+          .then((status) => {
             // The session ended (a sign-out input, a renewed user): sign in again.
             if (
-              response.statusCode === 401 &&
+              status === 401 &&
               sent.kind !== "sign-in" &&
               sent.headers.cookie?.endsWith(session?.token ?? "none")
             )
               again();
-          })
-          .catch((error: unknown) => {
-            // A body over the limit is answered 413 and the connection closed while it is still
-            // being sent: the client may see that as a broken pipe.
-            if ((sent.body?.length ?? 0) > MAX_BODY_BYTES) {
-              count(stats, "413 (connection closed)");
-              return;
-            }
-            context.found(
-              `${sent.method} ${sent.path} (${sent.kind}) got no answer (${String(error)}) to headers ${JSON.stringify(sent.headers).slice(0, 300)} and body ${JSON.stringify(sent.body?.toString("latin1").slice(0, 600) ?? "")}`,
-            );
           })
           .finally(() => inFlight.delete(done));
         inFlight.add(done);

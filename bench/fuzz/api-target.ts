@@ -8,7 +8,7 @@ import { type Agent, request } from "undici";
 import { MAX_BODY_BYTES } from "../../src/api/server.js";
 import { mutateXml } from "./mutate.js";
 import type { Random } from "./random.js";
-import { type ApiFixture, count, type FuzzContext, Pacer, type Target } from "./target.js";
+import { type ApiFixture, count, type FuzzContext, Pacer, type Target, type TargetStats } from "./target.js";
 
 const FUTURE = "2031-06-01T16:00:00Z";
 
@@ -175,38 +175,18 @@ export function apiTarget(rng: Random, perSecond: number, dispatcher: Agent): Ta
         if (contentType !== "") headers["content-type"] = contentType;
         if (!endpoint.anonymous) headers.authorization = fixture.user.auth;
         stats.inputs++;
-        const done: Promise<void> = request(`${fixture.baseUrl}${path}`, {
-          method: endpoint.method,
-          headers,
-          body,
-          dispatcher,
-          headersTimeout: 30_000,
-          bodyTimeout: 30_000,
-        })
-          .then(async (response) => {
-            const text = await response.body.text();
-            stats.answers++;
-            count(stats, String(response.statusCode));
-            if (response.statusCode >= 500)
-              context.found(
-                `${endpoint.method} ${endpoint.path} answered ${response.statusCode} (${text.slice(0, 200)}) to: ${JSON.stringify(body.slice(0, 600))}`,
-              );
+        const done: Promise<void> = sendApiInput(
+          { context, stats, dispatcher },
+          `${fixture.baseUrl}${path}`,
+          { method: endpoint.method, headers, body },
+          () => `${endpoint.method} ${endpoint.path} to: ${JSON.stringify(body.slice(0, 600))}`,
+        )
+          .then((status) => {
             // A fuzzed body changed what the credentials or paths name: start again with a fresh user.
-            if (response.statusCode === 401 && renewing === undefined)
+            if (status === 401 && renewing === undefined)
               renewing = fixture.renew().finally(() => {
                 renewing = undefined;
               });
-          })
-          .catch((error: unknown) => {
-            // A body over the limit is answered 413 and the connection closed while it is still
-            // being sent: the client may see that as a broken pipe.
-            if (Buffer.byteLength(body) > MAX_BODY_BYTES) {
-              count(stats, "413 (connection closed)");
-              return;
-            }
-            context.found(
-              `${endpoint.method} ${endpoint.path} got no answer (${String(error)}) to: ${JSON.stringify(body.slice(0, 600))}`,
-            );
           })
           .finally(() => inFlight.delete(done));
         inFlight.add(done);
@@ -216,4 +196,45 @@ export function apiTarget(rng: Random, perSecond: number, dispatcher: Agent): Ta
       await renewing;
     },
   };
+}
+
+/**
+ * Sends one API input and judges it as every API target does: an answer of 500 or more, or no
+ * answer at all, is a finding (`what` names the input then); a body over the limit whose connection
+ * closed while it was still being sent counts as the 413 it was. Resolves with the status, if any.
+ */
+export async function sendApiInput(
+  to: { readonly context: FuzzContext; readonly stats: TargetStats; readonly dispatcher: Agent },
+  url: string,
+  init: {
+    readonly method: string;
+    readonly headers: Record<string, string>;
+    readonly body?: string | Buffer;
+  },
+  what: () => string,
+): Promise<number | undefined> {
+  const { context, stats } = to;
+  try {
+    const response = await request(url, {
+      method: init.method as "POST",
+      headers: init.headers,
+      body: init.body,
+      dispatcher: to.dispatcher,
+      headersTimeout: 30_000,
+      bodyTimeout: 30_000,
+    });
+    const text = await response.body.text();
+    stats.answers++;
+    count(stats, String(response.statusCode));
+    if (response.statusCode >= 500)
+      context.found(`${what()}: answered ${response.statusCode} (${text.slice(0, 200)})`);
+    return response.statusCode;
+  } catch (error) {
+    if (Buffer.byteLength(init.body ?? "") > MAX_BODY_BYTES) {
+      count(stats, "413 (connection closed)");
+      return undefined;
+    }
+    context.found(`${what()}: got no answer (${String(error)})`);
+    return undefined;
+  }
 }

@@ -8,9 +8,9 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { createSocket } from "node:dgram";
 import { connect } from "node:net";
-import { after, test } from "node:test";
+import { after, before, test } from "node:test";
 import { loadConfig } from "../../../src/config.js";
-import { scrapeMetrics, startTestService, totalOf } from "../../helpers/service.js";
+import { scrapeMetrics, startTestService, type TestService, totalOf } from "../../helpers/service.js";
 import { optionsRequest } from "../../helpers/sip-options.js";
 import { rtpPortRange } from "../../helpers/sipp.js";
 import { until } from "../../helpers/until.js";
@@ -20,8 +20,10 @@ after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-test("requests past a source's rate are counted as refused and dropped", async () => {
-  const api = await startTestService({
+/** One service for both tests: one request a second per source, and only 127.0.0.1 trusted. */
+let api: TestService;
+before(async () => {
+  api = await startTestService({
     metricsPort: 0,
     sip: {
       ...loadConfig({}).sip,
@@ -29,9 +31,13 @@ test("requests past a source's rate are counted as refused and dropped", async (
       port: 0,
       rtpPorts: rtpPortRange(),
       requestRatePerSource: 1,
+      trusted: ["127.0.0.1"],
     },
   });
   cleanups.push(() => api.close());
+});
+
+test("requests past a source's rate are counted as refused and dropped", async () => {
   const socket = createSocket("udp4");
   await new Promise<void>((resolve) => socket.bind(0, "127.0.0.1", resolve));
   cleanups.push(() => {
@@ -60,17 +66,6 @@ test("requests past a source's rate are counted as refused and dropped", async (
 });
 
 test("a stranger's connection closed as accepted and a failed TLS handshake are counted; the handshake logged at warning with its source", async () => {
-  const api = await startTestService({
-    metricsPort: 0,
-    sip: {
-      ...loadConfig({}).sip,
-      bindAddress: "127.0.0.1",
-      port: 0,
-      rtpPorts: rtpPortRange(),
-      trusted: ["127.0.0.1"],
-    },
-  });
-  cleanups.push(() => api.close());
   const stranger = connect({ host: "127.0.0.1", port: api.service.sipPort, localAddress: "127.0.0.9" });
   stranger.on("error", () => {});
   await new Promise((resolve) => stranger.once("close", resolve));
