@@ -120,7 +120,7 @@ export async function answerDialIn(call: IncomingConferenceCall, options: DialIn
       // A caller who does not reach the room leaves no attendee (nor handoff) behind them.
       const withdraw = () =>
         store
-          .withdrawHandoff(token, admitted.added ? attendee.id : null, new Date())
+          .withdrawAdmission(token, admitted.added ? attendee.id : null, new Date())
           .catch((error: unknown) =>
             logger.warn(
               { err: error, conferenceId },

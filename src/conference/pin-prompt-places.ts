@@ -46,14 +46,14 @@ export class PinPromptPlaces {
   }
 
   /** Places held now by one source. */
-  heldBy(source: string): number {
+  #heldBy(source: string): number {
     return this.#bySource.get(source) ?? 0;
   }
 
   /** Takes a place for a caller, or says why there is none. */
   take(caller: CallerSource): PinPromptPlace | PlaceRefusal {
     if (this.#answered >= this.#total) return "prompt-full";
-    const held = this.heldBy(caller.source);
+    const held = this.#heldBy(caller.source);
     if (!caller.peer && held >= this.#perSource) return "source-full";
     this.#held++;
     this.#bySource.set(caller.source, held + 1);
@@ -69,7 +69,7 @@ export class PinPromptPlaces {
         if (state === "answered") this.#answered--;
         state = "given-back";
         this.#held--;
-        const left = this.heldBy(caller.source) - 1;
+        const left = this.#heldBy(caller.source) - 1;
         if (left === 0) this.#bySource.delete(caller.source);
         else this.#bySource.set(caller.source, left);
       },

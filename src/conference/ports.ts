@@ -211,5 +211,5 @@ export interface ConferenceStore {
    * An admitted caller who did not reach the room: its handoff's token (if it had one) spent, the
    * attendee its admission added removed.
    */
-  withdrawHandoff(token: string | undefined, addedAttendeeId: number | null, at: Date): Promise<void>;
+  withdrawAdmission(token: string | undefined, addedAttendeeId: number | null, at: Date): Promise<void>;
 }

@@ -14,7 +14,7 @@ import {
   findPinTarget,
   roomLocation,
   takeHandoff,
-  withdrawHandoff,
+  withdrawAdmission,
 } from "../store/dial-in.js";
 import { appendEvent } from "../store/events.js";
 import { roomEvent } from "../store/live-events.js";
@@ -44,6 +44,6 @@ export function conferenceStore(store: Store): ConferenceStore {
     roomLocation: (conferenceId) => roomLocation(store, conferenceId),
     createHandoff: (handoff, at) => createHandoff(store, handoff, at),
     takeHandoff: (token, at) => takeHandoff(store, token, at),
-    withdrawHandoff: (token, addedAttendeeId, at) => withdrawHandoff(store, token, addedAttendeeId, at),
+    withdrawAdmission: (token, addedAttendeeId, at) => withdrawAdmission(store, token, addedAttendeeId, at),
   };
 }

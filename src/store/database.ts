@@ -126,7 +126,7 @@ const TIMESTAMPTZ_OID = 1184;
 const INT8_OID = 20;
 
 /** How long a statement may take, and a connection be waited for, unless told: see PostgresOptions. */
-export const DEFAULT_DATABASE_TIMEOUT_SECONDS = 5;
+const DEFAULT_DATABASE_TIMEOUT_SECONDS = 5;
 /**
  * A live server cancels a statement at statement_timeout and says so; the driver gives up waiting
  * this much later, when the server (or the network to it) is silent.

@@ -208,12 +208,12 @@ export async function takeHandoff(
 }
 
 /**
- * Takes back a handoff whose caller did not reach the room (the running instance refused the
- * internal call or did not answer it, or the caller hung up first): the token is spent, and the
- * attendee the admission added is removed, with its event, unless a call of theirs began meanwhile,
- * so that no attendee is left recorded for a caller who never joined.
+ * Takes back the admission of a caller who did not reach the room (it hung up first, or the running
+ * instance refused the internal call or did not answer it): its handoff token, if it had one, is
+ * spent, and the attendee the admission added is removed, with its event, unless a call of theirs
+ * began meanwhile, so that no attendee is left recorded for a caller who never joined.
  */
-export async function withdrawHandoff(
+export async function withdrawAdmission(
   store: Store,
   token: string | undefined,
   addedAttendeeId: number | null,

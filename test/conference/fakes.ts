@@ -493,8 +493,8 @@ export class FakeStore implements ConferenceStore {
     return handoff;
   }
 
-  async withdrawHandoff(token: string, addedAttendeeId: number | null): Promise<void> {
-    this.handoffs.delete(token);
+  async withdrawAdmission(token: string | undefined, addedAttendeeId: number | null): Promise<void> {
+    if (token !== undefined) this.handoffs.delete(token);
     this.attendees = this.attendees.filter(
       (attendee) => attendee.id !== addedAttendeeId || attendee.state !== "new",
     );

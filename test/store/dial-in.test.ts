@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { openStore, type Store } from "../../src/store/database.js";
-import { admitCaller, createHandoff, takeHandoff, withdrawHandoff } from "../../src/store/dial-in.js";
+import { admitCaller, createHandoff, takeHandoff, withdrawAdmission } from "../../src/store/dial-in.js";
 import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
 import { createConference, createUser, startTestService, type TestService } from "../helpers/service.js";
 
@@ -52,7 +52,7 @@ describe(`withdrawing a dial-in handoff (${TEST_STORE})`, () => {
       { conferenceId, attendeeId: id, moderator: false, encryption: "none" },
       at,
     );
-    await withdrawHandoff(store, token, id, at);
+    await withdrawAdmission(store, token, id, at);
     assert.ok(!(await attendeeIds()).includes(id), "no attendee left for the caller");
     assert.deepEqual(await eventsOf(id), ["attendee-added", "attendee-removed"]);
     assert.equal(await takeHandoff(store, token, at), undefined, "the token is spent");
@@ -71,7 +71,7 @@ describe(`withdrawing a dial-in handoff (${TEST_STORE})`, () => {
       { conferenceId, attendeeId: id, moderator: false, encryption: "none" },
       at,
     );
-    await withdrawHandoff(store, matchedToken, null, at);
+    await withdrawAdmission(store, matchedToken, null, at);
     assert.ok((await attendeeIds()).includes(id));
 
     // Added, but the room's instance took the caller in after all (its call began): kept.
@@ -83,7 +83,7 @@ describe(`withdrawing a dial-in handoff (${TEST_STORE})`, () => {
       { conferenceId, attendeeId: connected, moderator: false, encryption: "none" },
       at,
     );
-    await withdrawHandoff(store, token, connected, at);
+    await withdrawAdmission(store, token, connected, at);
     assert.ok((await attendeeIds()).includes(connected));
   });
 });
