@@ -31,7 +31,8 @@ import type { DtmfMethod } from "./trunk.js";
 export type CallState = "calling" | "ringing" | "answered" | "failed" | "ended";
 
 /** SRTP for a call: none, offered and either answer taken, or nothing else accepted (488). */
-export type SrtpPolicy = "off" | "optional" | "required";
+export const SRTP_POLICIES = ["off", "optional", "required"] as const;
+export type SrtpPolicy = (typeof SRTP_POLICIES)[number];
 
 export interface CallFailure {
   /** The SIP status: the final response, 408 for no answer or timeout, 503 when the trunk is unreachable. */
