@@ -8,7 +8,7 @@ import { limitListener } from "./api/listener-limits.js";
 import { buildApi } from "./api/server.js";
 import { ConferenceRuntime } from "./conference/conference-runtime.js";
 import { conferenceStore } from "./conference/store.js";
-import { type Config, ConfigError, loadConfig } from "./config.js";
+import { type Config, ConfigError, loadConfig, type UnknownVariable, unknownVariables } from "./config.js";
 import type { CallingPolicy } from "./domain/phone.js";
 import { createLogger } from "./log.js";
 import { listenForScrapes, ServiceMetrics } from "./metrics.js";
@@ -61,6 +61,8 @@ export interface ServiceOptions {
   readonly sipClock?: TimerClock;
   /** How often the instance renews its heartbeat (tests of instances learning of each other). */
   readonly heartbeatIntervalMs?: number;
+  /** BRIDGELINE_* variables set that nothing reads: each is logged as a warning. */
+  readonly unknownVariables?: readonly UnknownVariable[];
 }
 
 /** Wires the store, the API and the listeners; the one place that knows them all. */
@@ -70,6 +72,8 @@ export async function startService(
   options: ServiceOptions = {},
 ): Promise<RunningService> {
   const logger = createLogger(config.logLevel, logDestination);
+  for (const { name, likely } of options.unknownVariables ?? [])
+    logger.warn({ variable: name, likely }, unknownVariableWarning(name, likely));
   const metrics = new ServiceMetrics(logger.child({ component: "metrics" }));
   const store = await openStoreWhenReachable(config, logger);
   let tls: TlsMaterial;
@@ -424,21 +428,28 @@ function portInUse(
   );
 }
 
+function unknownVariableWarning(name: string, likely: string | undefined): string {
+  return `${name} is not a Bridgeline setting and is ignored${likely === undefined ? "" : `: did you mean ${likely}?`}`;
+}
+
 /** `npm start`: configuration from the environment, graceful stop on SIGINT/SIGTERM. */
 export async function runFromEnvironment(): Promise<void> {
+  const unknown = unknownVariables();
   let config: Config;
   try {
     config = loadConfig();
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`bridgeline: configuration error: ${error.message}\n`);
+      for (const { name, likely } of unknown)
+        process.stderr.write(`bridgeline: ${unknownVariableWarning(name, likely)}\n`);
       process.exit(1);
     }
     throw error;
   }
   let service: RunningService;
   try {
-    service = await startService(config);
+    service = await startService(config, undefined, { unknownVariables: unknown });
   } catch (error) {
     if (error instanceof StartupError) {
       process.stderr.write(`bridgeline: ${error.message}\n`);
