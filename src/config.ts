@@ -10,8 +10,12 @@ import path from "node:path";
 import { closestMatch } from "leven";
 import { z } from "zod";
 import { normalizeNanpNumber } from "./domain/phone.js";
-import { SRTP_POLICIES } from "./telephony/call.js";
-import { DEFAULT_SRTP_SUITES, SRTP_SUITES, type SrtpSuite } from "./telephony/media/rtp/srtp.js";
+import {
+  DEFAULT_SRTP_SUITES,
+  SRTP_POLICIES,
+  SRTP_SUITES,
+  type SrtpSuite,
+} from "./telephony/media/rtp/srtp.js";
 import { readTrunkUri, type Trunk, type TrunkUri, trunkOf } from "./telephony/trunk.js";
 import { parseTrunkProfiles, readCallerId, TrunkProfileError } from "./trunk-profiles.js";
 

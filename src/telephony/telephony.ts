@@ -6,9 +6,9 @@
 import { BlockList, isIP, isIPv6 } from "node:net";
 import { networkInterfaces } from "node:os";
 import { normalizeNanpNumber } from "../domain/phone.js";
-import { Call, type CallHost, type CallOrigin, IncomingCall, OutgoingCall, type SrtpPolicy } from "./call.js";
+import { Call, type CallHost, type CallOrigin, IncomingCall, OutgoingCall } from "./call.js";
 import { type MediaMix, MediaPlane, type MediaStream } from "./media/plane/media-plane.js";
-import { DEFAULT_SRTP_SUITES, type SrtpSuite } from "./media/rtp/srtp.js";
+import { DEFAULT_SRTP_SUITES, type SrtpPolicy, type SrtpSuite } from "./media/rtp/srtp.js";
 import { destinationOf, newCallId, newTag } from "./sip/dialog/dialog.js";
 import { parseSipUri } from "./sip/message/header-values.js";
 import type { TimerClock } from "./sip/transaction/timers.js";

@@ -42,6 +42,10 @@ export const DEFAULT_SRTP_SUITES: readonly SrtpSuite[] = [
   "AES_CM_128_HMAC_SHA1_32",
 ];
 
+/** SRTP for a call: none, offered and either answer taken, or nothing else accepted (488). */
+export const SRTP_POLICIES = ["off", "optional", "required"] as const;
+export type SrtpPolicy = (typeof SRTP_POLICIES)[number];
+
 /** A master key and salt, as an SDES inline key carries them (RFC 4568 section 6.1). */
 export interface SrtpKeyMaterial {
   readonly suite: SrtpSuite;
