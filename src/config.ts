@@ -2,6 +2,7 @@
  * Every setting of the service: one table of environment variables (name, what it accepts, default,
  * meaning), read through zod, and the Config the rest of the service sees, shaped from it. The
  * README's table is made from this one (`npm run docs:config`); a test keeps the two the same.
+ * It is long because it is that table: 71 variables, each with its meaning as the README shows it.
  */
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
