@@ -1,3 +1,4 @@
+// Long because it alone wires the service: every part is built, joined and stopped here (the guide says main.ts alone).
 import http from "node:http";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
