@@ -85,7 +85,7 @@ export function attendeeRoutes(api: ApiContext): void {
         } else if (current.state !== "connected") {
           // Only a call in the room has a microphone and a hand; the next call starts afresh.
           throw new HttpError(
-            409,
+            "BL_ERR_CONFLICT",
             `the attendee is ${current.state}, not connected: ${changed} can be changed only during its call`,
           );
         }

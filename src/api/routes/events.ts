@@ -57,8 +57,10 @@ async function subscribe(feed: EventFeed, subscription: Subscription): Promise<(
     return await feed.subscribe(subscription);
   } catch (error) {
     if (!(error instanceof StreamLimitReached)) throw error;
-    if (error.limit === "user") throw new HttpError(429, error.message);
-    throw new HttpError(503, error.message, { "retry-after": String(STREAMS_RETRY_AFTER_SECONDS) });
+    if (error.limit === "user") throw new HttpError("BL_ERR_TOO_MANY_REQUESTS", error.message);
+    throw new HttpError("BL_ERR_SERVICE_BUSY", error.message, {
+      "retry-after": String(STREAMS_RETRY_AFTER_SECONDS),
+    });
   }
 }
 

@@ -16,7 +16,7 @@ import { type ApiContext, idParam, representationOf, sendDocument } from "../ser
 /** The answer to acting live on a conference that is not taking place. */
 export function notStarted(state: string, what = "it"): HttpError {
   return new HttpError(
-    409,
+    "BL_ERR_CONFLICT",
     `the conference is ${state}, not started: ${what} can be changed only while it takes place`,
   );
 }
@@ -47,7 +47,7 @@ export function liveControlRoutes(api: ApiContext): void {
         case "no-number":
           throw new ValidationFailed(["phone-number: the attendee has no number to call"]);
         case "in-call":
-          throw new HttpError(409, `the attendee is already ${result.attendee.state}`);
+          throw new HttpError("BL_ERR_CONFLICT", `the attendee is already ${result.attendee.state}`);
         case "requested":
           return sendDocument(
             reply,
