@@ -171,12 +171,8 @@ export async function buildApi(options: ApiOptions) {
     reply.status(status).headers(headers);
     return sendErrors(reply, messages);
   });
-  app.setNotFoundHandler((request, reply) => {
-    const { status, messages } = answerFor("BL_ERR_NO_ROUTE", [
-      `no resource at ${request.method} ${request.url.split("?")[0]}`,
-    ]);
-    reply.status(status);
-    return sendErrors(reply, messages);
+  app.setNotFoundHandler(async (request) => {
+    throw new HttpError("BL_ERR_NO_ROUTE", `no resource at ${request.method} ${request.url.split("?")[0]}`);
   });
 
   const authenticated = (request: FastifyRequest) => authenticator.authenticateRequest(request);
@@ -258,7 +254,7 @@ function accepts(accept: string | undefined, mediaTypes: readonly string[]): boo
 }
 
 /** The answer to anything thrown: by its code's entry in the registry, else 500 without detail. */
-function describeError(error: unknown): ErrorAnswer {
+export function describeError(error: unknown): ErrorAnswer {
   if (error instanceof DomainError) return answerFor(error.code, error.messages);
   if (error instanceof HttpError) return answerFor(error.code, [error.message], error.headers);
   const fastify = fastifyClientError(error);
