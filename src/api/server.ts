@@ -210,13 +210,8 @@ export async function buildApi(options: ApiOptions) {
         method: others,
         url: path,
         handler: async () => {
-          throw new HttpError(
-            "BL_ERR_METHOD_NOT_ALLOWED",
-            `${path.replace(/:(\w+)/g, "{$1}")} allows ${allow}`,
-            {
-              allow,
-            },
-          );
+          const template = path.replace(/:(\w+)/g, "{$1}");
+          throw new HttpError("BL_ERR_METHOD_NOT_ALLOWED", `${template} allows ${allow}`, { allow });
         },
       });
     },
