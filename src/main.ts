@@ -8,7 +8,6 @@ import { EventFeed } from "./api/event-feed.js";
 import { limitListener } from "./api/listener-limits.js";
 import { buildApi } from "./api/server.js";
 import { ConferenceRuntime } from "./conference/conference-runtime.js";
-import { conferenceStore } from "./conference/store.js";
 import { type Config, ConfigError, loadConfig, type UnknownVariable, unknownVariables } from "./config.js";
 import type { CallingPolicy } from "./domain/phone.js";
 import { createLogger } from "./log.js";
@@ -17,6 +16,7 @@ import { fileDelivery, smtpDelivery } from "./notify/delivery.js";
 import { NotificationWorker } from "./notify/notification-worker.js";
 import { Scheduler } from "./scheduler/scheduler.js";
 import { attemptCounts } from "./store/attempt-counts.js";
+import { conferenceStore } from "./store/conference-store.js";
 import {
   openStore,
   pendingMigrations,
@@ -24,6 +24,7 @@ import {
   type Store,
   unreachableReason,
 } from "./store/database.js";
+import { schedulerStore } from "./store/scheduler-store.js";
 import { speak } from "./telephony/media/speech.js";
 import type { TimerClock } from "./telephony/sip/transaction/timers.js";
 import { Telephony } from "./telephony/telephony.js";
@@ -168,7 +169,7 @@ export async function startService(
     logger: logger.child({ component: "conferences" }),
   });
   const scheduler = new Scheduler({
-    store,
+    store: schedulerStore(store),
     runner: config.instanceId,
     logger: logger.child({ component: "scheduler" }),
     sipUri: telephony.sipUri,

@@ -6,16 +6,7 @@
  * due conferences that no instance had room to start.
  */
 import type { Conference } from "../domain/conference.js";
-import {
-  claimDueConference,
-  type DelayedConference,
-  markDelayedConferences,
-  type RecoveredConference,
-  recoverAbandonedConferences,
-  renewHeartbeat,
-} from "../store/conference-runtime.js";
-import type { Store } from "../store/database.js";
-import { renewSipInstance } from "../store/sip-instances.js";
+import type { DelayedConference, RecoveredConference, SchedulerStore } from "./ports.js";
 
 export interface SchedulerLogger {
   info(fields: object, message: string): void;
@@ -24,7 +15,7 @@ export interface SchedulerLogger {
 }
 
 export interface SchedulerOptions {
-  readonly store: Store;
+  readonly store: SchedulerStore;
   /** This instance's name as a conference's runner; stable across restarts of the same instance. */
   readonly runner: string;
   /**
@@ -72,8 +63,7 @@ export class Scheduler {
   /** Ends what an earlier run of this instance left started, then starts polling. */
   async start(): Promise<void> {
     const now = new Date();
-    const recovered = await recoverAbandonedConferences(
-      this.#options.store,
+    const recovered = await this.#options.store.recoverAbandonedConferences(
       { ownRunner: this.#options.runner, staleBefore: this.#staleBefore(now) },
       now,
     );
@@ -114,7 +104,7 @@ export class Scheduler {
           sipUri: this.#options.sipUri ?? null,
           room: this.#options.room?.() ?? null,
         };
-        const claimed = await claimDueConference(store, claimant, new Date());
+        const claimed = await store.claimDueConference(claimant, new Date());
         if (claimed === undefined) return;
         const { conference, attendees } = claimed;
         logger.info({ conferenceId: conference.id }, "conference started");
@@ -133,11 +123,11 @@ export class Scheduler {
     const { store, runner, logger } = this.#options;
     const now = new Date();
     try {
-      await renewHeartbeat(store, runner, now);
+      await store.renewHeartbeat(runner, now);
       await this.#renewInstance(now);
-      this.#logDelayed(await markDelayedConferences(store, new Date(now.getTime() - DELAYED_AFTER_MS), now));
+      this.#logDelayed(await store.markDelayedConferences(new Date(now.getTime() - DELAYED_AFTER_MS), now));
       this.#logRecovered(
-        await recoverAbandonedConferences(store, { staleBefore: this.#staleBefore(now) }, now),
+        await store.recoverAbandonedConferences({ staleBefore: this.#staleBefore(now) }, now),
       );
     } catch (error) {
       logger.warn({ err: error }, "conference heartbeat failed; trying again");
@@ -148,7 +138,7 @@ export class Scheduler {
   async #renewInstance(now: Date): Promise<void> {
     const { store, runner, sipUri, onOtherInstances } = this.#options;
     if (sipUri === undefined || sipUri === null) return;
-    const others = await renewSipInstance(store, { runner, sipUri }, this.#staleBefore(now), now);
+    const others = await store.renewSipInstance({ runner, sipUri }, this.#staleBefore(now), now);
     onOtherInstances?.(others);
   }
 

@@ -9,7 +9,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { loadConfig } from "../../src/config.js";
-import { markDelayedConferences } from "../../src/store/conference-runtime.js";
+import { markDelayedConferences } from "../../src/store/scheduler-store.js";
 import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
 import { createUser, startTestService, type TestService } from "../helpers/service.js";
 import { until } from "../helpers/until.js";

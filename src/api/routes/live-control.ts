@@ -6,8 +6,8 @@
  */
 import { NotFound, ValidationFailed } from "../../domain/errors.js";
 import { whyOverCallLimits } from "../../domain/phone.js";
-import { requestAttendeeCall, requestConferenceEnd } from "../../store/conference-runtime.js";
 import { getConference } from "../../store/conferences.js";
+import { requestAttendeeCall, requestConferenceEnd } from "../../store/live-control.js";
 import { placedCallCounts } from "../../store/placed-calls.js";
 import { HttpError } from "../http-errors.js";
 import { attendeeElement, conferenceElement } from "../representations.js";

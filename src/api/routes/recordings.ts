@@ -3,7 +3,8 @@ import { open } from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { NotFound } from "../../domain/errors.js";
-import { getRecordingFile, recordingsDirectory } from "../../store/recordings.js";
+import { recordingsDirectory } from "../../domain/recording.js";
+import { getRecordingFile } from "../../store/recordings.js";
 import { type ApiContext, idParam } from "../server.js";
 
 const WAV_TYPE = "audio/wav";
