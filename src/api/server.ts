@@ -1,6 +1,7 @@
 import fastifyCookie from "@fastify/cookie";
 import fastifyRateLimit, { type RateLimitOptions } from "@fastify/rate-limit";
 import Fastify, {
+  type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
   type FastifyServerFactory,
@@ -63,7 +64,7 @@ export interface ApiOptions {
   onRequestDone?: (route: string, method: string, status: number, seconds: number) => void;
 }
 
-/** What every route handler works with. */
+/** What every route plugin is registered with (its options). */
 export interface ApiContext {
   store: Store;
   dataDir: string;
@@ -74,11 +75,6 @@ export interface ApiContext {
   /** The authenticated user, who must own the /users/{user_id} tree named by the path. */
   owner(request: FastifyRequest): Promise<number>;
   authenticated(request: FastifyRequest): Promise<number>;
-  resource(
-    path: string,
-    handlers: Partial<Record<HTTPMethods, RouteHandler>>,
-    options?: ResourceOptions,
-  ): void;
 }
 
 export interface ResourceOptions {
@@ -199,37 +195,50 @@ export async function buildApi(options: ApiOptions) {
       }
       return userId;
     },
-    resource(path, handlers, resourceOptions = {}) {
-      const allowed = Object.keys(handlers) as HTTPMethods[];
-      const config = { produces: resourceOptions.produces, rateLimit: resourceOptions.rateLimit };
-      for (const method of allowed)
-        app.route({ method, url: path, handler: handlers[method] as RouteHandler, config });
-      const allow = [...allowed, ...(allowed.includes("GET") ? ["HEAD"] : [])].join(", ");
-      const others = METHODS.filter((method) => !allowed.includes(method));
-      app.route({
-        method: others,
-        url: path,
-        handler: async () => {
-          const template = path.replace(/:(\w+)/g, "{$1}");
-          throw new HttpError("BL_ERR_METHOD_NOT_ALLOWED", `${template} allows ${allow}`, { allow });
-        },
-      });
-    },
   };
 
-  billingPackageRoutes(context);
-  accessNumberRoutes(context);
-  userRoutes(context);
-  contactRoutes(context);
-  conferenceRoutes(context);
-  attendeeRoutes(context);
-  recordingRoutes(context);
-  liveControlRoutes(context);
-  eventRoutes(context, feed);
-  webhookRoutes(context, options.webhookDestinations ?? { allowPrivate: false });
-  healthRoutes(context, options.readiness ?? {});
+  // One plugin per resource (routes/), each given the context as its options.
+  void app.register(billingPackageRoutes, context);
+  void app.register(accessNumberRoutes, context);
+  void app.register(userRoutes, context);
+  void app.register(contactRoutes, context);
+  void app.register(conferenceRoutes, context);
+  void app.register(attendeeRoutes, context);
+  void app.register(recordingRoutes, context);
+  void app.register(liveControlRoutes, context);
+  void app.register(eventRoutes, { ...context, feed });
+  void app.register(webhookRoutes, {
+    ...context,
+    destinations: options.webhookDestinations ?? { allowPrivate: false },
+  });
+  void app.register(healthRoutes, { checks: options.readiness ?? {} });
   void app.register(consoleRoutes(context, authenticator));
   return app;
+}
+
+/**
+ * Declares a resource in a route plugin: its methods' handlers, and 405 with Allow for the methods it
+ * does not have.
+ */
+export function resource(
+  app: FastifyInstance,
+  path: string,
+  handlers: Partial<Record<HTTPMethods, RouteHandler>>,
+  options: ResourceOptions = {},
+): void {
+  const allowed = Object.keys(handlers) as HTTPMethods[];
+  const config = { produces: options.produces, rateLimit: options.rateLimit };
+  for (const method of allowed)
+    app.route({ method, url: path, handler: handlers[method] as RouteHandler, config });
+  const allow = [...allowed, ...(allowed.includes("GET") ? ["HEAD"] : [])].join(", ");
+  const others = METHODS.filter((method) => !allowed.includes(method));
+  app.route({
+    method: others,
+    url: path,
+    handler: async () => {
+      throw new HttpError("BL_ERR_METHOD_NOT_ALLOWED", `${path.replace(/:(\w+)/g, "{$1}")} allows ${allow}`, { allow });
+    },
+  });
 }
 
 /** True when the Accept header admits one of `mediaTypes` (absent, a wildcard, or the type itself). */

@@ -4,6 +4,7 @@
  * second), whichever instance runs it. Muting, hands and the conference's controls are PUTs of the
  * resources themselves (attendees.ts, conferences.ts).
  */
+import type { FastifyInstance } from "fastify";
 import { NotFound, ValidationFailed } from "../../domain/errors.js";
 import { whyOverCallLimits } from "../../domain/phone.js";
 import { getConference } from "../../store/conferences.js";
@@ -11,7 +12,7 @@ import { requestAttendeeCall, requestConferenceEnd } from "../../store/live-cont
 import { placedCallCounts } from "../../store/placed-calls.js";
 import { HttpError } from "../http-errors.js";
 import { attendeeElement, conferenceElement } from "../representations.js";
-import { type ApiContext, idParam, representationOf, sendDocument } from "../server.js";
+import { type ApiContext, idParam, representationOf, resource, sendDocument } from "../server.js";
 
 /** The answer to acting live on a conference that is not taking place. */
 export function notStarted(state: string, what = "it"): HttpError {
@@ -21,8 +22,8 @@ export function notStarted(state: string, what = "it"): HttpError {
   );
 }
 
-export function liveControlRoutes(api: ApiContext): void {
-  api.resource("/users/:userId/conferences/:conferenceId/attendees/:attendeeId/call", {
+export async function liveControlRoutes(app: FastifyInstance, api: ApiContext): Promise<void> {
+  resource(app, "/users/:userId/conferences/:conferenceId/attendees/:attendeeId/call", {
     POST: async (request, reply) => {
       const userId = await api.owner(request);
       const conference = await getConference(api.store, userId, idParam(request, "conferenceId"));
@@ -59,7 +60,7 @@ export function liveControlRoutes(api: ApiContext): void {
     },
   });
 
-  api.resource("/users/:userId/conferences/:conferenceId/end", {
+  resource(app, "/users/:userId/conferences/:conferenceId/end", {
     POST: async (request, reply) => {
       const userId = await api.owner(request);
       const conference = await getConference(api.store, userId, idParam(request, "conferenceId"));
