@@ -53,7 +53,7 @@ export function conferenceStore(store: Store): ConferenceStore {
   };
 }
 
-export async function loadRoom(store: Store, conferenceId: number): Promise<RoomState> {
+async function loadRoom(store: Store, conferenceId: number): Promise<RoomState> {
   const [conference, attendees] = await Promise.all([
     store.db.selectFrom("conferences").selectAll().where("id", "=", conferenceId).executeTakeFirst(),
     store.db
@@ -76,7 +76,7 @@ export async function loadRoom(store: Store, conferenceId: number): Promise<Room
 }
 
 /** The name of a conference's owner, for the invitation its attendees hear. */
-export async function ownerName(store: Store, userId: number): Promise<string | undefined> {
+async function ownerName(store: Store, userId: number): Promise<string | undefined> {
   const row = await store.db.selectFrom("users").select("name").where("id", "=", userId).executeTakeFirst();
   return row?.name;
 }
@@ -86,7 +86,7 @@ export async function ownerName(store: Store, userId: number): Promise<string | 
  * (connected-at) with muted and hand-up set; disconnected adds the call's seconds to duration. False
  * when the attendee is gone.
  */
-export function recordAttendeeCall(
+function recordAttendeeCall(
   store: Store,
   scope: RoomScope,
   attendeeId: number,
@@ -150,7 +150,7 @@ async function updateAttendeeCall(
 }
 
 /** Sets muted and hand-up as they are in the room, with an event for each flag that changes. */
-export async function recordAttendeeControls(
+async function recordAttendeeControls(
   store: Store,
   scope: RoomScope,
   attendeeId: number,
@@ -189,7 +189,7 @@ export async function recordAttendeeControls(
 }
 
 /** The conference options the moderator changes from the keypad, with an event for each that changes. */
-export async function recordConferenceControls(
+async function recordConferenceControls(
   store: Store,
   scope: RoomScope,
   controls: Partial<LiveControls>,
@@ -236,7 +236,7 @@ export async function recordConferenceControls(
  * Ends a conference: state ended, ended-at, no runner; any attendee still marked in a call is
  * disconnected with its seconds counted up to `callsEndedAt`.
  */
-export async function endConference(
+async function endConference(
   store: Store,
   scope: RoomScope,
   reason: string,

@@ -36,7 +36,7 @@ export function schedulerStore(store: Store): SchedulerStore {
  * SQLite has a single writer. With a limit on room, a conference takes room for each attendee (for
  * one caller at least, when it has none): one that does not fit is left to another instance.
  */
-export async function claimDueConference(
+async function claimDueConference(
   store: Store,
   claimant: Claimant,
   now: Date,
@@ -97,7 +97,7 @@ export async function claimDueConference(
  * conference rescheduled and delayed again is marked again); returns those marked now. On
  * PostgreSQL the rows are locked with SKIP LOCKED, so instances looking together mark each once.
  */
-export async function markDelayedConferences(
+async function markDelayedConferences(
   store: Store,
   dueBefore: Date,
   now: Date,
@@ -146,7 +146,7 @@ export async function markDelayedConferences(
 }
 
 /** The running instance says it still runs its conferences. */
-export async function renewHeartbeat(store: Store, runner: string, now: Date): Promise<void> {
+async function renewHeartbeat(store: Store, runner: string, now: Date): Promise<void> {
   await store.db
     .updateTable("conferences")
     .set({ runner_heartbeat_at: timestamp(now) })
@@ -161,7 +161,7 @@ export async function renewHeartbeat(store: Store, runner: string, now: Date): P
  * disconnected with their seconds counted up to the runner's last heartbeat, the last moment they
  * are known to have existed. Each conference is claimed with FOR UPDATE SKIP LOCKED on PostgreSQL.
  */
-export async function recoverAbandonedConferences(
+async function recoverAbandonedConferences(
   store: Store,
   abandoned: { ownRunner?: string; staleBefore: Date },
   now: Date,
