@@ -236,7 +236,9 @@ export function resource(
     method: others,
     url: path,
     handler: async () => {
-      throw new HttpError("BL_ERR_METHOD_NOT_ALLOWED", `${path.replace(/:(\w+)/g, "{$1}")} allows ${allow}`, { allow });
+      throw new HttpError("BL_ERR_METHOD_NOT_ALLOWED", `${path.replace(/:(\w+)/g, "{$1}")} allows ${allow}`, {
+        allow,
+      });
     },
   });
 }
