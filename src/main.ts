@@ -13,7 +13,7 @@ import type { CallingPolicy } from "./domain/phone.js";
 import { createLogger } from "./log.js";
 import { listenForScrapes, ServiceMetrics } from "./metrics.js";
 import { fileDelivery, smtpDelivery } from "./notify/delivery.js";
-import { NotificationWorker } from "./notify/notification-worker.js";
+import { notificationWorker } from "./notify/mail-deliverer.js";
 import { Scheduler } from "./scheduler/scheduler.js";
 import { attemptCounts } from "./store/attempt-counts.js";
 import { conferenceStore } from "./store/conference-store.js";
@@ -24,12 +24,14 @@ import {
   type Store,
   unreachableReason,
 } from "./store/database.js";
+import { notificationOutbox } from "./store/notification-outbox.js";
+import { webhookOutbox } from "./store/webhook-outbox.js";
 import { schedulerStore } from "./store/scheduler-store.js";
 import { speak } from "./telephony/media/speech.js";
 import type { TimerClock } from "./telephony/sip/transaction/timers.js";
 import { Telephony } from "./telephony/telephony.js";
 import { certificateProblem, loadSipTlsMaterial, loadTlsMaterial, type TlsMaterial } from "./tls.js";
-import { WebhookWorker } from "./webhooks/webhook-worker.js";
+import { webhookWorker } from "./webhooks/http-deliverer.js";
 
 export interface RunningService {
   httpsPort: number;
@@ -183,8 +185,8 @@ export async function startService(
     startConference: (conference, attendees) => conferences.run(conference, attendees),
   });
   const mail = config.mail;
-  const notifications = new NotificationWorker({
-    store,
+  const notifications = notificationWorker({
+    queue: notificationOutbox(store),
     worker: config.instanceId,
     delivery:
       mail.smtpUrl === null ? fileDelivery(path.join(config.dataDir, "mail")) : smtpDelivery(mail.smtpUrl),
@@ -198,8 +200,8 @@ export async function startService(
     logger: logger.child({ component: "notifications" }),
   });
   const webhookDestinations = { allowPrivate: config.webhooks.allowPrivate };
-  const webhooks = new WebhookWorker({
-    store,
+  const webhooks = webhookWorker({
+    queue: webhookOutbox(store),
     worker: config.instanceId,
     destinations: webhookDestinations,
     timeoutMs: config.webhooks.timeoutSeconds * 1000,
