@@ -20,7 +20,7 @@ export interface OutboxClaims<Table extends OutboxTable> {
 }
 
 /** The due rows' ids, locked for this claim on PostgreSQL (skipping those another worker is claiming). */
-export function lockDue<Table extends OutboxTable>(
+function lockDue<Table extends OutboxTable>(
   store: Store,
   due: SelectQueryBuilder<Database, Table, { id: number }>,
 ): SelectQueryBuilder<Database, Table, { id: number }> {
