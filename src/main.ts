@@ -25,8 +25,8 @@ import {
   unreachableReason,
 } from "./store/database.js";
 import { notificationOutbox } from "./store/notification-outbox.js";
-import { webhookOutbox } from "./store/webhook-outbox.js";
 import { schedulerStore } from "./store/scheduler-store.js";
+import { webhookOutbox } from "./store/webhook-outbox.js";
 import { speak } from "./telephony/media/speech.js";
 import type { TimerClock } from "./telephony/sip/transaction/timers.js";
 import { Telephony } from "./telephony/telephony.js";
