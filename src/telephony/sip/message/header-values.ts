@@ -412,6 +412,15 @@ function upperCased(text: string): string {
   return text;
 }
 
+/** toLowerCase() without its copy of a text that is lower-case already. */
+function lowerCased(text: string): string {
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= 0x41 && code <= 0x5a) return text.toLowerCase();
+  }
+  return text;
+}
+
 /** Index past the token at `from` (`from` itself when there is none); -1 stays -1. */
 function tokenEnd(text: string, from: number, end: number): number {
   if (from < 0) return -1;
@@ -488,6 +497,104 @@ function cseqWithin(text: string, from: number, to: number): CSeq | undefined {
   return { seq, method: text.slice(methodStart, to) };
 }
 
+/** Who refreshes a session (RFC 4028 section 4): the UAC or the UAS of the refreshing transaction. */
+export type Refresher = "uac" | "uas";
+
+/** Session-Expires = delta-seconds *( SEMI se-params ), se-params = refresher-param / generic-param (RFC 4028 section 4). */
+export interface SessionExpires {
+  /** The session interval, in seconds. */
+  readonly interval: number;
+  /** The refresher parameter, lower-cased; undefined when absent. */
+  readonly refresher: Refresher | undefined;
+}
+
+/** The Session-Expires value in `text.slice(start, end)`. */
+export function parseSessionExpires(text: string, start = 0, end = text.length): SessionExpires | undefined {
+  const delta = deltaSecondsWithParams(text, start, end);
+  if (delta === undefined) return undefined;
+  // A refresher other than uac or uas reads as a generic-param: none named.
+  const refresher = delta.params.get("refresher")?.toLowerCase();
+  return {
+    interval: delta.seconds,
+    refresher: refresher === "uac" || refresher === "uas" ? refresher : undefined,
+  };
+}
+
+/** Min-SE = delta-seconds *( SEMI generic-param ) (RFC 4028 section 5): the seconds. */
+export function parseMinSe(text: string, start = 0, end = text.length): number | undefined {
+  return deltaSecondsWithParams(text, start, end)?.seconds;
+}
+
+/** delta-seconds (1*DIGIT, at most 2**32-1 as RFC 3261 section 25.1 bounds them) with parameters after it. */
+function deltaSecondsWithParams(
+  text: string,
+  start: number,
+  end: number,
+): { seconds: number; params: Params } | undefined {
+  const from = skipSpace(text, start, end);
+  let digitsEnd = from;
+  while (digitsEnd < end && isDigit(text.charCodeAt(digitsEnd))) digitsEnd++;
+  const seconds = parseBoundedInteger(text, 0xffffffff, from, digitsEnd);
+  if (seconds === undefined) return undefined;
+  const params = parseParams(text, digitsEnd, end);
+  return params === undefined ? undefined : { seconds, params };
+}
+
+/** RSeq = response-num, 1*DIGIT from 1 to 2**32-1 (RFC 3262 section 7.1), white space around it allowed. */
+export function parseRSeq(text: string, start = 0, end = text.length): number | undefined {
+  const rseq = scanTrimmed(text, start, end, responseNum);
+  return rseq === 0 ? undefined : rseq;
+}
+
+function responseNum(text: string, from: number, to: number): number | undefined {
+  return parseBoundedInteger(text, 0xffffffff, from, to);
+}
+
+/** RAck = response-num LWS CSeq-num LWS Method (RFC 3262 section 7.2). */
+export interface RAck {
+  readonly rseq: number;
+  readonly cseq: number;
+  readonly method: string;
+}
+
+/** The RAck value in `text.slice(start, end)`. */
+export function parseRAck(text: string, start = 0, end = text.length): RAck | undefined {
+  return scanTrimmed(text, start, end, rackWithin);
+}
+
+function rackWithin(text: string, from: number, to: number): RAck | undefined {
+  let space = from;
+  while (space < to && text.charCodeAt(space) !== SPACE && text.charCodeAt(space) !== TAB) space++;
+  const rseq = parseBoundedInteger(text, 0xffffffff, from, space);
+  if (rseq === undefined || rseq === 0) return undefined;
+  const cseq = cseqWithin(text, skipSpace(text, space, to), to);
+  return cseq === undefined ? undefined : { rseq, cseq: cseq.seq, method: cseq.method };
+}
+
+/** Content-Type = media-type, m-type SLASH m-subtype *( SEMI m-parameter ) (RFC 3261 section 20.15). */
+export interface MediaType {
+  /** `type/subtype`, lower-cased (media types compare case-insensitively). */
+  readonly mediaType: string;
+  readonly params: Params;
+}
+
+/** The media-type in `text.slice(start, end)`. */
+export function parseMediaType(text: string, start = 0, end = text.length): MediaType | undefined {
+  const typeStart = skipSpace(text, start, end);
+  const typeEnd = tokenEnd(text, typeStart, end);
+  const subtypeStart = skipSlash(text, typeEnd, end);
+  const subtypeEnd = tokenEnd(text, subtypeStart, end);
+  if (typeEnd === typeStart || subtypeEnd <= subtypeStart) return undefined;
+  const params = parseParams(text, subtypeEnd, end);
+  if (params === undefined) return undefined;
+  // One slice, when written without white space around the slash (as it almost always is)
+  const written =
+    subtypeStart === typeEnd + 1
+      ? text.slice(typeStart, subtypeEnd)
+      : `${text.slice(typeStart, typeEnd)}/${text.slice(subtypeStart, subtypeEnd)}`;
+  return { mediaType: lowerCased(written), params };
+}
+
 /** SIP-URI / SIPS-URI (RFC 3261 19.1, 25.1) and tel URI (RFC 3966), escapes resolved. */
 export interface SipUri {
   readonly scheme: "sip" | "sips" | "tel";
@@ -543,6 +650,11 @@ export function parseSipUri(uri: string): SipUri | undefined {
     headersStart < uri.length ? parseUriHeaders(uri, headersStart + 1, uri.length) : NO_URI_HEADERS;
   if (params === undefined || headers === undefined) return undefined;
   return { scheme, user, password, host: hostPort.host, port: hostPort.port, params, headers };
+}
+
+/** The scheme of a URI when it is sip, sips or tel in any case, lower-cased; else undefined. */
+export function uriScheme(uri: string): "sip" | "sips" | "tel" | undefined {
+  return schemeOf(uri, uri.indexOf(":"));
 }
 
 /** The scheme before `colon` when it is sip, sips or tel in any case, lower-cased; else undefined. */

@@ -5,7 +5,12 @@ import {
   listItemEnd,
   parseBoundedInteger,
   parseCSeq,
+  parseMediaType,
+  parseMinSe,
   parseNameAddr,
+  parseRAck,
+  parseRSeq,
+  parseSessionExpires,
   parseSipUri,
   parseVia,
   trimmedSlice,
@@ -453,6 +458,18 @@ class FieldChecks {
         this.contentLengths++;
         this.contentLength = value;
         return undefined;
+      // Extension fields are read here once, as the typed accessors give them; a malformed one is
+      // not a reason to refuse the message (undefined is kept, which its reader ignores).
+      case "Session-Expires":
+        return parseSessionExpires(text, start, end);
+      case "Min-SE":
+        return parseMinSe(text, start, end);
+      case "RSeq":
+        return parseRSeq(text, start, end);
+      case "RAck":
+        return parseRAck(text, start, end);
+      case "Content-Type":
+        return parseMediaType(text, start, end);
     }
     return undefined;
   }

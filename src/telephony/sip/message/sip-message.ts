@@ -1,5 +1,21 @@
 /** SIP messages (RFC 3261 section 7) as plain data: start line, ordered header fields, body octets. */
-import { type CSeq, type NameAddr, parseCSeq, parseNameAddr, parseVia, type Via } from "./header-values.js";
+import {
+  type CSeq,
+  listsToken,
+  type MediaType,
+  type NameAddr,
+  parseCSeq,
+  parseMediaType,
+  parseMinSe,
+  parseNameAddr,
+  parseRAck,
+  parseRSeq,
+  parseSessionExpires,
+  parseVia,
+  type RAck,
+  type SessionExpires,
+  type Via,
+} from "./header-values.js";
 
 /** Compact header forms (RFC 3261 section 7.3.3, plus RFC 3265, 3515, 4028) mapped to their full names. */
 const COMPACT_FORMS: Readonly<Record<string, string>> = {
@@ -46,6 +62,7 @@ export const KNOWN_NAMES: readonly string[] = [
   "In-Reply-To",
   "Max-Forwards",
   "Min-Expires",
+  "Min-SE",
   "MIME-Version",
   "Organization",
   "Path",
@@ -53,12 +70,14 @@ export const KNOWN_NAMES: readonly string[] = [
   "Proxy-Authenticate",
   "Proxy-Authorization",
   "Proxy-Require",
+  "RAck",
   "Record-Route",
   "Refer-To",
   "Reply-To",
   "Require",
   "Retry-After",
   "Route",
+  "RSeq",
   "Server",
   "Service-Route",
   "Session-Expires",
@@ -135,8 +154,8 @@ function headerKey(name: string): string {
 
 export type HeaderField = readonly [name: string, value: string];
 
-/** What the grammars of the header fields with typed accessors yield. */
-export type FieldValue = Via | NameAddr | CSeq;
+/** What the grammars of the header fields with typed accessors yield (Min-SE and RSeq: a number). */
+export type FieldValue = Via | NameAddr | CSeq | SessionExpires | RAck | MediaType | number;
 
 /** Set by SipHeaders' static block: see appendParsedField. */
 let appendField: (
@@ -166,7 +185,9 @@ export function appendParsedField(
  * Header fields in message order (RFC 3261 section 7.3.1: the relative order of same-named fields is
  * significant). A list-valued field such as Via holds one entry per value. Names compare case-insensitively.
  *
- * The fields SIP itself reads have typed accessors (via, from, to, contact, cseq, callId), each read
+ * The fields SIP itself reads have typed accessors (via, from, to, contact, cseq, callId, and the
+ * extensions': sessionExpires, minSe, rseq, rack, contentType; option tags and methods by
+ * requires, supports, allows), each read
  * with the one grammar of header-values.ts for that field: parsed on first use and kept, or kept from
  * the parser, which checks received values with the same grammars. Fields are only ever appended, so
  * the first field of a name, and what was parsed from it, never changes.
@@ -278,6 +299,56 @@ export class SipHeaders {
 
   get callId(): string | undefined {
     return this.get("Call-ID");
+  }
+
+  /** The first Record-Route (section 20.30); a dialog's route set takes them all. */
+  get recordRoute(): NameAddr | undefined {
+    return this.#first("Record-Route", parseNameAddr);
+  }
+
+  /** The first Route (section 20.34). */
+  get route(): NameAddr | undefined {
+    return this.#first("Route", parseNameAddr);
+  }
+
+  /** RFC 4028 section 4: the session interval and who refreshes. */
+  get sessionExpires(): SessionExpires | undefined {
+    return this.#first("Session-Expires", parseSessionExpires);
+  }
+
+  /** RFC 4028 section 5: the smallest session interval the sender takes, in seconds. */
+  get minSe(): number | undefined {
+    return this.#first("Min-SE", parseMinSe);
+  }
+
+  /** RFC 3262 section 7.1: the sequence number of a reliable provisional response. */
+  get rseq(): number | undefined {
+    return this.#first("RSeq", parseRSeq);
+  }
+
+  /** RFC 3262 section 7.2: the reliable provisional response a PRACK acknowledges. */
+  get rack(): RAck | undefined {
+    return this.#first("RAck", parseRAck);
+  }
+
+  /** Section 20.15: the body's media type. */
+  get contentType(): MediaType | undefined {
+    return this.#first("Content-Type", parseMediaType);
+  }
+
+  /** Whether Require lists the option tag (section 20.32), in any case. */
+  requires(option: string): boolean {
+    return listsToken(this.getAll("Require"), option);
+  }
+
+  /** Whether Supported lists the option tag (section 20.37), in any case. */
+  supports(option: string): boolean {
+    return listsToken(this.getAll("Supported"), option);
+  }
+
+  /** Whether Allow lists the method (section 20.5), in any case. */
+  allows(method: string): boolean {
+    return listsToken(this.getAll("Allow"), method);
   }
 
   /** What `grammar` yields for the first field with that key, parsed once; undefined when absent or malformed. */

@@ -8,7 +8,7 @@
 
 import { randomInt } from "node:crypto";
 import { Dialog } from "../dialog/dialog.js";
-import { listsToken } from "../message/header-values.js";
+import { type Refresher, uriScheme } from "../message/header-values.js";
 import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
 import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
 import type { InviteServerTransaction } from "../transaction/invite-server-transaction.js";
@@ -18,15 +18,7 @@ import { responseTo } from "../transaction/transaction-layer.js";
 import { TransactionState } from "../transaction/transaction-state.js";
 import type { Destination, MessageSource } from "../transport/sip-transport.js";
 import { chooseChallenge, digestAuthorization } from "./digest.js";
-import {
-  parseMinSe,
-  parseSessionExpires,
-  type Refresher,
-  SessionTimer,
-  type SessionTimerSettings,
-  timerForInvite,
-  timerHeaders,
-} from "./session-timer.js";
+import { SessionTimer, type SessionTimerSettings, timerForInvite, timerHeaders } from "./session-timer.js";
 
 /** What the session needs of the user agent core that owns it. */
 export interface SessionHost {
@@ -129,8 +121,9 @@ export abstract class InviteSession {
       refresh: () => this.#refresh(),
       expire: () => this.#expired(),
     });
-    const topRoute = invite.headers.get("Record-Route") ?? invite.headers.get("Route") ?? "";
-    this.secure = /^sips:/i.test(invite.uri) || /^\s*(?:[^<]*<)?sips:/i.test(topRoute);
+    const topRoute = invite.headers.recordRoute ?? invite.headers.route;
+    this.secure =
+      uriScheme(invite.uri) === "sips" || (topRoute !== undefined && uriScheme(topRoute.uri) === "sips");
   }
 
   readonly callId: string;
@@ -308,7 +301,7 @@ export abstract class InviteSession {
    * the timer restarts; our 2xx states the timer (section 9).
    */
   #refreshedBy(request: SipRequest): [string, string][] {
-    const asked = parseSessionExpires(request.headers.get("Session-Expires"));
+    const asked = request.headers.sessionExpires;
     if (asked !== undefined && asked.interval >= this.host.sessionTimer.minimum) {
       this.#interval = asked.interval;
       if (asked.refresher !== undefined) this.#weRefresh = asked.refresher === "uas";
@@ -335,7 +328,7 @@ export abstract class InviteSession {
       if (this.endedAlready) return;
       if (response !== undefined && response.status < 300) {
         // The 2xx to our refresh: uac is us, its sender's word on who refreshes next.
-        const stated = parseSessionExpires(response.headers.get("Session-Expires"));
+        const stated = response.headers.sessionExpires;
         if (stated !== undefined) {
           this.#interval = stated.interval;
           if (stated.refresher !== undefined) this.#weRefresh = stated.refresher === "uac";
@@ -359,7 +352,7 @@ export abstract class InviteSession {
    * send; an INFO without a body (a keep-alive) is taken; other bodies get 415 with what we accept.
    */
   #receiveInfo(request: SipRequest, transaction: ServerTransaction): void {
-    const type = (request.headers.get("Content-Type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+    const type = request.headers.contentType?.mediaType ?? "";
     if (request.body.length > 0 && type !== "application/dtmf-relay" && type !== "application/dtmf") {
       transaction.respond(
         responseTo(request, 415, "Unsupported Media Type", {
@@ -636,8 +629,7 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     // RFC 3263 section 4.3: a server that answers 503 is failed over like one that does not answer.
     if (response.status === 503 && this.#failOver(`503 ${response.reason}`)) return;
     if (response.status < 200) {
-      if (response.status > 100 && listsToken(response.headers.getAll("Require"), "100rel"))
-        this.#prack(response);
+      if (response.status > 100 && response.headers.requires("100rel")) this.#prack(response);
       this.#provisionalReceived = true;
       if (this.#cancelRequested) this.#sendCancel();
       else if (response.status > 100) this.listener.progress?.(response);
@@ -677,9 +669,9 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
    * answered), and one out of order is not processed.
    */
   #prack(response: SipResponse): void {
-    const rseq = Number(response.headers.get("RSeq"));
+    const rseq = response.headers.rseq;
     const tag = response.headers.to?.tag;
-    if (!Number.isInteger(rseq) || tag === undefined) return;
+    if (rseq === undefined || tag === undefined) return;
     let early = this.#early.get(tag);
     if (early !== undefined && rseq !== early.lastRSeq + 1) return;
     if (early === undefined) {
@@ -720,8 +712,8 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     this.acknowledge(this.#invite);
     this.host.dialogConfirmed(this);
     // RFC 4028 section 7.2: the 2xx says whether a timer runs and who refreshes.
-    this.peerAllowsUpdate = listsToken(response.headers.getAll("Allow"), "UPDATE");
-    const timer = parseSessionExpires(response.headers.get("Session-Expires"));
+    this.peerAllowsUpdate = response.headers.allows("UPDATE");
+    const timer = response.headers.sessionExpires;
     if (timer !== undefined) this.startSessionTimer(timer.interval, timer.refresher ?? "uac");
     if (this.#cancelRequested) {
       // Section 9.1 / 15: the 2xx crossed our CANCEL; the call is ended with BYE.
@@ -758,8 +750,8 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
    * (next CSeq, new branch) asking for that. Once: a second 422 fails the call.
    */
   #retryWithLongerInterval(response: SipResponse): boolean {
-    const minimum = parseMinSe(response.headers.get("Min-SE"));
-    const asked = parseSessionExpires(this.#invite.headers.get("Session-Expires"))?.interval ?? 0;
+    const minimum = response.headers.minSe;
+    const asked = this.#invite.headers.sessionExpires?.interval ?? 0;
     if (minimum === undefined || minimum <= asked || this.#cancelRequested) return false;
     this.#sendAgain({ "Session-Expires": String(minimum), "Min-SE": String(minimum) }, true);
     return true;
@@ -853,7 +845,7 @@ export class IncomingInviteSession extends InviteSession {
     this.#localTag = localTag;
     // RFC 3262 section 5 would put our offer in a reliable 180 to an offerless INVITE; ours goes in
     // the 2xx, so that 180 is sent unreliably.
-    this.#reliable = listsToken(invite.headers.getAll("Require"), "100rel") && invite.body.length > 0;
+    this.#reliable = invite.headers.requires("100rel") && invite.body.length > 0;
   }
 
   get localTag(): string {
@@ -905,13 +897,14 @@ export class IncomingInviteSession extends InviteSession {
 
   /** RFC 3262 section 3: a PRACK whose RAck names our outstanding reliable response is answered 200. */
   override receivePrack(request: SipRequest, transaction: ServerTransaction): void {
-    const [rseq, cseq, method] = (request.headers.get("RAck") ?? "").trim().split(/\s+/);
+    const rack = request.headers.rack;
     const unacked = this.#unacked;
     const matches =
       unacked !== undefined &&
-      Number(rseq) === unacked.rseq &&
-      Number(cseq) === this.invite.headers.cseq?.seq &&
-      method?.toUpperCase() === "INVITE";
+      rack !== undefined &&
+      rack.rseq === unacked.rseq &&
+      rack.cseq === this.invite.headers.cseq?.seq &&
+      rack.method.toUpperCase() === "INVITE";
     if (!matches) {
       transaction.respond(responseTo(request, 481, "Call/Transaction Does Not Exist"));
       return;
@@ -938,7 +931,7 @@ export class IncomingInviteSession extends InviteSession {
     }
     this.#final = true;
     this.dialog = dialog;
-    this.peerAllowsUpdate = listsToken(this.invite.headers.getAll("Allow"), "UPDATE");
+    this.peerAllowsUpdate = this.invite.headers.allows("UPDATE");
     // RFC 4028 section 9 (a Session-Expires below our minimum was refused 422 on arrival).
     const timer = timerForInvite(this.invite, this.host.sessionTimer);
     this.#agreedTimer = timer !== undefined && "interval" in timer ? timer : undefined;

@@ -4,11 +4,9 @@
  * interval (section 10); the other side ends the session with BYE when no refresh has come by the
  * interval less the lesser of 32 s and a third of it (section 10).
  */
-import { listsToken } from "../message/header-values.js";
+import type { Refresher } from "../message/header-values.js";
 import type { SipRequest, SipResponse } from "../message/sip-message.js";
 import type { TimerClock, TimerHandle } from "../transaction/timers.js";
-
-export type Refresher = "uac" | "uas";
 
 /** What our side asks and accepts, in seconds. */
 export interface SessionTimerSettings {
@@ -20,28 +18,9 @@ export interface SessionTimerSettings {
 
 export const DEFAULT_SESSION_TIMER: SessionTimerSettings = { interval: 1800, minimum: 90 };
 
-/** Section 4: `Session-Expires: delta-seconds *(;se-params)`, refresher one of them. */
-export function parseSessionExpires(
-  value: string | undefined,
-): { readonly interval: number; readonly refresher?: Refresher } | undefined {
-  const match = /^\s*(\d+)\s*((?:;[^;]*)*)$/.exec(value ?? "");
-  if (match === null) return undefined;
-  const refresher = /;\s*refresher\s*=\s*(uac|uas)\s*(?:;|$)/i.exec(match[2] ?? "")?.[1]?.toLowerCase();
-  return {
-    interval: Number(match[1]),
-    ...(refresher === undefined ? {} : { refresher: refresher as Refresher }),
-  };
-}
-
-/** Section 5: `Min-SE: delta-seconds`. */
-export function parseMinSe(value: string | undefined): number | undefined {
-  const match = /^\s*(\d+)\s*(?:;.*)?$/.exec(value ?? "");
-  return match === null ? undefined : Number(match[1]);
-}
-
 /** Whether a message lists `timer` in Supported or Require. */
 export function supportsTimer(message: SipRequest | SipResponse): boolean {
-  return listsToken([...message.headers.getAll("Supported"), ...message.headers.getAll("Require")], "timer");
+  return message.headers.supports("timer") || message.headers.requires("timer");
 }
 
 /**
@@ -52,7 +31,7 @@ export function timerForInvite(
   invite: SipRequest,
   settings: SessionTimerSettings,
 ): { interval: number; refresher: Refresher } | { tooSmall: number } | undefined {
-  const asked = parseSessionExpires(invite.headers.get("Session-Expires"));
+  const asked = invite.headers.sessionExpires;
   if (asked === undefined) return undefined;
   if (asked.interval < settings.minimum) return { tooSmall: settings.minimum };
   // Section 9: keep the UAC's choice; without one, the UAC refreshes when it supports timers.

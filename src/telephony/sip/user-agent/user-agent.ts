@@ -7,7 +7,7 @@
 import { createHash } from "node:crypto";
 import { isIPv6 } from "node:net";
 import { dialogId, newBranch, newCallId, newTag } from "../dialog/dialog.js";
-import { listItems } from "../message/header-values.js";
+import { listItems, uriScheme } from "../message/header-values.js";
 import { SipHeaders, type SipMessage, type SipRequest, type SipResponse } from "../message/sip-message.js";
 import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
 import type { InviteServerTransaction } from "../transaction/invite-server-transaction.js";
@@ -197,7 +197,7 @@ export class UserAgent implements TransactionCore, SessionHost {
     headers.append("To", `<${request.requestUri}>`);
     headers.append("Call-ID", newCallId(sentBy.host));
     headers.append("CSeq", "1 INVITE");
-    headers.append("Contact", this.contact(transportName, /^sips:/i.test(request.requestUri)));
+    headers.append("Contact", this.contact(transportName, uriScheme(request.requestUri) === "sips"));
     headers.append("Allow", this.allow);
     // RFC 4028 section 7.1: we ask for a session timer and let the answerer pick the refresher.
     headers.append("Supported", "timer, 100rel");
@@ -348,7 +348,9 @@ export class UserAgent implements TransactionCore, SessionHost {
         : responseTo(request, 501, "Not Implemented", { toTag, headers });
     }
     // Section 8.2.2.1: we are reached by sip: and sips: URIs only.
-    if (!/^sips?:/i.test(request.uri)) return responseTo(request, 416, "Unsupported URI Scheme", { toTag });
+    const scheme = uriScheme(request.uri);
+    if (scheme !== "sip" && scheme !== "sips")
+      return responseTo(request, 416, "Unsupported URI Scheme", { toTag });
     // Section 8.2.2.3: a Require we do not support is refused 420 with Unsupported.
     const unsupported = listItems(request.headers.getAll("Require")).filter(
       (option) => !SUPPORTED.includes(option.toLowerCase()),
@@ -504,8 +506,8 @@ export class UserAgent implements TransactionCore, SessionHost {
 function contentRefusal(
   invite: SipRequest,
 ): { status: number; reason: string; toTag: string; headers?: [string, string][] } | undefined {
-  const type = invite.headers.get("Content-Type")?.split(";")[0]?.trim().toLowerCase();
-  if (invite.body.length > 0 && type !== undefined && type !== "application/sdp")
+  const type = invite.headers.contentType?.mediaType;
+  if (invite.body.length > 0 && invite.headers.has("Content-Type") && type !== "application/sdp")
     return {
       status: 415,
       reason: "Unsupported Media Type",

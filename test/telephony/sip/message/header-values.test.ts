@@ -3,7 +3,12 @@ import { describe, it } from "node:test";
 import {
   listItemEnd,
   parseCSeq,
+  parseMediaType,
+  parseMinSe,
   parseNameAddr,
+  parseRAck,
+  parseRSeq,
+  parseSessionExpires,
   parseSipUri,
   parseVia,
   unescapeUriPart,
@@ -216,5 +221,41 @@ describe("unescapeUriPart", () => {
     assert.equal(unescapeUriPart("caf%C3%A9"), "café");
     assert.equal(unescapeUriPart("plain"), "plain");
     assert.equal(unescapeUriPart("%"), undefined);
+  });
+});
+
+describe("parseSessionExpires and parseMinSe (RFC 4028 sections 4 and 5)", () => {
+  it("read the interval with and without a refresher, and Min-SE", () => {
+    assert.deepEqual(parseSessionExpires("1800;refresher=uas"), { interval: 1800, refresher: "uas" });
+    assert.deepEqual(parseSessionExpires(" 90 ; refresher = UAC ;x=1"), { interval: 90, refresher: "uac" });
+    assert.deepEqual(parseSessionExpires("600"), { interval: 600, refresher: undefined });
+    assert.deepEqual(parseSessionExpires("600;refresher=both"), { interval: 600, refresher: undefined });
+    assert.equal(parseSessionExpires("soon"), undefined);
+    assert.equal(parseSessionExpires("600;"), undefined);
+    assert.equal(parseMinSe("90"), 90);
+    assert.equal(parseMinSe("90;x"), 90);
+    assert.equal(parseMinSe("x"), undefined);
+  });
+});
+
+describe("parseRSeq and parseRAck (RFC 3262 section 7)", () => {
+  it("read response-num from 1 to 2**32-1, and RAck's three parts", () => {
+    assert.equal(parseRSeq(" 4294967295 "), 4294967295);
+    assert.equal(parseRSeq("0"), undefined);
+    assert.equal(parseRSeq("4294967296"), undefined);
+    assert.equal(parseRSeq("1 2"), undefined);
+    assert.deepEqual(parseRAck("1 314 INVITE"), { rseq: 1, cseq: 314, method: "INVITE" });
+    assert.equal(parseRAck("1 INVITE"), undefined);
+    assert.equal(parseRAck("1 2 3 4"), undefined);
+  });
+});
+
+describe("parseMediaType (RFC 3261 section 20.15)", () => {
+  it("reads type/subtype lower-cased, with parameters", () => {
+    assert.equal(parseMediaType("application/sdp")?.mediaType, "application/sdp");
+    assert.equal(parseMediaType("Application / DTMF-Relay ;x=1")?.mediaType, "application/dtmf-relay");
+    assert.equal(parseMediaType("text/plain;charset=utf-8")?.params.get("charset"), "utf-8");
+    assert.equal(parseMediaType("application"), undefined);
+    assert.equal(parseMediaType("application/sdp;"), undefined);
   });
 });

@@ -142,3 +142,64 @@ describe("the parser's values", () => {
     assert.deepEqual([...(headers.contact?.params ?? [])], [["expires", "60"]]);
   });
 });
+
+const RELIABLE_183 = [
+  "SIP/2.0 183 Session Progress",
+  "Via: SIP/2.0/UDP 192.0.2.1:5060;branch=z9hG4bK1",
+  "From: <sip:alice@example.com>;tag=a1",
+  "To: <sip:bob@example.com>;tag=b1",
+  "Call-ID: c1@192.0.2.1",
+  "CSeq: 1 INVITE",
+  "Require: 100rel",
+  "Supported: Timer, replaces",
+  "Allow: INVITE, ACK, update",
+  "rseq: 0042",
+  "x: 600 ; Refresher = UAS",
+  "Min-SE: 90",
+  "c: Application/SDP; charset=utf-8",
+  "Content-Length: 0",
+  "",
+  "",
+].join("\r\n");
+
+describe("the extension fields' accessors (RFC 4028, RFC 3262)", () => {
+  it("give Session-Expires, Min-SE, RSeq and Content-Type as their grammars read them, compact and odd spellings too", () => {
+    const result = parseMessage(Buffer.from(RELIABLE_183), { stream: false });
+    assert.ok(result.ok);
+    const { headers } = result.message;
+    assert.deepEqual(headers.sessionExpires, { interval: 600, refresher: "uas" });
+    assert.equal(headers.sessionExpires, headers.sessionExpires);
+    assert.equal(headers.minSe, 90);
+    assert.equal(headers.rseq, 42);
+    assert.equal(headers.contentType?.mediaType, "application/sdp");
+    assert.equal(headers.contentType?.params.get("charset"), "utf-8");
+  });
+
+  it("answer whether Require, Supported and Allow list a token, in any case and across commas", () => {
+    const result = parseMessage(Buffer.from(RELIABLE_183), { stream: false });
+    assert.ok(result.ok);
+    const { headers } = result.message;
+    assert.equal(headers.requires("100rel"), true);
+    assert.equal(headers.requires("timer"), false);
+    assert.equal(headers.supports("timer"), true);
+    assert.equal(headers.allows("UPDATE"), true);
+    assert.equal(headers.allows("PRACK"), false);
+    assert.equal(new SipHeaders([["Supported", "timer, 100rel"]]).supports("100rel"), true);
+  });
+
+  it("read an RAck, and give undefined for malformed extension fields without refusing the message", () => {
+    const built = new SipHeaders([
+      ["RAck", " 776656  1 INVITE "],
+      ["Session-Expires", "soon"],
+      ["RSeq", "0"],
+    ]);
+    assert.deepEqual(built.rack, { rseq: 776656, cseq: 1, method: "INVITE" });
+    assert.equal(built.sessionExpires, undefined);
+    assert.equal(built.rseq, undefined);
+    const odd = RELIABLE_183.replace("rseq: 0042", "RSeq: x").replace("Min-SE: 90", "Min-SE: ;");
+    const result = parseMessage(Buffer.from(odd), { stream: false });
+    assert.ok(result.ok);
+    assert.equal(result.message.headers.rseq, undefined);
+    assert.equal(result.message.headers.minSe, undefined);
+  });
+});

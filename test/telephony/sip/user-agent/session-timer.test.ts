@@ -3,12 +3,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { parseMessage } from "../../../../src/telephony/sip/message/parser.js";
 import type { SipRequest } from "../../../../src/telephony/sip/message/sip-message.js";
-import {
-  parseMinSe,
-  parseSessionExpires,
-  SessionTimer,
-  timerForInvite,
-} from "../../../../src/telephony/sip/user-agent/session-timer.js";
+import { SessionTimer, timerForInvite } from "../../../../src/telephony/sip/user-agent/session-timer.js";
 import { FakeClock } from "../transaction/helpers.js";
 
 function invite(...headers: string[]): SipRequest {
@@ -31,17 +26,6 @@ function invite(...headers: string[]): SipRequest {
 }
 
 const settings = { interval: 1800, minimum: 90 };
-
-describe("session timer headers (RFC 4028 sections 4 and 5)", () => {
-  it("reads Session-Expires with and without a refresher, and Min-SE", () => {
-    assert.deepEqual(parseSessionExpires("1800;refresher=uas"), { interval: 1800, refresher: "uas" });
-    assert.deepEqual(parseSessionExpires(" 90 ; refresher = UAC ;x=1"), { interval: 90, refresher: "uac" });
-    assert.deepEqual(parseSessionExpires("600"), { interval: 600 });
-    assert.equal(parseSessionExpires("soon"), undefined);
-    assert.equal(parseMinSe("90"), 90);
-    assert.equal(parseMinSe("x"), undefined);
-  });
-});
 
 describe("timerForInvite (section 9)", () => {
   it("keeps the caller's refresher, else lets a caller that supports timers refresh, else refreshes itself", () => {
