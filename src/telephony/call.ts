@@ -20,12 +20,11 @@ import {
   nextVersion,
   resumeMedia,
 } from "./sdp/session-description.js";
-import type {
-  IncomingInviteSession,
-  InviteSession,
-  OutgoingInviteSession,
-  SessionEndedBy,
-} from "./sip/user-agent/invite-session.js";
+import type { IncomingInviteSession } from "./sip/user-agent/incoming-invite-session.js";
+import type { InviteSession } from "./sip/user-agent/invite-session.js";
+import type { Negotiated } from "./sip/user-agent/offer-answer.js";
+import type { OutgoingInviteSession } from "./sip/user-agent/outgoing-invite-session.js";
+import type { SessionEndedBy } from "./sip/user-agent/session-host.js";
 import type { DtmfMethod } from "./trunk.js";
 
 export type CallState = "calling" | "ringing" | "answered" | "failed" | "ended";
@@ -258,13 +257,13 @@ export class Call extends EventEmitter<CallEvents> {
     this.session = session;
     session.listener = {
       progress: () => this.#ringing(),
-      confirmed: (remoteSdp) => this.confirmed(remoteSdp),
+      confirmed: (answer) => this.confirmed(answer),
       failed: (status, reason) => this.fail({ status, reason }),
       ended: (by, reason) => this.#ended({ by, reason }),
       reoffer: (remoteSdp) => this.#answerReoffer(remoteSdp),
       offer: () => this.#offerInOk(),
       refresh: () => void this.#refreshByReinvite(),
-      lateAnswer: (remoteSdp) => this.#takeLateAnswer(remoteSdp),
+      lateAnswer: (negotiated) => this.#takeLateAnswer(negotiated),
       digit: (key) => this.emit("digit", key),
     };
   }
@@ -327,7 +326,8 @@ export class Call extends EventEmitter<CallEvents> {
     this.#encrypted = media.srtp !== undefined;
   }
 
-  protected confirmed(_remoteSdp: string): void {
+  /** The session is confirmed; `answer`, the answer to our offer that came with it (see SessionListener). */
+  protected confirmed(_answer: Negotiated | undefined): void {
     this.#setState("answered");
     this.emit("answered");
   }
@@ -406,20 +406,15 @@ export class Call extends EventEmitter<CallEvents> {
   }
 
   /** Our offer for the 2xx to a re-INVITE that had none (the answer comes in the ACK). */
-  #lateOffer: string | undefined;
-
   #offerInOk(): string {
     this.#local = nextVersion(this.localMedia());
-    this.#lateOffer = createOffer(this.#local);
-    return this.#lateOffer;
+    return createOffer(this.#local);
   }
 
   /** The ACK's answer to our offer; none that we can use ends the call (RFC 3261 section 13.3.1.4). */
-  #takeLateAnswer(remoteSdp: string): void {
-    const offer = this.#lateOffer;
-    this.#lateOffer = undefined;
-    const accepted = offer === undefined ? undefined : acceptAnswer(offer, remoteSdp);
-    if (accepted?.ok) this.#negotiated(accepted.media);
+  #takeLateAnswer({ offer, answer }: Negotiated): void {
+    const accepted = acceptAnswer(offer, answer);
+    if (accepted.ok) this.#negotiated(accepted.media);
     else this.session?.bye();
   }
 
@@ -449,7 +444,6 @@ export class Call extends EventEmitter<CallEvents> {
 
 /** A call we place through a trunk. */
 export class OutgoingCall extends Call {
-  #offer: string | undefined;
   #ringTimer: NodeJS.Timeout | undefined;
 
   override get signallingTls(): boolean {
@@ -474,8 +468,7 @@ export class OutgoingCall extends Call {
       return;
     }
     if (this.state !== "calling") return;
-    this.#offer = createOffer(this.localMedia());
-    this.attach(send(this.#offer));
+    this.attach(send(createOffer(this.localMedia())));
     this.#ringTimer = setTimeout(() => this.abandon(408, "No Answer"), ringTimeoutMs);
     this.#ringTimer.unref();
   }
@@ -485,9 +478,9 @@ export class OutgoingCall extends Call {
     this.fail({ status, reason });
   }
 
-  protected override confirmed(remoteSdp: string): void {
+  protected override confirmed(answer: Negotiated | undefined): void {
     clearTimeout(this.#ringTimer);
-    const accepted = this.#offer === undefined ? undefined : acceptAnswer(this.#offer, remoteSdp);
+    const accepted = answer === undefined ? undefined : acceptAnswer(answer.offer, answer.answer);
     if (accepted === undefined || !accepted.ok) {
       // RFC 3264 section 6: an unusable answer leaves no session: hang up.
       this.session?.bye();
@@ -495,7 +488,7 @@ export class OutgoingCall extends Call {
       return;
     }
     this.configureMedia(accepted.media);
-    super.confirmed(remoteSdp);
+    super.confirmed(answer);
   }
 
   protected override fail(failure: CallFailure): void {
@@ -517,8 +510,6 @@ export interface CallOrigin {
 /** A call that reaches us: ring, accept or reject it. */
 export class IncomingCall extends Call {
   readonly #invite: IncomingInviteSession;
-  /** Our offer, when the INVITE had none: the ACK carries the answer. */
-  #offer: string | undefined;
 
   constructor(
     host: CallHost,
@@ -543,11 +534,10 @@ export class IncomingCall extends Call {
     return this.#invite.transport === "TLS";
   }
 
-  protected override confirmed(remoteSdp: string): void {
-    const offer = this.#offer;
-    if (offer !== undefined) {
-      this.#offer = undefined;
-      const accepted = acceptAnswer(offer, remoteSdp);
+  /** After an INVITE without an offer, ours went in the 2xx and the ACK brings the answer. */
+  protected override confirmed(answer: Negotiated | undefined): void {
+    if (answer !== undefined) {
+      const accepted = acceptAnswer(answer.offer, answer.answer);
       if (!accepted.ok) {
         // An ACK without a usable answer leaves no session (RFC 3264 section 6): hang up.
         this.session?.bye();
@@ -556,7 +546,7 @@ export class IncomingCall extends Call {
       }
       this.configureMedia(accepted.media);
     }
-    super.confirmed(remoteSdp);
+    super.confirmed(answer);
   }
 
   /** A header of the INVITE (the first, when it has several). */
@@ -578,11 +568,10 @@ export class IncomingCall extends Call {
       this.reject(503, "No Free Media Port");
       return false;
     }
-    const offered = this.#invite.invite.body.toString();
-    if (offered.trim() === "") {
+    const offered = this.#invite.offerAnswer.remoteOffer;
+    if (offered === undefined) {
       // RFC 3261 section 13.2.1: an INVITE without an offer gets ours in the 2xx; the ACK answers.
-      this.#offer = createOffer(this.localMedia());
-      if (!this.#invite.accept(this.#offer)) return false;
+      if (!this.#invite.accept(createOffer(this.localMedia()))) return false;
     } else {
       const result = answerOffer(offered, this.localMedia());
       if (!result.ok) {

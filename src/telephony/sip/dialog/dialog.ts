@@ -83,7 +83,7 @@ export class Dialog {
     /** To of our requests. */
     private readonly remoteParty: string,
     /** Route values in the order our requests carry them (section 12.1.1, 12.1.2). */
-    private readonly routeSet: readonly string[],
+    private routeSet: readonly string[],
     remoteTarget: string,
     localSeq: number,
     remoteSeq: number | undefined,
@@ -190,6 +190,16 @@ export class Dialog {
       if (target !== undefined) this.remoteTarget = target;
     }
     return true;
+  }
+
+  /**
+   * Section 13.2.2.4, the UAC side: the 2xx that confirms this early dialog recomputes its route set
+   * (the 2xx's Record-Route, reversed) and its remote target (the 2xx's Contact); the CSeq count, and
+   * so the PRACKs sent in it, go on.
+   */
+  confirmWith(response: SipResponse): void {
+    this.routeSet = response.headers.getAll("Record-Route").reverse();
+    this.receiveTargetRefreshResponse(response);
   }
 
   /** A 2xx to our re-INVITE refreshes the remote target too (section 12.2.1.2). */

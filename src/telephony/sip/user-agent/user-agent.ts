@@ -28,15 +28,10 @@ import type {
   TransportName,
 } from "../transport/sip-transport.js";
 import { formatHost } from "../transport/via.js";
-import {
-  type Credentials,
-  type Failover,
-  IncomingInviteSession,
-  type InviteResponseHandler,
-  type InviteSession,
-  OutgoingInviteSession,
-  type SessionHost,
-} from "./invite-session.js";
+import { IncomingInviteSession } from "./incoming-invite-session.js";
+import type { InviteSession } from "./invite-session.js";
+import { type Failover, OutgoingInviteSession } from "./outgoing-invite-session.js";
+import type { Credentials, InviteResponseHandler, SessionHost } from "./session-host.js";
 import { DEFAULT_SESSION_TIMER, type SessionTimerSettings, timerForInvite } from "./session-timer.js";
 import { SourceLimit, type SourceRate } from "./source-limit.js";
 

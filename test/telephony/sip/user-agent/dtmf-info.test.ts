@@ -1,7 +1,7 @@
 /** The keys SIP INFO bodies carry (application/dtmf-relay and application/dtmf). */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { dtmfKeyOf } from "../../../../src/telephony/sip/user-agent/invite-session.js";
+import { dtmfKeyOf } from "../../../../src/telephony/sip/user-agent/dtmf-info.js";
 
 describe("dtmfKeyOf", () => {
   it("reads Signal= of application/dtmf-relay, in any case and spacing, beside Duration", () => {

@@ -1,0 +1,326 @@
+/**
+ * The UAC side of an INVITE (RFC 3261 sections 13.2, 9.1): a call we place. It sends the INVITE, retries
+ * once with digest credentials (section 22.2) and once with a longer session interval (RFC 4028 section
+ * 7.4), fails over to the next server (RFC 3263 section 4.3), PRACKs reliable provisional responses in
+ * their own early dialogs (RFC 3262), ACKs the 2xx itself (section 13.2.2.4), CANCELs only after a
+ * provisional response (section 9.1) and ends a 2xx that crosses its CANCEL with ACK then BYE.
+ */
+import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
+import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
+import type { TimerHandle } from "../transaction/timers.js";
+import type { Destination } from "../transport/sip-transport.js";
+import { chooseChallenge, digestAuthorization } from "./digest.js";
+import { type EarlyDialog, EarlyDialogs } from "./early-dialogs.js";
+import { InviteSession } from "./invite-session.js";
+import { OfferAnswerState } from "./offer-answer.js";
+import type { Credentials, InviteResponseHandler, SessionHost } from "./session-host.js";
+import { type SessionEdges, SessionState } from "./session-state.js";
+
+/**
+ * Where an INVITE goes when its first server fails (RFC 3263 section 4.3): the next servers in order,
+ * how long one may stay silent before the next is tried, and whom to tell of a server that failed.
+ */
+export interface Failover {
+  readonly next: readonly Destination[];
+  readonly targetTimeoutMs?: number;
+  readonly onTargetFailed?: (target: Destination, reason: string) => void;
+}
+
+const NO_BODY = Buffer.alloc(0);
+
+/** The edges of an outgoing session; Initial to Initial is the INVITE sent again (a new attempt). */
+export const OUTGOING_EDGES: SessionEdges = {
+  [SessionState.Initial]: [
+    SessionState.Early,
+    SessionState.Cancelling,
+    SessionState.Confirmed,
+    SessionState.Initial,
+    SessionState.Terminated,
+  ],
+  [SessionState.Early]: [
+    SessionState.Initial,
+    SessionState.Cancelling,
+    SessionState.Confirmed,
+    SessionState.Terminated,
+  ],
+  [SessionState.Cancelling]: [SessionState.Confirmed, SessionState.Terminated],
+  [SessionState.Confirmed]: [SessionState.Terminated],
+};
+
+export class OutgoingInviteSession extends InviteSession implements InviteResponseHandler {
+  #invite: SipRequest;
+  #destination: Destination;
+  readonly #next: Destination[];
+  readonly #failover: Failover | undefined;
+  #transaction: InviteClientTransaction | undefined;
+  #targetTimer: TimerHandle | undefined;
+  /** The early dialogs of the current attempt, by the To tag of the UAS that set each up. */
+  readonly #early = new EarlyDialogs();
+  /** Section 22.2: this server's challenge was answered already; a second one fails the call. */
+  #challengeAnswered = false;
+
+  constructor(
+    host: SessionHost,
+    invite: SipRequest,
+    destination: Destination,
+    private readonly credentials: Credentials | undefined,
+    failover?: Failover,
+  ) {
+    super(host, invite, "outgoing INVITE session", OUTGOING_EDGES, "uac");
+    this.#invite = invite;
+    this.#destination = destination;
+    this.#next = [...(failover?.next ?? [])];
+    this.#failover = failover;
+    if (invite.body.length > 0) this.offerAnswer.sendOffer(invite.body.toString());
+  }
+
+  /** The server the INVITE went to last. */
+  get destination(): Destination {
+    return this.#destination;
+  }
+
+  start(): void {
+    const transaction = this.host.sendInvite(this.#invite, this.#destination, this);
+    this.#transaction = transaction;
+    const timeout = this.#failover?.targetTimeoutMs;
+    if (this.#next.length > 0 && timeout !== undefined) {
+      this.#targetTimer = this.host.clock.setTimeout(() => {
+        // Only a silent server is left (nothing answered, and the call is not being given up: a
+        // cancelled one keeps its transaction, for the CANCEL once a response comes).
+        if (this.state !== SessionState.Initial || this.#transaction !== transaction) return;
+        transaction.abandon();
+        this.#failOver(`no response within ${timeout} ms`);
+      }, timeout);
+    }
+  }
+
+  /** Whether the INVITE still waits for its final response. */
+  get #awaitingFinal(): boolean {
+    const state = this.state;
+    return (
+      state === SessionState.Initial || state === SessionState.Early || state === SessionState.Cancelling
+    );
+  }
+
+  /**
+   * Section 4.3 of RFC 3263: the same request in a new transaction (a new branch) to the next server.
+   * False when there is none, or the call is being given up.
+   */
+  #failOver(reason: string): boolean {
+    if (this.state === SessionState.Cancelling) return false;
+    const next = this.#next.shift();
+    if (next === undefined) return false;
+    this.#failover?.onTargetFailed?.(this.#destination, reason);
+    this.#destination = next;
+    // A new server: the last one's credentials mean nothing to it.
+    this.#challengeAnswered = false;
+    this.#sendAgain({ Authorization: null, "Proxy-Authorization": null }, false);
+    return true;
+  }
+
+  /**
+   * The INVITE again in a new transaction (a new branch, over the current server's transport; the
+   * next CSeq unless it only goes to another server, RFC 3263 section 4.3): `changes` sets, or with
+   * null drops, headers; the attempt starts afresh (Initial: no provisional response, no early dialog).
+   */
+  #sendAgain(changes: Readonly<Record<string, string | null>>, nextCSeq: boolean): void {
+    const previous = this.#invite;
+    const cseq = (previous.headers.cseq?.seq ?? 1) + 1;
+    const transport = this.#destination.transport;
+    const headers = new SipHeaders();
+    for (const [name, value] of previous.headers) {
+      if (name === "Via") headers.append(name, this.host.via(transport));
+      else if (name === "Contact") headers.append(name, this.host.contact(transport, this.secure));
+      else if (name === "CSeq" && nextCSeq) headers.append(name, `${cseq} INVITE`);
+      else if (name !== "Content-Length" && !(name in changes)) headers.append(name, value);
+    }
+    for (const [name, value] of Object.entries(changes)) if (value !== null) headers.append(name, value);
+    headers.append("Content-Length", String(previous.body.length));
+    this.#invite = { ...previous, headers };
+    this.transition(SessionState.Initial);
+    this.#early.clear();
+    this.start();
+  }
+
+  /**
+   * Gives the call up: before its answer by CANCEL (section 9.1), at once when a provisional response
+   * has come, else with the first one; after it, by BYE.
+   */
+  cancel(): void {
+    switch (this.state) {
+      case SessionState.Initial:
+        this.transition(SessionState.Cancelling);
+        return;
+      case SessionState.Early:
+        this.transition(SessionState.Cancelling);
+        this.#sendCancel();
+        return;
+      case SessionState.Confirmed:
+        this.bye();
+        return;
+      default:
+        return;
+    }
+  }
+
+  receiveResponse(response: SipResponse): void {
+    if (this.#targetTimer !== undefined) this.host.clock.clearTimeout(this.#targetTimer);
+    this.#targetTimer = undefined;
+    if (!this.#awaitingFinal) return;
+    // RFC 3263 section 4.3: a server that answers 503 is failed over like one that does not answer.
+    if (response.status === 503 && this.#failOver(`503 ${response.reason}`)) return;
+    if (response.status < 200) {
+      this.#provisional(response);
+      return;
+    }
+    if (response.status < 300) {
+      this.#confirm(response);
+      return;
+    }
+    if ((response.status === 401 || response.status === 407) && this.#retryWithCredentials(response)) return;
+    if (response.status === 422 && this.#retryWithLongerInterval(response)) return;
+    this.listener.failed?.(response.status, response.reason);
+    this.end("error", response.reason);
+  }
+
+  onTimeout(): void {
+    if (!this.#awaitingFinal || this.#failOver("no answer (Timer B)")) return;
+    this.listener.failed?.(408, "Request Timeout");
+    this.end("error", "timeout");
+  }
+
+  onTransportError(error: Error): void {
+    if (!this.#awaitingFinal || this.#failOver(error.message)) return;
+    // The reason says what failed (a refused connection, a TLS certificate that did not verify).
+    this.listener.failed?.(503, `Service Unavailable: ${error.message}`);
+    this.end("error", error.message);
+  }
+
+  /**
+   * A provisional response: a CANCEL may go now (section 9.1), and goes at once when the call is being
+   * given up; one with a To tag is in its UAS's early dialog (section 12.1.2), and PRACKed there when
+   * reliable (RFC 3262 section 4).
+   */
+  #provisional(response: SipResponse): void {
+    if (this.state === SessionState.Initial) this.transition(SessionState.Early);
+    const early = response.status > 100 ? this.#early.receive(this.#invite, response) : undefined;
+    if (early !== undefined && response.headers.requires("100rel")) this.#prack(early, response);
+    if (this.state === SessionState.Cancelling) this.#sendCancel();
+    else if (response.status > 100) this.listener.progress?.(response);
+  }
+
+  /**
+   * RFC 3262 section 4: a reliable provisional response is acknowledged with PRACK in its own early
+   * dialog (RAck: its RSeq, the INVITE's CSeq), when its RSeq is the one that dialog takes next.
+   */
+  #prack(early: EarlyDialog, response: SipResponse): void {
+    const rseq = response.headers.rseq;
+    if (rseq === undefined || !early.takeRSeq(rseq)) return;
+    const destination = early.dialog.destination;
+    if (destination === undefined) return;
+    const cseq = this.#invite.headers.cseq?.seq ?? 1;
+    const prack = early.dialog.createRequest("PRACK", {
+      via: this.host.via(destination.transport),
+      contact: this.host.contact(destination.transport, this.secure),
+      headers: [
+        ["RAck", `${rseq} ${cseq} INVITE`],
+        ["User-Agent", this.host.userAgent],
+      ],
+    });
+    this.host.sendNonInvite(prack, destination);
+  }
+
+  /**
+   * Section 13.2.2.4: the 2xx confirms the early dialog of the UAS that answered (its To tag), or makes
+   * the dialog; the UAC core ACKs it. The answer to our offer is in it (section 13.2.1).
+   */
+  #confirm(response: SipResponse): void {
+    const dialog = this.#early.confirm(this.#invite, response);
+    const destination = dialog?.destination;
+    if (dialog === undefined || destination === undefined) {
+      this.listener.failed?.(502, "Bad Gateway");
+      this.end("error", "unusable 2xx");
+      return;
+    }
+    const cancelled = this.state === SessionState.Cancelling;
+    this.dialog = dialog;
+    this.transition(SessionState.Confirmed);
+    this.acknowledge(this.#invite);
+    this.host.dialogConfirmed(this);
+    // RFC 4028 section 7.2: the 2xx says whether a timer runs and who refreshes.
+    this.refresh.peerAllowsUpdate = response.headers.allows("UPDATE");
+    const timer = response.headers.sessionExpires;
+    if (timer !== undefined) this.refresh.start(timer.interval, timer.refresher ?? "uac");
+    if (cancelled) {
+      // Section 9.1 / 15: the 2xx crossed our CANCEL; the call is ended with BYE.
+      this.listener.failed?.(487, "Request Terminated");
+      this.bye();
+      return;
+    }
+    const answer =
+      this.offerAnswer.state === OfferAnswerState.HaveLocalOffer
+        ? this.offerAnswer.receiveAnswer(response.body.toString())
+        : undefined;
+    this.listener.confirmed?.(answer);
+  }
+
+  /** Section 22.2: one retry with credentials per challenge; a second challenge fails the call. */
+  #retryWithCredentials(response: SipResponse): boolean {
+    if (this.credentials === undefined || this.#challengeAnswered || this.state === SessionState.Cancelling)
+      return false;
+    const proxy = response.status === 407;
+    const challenge = chooseChallenge(
+      response.headers.getAll(proxy ? "Proxy-Authenticate" : "WWW-Authenticate"),
+    );
+    if (challenge === undefined) return false;
+    this.#challengeAnswered = true;
+    const authorization = digestAuthorization(challenge, {
+      username: this.credentials.username,
+      password: this.credentials.password,
+      method: "INVITE",
+      uri: this.#invite.uri,
+      nonceCount: 1,
+      body: this.#invite.body,
+    });
+    this.#sendAgain({ [proxy ? "Proxy-Authorization" : "Authorization"]: authorization }, true);
+    return true;
+  }
+
+  /**
+   * RFC 4028 section 7.4: a 422 names the smallest interval the peer takes; the INVITE goes again
+   * (next CSeq, new branch) asking for that. Once: a second 422 fails the call.
+   */
+  #retryWithLongerInterval(response: SipResponse): boolean {
+    const minimum = response.headers.minSe;
+    const asked = this.#invite.headers.sessionExpires?.interval ?? 0;
+    if (minimum === undefined || minimum <= asked || this.state === SessionState.Cancelling) return false;
+    this.#sendAgain({ "Session-Expires": String(minimum), "Min-SE": String(minimum) }, true);
+    return true;
+  }
+
+  /** Section 9.1: same Request-URI, Call-ID, From, To, CSeq number and the INVITE's top Via (so branch). */
+  #sendCancel(): void {
+    const invite = this.#invite;
+    const headers = new SipHeaders();
+    const via = invite.headers.get("Via");
+    if (via !== undefined) headers.append("Via", via);
+    for (const route of invite.headers.getAll("Route")) headers.append("Route", route);
+    headers.append("Max-Forwards", "70");
+    for (const name of ["From", "To", "Call-ID"]) {
+      const value = invite.headers.get(name);
+      if (value !== undefined) headers.append(name, value);
+    }
+    const seq = invite.headers.cseq?.seq ?? 1;
+    headers.append("CSeq", `${seq} CANCEL`);
+    headers.append("Content-Length", "0");
+    const cancel: SipRequest = {
+      kind: "request",
+      method: "CANCEL",
+      uri: invite.uri,
+      version: SIP_VERSION,
+      headers,
+      body: NO_BODY,
+    };
+    this.host.sendNonInvite(cancel, this.#destination);
+  }
+}

@@ -1,0 +1,41 @@
+/**
+ * The states of an INVITE session (RFC 3261 sections 12-15: the dialog an INVITE sets up, from the
+ * INVITE to its end), and the check that each session kind takes only the edges it has.
+ */
+export enum SessionState {
+  /** UAC: the INVITE is sent (again, after a challenge or to the next server) and nothing has answered it. UAS: it came and nothing has answered it. */
+  Initial = "Initial",
+  /** UAC: a provisional response came, so a CANCEL may go (section 9.1). UAS: we sent one (180). */
+  Early = "Early",
+  /** UAC: the call is given up before its answer; a CANCEL goes with every provisional response. */
+  Cancelling = "Cancelling",
+  /** UAS: our 2xx is sent, and sent again until the ACK comes (section 13.3.1.4). */
+  WaitingForAck = "WaitingForAck",
+  /** The dialog is confirmed: the UAC sent its ACK, or the UAS received it. */
+  Confirmed = "Confirmed",
+  Terminated = "Terminated",
+}
+
+export type SessionEdges = Readonly<Partial<Record<SessionState, readonly SessionState[]>>>;
+
+/** Thrown when a session is asked to take an edge its state machine does not have: a bug, not a peer's doing. */
+export class IllegalSessionTransitionError extends Error {
+  constructor(
+    readonly kind: string,
+    readonly from: SessionState,
+    readonly to: SessionState,
+  ) {
+    super(`${kind}: illegal state transition from ${from} to ${to}`);
+    this.name = "IllegalSessionTransitionError";
+  }
+}
+
+/** Throws IllegalSessionTransitionError unless `to` is one of `edges[from]`. */
+export function checkSessionTransition(
+  kind: string,
+  edges: SessionEdges,
+  from: SessionState,
+  to: SessionState,
+): void {
+  if (!(edges[from] ?? []).includes(to)) throw new IllegalSessionTransitionError(kind, from, to);
+}
