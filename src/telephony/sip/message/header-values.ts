@@ -2,6 +2,8 @@
  * The header field value grammars the SIP layers read (RFC 3261 section 25.1), one scanner each: it
  * checks a value and yields what it holds, or undefined when the value does not match the grammar.
  * The parser checks received values with these same scanners and keeps what they yield (SipHeaders).
+ * Over 400 lines on purpose: every grammar shares the character classes, the parameter reader and the
+ * in-place scanners, which stay private to this file rather than be exported for a split.
  */
 
 /** token characters: alphanum / "-" / "." / "!" / "%" / "*" / "_" / "+" / "`" / "'" / "~" (RFC 3261 25.1). */

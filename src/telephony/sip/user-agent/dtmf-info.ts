@@ -1,4 +1,29 @@
 /** Keys sent by SIP INFO (RFC 6086, legacy use without Info-Package), as phones and carriers send them. */
+import type { SipRequest } from "../message/sip-message.js";
+import { responseTo, type ServerTransaction } from "../transaction/transaction-layer.js";
+
+/**
+ * Answers an INFO within a dialog: keys in the two bodies phones and carriers send go to `onKey`; an
+ * INFO without a body (a keep-alive) is taken; other bodies get 415 with what we accept.
+ */
+export function answerInfo(
+  request: SipRequest,
+  transaction: ServerTransaction,
+  onKey: (key: string) => void,
+): void {
+  const type = request.headers.contentType?.mediaType ?? "";
+  if (request.body.length > 0 && type !== "application/dtmf-relay" && type !== "application/dtmf") {
+    transaction.respond(
+      responseTo(request, 415, "Unsupported Media Type", {
+        headers: [["Accept", "application/dtmf-relay, application/dtmf"]],
+      }),
+    );
+    return;
+  }
+  transaction.respond(responseTo(request, 200, "OK"));
+  const key = request.body.length === 0 ? undefined : dtmfKeyOf(type, request.body.toString());
+  if (key !== undefined) onKey(key);
+}
 
 /** The event codes of RFC 4733 section 3.2 that are keys: 0-9, *, #, A-D (10 is *, 11 is #). */
 const DTMF_KEYS = "0123456789*#ABCD";

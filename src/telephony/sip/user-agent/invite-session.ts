@@ -12,7 +12,7 @@ import type { InviteServerTransaction } from "../transaction/invite-server-trans
 import type { ServerTransaction } from "../transaction/transaction-layer.js";
 import { responseTo } from "../transaction/transaction-layer.js";
 import type { Destination } from "../transport/sip-transport.js";
-import { dtmfKeyOf } from "./dtmf-info.js";
+import { answerInfo } from "./dtmf-info.js";
 import { OfferAnswer, OfferAnswerState } from "./offer-answer.js";
 import { OkRetransmission } from "./ok-retransmission.js";
 import { ReinviteClient } from "./reinvite-client.js";
@@ -183,7 +183,7 @@ export abstract class InviteSession {
         transaction.respond(responseTo(request, 200, "OK", { headers: [["Allow", this.host.allow]] }));
         return;
       case "INFO":
-        this.#receiveInfo(request, transaction);
+        answerInfo(request, transaction, (key) => this.listener.digit?.(key));
         return;
       case "UPDATE":
         this.#receiveUpdate(request, transaction);
@@ -255,25 +255,6 @@ export abstract class InviteSession {
     if (dialog === undefined || destination === undefined || this.ended) return false;
     this.host.sendNonInvite(this.#request(dialog, destination, "UPDATE", headers), destination, onFinal);
     return true;
-  }
-
-  /**
-   * INFO (RFC 6086, legacy use without Info-Package): keys in the two bodies phones and carriers
-   * send; an INFO without a body (a keep-alive) is taken; other bodies get 415 with what we accept.
-   */
-  #receiveInfo(request: SipRequest, transaction: ServerTransaction): void {
-    const type = request.headers.contentType?.mediaType ?? "";
-    if (request.body.length > 0 && type !== "application/dtmf-relay" && type !== "application/dtmf") {
-      transaction.respond(
-        responseTo(request, 415, "Unsupported Media Type", {
-          headers: [["Accept", "application/dtmf-relay, application/dtmf"]],
-        }),
-      );
-      return;
-    }
-    transaction.respond(responseTo(request, 200, "OK"));
-    const key = request.body.length === 0 ? undefined : dtmfKeyOf(type, request.body.toString());
-    if (key !== undefined) this.listener.digit?.(key);
   }
 
   /** The ACK for a 2xx we sent within this dialog: it stops the 2xx's retransmissions. */
