@@ -32,6 +32,8 @@ export abstract class InviteSession {
   readonly offerAnswer = new OfferAnswer();
   protected readonly refresh: SessionRefresh;
   #state = SessionState.Initial;
+  /** The CSeq of the offerless re-INVITE whose 2xx carried our offer: its ACK brings the answer. */
+  #offerInOk: number | undefined;
   /** Our re-INVITE in progress (section 14.1: no second one until it completes). */
   #reinvite: ReinviteClient | undefined;
   readonly #ok: OkRetransmission;
@@ -264,6 +266,9 @@ export abstract class InviteSession {
 
   /** The first ACK of our 2xx to a re-INVITE; after an offerless one it carries the answer. */
   protected acknowledged(ack: SipRequest): void {
+    const cseq = ack.headers.cseq?.seq;
+    if (cseq === undefined || cseq !== this.#offerInOk) return;
+    this.#offerInOk = undefined;
     if (this.offerAnswer.state !== OfferAnswerState.HaveLocalOffer) return;
     this.listener.lateAnswer?.(this.offerAnswer.receiveAnswer(ack.body.toString()));
   }
@@ -309,6 +314,7 @@ export abstract class InviteSession {
     const offer = request.body.length === 0 ? this.listener.offer?.() : undefined;
     if (offer !== undefined) {
       this.offerAnswer.sendOffer(offer);
+      this.#offerInOk = request.headers.cseq?.seq;
       sdp = offer;
     } else {
       const outcome = this.#answerOffer(request.body.toString());

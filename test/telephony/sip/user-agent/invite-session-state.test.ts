@@ -413,3 +413,49 @@ describe("offer/answer (RFC 3264)", () => {
     assert.equal(last.status, 491);
   });
 });
+
+describe("re-INVITEs crossing (RFC 3261 section 14)", () => {
+  it("the ACK of the peer's re-INVITE, arriving after ours went, is not taken as the answer to our offer", async () => {
+    const { host, session } = outgoing();
+    const lateAnswers: unknown[] = [];
+    session.listener = {
+      reoffer: () => ({ answer: "v=0 our answer" }),
+      lateAnswer: (negotiated) => lateAnswers.push(negotiated),
+    };
+    session.receiveResponse(answer(200, "b1", ["Contact: <sip:b1@192.0.2.10>"], "v=0 answer"));
+    const peerRequest = (method: string, cseq: number, body = "") => {
+      const request = parse(
+        [
+          `${method} sip:bridgeline@192.0.2.1:5060 SIP/2.0`,
+          `Via: SIP/2.0/UDP 192.0.2.10:5060;branch=z9hG4bKpeer${cseq}`,
+          "Max-Forwards: 70",
+          "From: <sip:+16045550123@192.0.2.10>;tag=b1",
+          "To: <sip:bridgeline@192.0.2.1>;tag=ours",
+          "Call-ID: state-test",
+          `CSeq: ${cseq} ${method}`,
+          "Contact: <sip:b1@192.0.2.10>",
+          ...(body === "" ? [] : ["Content-Type: application/sdp"]),
+        ],
+        body,
+      );
+      assert.ok(request.kind === "request");
+      return request;
+    };
+    const theirs = peerRequest("INVITE", 1, "v=0 their offer");
+    const transport = new RecordingTransport(false, host.clock);
+    session.receiveRequest(
+      theirs,
+      new InviteServerTransaction(theirs, transport, new RecordingUser(), { clock: host.clock }),
+    );
+    const ours = session.reinvite("v=0 hold offer");
+    assert.equal(session.offerAnswer.state, OfferAnswerState.HaveLocalOffer);
+    session.receiveAck(peerRequest("ACK", 1));
+    assert.deepEqual(lateAnswers, []);
+    assert.equal(session.offerAnswer.state, OfferAnswerState.HaveLocalOffer);
+    const sent = host.sent.at(-1);
+    assert.equal(sent?.request.method, "INVITE");
+    sent?.handler?.receiveResponse(answer(200, "b1", ["Contact: <sip:b1@192.0.2.10>"], "v=0 held answer"));
+    assert.equal(await ours, "v=0 held answer");
+    assert.equal(session.offerAnswer.state, OfferAnswerState.Stable);
+  });
+});
