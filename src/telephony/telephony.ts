@@ -25,7 +25,7 @@ import {
   type TransportStats,
 } from "./sip/transport/sip-transport.js";
 import { sourceOf } from "./sip/transport/source-address.js";
-import type { IncomingInviteSession } from "./sip/user-agent/invite-session.js";
+import type { IncomingInviteSession } from "./sip/user-agent/incoming-invite-session.js";
 import { Registration } from "./sip/user-agent/registration.js";
 import type { SessionTimerSettings } from "./sip/user-agent/session-timer.js";
 import { UserAgent } from "./sip/user-agent/user-agent.js";

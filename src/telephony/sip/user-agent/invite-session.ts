@@ -21,9 +21,6 @@ import { SessionRefresh } from "./session-refresh.js";
 import { checkSessionTransition, type SessionEdges, SessionState } from "./session-state.js";
 
 // The session kinds by the name the telephony layer imports them under.
-export type { IncomingInviteSession } from "./incoming-invite-session.js";
-export type { OutgoingInviteSession } from "./outgoing-invite-session.js";
-export type { SessionEndedBy } from "./session-host.js";
 
 export abstract class InviteSession {
   listener: SessionListener = {};

@@ -9,7 +9,7 @@ import { after, before, describe, it } from "node:test";
 import { parseMessage } from "../../../../src/telephony/sip/message/parser.js";
 import type { SipRequest, SipResponse } from "../../../../src/telephony/sip/message/sip-message.js";
 import { SipTransport } from "../../../../src/telephony/sip/transport/sip-transport.js";
-import type { IncomingInviteSession } from "../../../../src/telephony/sip/user-agent/invite-session.js";
+import type { IncomingInviteSession } from "../../../../src/telephony/sip/user-agent/incoming-invite-session.js";
 import { UserAgent } from "../../../../src/telephony/sip/user-agent/user-agent.js";
 import { until } from "../../../helpers/until.js";
 
