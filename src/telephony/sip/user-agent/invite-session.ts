@@ -20,8 +20,6 @@ import type { SessionEndedBy, SessionHost, SessionListener } from "./session-hos
 import { SessionRefresh } from "./session-refresh.js";
 import { checkSessionTransition, type SessionEdges, SessionState } from "./session-state.js";
 
-// The session kinds by the name the telephony layer imports them under.
-
 export abstract class InviteSession {
   listener: SessionListener = {};
   protected dialog: Dialog | undefined;
