@@ -9,6 +9,7 @@ import { buildApi } from "./api/server.js";
 import { ConferenceRuntime } from "./conference/conference-runtime.js";
 import { conferenceStore } from "./conference/store.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
+import type { Clock } from "./domain/clock.js";
 import type { CallingPolicy } from "./domain/phone.js";
 import { createLogger } from "./log.js";
 import { listenForScrapes, ServiceMetrics } from "./metrics.js";
@@ -24,7 +25,6 @@ import {
   unreachableReason,
 } from "./store/database.js";
 import { speak } from "./telephony/media/speech.js";
-import type { TimerClock } from "./telephony/sip/transaction/timers.js";
 import { Telephony } from "./telephony/telephony.js";
 import { certificateProblem, loadSipTlsMaterial, loadTlsMaterial, type TlsMaterial } from "./tls.js";
 import { WebhookWorker } from "./webhooks/webhook-worker.js";
@@ -58,7 +58,7 @@ export interface ServiceOptions {
   /** The clock that schedules webhook attempts (tests of the day-long retry schedule). */
   readonly webhookClock?: () => Date;
   /** What SIP's timers run on (tests of what happens after 64*T1). */
-  readonly sipClock?: TimerClock;
+  readonly sipClock?: Clock;
   /** How often the instance renews its heartbeat (tests of instances learning of each other). */
   readonly heartbeatIntervalMs?: number;
 }

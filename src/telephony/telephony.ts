@@ -5,13 +5,13 @@
  */
 import { BlockList, isIP, isIPv6 } from "node:net";
 import { networkInterfaces } from "node:os";
+import type { Clock } from "../domain/clock.js";
 import { normalizeNanpNumber } from "../domain/phone.js";
 import { Call, type CallHost, type CallOrigin, IncomingCall, OutgoingCall, type SrtpPolicy } from "./call.js";
 import { type MediaMix, MediaPlane, type MediaStream } from "./media/plane/media-plane.js";
 import { DEFAULT_SRTP_SUITES, type SrtpSuite } from "./media/rtp/srtp.js";
 import { destinationOf, newCallId, newTag } from "./sip/dialog/dialog.js";
 import { parseSipUri } from "./sip/message/header-values.js";
-import type { TimerClock } from "./sip/transaction/timers.js";
 import { ServerLocator } from "./sip/transport/server-locator.js";
 import {
   type Destination,
@@ -66,7 +66,7 @@ export interface TelephonyOptions {
   /** Session timers (RFC 4028), in seconds: the interval asked for and the smallest taken (1800, 90). */
   readonly sessionTimer?: SessionTimerSettings;
   /** What SIP's timers (RFC 3261 T1 and the rest) run on; default Node's timers (a fake in tests). */
-  readonly sipClock?: TimerClock;
+  readonly sipClock?: Clock;
   /**
    * Requests per second one source address may send, with a burst of twice that: past it they are
    * refused 503 with Retry-After, and past a burst of refusals dropped. Undefined: no limit.

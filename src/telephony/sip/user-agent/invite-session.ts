@@ -7,12 +7,13 @@
  */
 
 import { randomInt } from "node:crypto";
+import type { Clock, TimerHandle } from "../../../domain/clock.js";
 import { Dialog } from "../dialog/dialog.js";
 import { listsToken } from "../message/header-values.js";
 import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
 import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
 import type { InviteServerTransaction } from "../transaction/invite-server-transaction.js";
-import { T1, T2, TIMER_H, type TimerClock, type TimerHandle } from "../transaction/timers.js";
+import { T1, T2, TIMER_H } from "../transaction/timers.js";
 import type { ServerTransaction } from "../transaction/transaction-layer.js";
 import { responseTo } from "../transaction/transaction-layer.js";
 import { TransactionState } from "../transaction/transaction-state.js";
@@ -30,7 +31,7 @@ import {
 
 /** What the session needs of the user agent core that owns it. */
 export interface SessionHost {
-  readonly clock: TimerClock;
+  readonly clock: Clock;
   /** A Via value with a fresh branch for a request over the transport. */
   via(transport: Destination["transport"]): string;
   /** Our Contact for a request or response over the transport; a SIPS URI in a secure dialog. */
