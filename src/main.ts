@@ -6,6 +6,7 @@ import type { DestinationStream } from "pino";
 import { EventFeed } from "./api/event-feed.js";
 import { limitListener } from "./api/listener-limits.js";
 import { buildApi } from "./api/server.js";
+import { systemClock } from "./clock.js";
 import { ConferenceRuntime } from "./conference/conference-runtime.js";
 import { conferenceStore } from "./conference/store.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
@@ -108,6 +109,7 @@ export async function startService(
       },
       allowMediaFaultInjection: options.allowMediaFaultInjection,
       sipClock: options.sipClock,
+      clock: systemClock,
       tls: { port: sipTlsPort, ...sipTls.material },
       tlsCa: sipTls.ca,
       trustedSources: sip.trusted,
@@ -161,11 +163,13 @@ export async function startService(
     },
     attempts: attemptCounts(store),
     logger: logger.child({ component: "conferences" }),
+    clock: systemClock,
   });
   const scheduler = new Scheduler({
     store,
     runner: config.instanceId,
     logger: logger.child({ component: "scheduler" }),
+    clock: systemClock,
     sipUri: telephony.sipUri,
     // A caller carried here from another instance comes from that instance's address.
     onOtherInstances: (sipUris) => telephony.trustInstances(sipUris),

@@ -4,6 +4,7 @@
  * knows nothing of conferences.
  */
 import { EventEmitter } from "node:events";
+import type { Clock, TimerHandle } from "../domain/clock.js";
 import { KEYPAD, keypadTones } from "./media/dtmf/keypad-tones.js";
 import type { PlayoutKind } from "./media/jitter-buffer.js";
 import type { MediaMix, MediaStream } from "./media/plane/media-plane.js";
@@ -65,6 +66,8 @@ export interface CallHost {
   /** The SRTP suites to offer and accept, preferred first. */
   readonly srtpSuites: readonly SrtpSuite[];
   readonly logger?: { warn(fields: object, message: string): void };
+  /** What the call's own timers run on: the ring timeout, the pauses between keys sent. */
+  readonly clock: Clock;
   callFinished(call: Call): void;
 }
 
@@ -176,7 +179,7 @@ export class Call extends EventEmitter<CallEvents> {
       if (key !== ",") {
         if (!(await this.session.sendKey(key.toUpperCase(), KEY_MS))) return false;
       }
-      await new Promise((resolve) => setTimeout(resolve, key === "," ? 1000 : KEY_MS));
+      await new Promise<void>((resolve) => this.host.clock.setTimeout(resolve, key === "," ? 1000 : KEY_MS));
     }
     return this.#state === "answered";
   }
@@ -453,7 +456,7 @@ export class Call extends EventEmitter<CallEvents> {
 /** A call we place through a trunk. */
 export class OutgoingCall extends Call {
   #offer: string | undefined;
-  #ringTimer: NodeJS.Timeout | undefined;
+  #ringTimer: TimerHandle | undefined;
 
   override get signallingTls(): boolean {
     return (this.session as OutgoingInviteSession | undefined)?.destination.transport === "TLS";
@@ -479,8 +482,7 @@ export class OutgoingCall extends Call {
     if (this.state !== "calling") return;
     this.#offer = createOffer(this.localMedia());
     this.attach(send(this.#offer));
-    this.#ringTimer = setTimeout(() => this.abandon(408, "No Answer"), ringTimeoutMs);
-    this.#ringTimer.unref();
+    this.#ringTimer = this.host.clock.setTimeout(() => this.abandon(408, "No Answer"), ringTimeoutMs);
   }
 
   protected override abandon(status: number, reason: string): void {
@@ -489,7 +491,7 @@ export class OutgoingCall extends Call {
   }
 
   protected override confirmed(remoteSdp: string): void {
-    clearTimeout(this.#ringTimer);
+    this.host.clock.clearTimeout(this.#ringTimer);
     const accepted = this.#offer === undefined ? undefined : acceptAnswer(this.#offer, remoteSdp);
     if (accepted === undefined || !accepted.ok) {
       // RFC 3264 section 6: an unusable answer leaves no session: hang up.
@@ -502,7 +504,7 @@ export class OutgoingCall extends Call {
   }
 
   protected override fail(failure: CallFailure): void {
-    clearTimeout(this.#ringTimer);
+    this.host.clock.clearTimeout(this.#ringTimer);
     super.fail(failure);
   }
 }

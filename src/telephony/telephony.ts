@@ -5,6 +5,7 @@
  */
 import { BlockList, isIP, isIPv6 } from "node:net";
 import { networkInterfaces } from "node:os";
+import { systemClock } from "../clock.js";
 import type { Clock } from "../domain/clock.js";
 import { normalizeNanpNumber } from "../domain/phone.js";
 import { Call, type CallHost, type CallOrigin, IncomingCall, OutgoingCall, type SrtpPolicy } from "./call.js";
@@ -67,6 +68,8 @@ export interface TelephonyOptions {
   readonly sessionTimer?: SessionTimerSettings;
   /** What SIP's timers (RFC 3261 T1 and the rest) run on; default Node's timers (a fake in tests). */
   readonly sipClock?: Clock;
+  /** What calls' own timers (ring timeout, pauses between keys) run on; default the real clock. */
+  readonly clock?: Clock;
   /**
    * Requests per second one source address may send, with a burst of twice that: past it they are
    * refused 503 with Retry-After, and past a burst of refusals dropped. Undefined: no limit.
@@ -311,6 +314,10 @@ export class Telephony implements CallHost {
 
   get srtpSuites(): readonly SrtpSuite[] {
     return this.#options.srtp?.suites ?? DEFAULT_SRTP_SUITES;
+  }
+
+  get clock(): Clock {
+    return this.#options.clock ?? systemClock;
   }
 
   get mediaAddress(): string {

@@ -5,6 +5,7 @@ import { ConferenceRuntime } from "../../src/conference/conference-runtime.js";
 import type { Conference } from "../../src/domain/conference.js";
 import { attemptCounts } from "../../src/store/attempt-counts.js";
 import { openSqliteStore, type Store } from "../../src/store/database.js";
+import { FakeClock } from "../helpers/fake-clock.js";
 import { attendee, conference, type FakeCall, FakeLogger, FakeStore, FakeTelephone, flush } from "./fakes.js";
 import { DATA_DIR, EMPTY_PERIODS } from "./harness.js";
 
@@ -18,7 +19,8 @@ async function runtime(
   changes: Partial<Conference> = {},
   pinFailures?: { readonly limit: number; readonly windowMs: number },
 ) {
-  const telephone = new FakeTelephone();
+  const clock = new FakeClock();
+  const telephone = new FakeTelephone(clock);
   const store = new FakeStore(conference(changes), [
     attendee(1, { dialIn: true, moderator: true, phoneNumberSubscriberNumber: null }),
     attendee(2, { dialIn: true, phoneNumberSubscriberNumber: "7785550123" }),
@@ -34,6 +36,7 @@ async function runtime(
     store,
     speak: async () => null,
     logger,
+    clock,
     dataDir: DATA_DIR,
     accessNumbers: [ACCESS_NUMBER],
     emptyPeriods: EMPTY_PERIODS,
@@ -43,7 +46,7 @@ async function runtime(
   });
   conferences.run(store.conference as Conference);
   await flush();
-  return { telephone, store, logger, conferences, media: telephone.rooms[0] };
+  return { telephone, store, logger, conferences, clock, media: telephone.rooms[0] };
 }
 
 async function dialIn(telephone: FakeTelephone, from: string, keys: string) {
@@ -67,12 +70,10 @@ test("calls to numbers not served are refused 404; the access number rings with 
   await conferences.close();
 });
 
-test("three wrong PINs (a silent one included) end the call after goodbye", async (t) => {
-  t.mock.timers.enable({ apis: ["setTimeout"] });
-  const { telephone, logger, conferences } = await runtime();
+test("three wrong PINs (a silent one included) end the call after goodbye", async () => {
+  const { telephone, logger, conferences, clock } = await runtime();
   const call = await dialIn(telephone, "+17785550123", "99#");
-  t.mock.timers.tick(10_000);
-  await flush();
+  await clock.pass(10_000);
   call.press("1234#");
   await flush();
   assert.deepEqual(call.prompts, [
