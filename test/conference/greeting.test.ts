@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { flush } from "./fakes.js";
+import { attendee, flush } from "./fakes.js";
 import { startRoom } from "./harness.js";
 
 const GREETED = { conference: { directDial: false } };
@@ -45,6 +45,48 @@ test("no 1 in two tries of 6 s: no-response and goodbye, hung up, stored no-answ
     event: { kind: "failed", state: "no-answer", result: "answered but did not press 1" },
   });
   assert.equal(h.room.state, "waiting-for-moderator", "the others still come");
+});
+
+test("silence: the invitation again after 6 s, and after 12 s goodbye (an answering machine)", async () => {
+  const h = await startRoom(GREETED);
+  const call = h.call(2);
+  call.answer();
+  await flush();
+  await h.clock.pass(5_999);
+  assert.deepEqual(call.prompts, ["invitation"]);
+  await h.clock.pass(1);
+  assert.deepEqual(call.prompts, ["invitation", "invitation"], "the second try at 6 s");
+  assert.equal(call.stops, 1, "the first invitation stopped before the second");
+  await h.clock.pass(5_999);
+  assert.equal(call.hungUp, false);
+  await h.clock.pass(1);
+  assert.deepEqual(call.prompts, ["invitation", "invitation", "no-response", "goodbye"]);
+  assert.equal(call.hungUp, true);
+  assert.equal(h.store.of("call").at(-1)?.event.kind, "failed");
+  assert.equal(h.clock.pending, 0, "no wait left behind");
+});
+
+test("1 pressed in the second try joins; a key pressed while the extension goes out counts", async () => {
+  const h = await startRoom(GREETED);
+  const late = h.call(2);
+  late.answer();
+  await flush();
+  await h.clock.pass(6_000);
+  late.press("1");
+  await flush();
+  assert.equal(late.room, h.media);
+  assert.deepEqual(late.prompts, ["invitation", "invitation"]);
+
+  const extension = await startRoom({
+    ...GREETED,
+    attendees: [attendee(4, { phoneNumberExtension: "22" })],
+  });
+  const call = extension.call(4);
+  call.answer();
+  call.press("1");
+  await flush();
+  assert.deepEqual(call.digitsSent, ["22"]);
+  assert.equal(call.room, extension.media, "the 1 typed before the invitation was heard");
 });
 
 test("the spoken invitation is made once per room, and the recorded one is played when the machine cannot speak", async () => {
