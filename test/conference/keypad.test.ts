@@ -193,3 +193,16 @@ test("*9 announces the end to everyone and ends the conference 2.5 s later", asy
   assert.equal(h.call(2).hungUp, true);
   assert.deepEqual(h.store.of("end"), [{ op: "end", reason: "the moderator ended it from the keypad" }]);
 });
+
+test("the moderator hanging up during the ending announcement ends it at once, once, its timer cleared", async () => {
+  const h = await roomOfThree();
+  await press(h, 1, "*9");
+  await h.clock.pass(1_000);
+  h.call(1).hangUpFarEnd();
+  await flush();
+  assert.equal(h.room.state, "ended");
+  assert.equal(h.clock.pending, 0, "the announcement's timer is gone");
+  await h.clock.pass(2_500);
+  assert.deepEqual(h.store.of("end"), [{ op: "end", reason: "the moderator left" }]);
+  assert.equal(h.endedCalls(), 1);
+});
