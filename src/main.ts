@@ -1,3 +1,4 @@
+// Long because it alone wires the service: every part is built, joined and stopped here (the guide says main.ts alone).
 import http from "node:http";
 import https from "node:https";
 import type { AddressInfo } from "node:net";
@@ -8,16 +9,16 @@ import { limitListener } from "./api/listener-limits.js";
 import { buildApi } from "./api/server.js";
 import { systemClock } from "./clock.js";
 import { ConferenceRuntime } from "./conference/conference-runtime.js";
-import { conferenceStore } from "./conference/store.js";
-import { type Config, ConfigError, loadConfig } from "./config.js";
+import { type Config, ConfigError, loadConfig, type UnknownVariable, unknownVariables } from "./config.js";
 import type { Clock } from "./domain/clock.js";
 import type { CallingPolicy } from "./domain/phone.js";
 import { createLogger } from "./log.js";
 import { listenForScrapes, ServiceMetrics } from "./metrics.js";
 import { fileDelivery, smtpDelivery } from "./notify/delivery.js";
-import { NotificationWorker } from "./notify/notification-worker.js";
+import { notificationWorker } from "./notify/mail-deliverer.js";
 import { Scheduler } from "./scheduler/scheduler.js";
 import { attemptCounts } from "./store/attempt-counts.js";
+import { conferenceStore } from "./store/conference-store.js";
 import {
   openStore,
   pendingMigrations,
@@ -25,10 +26,13 @@ import {
   type Store,
   unreachableReason,
 } from "./store/database.js";
+import { notificationOutbox } from "./store/notification-outbox.js";
+import { schedulerStore } from "./store/scheduler-store.js";
+import { webhookOutbox } from "./store/webhook-outbox.js";
 import { speak } from "./telephony/media/speech.js";
 import { Telephony } from "./telephony/telephony.js";
 import { certificateProblem, loadSipTlsMaterial, loadTlsMaterial, type TlsMaterial } from "./tls.js";
-import { WebhookWorker } from "./webhooks/webhook-worker.js";
+import { webhookWorker } from "./webhooks/http-deliverer.js";
 
 export interface RunningService {
   httpsPort: number;
@@ -62,6 +66,8 @@ export interface ServiceOptions {
   readonly sipClock?: Clock;
   /** How often the instance renews its heartbeat (tests of instances learning of each other). */
   readonly heartbeatIntervalMs?: number;
+  /** BRIDGELINE_* variables set that nothing reads: each is logged as a warning. */
+  readonly unknownVariables?: readonly UnknownVariable[];
 }
 
 /** Wires the store, the API and the listeners; the one place that knows them all. */
@@ -71,6 +77,8 @@ export async function startService(
   options: ServiceOptions = {},
 ): Promise<RunningService> {
   const logger = createLogger(config.logLevel, logDestination);
+  for (const { name, likely } of options.unknownVariables ?? [])
+    logger.warn({ variable: name, likely }, unknownVariableWarning(name, likely));
   const metrics = new ServiceMetrics(logger.child({ component: "metrics" }));
   const store = await openStoreWhenReachable(config, logger);
   let tls: TlsMaterial;
@@ -166,7 +174,7 @@ export async function startService(
     clock: systemClock,
   });
   const scheduler = new Scheduler({
-    store,
+    store: schedulerStore(store),
     runner: config.instanceId,
     logger: logger.child({ component: "scheduler" }),
     clock: systemClock,
@@ -181,8 +189,8 @@ export async function startService(
     startConference: (conference, attendees) => conferences.run(conference, attendees),
   });
   const mail = config.mail;
-  const notifications = new NotificationWorker({
-    store,
+  const notifications = notificationWorker({
+    queue: notificationOutbox(store),
     worker: config.instanceId,
     delivery:
       mail.smtpUrl === null ? fileDelivery(path.join(config.dataDir, "mail")) : smtpDelivery(mail.smtpUrl),
@@ -196,8 +204,8 @@ export async function startService(
     logger: logger.child({ component: "notifications" }),
   });
   const webhookDestinations = { allowPrivate: config.webhooks.allowPrivate };
-  const webhooks = new WebhookWorker({
-    store,
+  const webhooks = webhookWorker({
+    queue: webhookOutbox(store),
     worker: config.instanceId,
     destinations: webhookDestinations,
     timeoutMs: config.webhooks.timeoutSeconds * 1000,
@@ -428,21 +436,28 @@ function portInUse(
   );
 }
 
+function unknownVariableWarning(name: string, likely: string | undefined): string {
+  return `${name} is not a Bridgeline setting and is ignored${likely === undefined ? "" : `: did you mean ${likely}?`}`;
+}
+
 /** `npm start`: configuration from the environment, graceful stop on SIGINT/SIGTERM. */
 export async function runFromEnvironment(): Promise<void> {
+  const unknown = unknownVariables();
   let config: Config;
   try {
     config = loadConfig();
   } catch (error) {
     if (error instanceof ConfigError) {
       process.stderr.write(`bridgeline: configuration error: ${error.message}\n`);
+      for (const { name, likely } of unknown)
+        process.stderr.write(`bridgeline: ${unknownVariableWarning(name, likely)}\n`);
       process.exit(1);
     }
     throw error;
   }
   let service: RunningService;
   try {
-    service = await startService(config);
+    service = await startService(config, undefined, { unknownVariables: unknown });
   } catch (error) {
     if (error instanceof StartupError) {
       process.stderr.write(`bridgeline: ${error.message}\n`);

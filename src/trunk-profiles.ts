@@ -8,17 +8,16 @@
 import { createRequire } from "node:module";
 import type { Node, YAMLMap } from "yaml";
 import { normalizeNanpNumber } from "./domain/phone.js";
+import { SRTP_POLICIES } from "./telephony/media/rtp/srtp.js";
 import { AUDIO_CODECS, type AudioCodec } from "./telephony/sdp/session-description.js";
-import { destinationOf } from "./telephony/sip/dialog/dialog.js";
 import { isToken } from "./telephony/sip/message/header-values.js";
 import {
   DTMF_METHODS,
   NUMBER_FORMATS,
+  readTrunkUri,
   STACK_HEADERS,
-  srtpParameter,
-  TRUNK_SRTP_POLICIES,
   type Trunk,
-  trunkOfUri,
+  type TrunkUri,
 } from "./telephony/trunk.js";
 
 /** yaml, loaded when a profile file is read: most starts have none, and it takes 40 ms to load. */
@@ -46,21 +45,7 @@ export interface DialPlanSettings {
   readonly routes: readonly { readonly prefix: string; readonly trunk: Trunk }[];
 }
 
-const SIP_URI = /^sips?:[^\s<>"]+$/i;
 const DEFAULT_REGISTER_EXPIRES = 3600;
-
-/** A trunk or proxy URI, or why it is not one. */
-export function checkSipUri(text: string): string | undefined {
-  if (!SIP_URI.test(text)) return `must be a SIP URI such as sip:127.0.0.1:5070, got "${text}"`;
-  const srtp = srtpParameter(text);
-  if (srtp !== undefined && !isSrtpPolicy(srtp))
-    return `a trunk's ;srtp= must be ${TRUNK_SRTP_POLICIES.join(", ")}, got "${srtp}" in ${text}`;
-  return undefined;
-}
-
-function isSrtpPolicy(text: string): text is NonNullable<Trunk["srtp"]> {
-  return (TRUNK_SRTP_POLICIES as readonly string[]).includes(text);
-}
 
 /**
  * A caller ID as the From user: a North American number, kept as +1NPANXXXXXX so that each trunk
@@ -181,11 +166,11 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
     const choice = choices.find((known) => known.toLowerCase() === entry.value.toLowerCase());
     return choice ?? fail(entry.line, `${key} must be one of ${choices.join(", ")}, got "${entry.value}"`);
   };
-  const sipUri = (key: string): string | undefined => {
+  const sipUri = (key: string): TrunkUri | undefined => {
     const entry = text(key);
     if (entry === undefined) return undefined;
-    const problem = checkSipUri(entry.value);
-    return problem === undefined ? entry.value : fail(entry.line, `${key} ${problem}`);
+    const read = readTrunkUri(entry.value);
+    return typeof read === "string" ? fail(entry.line, `${key} ${read}`) : read;
   };
 
   const uri = sipUri("uri") ?? fail(lineOf(map), "uri: is missing");
@@ -203,7 +188,7 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
   let registration: Trunk["registration"] = null;
   if (register !== undefined && register.value !== "false") {
     if (credentials === null) fail(register.line, "register needs username and password");
-    if (register.value !== "true" && checkSipUri(register.value) !== undefined)
+    if (register.value !== "true" && typeof readTrunkUri(register.value) === "string")
       fail(register.line, `register must be true, false or a registrar's SIP URI, got "${register.value}"`);
     const seconds = expires === undefined ? DEFAULT_REGISTER_EXPIRES : Number(expires.value);
     if (expires !== undefined && (!/^\d+$/.test(expires.value) || seconds < 1))
@@ -228,17 +213,17 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
   if (callerName !== undefined && /[\r\n\0]/.test(callerName.value))
     fail(callerName.line, "caller-name must be one line");
   const assertedIdentity = oneOf("asserted-identity", ["true", "false"] as const);
-  const srtp = oneOf("srtp", TRUNK_SRTP_POLICIES);
+  const srtp = oneOf("srtp", SRTP_POLICIES);
   const mutualTls = oneOf("mutual-tls", ["true", "false"] as const);
-  if (mutualTls === "true" && destinationOf(uri)?.transport !== "TLS")
+  if (mutualTls === "true" && uri.transport !== "TLS")
     fail(
       settings.get("mutual-tls")?.line ?? 1,
-      `mutual-tls needs a TLS trunk (sips: or ;transport=tls), got ${uri}`,
+      `mutual-tls needs a TLS trunk (sips: or ;transport=tls), got ${uri.uri}`,
     );
 
   return {
-    uri,
-    outboundProxy: sipUri("outbound-proxy") ?? null,
+    uri: uri.uri,
+    outboundProxy: sipUri("outbound-proxy")?.uri ?? null,
     credentials,
     registration,
     numberFormat: oneOf("number-format", NUMBER_FORMATS),
@@ -250,7 +235,7 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
     headers: readHeaders(settings.get("headers"), lineOf, fail),
     codecs: readCodecs(settings.get("codecs"), lineOf, fail),
     dtmf: oneOf("dtmf", DTMF_METHODS),
-    srtp: srtp ?? trunkOfUri(uri).srtp,
+    srtp: srtp ?? uri.srtp,
     mutualTls: mutualTls === "true",
   };
 }

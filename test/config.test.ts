@@ -5,7 +5,8 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { ConfigError, loadConfig } from "../src/config.js";
+import { configTable, README, withTable } from "../scripts/config-table.js";
+import { ConfigError, loadConfig, unknownVariables } from "../src/config.js";
 
 const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 
@@ -396,6 +397,42 @@ describe("loadConfig", () => {
   });
 });
 
+describe("the configuration table", () => {
+  it("is the README's: npm run docs:config has been run since the table last changed", () => {
+    const readme = fs.readFileSync(README, "utf8");
+    assert.equal(withTable(readme, configTable()), readme);
+  });
+
+  it("shows each default as its value, or in words where it is computed", () => {
+    const table = configTable();
+    assert.match(table, /^\| `BRIDGELINE_SIP_PORT` +\| `5060` +\| SIP port, UDP and TCP +\|$/m);
+    assert.match(table, /^\| `BRIDGELINE_MEDIA_THREADS` +\| the number of cores +\| Worker threads/m);
+  });
+});
+
+describe("unknownVariables", () => {
+  it("names each BRIDGELINE_* variable nothing reads, with the known name it most likely meant", () => {
+    assert.deepEqual(
+      unknownVariables({
+        BRIDGELINE_SIP_TRUNKK: "sip:127.0.0.1:5070",
+        BRIDGELINE_SIP_PORT: "5060",
+        BRIDGELINE_HTTP_PROT: "8080",
+        BRIDGELINE_COLOUR: "blue",
+        PATH: "/usr/bin",
+      }),
+      [
+        { name: "BRIDGELINE_SIP_TRUNKK", likely: "BRIDGELINE_SIP_TRUNK" },
+        { name: "BRIDGELINE_HTTP_PROT", likely: "BRIDGELINE_HTTP_PORT" },
+        { name: "BRIDGELINE_COLOUR", likely: undefined },
+      ],
+    );
+  });
+
+  it("finds none when every variable is known", () => {
+    assert.deepEqual(unknownVariables({ BRIDGELINE_SIP_PORT: "5060", HOME: "/root" }), []);
+  });
+});
+
 describe("npm start with a bad configuration", () => {
   let dataDir: string;
   before(() => {
@@ -436,4 +473,62 @@ describe("npm start with a bad configuration", () => {
       assert.doesNotMatch(stderr, /\n\s+at\s/, "a configuration error is a message, not a stack trace");
     });
   }
+
+  it("names a mistyped variable beside the error, with the name it likely meant", async () => {
+    const { code, stderr } = await start({ BRIDGELINE_LOG_LEVEL: "loud", BRIDGELINE_SIP_PROT: "5070" });
+    assert.equal(code, 1);
+    assert.match(
+      stderr,
+      /BRIDGELINE_SIP_PROT is not a Bridgeline setting and is ignored: did you mean BRIDGELINE_SIP_PORT\?/,
+    );
+  });
+});
+
+describe("npm start with a mistyped variable", () => {
+  let dataDir: string;
+  before(() => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-config-"));
+  });
+  after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+  it("starts, and logs a warning naming the variable and the name it likely meant", async () => {
+    const child = spawn(process.execPath, ["bin/bridgeline.js", "start"], {
+      cwd: PROJECT_ROOT,
+      env: {
+        PATH: process.env.PATH,
+        BRIDGELINE_DATA_DIR: dataDir,
+        BRIDGELINE_HOST: "127.0.0.1",
+        BRIDGELINE_HTTPS_PORT: "0",
+        BRIDGELINE_SIP_ADDRESS: "127.0.0.1",
+        BRIDGELINE_SIP_PORT: "0",
+        BRIDGELINE_MEDIA_THREADS: "0",
+        BRIDGELINE_RING_TIMEOUT_SECOND: "30",
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const closed = new Promise((resolve) => child.once("close", resolve));
+    const timer = setTimeout(() => child.kill("SIGKILL"), 30_000);
+    try {
+      const lines: { msg: string; variable?: string; likely?: string; level: number }[] = [];
+      let pending = "";
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.on("data", (chunk) => {
+          pending += String(chunk);
+          const complete = pending.split("\n");
+          pending = complete.pop() ?? "";
+          lines.push(...complete.filter(Boolean).map((line) => JSON.parse(line)));
+          if (lines.some((line) => line.msg === "bridgeline started")) resolve();
+        });
+        child.once("close", (code) => reject(new Error(`the service exited (${code}) before it started`)));
+      });
+      const warning = lines.find((line) => line.variable === "BRIDGELINE_RING_TIMEOUT_SECOND");
+      assert.equal(warning?.level, 40, "logged at warn");
+      assert.equal(warning?.likely, "BRIDGELINE_RING_TIMEOUT_SECONDS");
+      assert.match(warning?.msg ?? "", /BRIDGELINE_RING_TIMEOUT_SECOND is not a Bridgeline setting/);
+    } finally {
+      child.kill("SIGTERM");
+      await closed;
+      clearTimeout(timer);
+    }
+  });
 });

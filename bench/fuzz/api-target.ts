@@ -5,7 +5,7 @@
  * A 5xx answer is a finding: a client's bad body must get a 4xx.
  */
 import { type Agent, request } from "undici";
-import { MAX_BODY_BYTES } from "../../src/api/server.js";
+import { MAX_BODY_BYTES } from "../../src/api/http-errors.js";
 import { mutateXml } from "./mutate.js";
 import type { Random } from "./random.js";
 import { type ApiFixture, count, type FuzzContext, Pacer, type Target, type TargetStats } from "./target.js";

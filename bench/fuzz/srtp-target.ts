@@ -11,12 +11,12 @@
  */
 import { createHmac } from "node:crypto";
 import { createSocket, type Socket } from "node:dgram";
+import { SrtpSender } from "../../src/telephony/media/rtp/srtp.js";
 import {
   type PacketProtection,
   protectionWith,
-  SrtpSender,
   sessionKeys,
-} from "../../src/telephony/media/rtp/srtp.js";
+} from "../../src/telephony/media/rtp/srtp-protection.js";
 import { junk, rtcpCompound, rtpPacket } from "./media-targets.js";
 import { mutateBytes } from "./mutate.js";
 import type { Random } from "./random.js";

@@ -62,9 +62,9 @@ export class Authenticator {
     if (request.headers.authorization !== undefined || token === undefined) return this.authenticate(request);
     const session = await findConsoleSession(this.store, hashToken(token), new Date());
     // No WWW-Authenticate: a browser would answer it with its own password dialog.
-    if (!session) throw new HttpError(401, "The console session has ended; sign in again");
+    if (!session) throw new HttpError("BL_ERR_NOT_SIGNED_IN", "The console session has ended; sign in again");
     if (!SAFE_METHODS.has(request.method) && !sameToken(request.headers[CSRF_HEADER], session.csrfToken))
-      throw new HttpError(403, "X-CSRF-Token is missing or does not match the session");
+      throw new HttpError("BL_ERR_CSRF_TOKEN");
     return session.userId;
   }
 
@@ -77,7 +77,7 @@ export class Authenticator {
   /** Checks an e-mail and password as Basic does (same throttle) and opens a console session. */
   async openSession(email: string, password: string, request: FastifyRequest): Promise<OpenedSession> {
     const userId = await this.verify(email, password, request, () => {
-      throw new HttpError(401, "Invalid e-mail or password");
+      throw new HttpError("BL_ERR_NOT_SIGNED_IN", "Invalid e-mail or password");
     });
     const token = randomBytes(32).toString("base64url");
     const csrfToken = randomBytes(32).toString("base64url");

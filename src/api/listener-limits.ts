@@ -3,7 +3,7 @@
  * none of them: they are set here, on each.
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
-import { MAX_BODY_BYTES, TOO_LARGE_MESSAGE } from "./server.js";
+import { MAX_BODY_BYTES, TOO_LARGE_MESSAGE } from "./http-errors.js";
 import { renderDocument } from "./xml.js";
 
 /** A client has this long to send a request's headers (slow senders hold a connection). */

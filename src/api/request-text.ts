@@ -37,12 +37,15 @@ function charsetOf(contentType: string | undefined): string | undefined {
 export function decodeRequestBody(body: Buffer, contentType: string | undefined): string {
   const charset = charsetOf(contentType);
   if (charset !== undefined && !isUtf8Label(charset))
-    throw new HttpError(415, `Request bodies must be UTF-8, not charset=${charset.slice(0, 40)}`);
+    throw new HttpError(
+      "BL_ERR_UNSUPPORTED_MEDIA_TYPE",
+      `Request bodies must be UTF-8, not charset=${charset.slice(0, 40)}`,
+    );
   let text: string;
   try {
     text = UTF8.decode(body);
   } catch {
-    throw new HttpError(400, "The body is not valid UTF-8");
+    throw new HttpError("BL_ERR_MALFORMED_INPUT", "The body is not valid UTF-8");
   }
   refuseNonXmlCharacters(text, "The body");
   return text;
@@ -53,7 +56,7 @@ export function refuseNonXmlCharacters(text: string, where: string): void {
   const found = NOT_XML_CHAR.exec(text);
   if (found !== null)
     throw new HttpError(
-      400,
+      "BL_ERR_MALFORMED_INPUT",
       `${where} ${forbiddenCharacterMessage(found[0].codePointAt(0) as number, found.index)}`,
     );
 }

@@ -1,20 +1,14 @@
 import fastifyCookie from "@fastify/cookie";
 import fastifyRateLimit, { type RateLimitOptions } from "@fastify/rate-limit";
 import Fastify, {
+  type FastifyInstance,
   type FastifyReply,
   type FastifyRequest,
   type FastifyServerFactory,
   type HTTPMethods,
 } from "fastify";
 import type { Logger } from "pino";
-import {
-  BadRequest,
-  DomainError,
-  Forbidden,
-  NotFound,
-  StaleLockVersion,
-  ValidationFailed,
-} from "../domain/errors.js";
+import { BadRequest, DomainError, Forbidden, NotFound } from "../domain/errors.js";
 import { FieldReader, type InputMap } from "../domain/input.js";
 import { type CallingPolicy, OPEN_CALLING_POLICY } from "../domain/phone.js";
 import { attemptCounts } from "../store/attempt-counts.js";
@@ -23,7 +17,7 @@ import { userExists } from "../store/users.js";
 import type { DestinationPolicy } from "../webhooks/destination.js";
 import { Authenticator } from "./authentication.js";
 import { EventFeed } from "./event-feed.js";
-import { HttpError } from "./http-errors.js";
+import { answerFor, type ErrorAnswer, fastifyClientError, HttpError, MAX_BODY_BYTES } from "./http-errors.js";
 import { byClientAddress, sharedRateLimits } from "./rate-limits.js";
 import type { Representation } from "./representations.js";
 import { refuseNonXmlCharacters } from "./request-text.js";
@@ -41,8 +35,6 @@ import { userRoutes } from "./routes/users.js";
 import { webhookRoutes } from "./routes/webhooks.js";
 import { parseDocument, readXmlBody, renderDocument, type XmlElement } from "./xml.js";
 
-export const MAX_BODY_BYTES = 64 * 1024;
-export const TOO_LARGE_MESSAGE = `Request body is larger than ${MAX_BODY_BYTES} bytes`;
 const XML_TYPE = "application/xml; charset=utf-8";
 const XML_MEDIA_TYPES = ["application/xml", "text/xml"];
 const METHODS: HTTPMethods[] = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
@@ -72,7 +64,7 @@ export interface ApiOptions {
   onRequestDone?: (route: string, method: string, status: number, seconds: number) => void;
 }
 
-/** What every route handler works with. */
+/** What every route plugin is registered with (its options). */
 export interface ApiContext {
   store: Store;
   dataDir: string;
@@ -83,11 +75,6 @@ export interface ApiContext {
   /** The authenticated user, who must own the /users/{user_id} tree named by the path. */
   owner(request: FastifyRequest): Promise<number>;
   authenticated(request: FastifyRequest): Promise<number>;
-  resource(
-    path: string,
-    handlers: Partial<Record<HTTPMethods, RouteHandler>>,
-    options?: ResourceOptions,
-  ): void;
 }
 
 export interface ResourceOptions {
@@ -147,13 +134,16 @@ export async function buildApi(options: ApiOptions) {
     const produces = request.routeOptions.config.produces;
     if (produces) {
       if (!accepts(request.headers.accept, produces))
-        throw new HttpError(406, `This resource answers only ${produces.join(", ")}`);
+        throw new HttpError("BL_ERR_NOT_ACCEPTABLE", `This resource answers only ${produces.join(", ")}`);
     } else if (!accepts(request.headers.accept, XML_MEDIA_TYPES))
-      throw new HttpError(406, "This API answers only application/xml");
+      throw new HttpError("BL_ERR_NOT_ACCEPTABLE");
     // Also for POSTs without a body: a cross-site form or no-cors fetch cannot send this type
     // without a CORS preflight, which this API never grants.
     if ((request.method === "POST" || request.method === "PUT") && !request.headers["content-type"]) {
-      throw new HttpError(415, "POST and PUT bodies must be sent as Content-Type: application/xml");
+      throw new HttpError(
+        "BL_ERR_UNSUPPORTED_MEDIA_TYPE",
+        "POST and PUT bodies must be sent as Content-Type: application/xml",
+      );
     }
     // Search values reach the database (PostgreSQL refuses U+0000 with a 500) and errors quote them.
     for (const [name, value] of Object.entries(request.query as Record<string, string | string[]>)) {
@@ -172,14 +162,13 @@ export async function buildApi(options: ApiOptions) {
     });
 
   app.setErrorHandler((error, request, reply) => {
-    const { status, messages, headers } = describeError(error);
-    if (status >= 500) request.log.error({ err: error }, "request failed");
+    const { code, status, messages, headers } = describeError(error);
+    if (status >= 500) request.log.error({ err: error, code }, "request failed");
     reply.status(status).headers(headers);
     return sendErrors(reply, messages);
   });
-  app.setNotFoundHandler((request, reply) => {
-    reply.status(404);
-    return sendErrors(reply, [`no resource at ${request.method} ${request.url.split("?")[0]}`]);
+  app.setNotFoundHandler(async (request) => {
+    throw new HttpError("BL_ERR_NO_ROUTE", `no resource at ${request.method} ${request.url.split("?")[0]}`);
   });
 
   const authenticated = (request: FastifyRequest) => authenticator.authenticateRequest(request);
@@ -206,36 +195,52 @@ export async function buildApi(options: ApiOptions) {
       }
       return userId;
     },
-    resource(path, handlers, resourceOptions = {}) {
-      const allowed = Object.keys(handlers) as HTTPMethods[];
-      const config = { produces: resourceOptions.produces, rateLimit: resourceOptions.rateLimit };
-      for (const method of allowed)
-        app.route({ method, url: path, handler: handlers[method] as RouteHandler, config });
-      const allow = [...allowed, ...(allowed.includes("GET") ? ["HEAD"] : [])].join(", ");
-      const others = METHODS.filter((method) => !allowed.includes(method));
-      app.route({
-        method: others,
-        url: path,
-        handler: async () => {
-          throw new HttpError(405, `${path.replace(/:(\w+)/g, "{$1}")} allows ${allow}`, { allow });
-        },
-      });
-    },
   };
 
-  billingPackageRoutes(context);
-  accessNumberRoutes(context);
-  userRoutes(context);
-  contactRoutes(context);
-  conferenceRoutes(context);
-  attendeeRoutes(context);
-  recordingRoutes(context);
-  liveControlRoutes(context);
-  eventRoutes(context, feed);
-  webhookRoutes(context, options.webhookDestinations ?? { allowPrivate: false });
-  healthRoutes(context, options.readiness ?? {});
+  // One plugin per resource (routes/), each given the context as its options.
+  void app.register(billingPackageRoutes, context);
+  void app.register(accessNumberRoutes, context);
+  void app.register(userRoutes, context);
+  void app.register(contactRoutes, context);
+  void app.register(conferenceRoutes, context);
+  void app.register(attendeeRoutes, context);
+  void app.register(recordingRoutes, context);
+  void app.register(liveControlRoutes, context);
+  void app.register(eventRoutes, { ...context, feed });
+  void app.register(webhookRoutes, {
+    ...context,
+    destinations: options.webhookDestinations ?? { allowPrivate: false },
+  });
+  void app.register(healthRoutes, { checks: options.readiness ?? {} });
   void app.register(consoleRoutes(context, authenticator));
   return app;
+}
+
+/**
+ * Declares a resource in a route plugin: its methods' handlers, and 405 with Allow for the methods it
+ * does not have.
+ */
+export function resource(
+  app: FastifyInstance,
+  path: string,
+  handlers: Partial<Record<HTTPMethods, RouteHandler>>,
+  options: ResourceOptions = {},
+): void {
+  const allowed = Object.keys(handlers) as HTTPMethods[];
+  const config = { produces: options.produces, rateLimit: options.rateLimit };
+  for (const method of allowed)
+    app.route({ method, url: path, handler: handlers[method] as RouteHandler, config });
+  const allow = [...allowed, ...(allowed.includes("GET") ? ["HEAD"] : [])].join(", ");
+  const others = METHODS.filter((method) => !allowed.includes(method));
+  app.route({
+    method: others,
+    url: path,
+    handler: async () => {
+      throw new HttpError("BL_ERR_METHOD_NOT_ALLOWED", `${path.replace(/:(\w+)/g, "{$1}")} allows ${allow}`, {
+        allow,
+      });
+    },
+  });
 }
 
 /** True when the Accept header admits one of `mediaTypes` (absent, a wildcard, or the type itself). */
@@ -254,51 +259,18 @@ function accepts(accept: string | undefined, mediaTypes: readonly string[]): boo
   });
 }
 
-/** What a 503 for an unreachable database suggests as the wait: about a restart's length. */
-const DATABASE_RETRY_AFTER_SECONDS = 5;
-
-function describeError(error: unknown): {
-  status: number;
-  messages: string[];
-  headers: Record<string, string>;
-} {
-  if (error instanceof DomainError) {
-    const status =
-      error instanceof ValidationFailed
-        ? 422
-        : error instanceof NotFound
-          ? 404
-          : error instanceof Forbidden
-            ? 403
-            : error instanceof StaleLockVersion
-              ? 409
-              : error instanceof BadRequest
-                ? 400
-                : 500;
-    return { status, messages: error.messages, headers: {} };
-  }
-  if (error instanceof HttpError)
-    return { status: error.statusCode, messages: [error.message], headers: error.headers };
-  // Fastify's own client errors (body too large, unsupported media type, bad framing).
-  const fastifyStatus = (error as { statusCode?: number }).statusCode;
-  if (fastifyStatus && fastifyStatus >= 400 && fastifyStatus < 500) {
-    return { status: fastifyStatus, messages: [clientErrorMessage(fastifyStatus, error)], headers: {} };
-  }
-  // PostgreSQL away (restarting, failing over): the request was not carried out and may be sent again.
+/** The answer to anything thrown: by its code's entry in the registry, else 500 without detail. */
+export function describeError(error: unknown): ErrorAnswer {
+  if (error instanceof DomainError) return answerFor(error.code, error.messages);
+  if (error instanceof HttpError) return answerFor(error.code, [error.message], error.headers);
+  const fastify = fastifyClientError(error);
+  if (fastify !== undefined) return fastify;
   const unreachable = unreachableReason(error);
   if (unreachable !== undefined)
-    return {
-      status: 503,
-      messages: [`The database is unavailable (${unreachable}); try again shortly`],
-      headers: { "retry-after": String(DATABASE_RETRY_AFTER_SECONDS) },
-    };
-  return { status: 500, messages: ["Internal server error"], headers: {} };
-}
-
-function clientErrorMessage(status: number, error: unknown): string {
-  if (status === 413) return TOO_LARGE_MESSAGE;
-  if (status === 415) return "Request bodies must be XML (Content-Type: application/xml or text/xml)";
-  return (error as Error).message;
+    return answerFor("BL_ERR_DATABASE_UNAVAILABLE", [
+      `The database is unavailable (${unreachable}); try again shortly`,
+    ]);
+  return answerFor("BL_ERR_INTERNAL");
 }
 
 /**
@@ -317,7 +289,7 @@ export function boundedMessage(message: string): string {
   return `${message.slice(0, end)}… (${message.length - end} more characters)`;
 }
 
-function sendErrors(reply: FastifyReply, messages: string[]): FastifyReply {
+function sendErrors(reply: FastifyReply, messages: readonly string[]): FastifyReply {
   return sendDocument(reply, reply.statusCode, "errors", { error: messages.map(boundedMessage) });
 }
 

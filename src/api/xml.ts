@@ -132,14 +132,17 @@ export function readXmlBody(body: Buffer, contentType: string | undefined): stri
   const text = decodeRequestBody(body, contentType);
   const declared = ENCODING_DECLARATION.exec(text)?.[2];
   if (declared !== undefined && !isUtf8Label(declared))
-    throw new HttpError(415, `XML documents must be UTF-8, not encoding="${declared.slice(0, 40)}"`);
+    throw new HttpError(
+      "BL_ERR_UNSUPPORTED_MEDIA_TYPE",
+      `XML documents must be UTF-8, not encoding="${declared.slice(0, 40)}"`,
+    );
   if (text.includes("&#")) {
     for (const reference of text.matchAll(CHARACTER_REFERENCE)) {
       const [, hex, decimal] = reference;
       const codePoint = hex === undefined ? Number(decimal) : Number.parseInt(hex, 16);
       if (!isXmlChar(codePoint))
         throw new HttpError(
-          400,
+          "BL_ERR_MALFORMED_INPUT",
           `The body's character reference ${reference[0].slice(0, 20)} ${forbiddenCharacterMessage(codePoint, reference.index)}`,
         );
     }

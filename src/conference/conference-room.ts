@@ -32,16 +32,22 @@ import {
 import { admittedByEncryption, type CallEncryption, callEncryption } from "../domain/encryption.js";
 import type { ConferenceEventType } from "../domain/event.js";
 import { type CallingPolicy, whyNotCallable } from "../domain/phone.js";
-import type { AttendeeCallEvent } from "../store/conference-runtime.js";
-import { unreachableReason } from "../store/database.js";
-import type { RoomScope } from "../store/live-events.js";
-import type { PlacedCallAllowance } from "../store/placed-calls.js";
 import { Announcements } from "./announcements.js";
 import { CallMenu } from "./call-menu.js";
 import { askToJoin, recordName, sayNoResponse } from "./greeting.js";
 import { Keypad, type KeypadRoom } from "./keypad.js";
 import { Leg } from "./leg.js";
-import type { ConferenceCall, ConferenceStore, RoomMedia, Sound, Speak, Telephone } from "./ports.js";
+import type {
+  AttendeeCallEvent,
+  ConferenceCall,
+  ConferenceStore,
+  PlacedCallAllowance,
+  RoomMedia,
+  RoomScope,
+  Sound,
+  Speak,
+  Telephone,
+} from "./ports.js";
 import { RoomRecording } from "./recording.js";
 import { OrderedWrites } from "./writes.js";
 
@@ -124,7 +130,7 @@ export class ConferenceRoom {
       clock: options.clock,
       onError: (error) =>
         options.logger.warn({ err: error, conferenceId: this.#conference.id }, "conference state not saved"),
-      retryable: (error) => unreachableReason(error) !== undefined,
+      retryable: (error) => options.store.unreachable(error),
       onRetrying: (error) =>
         options.logger.warn(
           { err: error, conferenceId: this.#conference.id },

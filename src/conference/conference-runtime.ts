@@ -11,11 +11,10 @@ import {
   normalizeNanpNumber,
   OPEN_CALLING_POLICY,
 } from "../domain/phone.js";
-import type { AttemptCounts } from "../store/attempt-counts.js";
 import { ConferenceRoom, type RoomLogger } from "./conference-room.js";
 import { answerDialIn, HANDOFF_HEADER } from "./dial-in.js";
 import { PinPromptPlaces, type PlaceRefusal } from "./pin-prompt-places.js";
-import type { ConferenceStore, IncomingConferenceCall, Speak, Telephone } from "./ports.js";
+import type { AttemptCounts, ConferenceStore, IncomingConferenceCall, Speak, Telephone } from "./ports.js";
 
 export interface ConferenceRuntimeOptions {
   readonly telephone: Telephone;

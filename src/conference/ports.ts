@@ -1,15 +1,15 @@
 /**
- * What a conference needs of the world, as small interfaces: telephone calls and the audio of a room
- * (main.ts hands it the telephony service, whose calls and mixes fit these shapes), and the store
- * (store.ts binds the store's functions). Unit tests give the rules fakes of each.
+ * What a conference needs of the world, as small interfaces in its own types: telephone calls and the
+ * audio of a room (main.ts hands it the telephony service, whose calls and mixes fit these shapes),
+ * the store (store/conference-store.ts implements ConferenceStore) and the attempt counts the
+ * instances share. Unit tests give the rules fakes of each.
  */
+import type { Attendee, AttendeeState } from "../domain/attendee.js";
+import type { Conference } from "../domain/conference.js";
+import type { CallEncryption } from "../domain/encryption.js";
 import type { ConferenceEventType, LiveControls } from "../domain/event.js";
 import type { CallingPolicy } from "../domain/phone.js";
 import type { PromptName } from "../domain/prompt.js";
-import type { AttendeeCallEvent, RoomState } from "../store/conference-runtime.js";
-import type { AdmittedCaller, DialInHandoff, PinTarget, RoomLocation } from "../store/dial-in.js";
-import type { RoomScope } from "../store/live-events.js";
-import type { PlacedCallAllowance } from "../store/placed-calls.js";
 
 /** What is played to a call or to a whole room. */
 export type Sound =
@@ -155,8 +155,69 @@ export interface IncomingConferenceCall extends ConferenceCall {
 /** Spoken text (espeak-ng), or null when the machine cannot speak. */
 export type Speak = (text: string) => Promise<Int16Array | null>;
 
+/** The conference a room's writes are about, as events name it. */
+export interface RoomScope {
+  readonly userId: number;
+  readonly conferenceId: number;
+}
+
+/** A running conference as its runner sees it, with what the API asked of the room. */
+export interface RoomState {
+  /** The row; undefined once deleted. */
+  conference: Conference | undefined;
+  attendees: Attendee[];
+  /** Set when the API asked the room to end the conference. */
+  endRequestedAt: string | null;
+  /** Attendee id to when the API last asked the room to call it again (or now). */
+  callRequests: Map<number, string>;
+}
+
+/** How an attendee's call goes, as the room records it. */
+export type AttendeeCallEvent =
+  | { kind: "calling" }
+  | { kind: "connected"; muted: boolean; encryption: CallEncryption }
+  | { kind: "failed"; state: AttendeeState; result: string }
+  | { kind: "disconnected"; result: string };
+
+/** A call the owner's limits allowed (its reservation, to end it) or refused (why). */
+export type PlacedCallAllowance = { placedCallId: number } | { refused: string };
+
+export interface PinTarget {
+  readonly role: "member" | "moderator";
+  /** The conference a conference PIN opens; for a user's own PIN, that user's conference in progress. */
+  readonly conferenceId: number | undefined;
+}
+
+/** The attendee a caller was admitted as, and whether the admission added it. */
+export interface AdmittedCaller {
+  readonly attendee: Attendee;
+  readonly added: boolean;
+}
+
+/** Where a started conference's room takes calls. */
+export interface RoomLocation {
+  /** The runner's SIP URI; null when it did not record one. */
+  readonly sipUri: string | null;
+  readonly dialInLocked: boolean;
+  readonly encryptedOnly: boolean;
+}
+
+/** A caller handed to the instance that runs their room. */
+export interface DialInHandoff {
+  readonly conferenceId: number;
+  readonly attendeeId: number;
+  readonly moderator: boolean;
+  /** How the caller's call to the instance that answered it is protected. */
+  readonly encryption: CallEncryption;
+}
+
 /** What a conference reads and writes, each write with its event for live views. */
 export interface ConferenceStore {
+  /**
+   * Whether a failure means the store cannot be reached now (PostgreSQL restarting, a failover): it
+   * may pass with time, so the room tries the write again.
+   */
+  unreachable(error: unknown): boolean;
   loadRoom(conferenceId: number): Promise<RoomState>;
   ownerName(userId: number): Promise<string | undefined>;
   recordAttendeeCall(
@@ -212,4 +273,12 @@ export interface ConferenceStore {
    * attendee its admission added removed.
    */
   withdrawAdmission(token: string | undefined, addedAttendeeId: number | null, at: Date): Promise<void>;
+}
+
+/** Attempts counted per key in fixed windows, shared by the instances (wrong PINs at dial-in). */
+export interface AttemptCounts {
+  /** Counts one attempt under `key` at `now`: in its open window, or in a new one of `windowMs`. */
+  count(key: string, windowMs: number, now: Date): Promise<unknown>;
+  /** The window of `key` open at `now` (its count, and its end in ms since the epoch); undefined when none. */
+  read(key: string, now: Date): Promise<{ readonly count: number; readonly endsAt: number } | undefined>;
 }

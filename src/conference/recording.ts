@@ -5,8 +5,7 @@
  * and stores the file's name once it exists.
  */
 import path from "node:path";
-import { recordingFileName } from "../domain/recording.js";
-import { recordingsDirectory } from "../store/recordings.js";
+import { recordingFileName, recordingsDirectory } from "../domain/recording.js";
 import type { RoomMedia } from "./ports.js";
 
 export interface RoomRecordingOptions {

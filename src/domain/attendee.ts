@@ -17,6 +17,9 @@ export const ATTENDEE_STATES = [
 ] as const;
 export type AttendeeState = (typeof ATTENDEE_STATES)[number];
 
+/** Attendee states that stand for a call in progress. */
+export const CALL_IN_PROGRESS: readonly AttendeeState[] = ["calling", "connected"];
+
 export interface Attendee extends Versioned {
   conferenceId: number;
   state: AttendeeState;

@@ -39,7 +39,7 @@ export interface NotificationFacts {
   recipient: NotificationRecipient;
 }
 
-/** The e-mail to a webhook's owner when the service disables it (src/store/webhooks.ts). */
+/** The e-mail to a webhook's owner when the service disables it (src/store/webhook-outbox.ts). */
 export interface WebhookDisabledFacts {
   kind: "webhook-disabled";
   webhook: { id: number; userId: number; url: string; disabledAt: string; reason: string };

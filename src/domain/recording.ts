@@ -1,3 +1,5 @@
+import path from "node:path";
+
 /** Most UTF-8 bytes of the conference name kept in a file name (file systems allow 255 in all). */
 const MAX_NAME_BYTES = 120;
 
@@ -7,6 +9,11 @@ const MAX_NAME_BYTES = 120;
  * line and paragraph separators, and unpaired surrogates.
  */
 const UNSAFE = /[/\\<>:"|?*\p{Cc}\p{Cf}\p{Cs}\p{Zl}\p{Zp}]/gu;
+
+/** Where recordings are kept: `<dataDir>/recordings/<recording file>` (the room writes, the API reads). */
+export function recordingsDirectory(dataDir: string): string {
+  return path.join(dataDir, "recordings");
+}
 
 export interface RecordedConference {
   id: number;

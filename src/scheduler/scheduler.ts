@@ -7,16 +7,7 @@
  */
 import type { Clock, TimerHandle } from "../domain/clock.js";
 import type { Conference } from "../domain/conference.js";
-import {
-  claimDueConference,
-  type DelayedConference,
-  markDelayedConferences,
-  type RecoveredConference,
-  recoverAbandonedConferences,
-  renewHeartbeat,
-} from "../store/conference-runtime.js";
-import type { Store } from "../store/database.js";
-import { renewSipInstance } from "../store/sip-instances.js";
+import type { DelayedConference, RecoveredConference, SchedulerStore } from "./ports.js";
 
 export interface SchedulerLogger {
   info(fields: object, message: string): void;
@@ -25,7 +16,7 @@ export interface SchedulerLogger {
 }
 
 export interface SchedulerOptions {
-  readonly store: Store;
+  readonly store: SchedulerStore;
   /** This instance's name as a conference's runner; stable across restarts of the same instance. */
   readonly runner: string;
   /**
@@ -75,8 +66,7 @@ export class Scheduler {
   /** Ends what an earlier run of this instance left started, then starts polling. */
   async start(): Promise<void> {
     const now = this.#now();
-    const recovered = await recoverAbandonedConferences(
-      this.#options.store,
+    const recovered = await this.#options.store.recoverAbandonedConferences(
       { ownRunner: this.#options.runner, staleBefore: this.#staleBefore(now) },
       now,
     );
@@ -113,7 +103,7 @@ export class Scheduler {
           sipUri: this.#options.sipUri ?? null,
           room: this.#options.room?.() ?? null,
         };
-        const claimed = await claimDueConference(store, claimant, this.#now());
+        const claimed = await store.claimDueConference(claimant, this.#now());
         if (claimed === undefined) return;
         const { conference, attendees } = claimed;
         logger.info({ conferenceId: conference.id }, "conference started");
@@ -141,11 +131,11 @@ export class Scheduler {
     const { store, runner, logger } = this.#options;
     const now = this.#now();
     try {
-      await renewHeartbeat(store, runner, now);
+      await store.renewHeartbeat(runner, now);
       await this.#renewInstance(now);
-      this.#logDelayed(await markDelayedConferences(store, new Date(now.getTime() - DELAYED_AFTER_MS), now));
+      this.#logDelayed(await store.markDelayedConferences(new Date(now.getTime() - DELAYED_AFTER_MS), now));
       this.#logRecovered(
-        await recoverAbandonedConferences(store, { staleBefore: this.#staleBefore(now) }, now),
+        await store.recoverAbandonedConferences({ staleBefore: this.#staleBefore(now) }, now),
       );
     } catch (error) {
       logger.warn({ err: error }, "conference heartbeat failed; trying again");
@@ -156,7 +146,7 @@ export class Scheduler {
   async #renewInstance(now: Date): Promise<void> {
     const { store, runner, sipUri, onOtherInstances } = this.#options;
     if (sipUri === undefined || sipUri === null) return;
-    const others = await renewSipInstance(store, { runner, sipUri }, this.#staleBefore(now), now);
+    const others = await store.renewSipInstance({ runner, sipUri }, this.#staleBefore(now), now);
     onOtherInstances?.(others);
   }
 

@@ -4,19 +4,14 @@
  * one that runs the room.
  */
 import { randomBytes } from "node:crypto";
-import { type Attendee, MAX_ATTENDEES_PER_CONFERENCE } from "../domain/attendee.js";
-import { type CallEncryption, readCallEncryption } from "../domain/encryption.js";
+import type { AdmittedCaller, DialInHandoff, PinTarget, RoomLocation } from "../conference/ports.js";
+import { MAX_ATTENDEES_PER_CONFERENCE } from "../domain/attendee.js";
+import { readCallEncryption } from "../domain/encryption.js";
 import { toAttendee } from "./attendees.js";
 import type { Store } from "./database.js";
 import { appendEvents } from "./events.js";
 import { recordAttendeeEvents } from "./live-events.js";
 import { flag, timestamp } from "./values.js";
-
-export interface PinTarget {
-  readonly role: "member" | "moderator";
-  /** The conference a conference PIN opens; for a user's own PIN, that user's conference in progress. */
-  readonly conferenceId: number | undefined;
-}
 
 /**
  * What a typed PIN opens: a conference's member or moderator PIN, or a user's own PIN, which opens
@@ -41,12 +36,6 @@ export async function findPinTarget(store: Store, pin: string): Promise<PinTarge
     .limit(1)
     .executeTakeFirst();
   return { role, conferenceId: inProgress?.id };
-}
-
-/** The attendee a caller was admitted as, and whether the admission added it. */
-export interface AdmittedCaller {
-  readonly attendee: Attendee;
-  readonly added: boolean;
 }
 
 /**
@@ -125,14 +114,6 @@ export async function admitCaller(
   });
 }
 
-/** Where a started conference's room takes calls. */
-export interface RoomLocation {
-  /** The runner's SIP URI; null when it did not record one. */
-  readonly sipUri: string | null;
-  readonly dialInLocked: boolean;
-  readonly encryptedOnly: boolean;
-}
-
 /** Where the room of a started conference runs; undefined when the conference is not started. */
 export async function roomLocation(store: Store, conferenceId: number): Promise<RoomLocation | undefined> {
   const row = await store.db
@@ -148,15 +129,6 @@ export async function roomLocation(store: Store, conferenceId: number): Promise<
         dialInLocked: Boolean(row.dial_in_locked),
         encryptedOnly: Boolean(row.encrypted_only),
       };
-}
-
-/** A caller handed to the instance that runs their room. */
-export interface DialInHandoff {
-  readonly conferenceId: number;
-  readonly attendeeId: number;
-  readonly moderator: boolean;
-  /** How the caller's call to the instance that answered it is protected. */
-  readonly encryption: CallEncryption;
 }
 
 /** A handoff's token is good for this long: the internal call is placed at once. */

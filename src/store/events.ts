@@ -8,7 +8,7 @@ import { readCallEncryption } from "../domain/encryption.js";
 import type { ConferenceEvent, ConferenceEventType, NewConferenceEvent } from "../domain/event.js";
 import type { Store } from "./database.js";
 import type { Database, EventTable } from "./schema.js";
-import { queueWebhookDeliveries } from "./webhooks.js";
+import { queueWebhookDeliveries } from "./webhook-outbox.js";
 
 /** How long events are kept. */
 export const EVENT_RETENTION_MS = 60 * 60 * 1000;

@@ -3,6 +3,7 @@
  * and how a room names the conference its events are about.
  */
 import type { Kysely } from "kysely";
+import type { RoomScope } from "../conference/ports.js";
 import { type Conference, lectureModeMuting } from "../domain/conference.js";
 import type { CallEncryption } from "../domain/encryption.js";
 import {
@@ -13,12 +14,6 @@ import {
 import { appendEvents } from "./events.js";
 import type { Database } from "./schema.js";
 import { flag, nextLockVersion, timestamp } from "./values.js";
-
-/** The conference a room's writes are about, as events name it. */
-export interface RoomScope {
-  readonly userId: number;
-  readonly conferenceId: number;
-}
 
 export function roomEvent(
   scope: RoomScope,

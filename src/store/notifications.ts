@@ -1,7 +1,7 @@
 /**
- * The notification outbox. Messages are queued inside the transaction of the change that causes
- * them, so a change and its e-mails commit or roll back together; a worker on any instance claims
- * due messages (FOR UPDATE SKIP LOCKED on PostgreSQL), so each is sent by one worker only.
+ * Queues the notification outbox's messages. They are queued inside the transaction of the change
+ * that causes them, so a change and its e-mails commit or roll back together; the outbox worker
+ * claims and sends them through store/notification-outbox.ts.
  */
 import type { Kysely, Selectable } from "kysely";
 import {
@@ -10,21 +10,12 @@ import {
   type NotificationKind,
   type NotificationRecipient,
   notificationRecipients,
-  type OutboxFacts,
   type RecipientCandidate,
   type RecipientSources,
   type WebhookDisabledFacts,
 } from "../domain/notification.js";
-import type { Store } from "./database.js";
-import type { ConferenceTable, Database, NotificationTable } from "./schema.js";
+import type { ConferenceTable, Database } from "./schema.js";
 import { timestamp } from "./values.js";
-
-export interface QueuedNotification {
-  id: number;
-  createdAt: string;
-  attempts: number;
-  facts: OutboxFacts;
-}
 
 /** The owner and the candidates (every attendee of the conference unless one is given), with zones. */
 async function recipientSources(
@@ -250,106 +241,4 @@ export async function queueWebhookDisabledNotice(
       next_attempt_at: at,
     })
     .execute();
-}
-
-function toQueued(row: Selectable<NotificationTable>): QueuedNotification {
-  return {
-    id: row.id,
-    createdAt: row.created_at,
-    attempts: row.attempts,
-    facts: JSON.parse(row.facts) as OutboxFacts,
-  };
-}
-
-/**
- * Claims up to `limit` due messages for this worker in one statement, counting the attempt. On
- * PostgreSQL the rows are picked with FOR UPDATE SKIP LOCKED, so workers polling together never
- * claim the same message; SQLite has a single writer.
- */
-export async function claimNotifications(
-  store: Store,
-  worker: string,
-  now: Date,
-  limit: number,
-): Promise<QueuedNotification[]> {
-  const at = timestamp(now);
-  let due = store.db
-    .selectFrom("notifications")
-    .select("id")
-    .where("state", "=", "queued")
-    .where("next_attempt_at", "<=", at)
-    .orderBy("id")
-    .limit(limit);
-  if (store.dialect === "postgres") due = due.forUpdate().skipLocked();
-  const rows = await store.db
-    .updateTable("notifications")
-    .set((eb) => ({ state: "sending", claimed_by: worker, claimed_at: at, attempts: eb("attempts", "+", 1) }))
-    .where("id", "in", due)
-    .where("state", "=", "queued")
-    .returningAll()
-    .execute();
-  return rows.sort((a, b) => a.id - b.id).map(toQueued);
-}
-
-/** Records the outcome of a claimed message; only its claimer may. */
-async function settle(
-  store: Store,
-  id: number,
-  worker: string,
-  changes: Partial<Pick<NotificationTable, "state" | "next_attempt_at" | "sent_at" | "last_error">>,
-): Promise<void> {
-  await store.db
-    .updateTable("notifications")
-    .set({ ...changes, claimed_by: null, claimed_at: null })
-    .where("id", "=", id)
-    .where("state", "=", "sending")
-    .where("claimed_by", "=", worker)
-    .execute();
-}
-
-export function markSent(store: Store, id: number, worker: string, now: Date): Promise<void> {
-  return settle(store, id, worker, { state: "sent", sent_at: timestamp(now), last_error: null });
-}
-
-export function markForRetry(
-  store: Store,
-  id: number,
-  worker: string,
-  at: Date,
-  error: string,
-): Promise<void> {
-  return settle(store, id, worker, { state: "queued", next_attempt_at: timestamp(at), last_error: error });
-}
-
-/** refused: the server said no for good (a 5xx for the address or the message); failed: gave up. */
-export function markUndeliverable(
-  store: Store,
-  id: number,
-  worker: string,
-  state: "refused" | "failed",
-  error: string,
-): Promise<void> {
-  return settle(store, id, worker, { state, last_error: error });
-}
-
-/** Puts claimed messages back in the queue: ours left over from before a restart (the worker's own name). */
-export async function releaseClaims(store: Store, worker: string): Promise<number> {
-  const result = await store.db
-    .updateTable("notifications")
-    .set({ state: "queued", claimed_by: null, claimed_at: null })
-    .where("state", "=", "sending")
-    .where("claimed_by", "=", worker)
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows);
-}
-
-/** Puts back messages whose claimer has been silent since `before` (an instance that died). */
-export async function releaseStaleClaims(store: Store, before: Date): Promise<number> {
-  const result = await store.db
-    .updateTable("notifications")
-    .set({ state: "queued", claimed_by: null, claimed_at: null })
-    .where("state", "=", "sending")
-    .where("claimed_at", "<", timestamp(before))
-    .executeTakeFirst();
-  return Number(result.numUpdatedRows);
 }

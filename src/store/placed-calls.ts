@@ -5,6 +5,7 @@
  * started (a conference a dead instance ran is ended by recovery), so a crash leaves nothing held.
  */
 import type { Kysely, Transaction } from "kysely";
+import type { PlacedCallAllowance } from "../conference/ports.js";
 import {
   CALL_RATE_WINDOW_MS,
   type CallingPolicy,
@@ -14,9 +15,6 @@ import {
 import type { Store } from "./database.js";
 import type { Database } from "./schema.js";
 import { timestamp } from "./values.js";
-
-/** A call the limits allowed (its row, to end it) or refused (why). */
-export type PlacedCallAllowance = { placedCallId: number } | { refused: string };
 
 async function countPlacedCalls(db: Kysely<Database>, userId: number, now: Date): Promise<PlacedCallCounts> {
   const [inProgress, lastHour] = await Promise.all([

@@ -1,11 +1,5 @@
-import path from "node:path";
 import { NotFound } from "../domain/errors.js";
 import type { Store } from "./database.js";
-
-/** Where recordings are kept: `<dataDir>/recordings/<recording_file>`. */
-export function recordingsDirectory(dataDir: string): string {
-  return path.join(dataDir, "recordings");
-}
 
 /**
  * Names the conference's recording: a file in the data directory's recordings/ folder. It is not a

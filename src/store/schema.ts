@@ -131,7 +131,7 @@ export interface PinTable {
   conference_id: number | null;
 }
 
-/** The notification outbox (see store/notifications.ts). */
+/** The notification outbox (queued by store/notifications.ts, sent through store/notification-outbox.ts). */
 export interface NotificationTable {
   id: Generated<number>;
   created_at: Timestamp;

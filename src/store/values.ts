@@ -1,4 +1,5 @@
 import { type RawBuilder, sql } from "kysely";
+import type { StoreDialect } from "./database.js";
 
 /** Booleans are written as 0/1, which SQLite binds and PostgreSQL reads as boolean input. */
 export function flag(value: boolean): number {
@@ -47,4 +48,16 @@ export function withVersion<Fields extends object>(
     },
     fields,
   );
+}
+
+/**
+ * duration + the seconds from connected-at to `until`, in SQL so that it reads the row's own values
+ * (no read-modify-write race); an attendee that was never connected keeps its duration.
+ */
+export function connectedDurationSql(dialect: StoreDialect, until: string) {
+  const seconds =
+    dialect === "postgres"
+      ? sql<number>`greatest(0, floor(extract(epoch from (cast(${until} as timestamptz) - connected_at))))::integer`
+      : sql<number>`max(0, cast(strftime('%s', ${until}) as integer) - cast(strftime('%s', connected_at) as integer))`;
+  return sql<number>`case when connected_at is null then duration else coalesce(duration, 0) + ${seconds} end`;
 }

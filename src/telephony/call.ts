@@ -9,7 +9,7 @@ import { KEYPAD, keypadTones } from "./media/dtmf/keypad-tones.js";
 import type { PlayoutKind } from "./media/jitter-buffer.js";
 import type { MediaMix, MediaStream } from "./media/plane/media-plane.js";
 import type { MediaSound } from "./media/plane/protocol.js";
-import { newSrtpKey, type SrtpSuite } from "./media/rtp/srtp.js";
+import { newSrtpKey, type SrtpPolicy, type SrtpSuite } from "./media/rtp/srtp.js";
 import {
   type AudioCodec,
   acceptAnswer,
@@ -30,9 +30,6 @@ import type {
 import type { DtmfMethod } from "./trunk.js";
 
 export type CallState = "calling" | "ringing" | "answered" | "failed" | "ended";
-
-/** SRTP for a call: none, offered and either answer taken, or nothing else accepted (488). */
-export type SrtpPolicy = "off" | "optional" | "required";
 
 export interface CallFailure {
   /** The SIP status: the final response, 408 for no answer or timeout, 503 when the trunk is unreachable. */

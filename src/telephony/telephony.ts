@@ -1,22 +1,25 @@
+// Long because it is the one surface the layers above call: the options, each documented, and the call API.
 /**
  * The telephony service: Bridgeline's SIP user agent and RTP media on one address, placing calls
  * through the configured trunks and taking the calls that reach it. This is the API the layers above
- * use; it knows calls and numbers, not conferences.
+ * use; it knows calls and numbers, not conferences. Beside it: the dial plan (dial-plan.ts), what an
+ * INVITE through a trunk carries (trunk-request.ts) and whom requests are taken from
+ * (trusted-sources.ts).
  */
-import { BlockList, isIP, isIPv6 } from "node:net";
+import { isIP, isIPv6 } from "node:net";
 import { networkInterfaces } from "node:os";
 import { systemClock } from "../clock.js";
 import type { Clock } from "../domain/clock.js";
 import { normalizeNanpNumber } from "../domain/phone.js";
-import { Call, type CallHost, type CallOrigin, IncomingCall, OutgoingCall, type SrtpPolicy } from "./call.js";
+import { Call, type CallHost, type CallOrigin, IncomingCall, OutgoingCall } from "./call.js";
+import { type DialPlan, dialPlanOf, locateTrunk, trunkFor, trunkServers } from "./dial-plan.js";
 import { type MediaMix, MediaPlane, type MediaStream } from "./media/plane/media-plane.js";
-import { DEFAULT_SRTP_SUITES, type SrtpSuite } from "./media/rtp/srtp.js";
+import { DEFAULT_SRTP_SUITES, type SrtpPolicy, type SrtpSuite } from "./media/rtp/srtp.js";
 import { destinationOf, newCallId, newTag } from "./sip/dialog/dialog.js";
 import { parseSipUri } from "./sip/message/header-values.js";
 import { ServerLocator } from "./sip/transport/server-locator.js";
 import {
   type Destination,
-  type MutualTlsPeer,
   type SipTlsOptions,
   SipTransport,
   type TlsCertificate,
@@ -27,7 +30,17 @@ import type { IncomingInviteSession } from "./sip/user-agent/invite-session.js";
 import { Registration } from "./sip/user-agent/registration.js";
 import type { SessionTimerSettings } from "./sip/user-agent/session-timer.js";
 import { UserAgent } from "./sip/user-agent/user-agent.js";
-import { dialString, formatNumber, type Trunk, trunkOfUri, uriUser } from "./trunk.js";
+import type { Trunk } from "./trunk.js";
+import { uriUser } from "./trunk.js";
+import {
+  ANONYMOUS,
+  looseRoute,
+  trunkCaller,
+  trunkHeaders,
+  trunkRequestUri,
+  withholdsIdentity,
+} from "./trunk-request.js";
+import { blockListOf, mutualTlsPeers, TrustedSources } from "./trusted-sources.js";
 
 /** Where log lines go; pino's logger fits. */
 export interface TelephonyLogger {
@@ -203,8 +216,13 @@ export class Telephony implements CallHost {
       servers: options.dnsServers ?? undefined,
       downForMs: options.serverDownMs,
     });
-    const dialPlan = dialPlanOf(options);
-    const servers = await trunkServers(options, dialPlan, locator);
+    const dialPlan = dialPlanOf(options.trunk, options.routes);
+    const servers = await trunkServers(dialPlan, locator, (uri, error) =>
+      logger?.warn(
+        { host: destinationOf(uri)?.host ?? "", err: error },
+        "a trunk's host could not be looked up: its requests are not trusted unless BRIDGELINE_SIP_TRUSTED lists it, and it has no connections kept for it nor its certificate checked",
+      ),
+    );
     const trunkSources = dialPlan.trunks.length === 0 ? undefined : blockListOf([...servers.values()].flat());
     // Those configured, else the trunks' and proxies' servers; undefined (anyone) when neither.
     const configured = options.trustedSources == null ? trunkSources : blockListOf(options.trustedSources);
@@ -365,7 +383,7 @@ export class Telephony implements CallHost {
   placeCall(number: string, options: PlaceCallOptions = {}): OutgoingCall {
     const nanp = normalizeNanpNumber(number);
     const e164 = nanp === null ? number : `+1${nanp.subscriberNumber}`;
-    const trunk = nanp === null ? undefined : this.#trunkFor(e164);
+    const trunk = nanp === null ? undefined : trunkFor(this.#dialPlan, e164);
     const trunkUri = trunk === undefined ? undefined : parseSipUri(trunk.uri);
     // The first hop decides what the INVITE travels over: the outbound proxy, else the trunk.
     const firstHop = trunk?.outboundProxy ?? trunk?.uri;
@@ -399,24 +417,13 @@ export class Telephony implements CallHost {
       failLater(488, "SRTP is required but the trunk is not SIP over TLS: keys would travel in plain text");
       return call;
     }
-    const port = trunkUri.port === undefined ? "" : `:${trunkUri.port}`;
-    // The trunk's scheme and transport carry over: a sips: or TLS trunk is called over TLS only.
-    const scheme = trunkUri.scheme === "sips" ? "sips" : "sip";
-    // The trunk's own transport goes in the Request-URI; without a proxy the first hop is the trunk.
-    const transportName = (firstHop === trunk.uri ? hop : destinationOf(trunk.uri))?.transport ?? "UDP";
-    const transport =
-      transportName === "UDP" || scheme === "sips" ? "" : `;transport=${transportName.toLowerCase()}`;
-    const requestUri = `${scheme}:${uriUser(dialString(trunk, e164))}@${trunkUri.host}${port}${transport}`;
-    const callerId = options.callerId ?? trunk.callerId ?? this.#options.callerId ?? "bridgeline";
-    const caller = {
-      user: uriUser(formatNumber(callerId, trunk.numberFormat ?? "+E164")),
-      ...(trunk.callerName === undefined ? {} : { displayName: trunk.callerName }),
-    };
-    const withheld = trunk.privacy === "id";
-    const headers: (readonly [string, string])[] = [];
-    if (trunk.outboundProxy != null) headers.push(["Route", looseRoute(trunk.outboundProxy)]);
-    if (withheld) headers.push(["Privacy", "id"]);
-    headers.push(...(trunk.headers ?? []));
+    const requestUri = trunkRequestUri(trunk, trunkUri, e164);
+    const caller = trunkCaller(
+      trunk,
+      options.callerId ?? trunk.callerId ?? this.#options.callerId ?? "bridgeline",
+    );
+    const withheld = withholdsIdentity(trunk);
+    const headers = trunkHeaders(trunk);
     void locateTrunk(this.#locator, firstHop).then(
       ([first, ...next]) =>
         call.start(
@@ -556,16 +563,6 @@ export class Telephony implements CallHost {
     return call;
   }
 
-  #trunkFor(e164: string): Trunk | undefined {
-    let best: { prefix: string; trunk: Trunk } | undefined;
-    for (const route of this.#dialPlan.routes) {
-      if (e164.startsWith(route.prefix) && (best === undefined || route.prefix.length > best.prefix.length)) {
-        best = route;
-      }
-    }
-    return best?.trunk ?? this.#dialPlan.trunk;
-  }
-
   #receiveInvite(session: IncomingInviteSession): void {
     const handler = this.#onIncomingCall;
     const invite = session.invite;
@@ -632,134 +629,3 @@ function advertisedAddress(bindAddress: string): string | undefined {
   }
   return "127.0.0.1";
 }
-
-/**
- * The servers a trunk URI names, in the order to try them (RFC 3263): itself when it is an address
- * or has `maddr`, else what DNS says.
- */
-async function locateTrunk(locator: ServerLocator, trunk: string): Promise<Destination[]> {
-  const uri = parseSipUri(trunk);
-  const destination = destinationOf(trunk);
-  if (uri === undefined || destination === undefined) throw new Error(`not a SIP URI: ${trunk}`);
-  if (uri.params.has("maddr")) return [destination];
-  const transport = uri.params.get("transport")?.toUpperCase();
-  return locator.locate({
-    host: destination.host,
-    port: uri.port,
-    transport: transport === "UDP" || transport === "TCP" || transport === "TLS" ? transport : undefined,
-    secure: uri.scheme === "sips",
-  });
-}
-
-/**
- * The addresses of every server of each trunk and outbound proxy, by its URI: what DNS names for it
- * (RFC 3263), or its address; looked up once, at start.
- */
-async function trunkServers(
-  options: TelephonyOptions,
-  dialPlan: DialPlan,
-  locator: ServerLocator,
-): Promise<Map<string, string[]>> {
-  const uris = [
-    ...new Set(
-      dialPlan.trunks.flatMap((trunk) =>
-        trunk.outboundProxy == null ? [trunk.uri] : [trunk.uri, trunk.outboundProxy],
-      ),
-    ),
-  ];
-  const found = await Promise.all(
-    uris.map(async (uri) => {
-      try {
-        return (await locateTrunk(locator, uri)).map((server) => server.host);
-      } catch (error) {
-        options.logger?.warn(
-          { host: destinationOf(uri)?.host ?? "", err: error },
-          "a trunk's host could not be looked up: its requests are not trusted unless BRIDGELINE_SIP_TRUSTED lists it, and it has no connections kept for it nor its certificate checked",
-        );
-        return [];
-      }
-    }),
-  );
-  return new Map(uris.map((uri, index) => [uri, found[index] ?? []]));
-}
-
-/** Addresses and CIDRs as a BlockList. */
-function blockListOf(entries: readonly string[]): BlockList {
-  const list = new BlockList();
-  for (const entry of entries) {
-    const [address = "", prefix] = entry.split("/");
-    const family = isIPv6(address) ? "ipv6" : "ipv4";
-    if (prefix === undefined) list.addAddress(address, family);
-    else list.addSubnet(address, Number(prefix), family);
-  }
-  return list;
-}
-
-/**
- * The trunks that must present a certificate when they connect to us (`mutualTls`): each by its
- * servers' addresses and the name its certificate must bear, its URI's host.
- */
-function mutualTlsPeers(dialPlan: DialPlan, servers: ReadonlyMap<string, string[]>): MutualTlsPeer[] {
-  return dialPlan.trunks
-    .filter((trunk) => trunk.mutualTls === true)
-    .map((trunk) => ({
-      sources: blockListOf(servers.get(trunk.uri) ?? []),
-      name: destinationOf(trunk.uri)?.host ?? "",
-    }));
-}
-
-/** The sources configured (or the trunks'), and the other instances' addresses as they change. */
-class TrustedSources {
-  readonly #configured: BlockList;
-  #instances = new BlockList();
-
-  constructor(configured: BlockList) {
-    this.#configured = configured;
-  }
-
-  check(address: string, family: "ipv4" | "ipv6"): boolean {
-    return this.#configured.check(address, family) || this.#instances.check(address, family);
-  }
-
-  /** Replaces the instances' addresses. */
-  setInstances(addresses: readonly string[]): void {
-    const list = new BlockList();
-    for (const address of addresses) list.addAddress(address, isIPv6(address) ? "ipv6" : "ipv4");
-    this.#instances = list;
-  }
-}
-
-/** The default trunk and the routes, each as a profile; `trunks` lists each profile once. */
-interface DialPlan {
-  readonly trunk: Trunk | undefined;
-  readonly routes: readonly { readonly prefix: string; readonly trunk: Trunk }[];
-  readonly trunks: readonly Trunk[];
-}
-
-function dialPlanOf(options: TelephonyOptions): DialPlan {
-  // A URI given twice is one trunk: one registration, one profile.
-  const byUri = new Map<string, Trunk>();
-  const profile = (trunk: string | Trunk): Trunk => {
-    if (typeof trunk !== "string") return trunk;
-    const known = byUri.get(trunk) ?? trunkOfUri(trunk);
-    byUri.set(trunk, known);
-    return known;
-  };
-  const trunk = options.trunk == null ? undefined : profile(options.trunk);
-  const routes = (options.routes ?? []).map((route) => ({
-    prefix: route.prefix,
-    trunk: profile(route.trunk),
-  }));
-  const trunks = [
-    ...new Set([...(trunk === undefined ? [] : [trunk]), ...routes.map((route) => route.trunk)]),
-  ];
-  return { trunk, routes, trunks };
-}
-
-/** A Route header value sending a request through `proxy` first (RFC 3261 section 16.12.1.1: lr). */
-function looseRoute(proxy: string): string {
-  return /;lr(?:[;=?]|$)/i.test(proxy) ? `<${proxy}>` : `<${proxy};lr>`;
-}
-
-/** The From of a call whose caller withholds their identity (RFC 3323 section 4.1.1.3). */
-const ANONYMOUS = { user: "anonymous", displayName: "Anonymous", host: "anonymous.invalid" } as const;

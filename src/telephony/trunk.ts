@@ -3,8 +3,11 @@
  * default (BRIDGELINE_SIP_TRUNK or the profile file, read in config.ts). Everything here but `uri`
  * has a default that suits a trunk taking plain E.164 over SIP.
  */
-import type { SrtpPolicy } from "./call.js";
+import { SRTP_POLICIES, type SrtpPolicy } from "./media/rtp/srtp.js";
 import type { AudioCodec } from "./sdp/session-description.js";
+import { destinationOfUri } from "./sip/dialog/dialog.js";
+import { parseSipUri } from "./sip/message/header-values.js";
+import type { TransportName } from "./sip/transport/sip-transport.js";
 
 /**
  * How the number called is written in the Request-URI and To, for +16045550123:
@@ -21,9 +24,6 @@ export const NUMBER_FORMATS: readonly NumberFormat[] = ["+E164", "E164", "11-dig
  */
 export type DtmfMethod = "rfc4733" | "info" | "inband";
 export const DTMF_METHODS: readonly DtmfMethod[] = ["rfc4733", "info", "inband"];
-
-/** SRTP for the calls placed through a trunk. */
-export const TRUNK_SRTP_POLICIES: readonly SrtpPolicy[] = ["off", "optional", "required"];
 
 export interface Trunk {
   /** The trunk's SIP URI: scheme, host (an address, or a name found by RFC 3263), port, transport. */
@@ -59,15 +59,38 @@ export interface Trunk {
   readonly mutualTls?: boolean;
 }
 
-/** The `;srtp=` parameter of a trunk URI: how a trunk given by its URI alone sets its SRTP. */
-export function srtpParameter(uri: string): string | undefined {
-  return /;srtp=([^;?]*)/i.exec(uri)?.[1];
+/** A trunk's or proxy's URI, read once when the settings are. */
+export interface TrunkUri {
+  readonly uri: string;
+  /** Its `;srtp=` parameter: how a trunk given by its URI alone sets its SRTP. */
+  readonly srtp: SrtpPolicy | undefined;
+  /** What requests to it travel over: TLS for sips: or `;transport=tls`, else the parameter or UDP. */
+  readonly transport: TransportName;
 }
 
-/** A trunk given by its URI alone: every setting its default but SRTP, read from `;srtp=`. */
+/** Reads a trunk's or proxy's SIP URI; a string is why the text is not one. */
+export function readTrunkUri(text: string): TrunkUri | string {
+  const parsed = parseSipUri(text);
+  const destination = parsed === undefined ? undefined : destinationOfUri(parsed);
+  if (parsed === undefined || destination === undefined)
+    return `must be a SIP URI such as sip:127.0.0.1:5070, got "${text}"`;
+  const srtpText = parsed.params.get("srtp");
+  if (srtpText === undefined) return { uri: text, srtp: undefined, transport: destination.transport };
+  const srtp = SRTP_POLICIES.find((policy) => policy === srtpText);
+  if (srtp === undefined)
+    return `a trunk's ;srtp= must be ${SRTP_POLICIES.join(", ")}, got "${srtpText}" in ${text}`;
+  return { uri: text, srtp, transport: destination.transport };
+}
+
+/** A trunk given by its URI alone: every setting its default but SRTP, from `;srtp=`. */
+export function trunkOf(read: TrunkUri): Trunk {
+  return read.srtp === undefined ? { uri: read.uri } : { uri: read.uri, srtp: read.srtp };
+}
+
+/** A trunk given by its URI alone, unchecked (a test's or a tool's): its `;srtp=` is taken when valid. */
 export function trunkOfUri(uri: string): Trunk {
-  const srtp = TRUNK_SRTP_POLICIES.find((policy) => policy === srtpParameter(uri));
-  return srtp === undefined ? { uri } : { uri, srtp };
+  const read = readTrunkUri(uri);
+  return typeof read === "string" ? { uri } : trunkOf(read);
 }
 
 /** The number called, +1NPANXXXXXX, written the way `trunk` wants it. */

@@ -4,11 +4,19 @@
  */
 import { EventEmitter } from "node:events";
 import type {
+  AdmittedCaller,
+  AttendeeCallEvent,
   CallEnd,
   CallFailure,
   ConferenceStore,
+  DialInHandoff,
   IncomingConferenceCall,
+  PinTarget,
+  PlacedCallAllowance,
+  RoomLocation,
   RoomMedia,
+  RoomScope,
+  RoomState,
   Sound,
   Telephone,
 } from "../../src/conference/ports.js";
@@ -17,10 +25,6 @@ import type { Conference } from "../../src/domain/conference.js";
 import type { ConferenceEventType, LiveControls } from "../../src/domain/event.js";
 import { type CallingPolicy, callsWithinLimits } from "../../src/domain/phone.js";
 import type { PromptName } from "../../src/domain/prompt.js";
-import type { AttendeeCallEvent, RoomState } from "../../src/store/conference-runtime.js";
-import type { AdmittedCaller, DialInHandoff, PinTarget, RoomLocation } from "../../src/store/dial-in.js";
-import type { RoomScope } from "../../src/store/live-events.js";
-import type { PlacedCallAllowance } from "../../src/store/placed-calls.js";
 import { FakeClock } from "../helpers/fake-clock.js";
 
 /** Lets every pending promise and timer-free callback run. */
@@ -353,6 +357,11 @@ export class FakeStore implements ConferenceStore {
     const found = this.attendees.find((attendee) => attendee.id === id);
     if (found === undefined) throw new Error(`no attendee ${id}`);
     return found;
+  }
+
+  /** Its writes fail only as a test makes them, never for want of a connection. */
+  unreachable(): boolean {
+    return false;
   }
 
   async loadRoom(conferenceId: number): Promise<RoomState> {

@@ -12,6 +12,7 @@ import type { Conference } from "../../src/domain/conference.js";
 import { Scheduler } from "../../src/scheduler/scheduler.js";
 import { createConference, deleteConference, updateConference } from "../../src/store/conferences.js";
 import { openSqliteStore, type Store } from "../../src/store/database.js";
+import { schedulerStore } from "../../src/store/scheduler-store.js";
 import { createUser, listBillingPackages } from "../../src/store/users.js";
 import { FakeClock } from "../helpers/fake-clock.js";
 
@@ -51,7 +52,7 @@ async function running(room: number | null = null): Promise<Running> {
   const started: number[] = [];
   const warnings: string[] = [];
   const scheduler = new Scheduler({
-    store,
+    store: schedulerStore(store),
     runner: "test",
     clock,
     room: () => room,

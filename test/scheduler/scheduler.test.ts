@@ -10,7 +10,7 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { loadConfig } from "../../src/config.js";
-import { markDelayedConferences } from "../../src/store/conference-runtime.js";
+import { schedulerStore } from "../../src/store/scheduler-store.js";
 import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
 import { createUser, startTestService, type TestService } from "../helpers/service.js";
 import { until } from "../helpers/until.js";
@@ -288,7 +288,7 @@ describe("a due conference no instance has room for", () => {
     const now = new Date();
     assert.deepEqual(
       await api.inspect((db) =>
-        markDelayedConferences({ db, dialect: TEST_STORE, close: async () => {} }, now, now),
+        schedulerStore({ db, dialect: TEST_STORE, close: async () => {} }).markDelayedConferences(now, now),
       ),
       [],
       "another instance looking now marks it no more",

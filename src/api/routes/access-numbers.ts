@@ -1,9 +1,10 @@
-import { type ApiContext, sendList } from "../server.js";
+import type { FastifyInstance } from "fastify";
+import { type ApiContext, resource, sendList } from "../server.js";
 import { text } from "../xml.js";
 
 /** The numbers callers dial in on (BRIDGELINE_ACCESS_NUMBERS); public, as every invitation prints them. */
-export function accessNumberRoutes(api: ApiContext): void {
-  api.resource("/access-numbers", {
+export async function accessNumberRoutes(app: FastifyInstance, api: ApiContext): Promise<void> {
+  resource(app, "/access-numbers", {
     GET: async (_request, reply) =>
       sendList(
         reply,

@@ -1,4 +1,4 @@
-import type { FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyRequest } from "fastify";
 import { changedLiveControls, readAttendeeChanges } from "../../domain/attendee.js";
 import { parseSearch } from "../../domain/search.js";
 import {
@@ -18,6 +18,7 @@ import {
   readBody,
   readLockVersion,
   representationOf,
+  resource,
   searchQuery,
   sendCreated,
   sendDocument,
@@ -32,8 +33,8 @@ async function ownedConference(api: ApiContext, request: FastifyRequest) {
   return { userId, conferenceId: conference.id, conferenceState: conference.state };
 }
 
-export function attendeeRoutes(api: ApiContext): void {
-  api.resource("/users/:userId/conferences/:conferenceId/attendees", {
+export async function attendeeRoutes(app: FastifyInstance, api: ApiContext): Promise<void> {
+  resource(app, "/users/:userId/conferences/:conferenceId/attendees", {
     GET: async (request, reply) => {
       const { conferenceId } = await ownedConference(api, request);
       const representation = representationOf(request);
@@ -61,7 +62,7 @@ export function attendeeRoutes(api: ApiContext): void {
     },
   });
 
-  api.resource("/users/:userId/conferences/:conferenceId/attendees/:attendeeId", {
+  resource(app, "/users/:userId/conferences/:conferenceId/attendees/:attendeeId", {
     GET: async (request, reply) => {
       const { conferenceId } = await ownedConference(api, request);
       const attendee = await getAttendee(api.store, conferenceId, idParam(request, "attendeeId"));
@@ -85,7 +86,7 @@ export function attendeeRoutes(api: ApiContext): void {
         } else if (current.state !== "connected") {
           // Only a call in the room has a microphone and a hand; the next call starts afresh.
           throw new HttpError(
-            409,
+            "BL_ERR_CONFLICT",
             `the attendee is ${current.state}, not connected: ${changed} can be changed only during its call`,
           );
         }

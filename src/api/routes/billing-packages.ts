@@ -1,11 +1,12 @@
+import type { FastifyInstance } from "fastify";
 import { parseSearch } from "../../domain/search.js";
 import { BILLING_PACKAGE_SEARCH, listBillingPackages } from "../../store/users.js";
 import { billingPackageElement } from "../representations.js";
-import { type ApiContext, searchQuery, sendList } from "../server.js";
+import { type ApiContext, resource, searchQuery, sendList } from "../server.js";
 
 /** The packages a sign-up may name; public, as sign-up needs no credentials. */
-export function billingPackageRoutes(api: ApiContext): void {
-  api.resource("/billing-packages", {
+export async function billingPackageRoutes(app: FastifyInstance, api: ApiContext): Promise<void> {
+  resource(app, "/billing-packages", {
     GET: async (request, reply) => {
       const filters = parseSearch(searchQuery(request), BILLING_PACKAGE_SEARCH);
       const packages = await listBillingPackages(api.store, filters);

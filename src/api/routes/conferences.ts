@@ -1,3 +1,4 @@
+import type { FastifyInstance } from "fastify";
 import { readConferenceChanges } from "../../domain/conference.js";
 import { USER_TIME_ZONES } from "../../domain/reference-data.js";
 import { parseSearch } from "../../domain/search.js";
@@ -18,6 +19,7 @@ import {
   readBody,
   readLockVersion,
   representationOf,
+  resource,
   searchQuery,
   sendCreated,
   sendDocument,
@@ -31,8 +33,8 @@ async function ownerTime(api: ApiContext, userId: number, now: Date): Promise<Ti
   return { now, timeZone: zone ?? "UTC" };
 }
 
-export function conferenceRoutes(api: ApiContext): void {
-  api.resource("/users/:userId/conferences", {
+export async function conferenceRoutes(app: FastifyInstance, api: ApiContext): Promise<void> {
+  resource(app, "/users/:userId/conferences", {
     GET: async (request, reply) => {
       const userId = await api.owner(request);
       const representation = representationOf(request);
@@ -74,7 +76,7 @@ export function conferenceRoutes(api: ApiContext): void {
     },
   });
 
-  api.resource("/users/:userId/conferences/:conferenceId", {
+  resource(app, "/users/:userId/conferences/:conferenceId", {
     GET: async (request, reply) => {
       const userId = await api.owner(request);
       const conference = await getConference(api.store, userId, idParam(request, "conferenceId"));

@@ -68,7 +68,7 @@ export function consoleRoutes(
     const session = { produces: ["application/json"] };
     const sessionBody = async (userId: number, csrfToken: string) => {
       const user = await getUser(api.store, userId);
-      if (user === undefined) throw new HttpError(401, "The account no longer exists");
+      if (user === undefined) throw new HttpError("BL_ERR_NOT_SIGNED_IN", "The account no longer exists");
       return {
         user: {
           id: user.id,
@@ -82,14 +82,17 @@ export function consoleRoutes(
     scope.post("/console/session", { config: session }, async (request, reply) => {
       const body = request.body as { email?: unknown; password?: unknown } | undefined;
       if (typeof body?.email !== "string" || typeof body.password !== "string")
-        throw new HttpError(400, 'The body must be JSON {"email": "...", "password": "..."}');
+        throw new HttpError(
+          "BL_ERR_MALFORMED_INPUT",
+          'The body must be JSON {"email": "...", "password": "..."}',
+        );
       const opened = await authenticator.openSession(body.email, body.password, request);
       reply.setCookie(SESSION_COOKIE, opened.token, COOKIE_OPTIONS);
       return reply.type(JSON_TYPE).send(await sessionBody(opened.userId, opened.csrfToken));
     });
     scope.get("/console/session", { config: session }, async (request, reply) => {
       const current = await authenticator.session(request);
-      if (current === undefined) throw new HttpError(401, "Not signed in");
+      if (current === undefined) throw new HttpError("BL_ERR_NOT_SIGNED_IN");
       return reply.type(JSON_TYPE).send(await sessionBody(current.userId, current.csrfToken));
     });
     scope.delete("/console/session", { config: session }, async (request, reply) => {
@@ -117,7 +120,7 @@ export function consoleRoutes(
           file === "index.html" ||
           CONTENT_TYPES[path.extname(file)] === undefined
         )
-          throw new HttpError(404, "No such console file");
+          throw new HttpError("BL_ERR_NO_SUCH_FILE");
         return sendFile(request, reply, distDir, file);
       },
     );
@@ -134,7 +137,7 @@ function readJsonBody(body: Buffer, contentType: string | undefined): unknown {
   try {
     value = JSON.parse(text);
   } catch {
-    throw new HttpError(400, "The body is not valid JSON");
+    throw new HttpError("BL_ERR_MALFORMED_INPUT", "The body is not valid JSON");
   }
   refuseNonXmlStrings(value);
   return value;
@@ -169,7 +172,7 @@ async function sendFile(
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
     if (file === "index.html")
       return reply.status(503).type("text/plain; charset=utf-8").send("console not built: run npm install");
-    throw new HttpError(404, "No such console file");
+    throw new HttpError("BL_ERR_NO_SUCH_FILE");
   }
   const etag = `"${createHash("sha256").update(content).digest("base64url").slice(0, 27)}"`;
   reply.header("etag", etag).header("cache-control", "no-cache");

@@ -1,3 +1,4 @@
+import type { FastifyInstance } from "fastify";
 import { readContactChanges } from "../../domain/contact.js";
 import { parseSearch } from "../../domain/search.js";
 import {
@@ -14,14 +15,15 @@ import {
   idParam,
   readBody,
   readLockVersion,
+  resource,
   searchQuery,
   sendCreated,
   sendDocument,
   sendList,
 } from "../server.js";
 
-export function contactRoutes(api: ApiContext): void {
-  api.resource("/users/:userId/contacts", {
+export async function contactRoutes(app: FastifyInstance, api: ApiContext): Promise<void> {
+  resource(app, "/users/:userId/contacts", {
     GET: async (request, reply) => {
       const userId = await api.owner(request);
       const contacts = await listContacts(
@@ -49,7 +51,7 @@ export function contactRoutes(api: ApiContext): void {
     },
   });
 
-  api.resource("/users/:userId/contacts/:contactId", {
+  resource(app, "/users/:userId/contacts/:contactId", {
     GET: async (request, reply) => {
       const userId = await api.owner(request);
       const contact = await getContact(api.store, userId, idParam(request, "contactId"));

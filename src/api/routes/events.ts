@@ -4,13 +4,13 @@
  * client that does not keep up (its socket buffer over a limit) is dropped; it reconnects and
  * catches up, and nothing upstream ever waits for it.
  */
-import type { FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { type ConferenceEvent, eventData, stillTalking } from "../../domain/event.js";
 import { getConference } from "../../store/conferences.js";
 import { eventsAfter, lastEventId, talkingEvents } from "../../store/events.js";
 import { type EventFeed, type EventScope, StreamLimitReached, type Subscription } from "../event-feed.js";
 import { HttpError } from "../http-errors.js";
-import { type ApiContext, idParam } from "../server.js";
+import { type ApiContext, idParam, resource } from "../server.js";
 
 const EVENT_STREAM = "text/event-stream";
 const KEEP_ALIVE_MS = 15_000;
@@ -27,8 +27,12 @@ const STREAMS_RETRY_AFTER_SECONDS = 30;
 /** How soon a browser reconnects after the stream drops. */
 const RETRY_MS = 1_000;
 
-export function eventRoutes(api: ApiContext, feed: EventFeed): void {
-  api.resource(
+export async function eventRoutes(
+  app: FastifyInstance,
+  { feed, ...api }: ApiContext & { feed: EventFeed },
+): Promise<void> {
+  resource(
+    app,
     "/users/:userId/events",
     {
       GET: async (request, reply) => {
@@ -38,7 +42,8 @@ export function eventRoutes(api: ApiContext, feed: EventFeed): void {
     },
     { produces: [EVENT_STREAM] },
   );
-  api.resource(
+  resource(
+    app,
     "/users/:userId/conferences/:conferenceId/events",
     {
       GET: async (request, reply) => {
@@ -57,8 +62,10 @@ async function subscribe(feed: EventFeed, subscription: Subscription): Promise<(
     return await feed.subscribe(subscription);
   } catch (error) {
     if (!(error instanceof StreamLimitReached)) throw error;
-    if (error.limit === "user") throw new HttpError(429, error.message);
-    throw new HttpError(503, error.message, { "retry-after": String(STREAMS_RETRY_AFTER_SECONDS) });
+    if (error.limit === "user") throw new HttpError("BL_ERR_TOO_MANY_REQUESTS", error.message);
+    throw new HttpError("BL_ERR_SERVICE_BUSY", error.message, {
+      "retry-after": String(STREAMS_RETRY_AFTER_SECONDS),
+    });
   }
 }
 

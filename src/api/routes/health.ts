@@ -1,4 +1,5 @@
-import type { ApiContext } from "../server.js";
+import type { FastifyInstance } from "fastify";
+import { resource } from "../server.js";
 
 /**
  * What readiness depends on, each checked when asked: a problem's description, or undefined when
@@ -13,9 +14,13 @@ const READINESS_TIMEOUT_MS = 2000;
  * Probes for load balancers and orchestrators, without credentials: `/health/live` says the process
  * answers; `/health/ready` says whether it can serve (200) or not (503), naming each check.
  */
-export function healthRoutes(api: ApiContext, checks: ReadinessChecks): void {
+export async function healthRoutes(
+  app: FastifyInstance,
+  { checks }: { checks: ReadinessChecks },
+): Promise<void> {
   const json = { produces: ["application/json"] };
-  api.resource(
+  resource(
+    app,
     "/health/live",
     {
       GET: async (_request, reply) => {
@@ -25,7 +30,8 @@ export function healthRoutes(api: ApiContext, checks: ReadinessChecks): void {
     },
     json,
   );
-  api.resource(
+  resource(
+    app,
     "/health/ready",
     {
       GET: async (_request, reply) => {

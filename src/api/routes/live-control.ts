@@ -4,25 +4,26 @@
  * second), whichever instance runs it. Muting, hands and the conference's controls are PUTs of the
  * resources themselves (attendees.ts, conferences.ts).
  */
+import type { FastifyInstance } from "fastify";
 import { NotFound, ValidationFailed } from "../../domain/errors.js";
 import { whyOverCallLimits } from "../../domain/phone.js";
-import { requestAttendeeCall, requestConferenceEnd } from "../../store/conference-runtime.js";
 import { getConference } from "../../store/conferences.js";
+import { requestAttendeeCall, requestConferenceEnd } from "../../store/live-control.js";
 import { placedCallCounts } from "../../store/placed-calls.js";
 import { HttpError } from "../http-errors.js";
 import { attendeeElement, conferenceElement } from "../representations.js";
-import { type ApiContext, idParam, representationOf, sendDocument } from "../server.js";
+import { type ApiContext, idParam, representationOf, resource, sendDocument } from "../server.js";
 
 /** The answer to acting live on a conference that is not taking place. */
 export function notStarted(state: string, what = "it"): HttpError {
   return new HttpError(
-    409,
+    "BL_ERR_CONFLICT",
     `the conference is ${state}, not started: ${what} can be changed only while it takes place`,
   );
 }
 
-export function liveControlRoutes(api: ApiContext): void {
-  api.resource("/users/:userId/conferences/:conferenceId/attendees/:attendeeId/call", {
+export async function liveControlRoutes(app: FastifyInstance, api: ApiContext): Promise<void> {
+  resource(app, "/users/:userId/conferences/:conferenceId/attendees/:attendeeId/call", {
     POST: async (request, reply) => {
       const userId = await api.owner(request);
       const conference = await getConference(api.store, userId, idParam(request, "conferenceId"));
@@ -47,7 +48,7 @@ export function liveControlRoutes(api: ApiContext): void {
         case "no-number":
           throw new ValidationFailed(["phone-number: the attendee has no number to call"]);
         case "in-call":
-          throw new HttpError(409, `the attendee is already ${result.attendee.state}`);
+          throw new HttpError("BL_ERR_CONFLICT", `the attendee is already ${result.attendee.state}`);
         case "requested":
           return sendDocument(
             reply,
@@ -59,7 +60,7 @@ export function liveControlRoutes(api: ApiContext): void {
     },
   });
 
-  api.resource("/users/:userId/conferences/:conferenceId/end", {
+  resource(app, "/users/:userId/conferences/:conferenceId/end", {
     POST: async (request, reply) => {
       const userId = await api.owner(request);
       const conference = await getConference(api.store, userId, idParam(request, "conferenceId"));

@@ -2,9 +2,11 @@ import { createReadStream } from "node:fs";
 import { open } from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
+import type { FastifyInstance } from "fastify";
 import { NotFound } from "../../domain/errors.js";
-import { getRecordingFile, recordingsDirectory } from "../../store/recordings.js";
-import { type ApiContext, idParam } from "../server.js";
+import { recordingsDirectory } from "../../domain/recording.js";
+import { getRecordingFile } from "../../store/recordings.js";
+import { type ApiContext, idParam, resource } from "../server.js";
 
 const WAV_TYPE = "audio/wav";
 const HEADER_BYTES = 44;
@@ -12,8 +14,9 @@ const HEADER_BYTES = 44;
 /** The names WAV goes by: audio/wav in browsers and most tools, audio/vnd.wave in RFC 2361. */
 const WAV_MEDIA_TYPES = [WAV_TYPE, "audio/wave", "audio/x-wav", "audio/vnd.wave"];
 
-export function recordingRoutes(api: ApiContext): void {
-  api.resource(
+export async function recordingRoutes(app: FastifyInstance, api: ApiContext): Promise<void> {
+  resource(
+    app,
     "/users/:userId/conferences/:conferenceId/recording",
     {
       GET: async (request, reply) => {

@@ -1,11 +1,20 @@
+import type { FastifyInstance } from "fastify";
 import { readUserChanges } from "../../domain/user.js";
 import { createUser, getUser, updateUser } from "../../store/users.js";
 import { hashPassword } from "../passwords.js";
 import { userElement } from "../representations.js";
-import { type ApiContext, readBody, readLockVersion, sendCreated, sendDocument } from "../server.js";
+import {
+  type ApiContext,
+  readBody,
+  readLockVersion,
+  resource,
+  sendCreated,
+  sendDocument,
+} from "../server.js";
 
-export function userRoutes(api: ApiContext): void {
-  api.resource(
+export async function userRoutes(app: FastifyInstance, api: ApiContext): Promise<void> {
+  resource(
+    app,
     "/users",
     {
       POST: async (request, reply) => {
@@ -24,7 +33,7 @@ export function userRoutes(api: ApiContext): void {
     { rateLimit: api.signupLimit },
   );
 
-  api.resource("/users/:userId", {
+  resource(app, "/users/:userId", {
     GET: async (request, reply) => {
       const userId = await api.owner(request);
       return sendDocument(reply, 200, "user", userElement(await requireUser(api, userId)));
@@ -40,7 +49,7 @@ export function userRoutes(api: ApiContext): void {
     },
   });
 
-  api.resource("/current", {
+  resource(app, "/current", {
     GET: async (request, reply) => {
       const userId = await api.authenticated(request);
       return sendDocument(reply, 200, "user", userElement(await requireUser(api, userId)));

@@ -1,3 +1,4 @@
+import type { FastifyInstance } from "fastify";
 import { ValidationFailed } from "../../domain/errors.js";
 import { parseSearch } from "../../domain/search.js";
 import { readWebhookChanges, type WebhookChanges } from "../../domain/webhook.js";
@@ -20,6 +21,7 @@ import {
   idParam,
   readBody,
   readLockVersion,
+  resource,
   searchQuery,
   sendCreated,
   sendDocument,
@@ -33,8 +35,11 @@ async function checkUrl(changes: WebhookChanges, destinations: DestinationPolicy
   if (problem !== undefined) throw new ValidationFailed([problem]);
 }
 
-export function webhookRoutes(api: ApiContext, destinations: DestinationPolicy): void {
-  api.resource("/users/:userId/webhooks", {
+export async function webhookRoutes(
+  app: FastifyInstance,
+  { destinations, ...api }: ApiContext & { destinations: DestinationPolicy },
+): Promise<void> {
+  resource(app, "/users/:userId/webhooks", {
     GET: async (request, reply) => {
       const userId = await api.owner(request);
       const webhooks = await listWebhooks(
@@ -70,7 +75,7 @@ export function webhookRoutes(api: ApiContext, destinations: DestinationPolicy):
     },
   });
 
-  api.resource("/users/:userId/webhooks/:webhookId", {
+  resource(app, "/users/:userId/webhooks/:webhookId", {
     GET: async (request, reply) => {
       const userId = await api.owner(request);
       const webhook = await getWebhook(api.store, userId, idParam(request, "webhookId"));
@@ -95,7 +100,7 @@ export function webhookRoutes(api: ApiContext, destinations: DestinationPolicy):
     },
   });
 
-  api.resource("/users/:userId/webhooks/:webhookId/deliveries", {
+  resource(app, "/users/:userId/webhooks/:webhookId/deliveries", {
     GET: async (request, reply) => {
       const userId = await api.owner(request);
       const deliveries = await listDeliveries(
@@ -108,7 +113,7 @@ export function webhookRoutes(api: ApiContext, destinations: DestinationPolicy):
     },
   });
 
-  api.resource("/users/:userId/webhooks/:webhookId/deliveries/:deliveryId", {
+  resource(app, "/users/:userId/webhooks/:webhookId/deliveries/:deliveryId", {
     GET: async (request, reply) => {
       const userId = await api.owner(request);
       const delivery = await getDelivery(

@@ -1,3 +1,4 @@
+// Long because it is one concern, offer/answer for one audio stream: the offer, the answer and the rules both read.
 /**
  * SDP offer/answer (RFC 3264) for one G.711 audio stream: PCMU (PT 0), PCMA (PT 8) and RFC 4733
  * telephone-events, 20 ms packets, with the stream directions that put calls on hold (§8.4), and

@@ -12,6 +12,7 @@ import { DigitMerger } from "../dtmf/digit-merger.js";
 import { InbandDtmfDetector } from "../dtmf/inband-detector.js";
 import type { PlayoutKind } from "../jitter-buffer.js";
 import { MediaClock } from "../media-clock.js";
+import { MediaError, mediaErrorCode } from "../media-error.js";
 import { FRAME_SAMPLES, Mixer, type MixerSlot } from "../mixer.js";
 import { concatPrompts, prompt } from "../prompts.js";
 import { RtpPortAllocator } from "../rtp/port-allocator.js";
@@ -222,7 +223,14 @@ export class MediaEngine {
           const transfer = value instanceof Int16Array ? [value.buffer as ArrayBuffer] : undefined;
           this.#post({ type: "reply", requestId, ok: true, value }, transfer);
         },
-        (error: unknown) => this.#post({ type: "reply", requestId, ok: false, error: errorText(error) }),
+        (error: unknown) =>
+          this.#post({
+            type: "reply",
+            requestId,
+            ok: false,
+            code: mediaErrorCode(error),
+            message: errorText(error),
+          }),
       );
       return;
     }
@@ -304,7 +312,8 @@ export class MediaEngine {
         const mix = this.#mix(request.mixId);
         // The file stays as the failure left it: opening it again would truncate what it holds.
         const failure = mix.recorder?.failure;
-        if (failure !== undefined) throw new Error(`the recording failed earlier: ${failure.message}`);
+        if (failure !== undefined)
+          throw new MediaError("MEDIA_ERR_RECORDING", `the recording failed earlier: ${failure.message}`);
         if (mix.recorder === undefined) {
           mix.opening ??= mkdir(path.dirname(request.file), { recursive: true }).then(() =>
             WavRecorder.open(request.file, (error) => this.#recordingFailed(mix, error)),
@@ -313,11 +322,11 @@ export class MediaEngine {
             mix.recorder = await mix.opening;
           } catch (error) {
             mix.opening = undefined;
-            throw error;
+            throw new MediaError("MEDIA_ERR_RECORDING", errorText(error), { cause: error });
           }
           if (!this.#mixes.has(mix.id)) {
             await mix.recorder.close();
-            throw new Error("the mix was closed");
+            throw new MediaError("MEDIA_ERR_MIX_CLOSED", "the mix was closed");
           }
         }
         mix.recording = true;
@@ -326,7 +335,9 @@ export class MediaEngine {
       case "pause-recording": {
         const mix = this.#mix(request.mixId);
         mix.recording = false;
-        await mix.recorder?.flush();
+        await mix.recorder?.flush().catch((error: unknown) => {
+          throw new MediaError("MEDIA_ERR_RECORDING", errorText(error), { cause: error });
+        });
         return undefined;
       }
       case "stats":
@@ -549,13 +560,14 @@ export class MediaEngine {
 
   #stream(streamId: number): Stream {
     const stream = this.#streams.get(streamId);
-    if (stream === undefined) throw new Error(`no stream ${streamId} on this thread`);
+    if (stream === undefined)
+      throw new MediaError("MEDIA_ERR_NO_STREAM", `no stream ${streamId} on this thread`);
     return stream;
   }
 
   #mix(mixId: number): Mix {
     const mix = this.#mixes.get(mixId);
-    if (mix === undefined) throw new Error(`no mix ${mixId} on this thread`);
+    if (mix === undefined) throw new MediaError("MEDIA_ERR_NO_MIX", `no mix ${mixId} on this thread`);
     return mix;
   }
 

@@ -8,6 +8,7 @@
 import { EventEmitter } from "node:events";
 import { Worker } from "node:worker_threads";
 import { LATENESS_BUCKETS_MS } from "../media-clock.js";
+import { MediaError } from "../media-error.js";
 import { NO_DROPS, type RtpSession, type RtpSessionConfiguration } from "../rtp/rtp-session.js";
 import { MediaEngine } from "./media-engine.js";
 import type {
@@ -177,7 +178,8 @@ export class MediaThread {
   request<T extends MediaRequest["type"]>(
     request: Extract<MediaRequest, { type: T }>,
   ): Promise<MediaReplies[T]> {
-    if (this.#failed) return Promise.reject(new Error("the media thread failed"));
+    if (this.#failed)
+      return Promise.reject(new MediaError("MEDIA_ERR_THREAD_FAILED", "the media thread failed"));
     const requestId = this.#nextRequestId++;
     return new Promise((resolve, reject) => {
       this.#pending.set(requestId, { resolve: resolve as (value: unknown) => void, reject });
@@ -194,14 +196,14 @@ export class MediaThread {
     if (pending === undefined) return;
     this.#pending.delete(message.requestId);
     if (message.ok) pending.resolve(message.value);
-    else pending.reject(new Error(message.error));
+    else pending.reject(new MediaError(message.code, message.message));
   }
 
   /** The thread is gone: every request fails, every mix and stream on it reports it. */
   fail(reason: string): void {
     this.#failed = true;
     for (const pending of this.#pending.values())
-      pending.reject(new Error(`the media thread failed: ${reason}`));
+      pending.reject(new MediaError("MEDIA_ERR_THREAD_FAILED", `the media thread failed: ${reason}`));
     this.#pending.clear();
     for (const mix of this.mixes.values()) mix.failed(`the media thread failed: ${reason}`);
     for (const stream of this.streams.values()) stream.failed(`the media thread failed: ${reason}`);

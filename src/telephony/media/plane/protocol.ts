@@ -5,6 +5,7 @@
  */
 import type { PromptName } from "../../../domain/prompt.js";
 import type { LatenessHistogram } from "../media-clock.js";
+import type { MediaErrorCode } from "../media-error.js";
 import type { RtpDrops, RtpHandover, RtpSessionConfiguration, RtpSessionStats } from "../rtp/rtp-session.js";
 
 /** What is played to a stream or a mix. */
@@ -104,7 +105,14 @@ export interface MediaThreadStats {
 
 export type MediaUp =
   | { readonly type: "reply"; readonly requestId: number; readonly ok: true; readonly value: unknown }
-  | { readonly type: "reply"; readonly requestId: number; readonly ok: false; readonly error: string }
+  /** A failed request: why by code (media-error.ts), and the cause's words. */
+  | {
+      readonly type: "reply";
+      readonly requestId: number;
+      readonly ok: false;
+      readonly code: MediaErrorCode;
+      readonly message: string;
+    }
   | { readonly type: "digit"; readonly streamId: number; readonly key: string }
   | { readonly type: "talking"; readonly streamId: number; readonly talking: boolean }
   /** No RTP or RTCP from the far end for the media timeout while it should be sending. */

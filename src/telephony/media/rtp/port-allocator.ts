@@ -8,6 +8,7 @@
 import dgram from "node:dgram";
 import type { LookupOneOptions } from "node:dns";
 import { isIP, isIPv6 } from "node:net";
+import { MediaError } from "../media-error.js";
 
 function firstEven(port: number): number {
   return port + (port & 1);
@@ -90,7 +91,10 @@ export class RtpPortAllocator {
       this.inUse.delete(port);
     }
     const last = this.firstPort + 2 * this.pairCount - 1;
-    throw new Error(`no free RTP port pair in ${this.firstPort}-${last} on ${address}`);
+    throw new MediaError(
+      "MEDIA_ERR_NO_FREE_PORT",
+      `no free RTP port pair in ${this.firstPort}-${last} on ${address}`,
+    );
   }
 
   /**
@@ -98,7 +102,8 @@ export class RtpPortAllocator {
    * another allocator keeps its port. Throws when it cannot be bound.
    */
   async bindExactPair(address: string, port: number): Promise<BoundPortPair> {
-    if (this.inUse.has(port)) throw new Error(`RTP port ${port} is already in use here`);
+    if (this.inUse.has(port))
+      throw new MediaError("MEDIA_ERR_PORT_TAKEN", `RTP port ${port} is already in use here`);
     this.inUse.add(port);
     const pair = await this.tryBind(address, port).catch((error: unknown) => {
       this.inUse.delete(port);
@@ -106,7 +111,10 @@ export class RtpPortAllocator {
     });
     if (pair === null) {
       this.inUse.delete(port);
-      throw new Error(`RTP port pair ${port}-${port + 1} on ${address} is taken`);
+      throw new MediaError(
+        "MEDIA_ERR_PORT_TAKEN",
+        `RTP port pair ${port}-${port + 1} on ${address} is taken`,
+      );
     }
     return pair;
   }

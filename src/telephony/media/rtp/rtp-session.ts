@@ -1,3 +1,4 @@
+// Long because sending, receiving, relaying and handing over share one socket pair and per-packet state.
 /**
  * One call's media stream over RTP/RTCP (RFC 3550) on a pair of UDP sockets: G.711 audio in 20 ms
  * frames both ways, DTMF as RFC 4733 telephone-events, symmetric RTP towards peers behind NAT, and
@@ -5,6 +6,9 @@
  *
  * The layer above owns the 20 ms clock: it calls `sendFrame` and `readFrame` once per tick. Received
  * audio waits in a jitter buffer until it is read.
+ *
+ * Beside it: what a stream is (rtp-stream.ts), DTMF sending (telephone-event-sender.ts), RTCP
+ * reports (rtcp-reporter.ts) and the symmetric-RTP latch (symmetric-rtp.ts).
  */
 
 import { randomBytes, randomUUID } from "node:crypto";
@@ -13,7 +17,6 @@ import { EventEmitter } from "node:events";
 import { performance } from "node:perf_hooks";
 import { decodeAlaw, decodeMulaw, encodeAlaw, encodeMulaw } from "../codec/g711.js";
 import {
-  dtmfDigitPackets,
   eventOfDtmfKey,
   type ReceivedDigit,
   type TelephoneEventPacket,
@@ -22,18 +25,8 @@ import {
 import { FrameAssembler } from "../frame-assembler.js";
 import { JitterBuffer, type JitterBufferOptions, type PlayoutKind } from "../jitter-buffer.js";
 import type { BoundPortPair, RtpPortAllocator } from "./port-allocator.js";
-import {
-  msToNtpShort,
-  ntpMiddle32,
-  ntpShortToMs,
-  ntpTimestampFromUnixMs,
-  parseRtcpCompound,
-  type ReportBlock,
-  writeGoodbye,
-  writeReceiverReport,
-  writeSenderReport,
-  writeSourceDescription,
-} from "./rtcp-packet.js";
+import { parseRtcpCompound, writeGoodbye } from "./rtcp-packet.js";
+import { RtcpReporter } from "./rtcp-reporter.js";
 import {
   parseRtpPacket,
   RTP_FIXED_HEADER_LENGTH,
@@ -41,47 +34,34 @@ import {
   type RtpPacket,
   writeRtpPacket,
 } from "./rtp-packet.js";
-import { ReceptionStatistics } from "./sequence.js";
 import {
-  SRTP_MAX_RTP_OVERHEAD,
-  type SrtpKeyMaterial,
-  SrtpReceiver,
-  type SrtpRefusal,
-  SrtpSender,
-  type SrtpState,
-} from "./srtp.js";
+  type G711Codec,
+  isReceiving,
+  isSending,
+  NO_DROPS,
+  type RtpDrops,
+  type RtpHandover,
+  type RtpSessionConfiguration,
+  type RtpSessionStats,
+  type RtpTotals,
+  remoteRtcpPort,
+  SAMPLES_PER_FRAME,
+  TIMESTAMP_UNITS_PER_MS,
+} from "./rtp-stream.js";
+import { ReceptionStatistics } from "./sequence.js";
+import { SRTP_MAX_RTP_OVERHEAD, SrtpReceiver, type SrtpRefusal, SrtpSender } from "./srtp.js";
+import { RelatchGuard, RemoteEndpoint } from "./symmetric-rtp.js";
+import { type SendDigitsOptions, TelephoneEventSender } from "./telephone-event-sender.js";
 
-export type G711Codec = "PCMU" | "PCMA";
-
-/** SDP direction attribute of the stream (RFC 3264 §5.1), from our side. */
-export type MediaDirection = "sendrecv" | "sendonly" | "recvonly" | "inactive";
-
-/** An audio format of the stream: a G.711 law under a payload type. */
-export interface AudioFormat {
-  readonly codec: G711Codec;
-  readonly payloadType: number;
-}
-
-export interface RtpSessionConfiguration {
-  /** What we send. */
-  codec: G711Codec;
-  payloadType: number;
-  /**
-   * Every audio format we receive: all those the answer lists that we decode (RFC 3264 §6.1 and §7:
-   * the far end may send any of them, switching packet by packet). `codec` under `payloadType` is
-   * received whether listed or not.
-   */
-  receiveFormats?: readonly AudioFormat[];
-  /** Payload type negotiated for telephone-event/8000; without it DTMF is neither sent nor received. */
-  telephoneEventPayloadType?: number;
-  remoteAddress: string;
-  remotePort: number;
-  /** Default remotePort + 1 (RFC 3550 §11). */
-  remoteRtcpPort?: number;
-  direction: MediaDirection;
-  /** SRTP (RFC 3711): our key for what we send, theirs for what we receive; absent for plain RTP. */
-  srtp?: { readonly send: SrtpKeyMaterial; readonly receive: SrtpKeyMaterial };
-}
+// What a stream is (rtp-stream.ts) the media plane reads through this module, with the session.
+export type {
+  MediaDirection,
+  RtpDrops,
+  RtpHandover,
+  RtpSessionConfiguration,
+  RtpSessionStats,
+} from "./rtp-stream.js";
+export { NO_DROPS } from "./rtp-stream.js";
 
 export interface RtpSessionOptions {
   allocator: RtpPortAllocator;
@@ -97,94 +77,6 @@ export interface RtpSessionOptions {
   /** SDES CNAME, default a random identifier as RFC 7022 recommends. */
   cname?: string;
   jitterBuffer?: JitterBufferOptions;
-}
-
-export interface SendDigitsOptions {
-  /** Tone length per key, default 100 ms. */
-  durationMs?: number;
-  /** −dBm0, default 10. */
-  volume?: number;
-}
-
-export interface RtpSessionStats {
-  packetsSent: number;
-  packetsReceived: number;
-  /** Cumulative, as in the report block: expected minus received. */
-  packetsLost: number;
-  /** Fraction (0–1) of the remote's packets lost in our last report interval; null before our first report. */
-  fractionLost: number | null;
-  /** Our interarrival jitter estimate of the remote's stream (RFC 3550 A.8). */
-  jitterMs: number;
-  /** The remote's view of our stream from its last report block about us; null until one arrives. */
-  remoteFractionLost: number | null;
-  remoteJitterMs: number | null;
-  /** From the LSR and DLSR of the remote's last report block (§6.4.1); null until one refers to our SR. */
-  roundTripMs: number | null;
-  /** Received packets that came too late for their playout tick. */
-  packetsLate: number;
-  packetsDuplicate: number;
-  /** Packets that arrived after one with a higher sequence number (reordered or duplicated). */
-  packetsOutOfOrder: number;
-  /** Playout ticks with no frame, filled by concealment. */
-  framesConcealed: number;
-  /** What was received and thrown away unheard, by reason. */
-  dropped: RtpDrops;
-}
-
-/** Packets received and dropped unheard, by reason. */
-export interface RtpDrops {
-  /** A payload type the negotiation did not list. */
-  unknownPayloadType: number;
-  /** From another address than the stream's peer (or before the stream was negotiated). */
-  unknownSource: number;
-  /** SRTP or SRTCP that did not authenticate (another key, altered, or not SRTP at all). */
-  srtpAuthentication: number;
-  /** SRTP or SRTCP seen before, or older than the replay window. */
-  srtpReplay: number;
-  /** Too short or not RTP. */
-  malformed: number;
-  /** 20 ms frames the jitter buffer threw away because it was full (playout fell behind the arrivals). */
-  jitterBufferOverflow: number;
-}
-
-export const NO_DROPS: Readonly<RtpDrops> = {
-  unknownPayloadType: 0,
-  unknownSource: 0,
-  srtpAuthentication: 0,
-  srtpReplay: 0,
-  malformed: 0,
-  jitterBufferOverflow: 0,
-};
-
-/**
- * What a session hands to the one that carries its stream on (on another thread, on the same port):
- * our source keeps its SSRC, sequence numbers and timestamps, so the far end sees one stream.
- */
-export interface RtpHandover {
-  readonly ssrc: number;
-  readonly sequenceNumber: number;
-  readonly timestamp: number;
-  readonly cname: string;
-  readonly config: RtpSessionConfiguration | null;
-  readonly rtp: { readonly address: string; readonly port: number; readonly latched: boolean };
-  readonly rtcp: { readonly address: string; readonly port: number; readonly latched: boolean };
-  readonly lastPacketAgoMs: number | null;
-  /** Counters so far, carried on in stats. */
-  readonly totals: RtpTotals;
-  /** Where SRTP stands (rollover counters), when it is on. */
-  readonly srtp?: { readonly sender: SrtpState; readonly receiver: SrtpState };
-}
-
-interface RtpTotals {
-  packetsSent: number;
-  octetsSent: number;
-  packetsReceived: number;
-  packetsLost: number;
-  packetsLate: number;
-  packetsDuplicate: number;
-  packetsOutOfOrder: number;
-  framesConcealed: number;
-  dropped: RtpDrops;
 }
 
 /** SRTP that failed authentication since the last such report (see SRTP_WARNING_INTERVAL_MS). */
@@ -210,12 +102,6 @@ export interface RtpSessionEvents {
   srtpAuthenticationFailed: [failures: SrtpFailures];
 }
 
-const SAMPLE_RATE = 8000;
-const TIMESTAMP_UNITS_PER_MS = SAMPLE_RATE / 1000;
-const FRAME_MS = 20;
-const SAMPLES_PER_FRAME = SAMPLE_RATE / (1000 / FRAME_MS);
-/** A "," in a digit string waits one second. */
-const PAUSE_TICKS = 1000 / FRAME_MS;
 /**
  * Send buffers used in turn. The allocator's sockets hand a datagram to the kernel during the send
  * call, but one that cannot leave at once (a full socket buffer) is queued with a reference to its
@@ -226,11 +112,6 @@ const RTCP_BUFFER_LENGTH = 1500;
 const DEFAULT_RTCP_INTERVAL_MS = 5000;
 /** The most G.711 samples one datagram can carry (a 1500-byte MTU less IP, UDP and RTP headers). */
 const MAX_PAYLOAD_SAMPLES = 1500 - 20 - 8 - RTP_FIXED_HEADER_LENGTH;
-const NO_EVENT_PACKETS: TelephoneEventPacket[] = [];
-/** Plain RTP moves to a new source after this many packets in a row from it... */
-const RELATCH_PACKETS = 3;
-/** ...sent after the latched source has been silent this long (ms). */
-const RELATCH_SILENCE_MS = 1000;
 /** At most one report of SRTP authentication failures per this many ms. */
 const SRTP_WARNING_INTERVAL_MS = 10_000;
 /** What a received payload type carries (the index of `payloadKinds`). */
@@ -240,30 +121,11 @@ const PAYLOAD_PCMA = 2;
 const PAYLOAD_TELEPHONE_EVENT = 3;
 const PAYLOAD_OF_CODEC: Readonly<Record<G711Codec, number>> = { PCMU: PAYLOAD_PCMU, PCMA: PAYLOAD_PCMA };
 
-interface DtmfJob {
-  keys: string;
-  next: number;
-  options: SendDigitsOptions;
-  resolve: (sent: boolean) => void;
-}
-
 function randomUint32(): number {
   return randomBytes(4).readUInt32BE(0);
 }
 
 const MAX_PORT = 65_535;
-
-function remoteRtcpPort(config: RtpSessionConfiguration): number {
-  return config.remoteRtcpPort ?? config.remotePort + 1;
-}
-
-function isSending(direction: MediaDirection): boolean {
-  return direction === "sendrecv" || direction === "sendonly";
-}
-
-function isReceiving(direction: MediaDirection): boolean {
-  return direction === "sendrecv" || direction === "recvonly";
-}
 
 export class RtpSession extends EventEmitter<RtpSessionEvents> {
   /**
@@ -293,20 +155,9 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   private srtpFailuresReportedAt = Number.NEGATIVE_INFINITY;
 
   // Where we send; replaced by the packets' source address once latched (symmetric RTP, RFC 4961).
-  private rtpAddress = "";
-  private rtpPort = 0;
-  private rtpLatched = false;
-  /** Another source sending with a new SSRC, and how many packets in a row it has sent. */
-  private relatchCandidate: {
-    address: string;
-    port: number;
-    ssrc: number;
-    sequenceNumber: number;
-    packets: number;
-  } | null = null;
-  private rtcpAddress = "";
-  private rtcpPort = 0;
-  private rtcpLatched = false;
+  private readonly rtpRemote = new RemoteEndpoint();
+  private readonly relatch = new RelatchGuard();
+  private readonly rtcpRemote = new RemoteEndpoint();
 
   // Sending (§5.1: random initial sequence number and timestamp).
   private readonly header: RtpHeader = {
@@ -338,11 +189,10 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   private sentSinceReport = false;
 
   // DTMF sending, one telephone-event packet per 20 ms tick.
-  private readonly dtmfJobs: DtmfJob[] = [];
-  private eventPackets = NO_EVENT_PACKETS;
-  private eventPacketIndex = 0;
-  private pauseTicks = 0;
-  private dtmfTimer: NodeJS.Timeout | null = null;
+  private readonly dtmf = new TelephoneEventSender({
+    timestamp: () => this.timestamp,
+    sendEventPacket: (packet) => this.sendEventPacket(packet),
+  });
 
   // Relaying: the session whose received packets this one sends on, and how their sequence numbers
   // and timestamps map onto ours (the far end sees one stream from us, whoever's audio it carries).
@@ -383,14 +233,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   // RTCP.
   private rtcpTimer: NodeJS.Timeout | null = null;
   private readonly rtcpBuffer = Buffer.alloc(RTCP_BUFFER_LENGTH);
-  private lastFractionLost: number | null = null;
-  /** LSR material: the middle 32 bits of the remote's last SR, its SSRC and when it arrived. */
-  private remoteSenderReport = 0;
-  private remoteSenderReportSsrc: number | null = null;
-  private remoteSenderReportAt = 0;
-  private remoteFractionLost: number | null = null;
-  private remoteJitterMs: number | null = null;
-  private roundTripMs: number | null = null;
+  private readonly reporter: RtcpReporter;
 
   /** Binds an RTP/RTCP port pair from the allocator. */
   static async open(options: RtpSessionOptions): Promise<RtpSession> {
@@ -413,6 +256,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     this.ssrc = handover?.ssrc ?? randomUint32();
     this.header.ssrc = this.ssrc;
     this.cname = handover?.cname ?? options.cname ?? randomUUID();
+    this.reporter = new RtcpReporter(this.ssrc, this.cname, (reason) => this.emit("bye", reason));
     this.jitterBufferOptions = options.jitterBuffer ?? {};
     this.jitterBuffer = new JitterBuffer(this.jitterBufferOptions);
     this.eventReceiver = this.newEventReceiver();
@@ -448,18 +292,14 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       previous.remoteAddress !== config.remoteAddress ||
       previous.remotePort !== config.remotePort
     ) {
-      this.rtpAddress = config.remoteAddress;
-      this.rtpPort = config.remotePort;
-      this.rtpLatched = false;
+      this.rtpRemote.expect(config.remoteAddress, config.remotePort);
     }
     if (
       previous === null ||
       previous.remoteAddress !== config.remoteAddress ||
       remoteRtcpPort(previous) !== rtcpPort
     ) {
-      this.rtcpAddress = config.remoteAddress;
-      this.rtcpPort = rtcpPort;
-      this.rtcpLatched = false;
+      this.rtcpRemote.expect(config.remoteAddress, rtcpPort);
     }
     if (previous === null || !isSending(previous.direction)) this.markNextFrame = true;
     // New keys (a new offer/answer) make new contexts; the same keys keep their rollover counters.
@@ -483,7 +323,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
    * (RFC 4733 §2.5.1.1), the event's packets advancing the timestamp.
    */
   sendFrame(samples: Int16Array): void {
-    if (this.closing !== null || this.eventPackets.length > 0) return;
+    if (this.closing !== null || this.dtmf.sendingEvent) return;
     const config = this.config;
     if (config !== null && isSending(config.direction)) {
       const length =
@@ -507,13 +347,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     if (this.config?.telephoneEventPayloadType === undefined) {
       throw new Error("cannot send DTMF: no telephone-event payload type is configured");
     }
-    return new Promise((resolve) => {
-      this.dtmfJobs.push({ keys, next: 0, options, resolve });
-      if (this.dtmfTimer === null) {
-        this.dtmfTimer = setInterval(() => this.sendDtmfTick(), FRAME_MS);
-        this.sendDtmfTick();
-      }
-    });
+    return this.dtmf.send(keys, options);
   }
 
   /**
@@ -538,11 +372,11 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       packetsSent: totals.packetsSent,
       packetsReceived: totals.packetsReceived,
       packetsLost: totals.packetsLost,
-      fractionLost: this.lastFractionLost,
+      fractionLost: this.reporter.lastFractionLost,
       jitterMs: (this.reception?.jitter ?? 0) / TIMESTAMP_UNITS_PER_MS,
-      remoteFractionLost: this.remoteFractionLost,
-      remoteJitterMs: this.remoteJitterMs,
-      roundTripMs: this.roundTripMs,
+      remoteFractionLost: this.reporter.remoteFractionLost,
+      remoteJitterMs: this.reporter.remoteJitterMs,
+      roundTripMs: this.reporter.roundTripMs,
       packetsLate: totals.packetsLate,
       packetsDuplicate: totals.packetsDuplicate,
       packetsOutOfOrder: totals.packetsOutOfOrder,
@@ -563,8 +397,8 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       timestamp: this.timestamp,
       cname: this.cname,
       config: this.config,
-      rtp: { address: this.rtpAddress, port: this.rtpPort, latched: this.rtpLatched },
-      rtcp: { address: this.rtcpAddress, port: this.rtcpPort, latched: this.rtcpLatched },
+      rtp: this.rtpRemote.snapshot(),
+      rtcp: this.rtcpRemote.snapshot(),
       lastPacketAgoMs: this.lastPacketTime === null ? null : this.clock() - this.lastPacketTime,
       totals: this.totals(),
       srtp:
@@ -574,7 +408,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     };
     this.closing = new Promise((resolve) => {
       if (this.rtcpTimer !== null) clearTimeout(this.rtcpTimer);
-      this.stopDtmf();
+      this.dtmf.stop();
       let open = 2;
       const closed = () => {
         if (--open === 0) resolve();
@@ -601,12 +435,8 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     }
     // The stream goes on: no new talkspurt for the far end.
     this.markNextFrame = false;
-    this.rtpAddress = handover.rtp.address;
-    this.rtpPort = handover.rtp.port;
-    this.rtpLatched = handover.rtp.latched;
-    this.rtcpAddress = handover.rtcp.address;
-    this.rtcpPort = handover.rtcp.port;
-    this.rtcpLatched = handover.rtcp.latched;
+    this.rtpRemote.restore(handover.rtp);
+    this.rtcpRemote.restore(handover.rtcp);
   }
 
   private totals(): RtpTotals {
@@ -638,7 +468,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     if (this.closing !== null) return this.closing;
     this.closing = new Promise((resolve) => {
       if (this.rtcpTimer !== null) clearTimeout(this.rtcpTimer);
-      this.stopDtmf();
+      this.dtmf.stop();
       const finish = () => {
         this.rtp.close();
         this.rtcp.close();
@@ -684,73 +514,19 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     this.nextSendBuffer = (this.nextSendBuffer + 1) % SEND_BUFFER_COUNT;
     const plainLength = writeRtpPacket(header, payload, buffer);
     const length = this.srtpSender === null ? plainLength : this.srtpSender.protectRtp(buffer, plainLength);
-    this.rtp.send(buffer, 0, length, this.rtpPort, this.rtpAddress);
+    this.rtp.send(buffer, 0, length, this.rtpRemote.port, this.rtpRemote.address);
     this.packetsSent++;
     this.octetsSent += payload.length;
     this.sentSinceReport = true;
   }
 
-  /** One 20 ms step of DTMF sending: a pause tick, or the next packet of the current or next event. */
-  private sendDtmfTick(): void {
-    if (this.pauseTicks > 0) {
-      this.pauseTicks--;
-      return;
-    }
-    if (this.eventPacketIndex >= this.eventPackets.length && !this.startNextKey()) return;
-    const packet = this.eventPackets[this.eventPacketIndex++] as TelephoneEventPacket;
+  /** Sends one telephone-event packet when the stream may send; the timestamp advances one tick either way. */
+  private sendEventPacket(packet: TelephoneEventPacket): void {
     const config = this.config;
     if (config?.telephoneEventPayloadType !== undefined && isSending(config.direction)) {
       this.sendRtp(config.telephoneEventPayloadType, packet.timestamp, packet.payload, packet.marker);
     }
     this.advanceTimestamp(SAMPLES_PER_FRAME);
-    if (this.eventPacketIndex === this.eventPackets.length) {
-      this.eventPackets = NO_EVENT_PACKETS;
-      this.eventPacketIndex = 0;
-    }
-  }
-
-  /**
-   * Takes the next key off the queue and prepares its packets, the event starting at the current
-   * timestamp (RFC 4733 §2.3.1). Returns false when there is nothing to send this tick: a "," pause
-   * began, or the queue is empty and the timer stopped.
-   */
-  private startNextKey(): boolean {
-    for (;;) {
-      const job = this.dtmfJobs[0];
-      if (job === undefined) {
-        this.stopDtmf();
-        return false;
-      }
-      const key = job.keys[job.next++];
-      if (key === undefined) {
-        this.dtmfJobs.shift();
-        job.resolve(true);
-        continue;
-      }
-      if (key === ",") {
-        this.pauseTicks = PAUSE_TICKS - 1;
-        return false;
-      }
-      this.eventPackets = dtmfDigitPackets(key, {
-        timestamp: this.timestamp,
-        durationMs: job.options.durationMs,
-        volume: job.options.volume,
-        clockRate: SAMPLE_RATE,
-        packetIntervalMs: FRAME_MS,
-      });
-      this.eventPacketIndex = 0;
-      return true;
-    }
-  }
-
-  /** Stops the DTMF timer; jobs still queued (only when closing) resolve false. */
-  private stopDtmf(): void {
-    if (this.dtmfTimer !== null) clearInterval(this.dtmfTimer);
-    this.dtmfTimer = null;
-    this.eventPackets = NO_EVENT_PACKETS;
-    this.eventPacketIndex = 0;
-    this.pauseTicks = 0;
-    for (const job of this.dtmfJobs.splice(0)) job.resolve(false);
   }
 
   private receiveRtp(received: Buffer, source: dgram.RemoteInfo): void {
@@ -780,19 +556,26 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     }
     const isAudio = kind !== PAYLOAD_TELEPHONE_EVENT;
     const now = this.clock();
-    if (!this.rtpLatched) {
+    if (!this.rtpRemote.latched) {
       // Symmetric RTP (RFC 4961): answer where the first valid packet came from.
-      this.rtpLatched = true;
-      this.rtpAddress = source.address;
-      this.rtpPort = source.port;
-    } else if (source.port !== this.rtpPort || source.address !== this.rtpAddress) {
-      if (!this.mayMoveTo(source, packet.ssrc, packet.sequenceNumber, now)) {
+      this.rtpRemote.latch(source);
+    } else if (!this.rtpRemote.isFrom(source)) {
+      // A phone that changed networks? Under SRTP the packet authenticated, so yes.
+      if (
+        this.srtpReceiver === null &&
+        !this.relatch.allows(
+          source,
+          packet.ssrc,
+          packet.sequenceNumber,
+          this.remoteSsrc,
+          now - (this.lastPacketTime ?? Number.NEGATIVE_INFINITY),
+        )
+      ) {
         this.drops.unknownSource++;
         return;
       }
-      this.rtpAddress = source.address;
-      this.rtpPort = source.port;
-      this.relatchCandidate = null;
+      this.rtpRemote.latch(source);
+      this.relatch.reset();
     }
     this.lastPacketTime = now;
     if (packet.ssrc !== this.remoteSsrc || this.reception === null)
@@ -873,38 +656,6 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     }
   }
 
-  /**
-   * Whether a packet from another source than the latched one moves the stream there (a phone that
-   * changed networks). Under SRTP it authenticated, so yes. Plain RTP could come from anyone: it moves
-   * the stream only with a new SSRC, once the latched source has been silent for RELATCH_SILENCE_MS
-   * and the new one has since sent RELATCH_PACKETS packets in sequence; until then it is dropped
-   * unheard.
-   */
-  private mayMoveTo(source: dgram.RemoteInfo, ssrc: number, sequenceNumber: number, now: number): boolean {
-    if (this.srtpReceiver !== null) return true;
-    if (
-      ssrc === this.remoteSsrc ||
-      now - (this.lastPacketTime ?? Number.NEGATIVE_INFINITY) < RELATCH_SILENCE_MS
-    ) {
-      this.relatchCandidate = null;
-      return false;
-    }
-    const candidate = this.relatchCandidate;
-    if (
-      candidate !== null &&
-      candidate.address === source.address &&
-      candidate.port === source.port &&
-      candidate.ssrc === ssrc &&
-      sequenceNumber === ((candidate.sequenceNumber + 1) & 0xffff)
-    ) {
-      candidate.packets++;
-      candidate.sequenceNumber = sequenceNumber;
-      return candidate.packets >= RELATCH_PACKETS;
-    }
-    this.relatchCandidate = { address: source.address, port: source.port, ssrc, sequenceNumber, packets: 1 };
-    return false;
-  }
-
   /** A new remote SSRC (first packet, or the peer restarted): fresh statistics, playout and DTMF state. */
   private startRemoteSource(ssrc: number, sequenceNumber: number): void {
     if (this.reception !== null) {
@@ -934,52 +685,10 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     }
     const packets = parseRtcpCompound(datagram);
     if (packets === null) return;
-    if (!this.rtcpLatched) {
-      this.rtcpLatched = true;
-      this.rtcpAddress = source.address;
-      this.rtcpPort = source.port;
-    }
+    if (!this.rtcpRemote.latched) this.rtcpRemote.latch(source);
     const now = this.clock();
     this.lastPacketTime = now;
-    for (const packet of packets) {
-      switch (packet.type) {
-        case "SR":
-          this.remoteSenderReport = ntpMiddle32({
-            seconds: packet.sender.ntpSeconds,
-            fraction: packet.sender.ntpFraction,
-          });
-          this.remoteSenderReportSsrc = packet.ssrc;
-          this.remoteSenderReportAt = now;
-          this.readReportsAboutUs(packet.reports, now);
-          break;
-        case "RR":
-          this.readReportsAboutUs(packet.reports, now);
-          break;
-        case "BYE":
-          if (!packet.ssrcs.includes(this.ssrc)) this.emit("bye", packet.reason);
-          break;
-        case "SDES":
-          break;
-      }
-    }
-  }
-
-  private readReportsAboutUs(reports: readonly ReportBlock[], now: number): void {
-    for (const block of reports) {
-      if (block.ssrc !== this.ssrc) continue;
-      this.remoteFractionLost = block.fractionLost / 256;
-      this.remoteJitterMs = block.jitter / TIMESTAMP_UNITS_PER_MS;
-      if (block.lastSenderReport !== 0) {
-        // §6.4.1: round trip = arrival − LSR − DLSR, all in 1/65536 s of the NTP clock.
-        const arrival = ntpMiddle32(this.ntpNow(now));
-        const roundTrip = (arrival - block.lastSenderReport - block.delaySinceLastSenderReport) | 0;
-        if (roundTrip >= 0) this.roundTripMs = ntpShortToMs(roundTrip);
-      }
-    }
-  }
-
-  private ntpNow(now: number) {
-    return ntpTimestampFromUnixMs(performance.timeOrigin + now);
+    this.reporter.receive(packets, now);
   }
 
   /** §6.2: reports at randomised intervals (0.5–1.5 × the configured mean) to avoid synchronisation. */
@@ -994,75 +703,35 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     );
   }
 
-  /**
-   * Writes the head of a compound packet (§6.1): an SR when we sent RTP since the last report,
-   * otherwise an RR, with a report block about the remote source once it is valid, then SDES CNAME.
-   */
   /** Sends an RTCP compound packet, as SRTCP when SRTP is on. */
   private sendRtcp(buffer: Buffer, length: number, sent?: () => void): void {
     // RTP on the highest port leaves RTCP no port (§11 puts it one above): nothing is sent until the
     // peer's own RTCP shows where it listens.
-    if (this.rtcpPort > MAX_PORT) {
+    if (this.rtcpRemote.port > MAX_PORT) {
       sent?.();
       return;
     }
-    if (this.srtpSender === null) this.rtcp.send(buffer, 0, length, this.rtcpPort, this.rtcpAddress, sent);
+    const { port, address } = this.rtcpRemote;
+    if (this.srtpSender === null) this.rtcp.send(buffer, 0, length, port, address, sent);
     else {
       const protectedPacket = this.srtpSender.protectRtcp(buffer.subarray(0, length));
-      this.rtcp.send(protectedPacket, 0, protectedPacket.length, this.rtcpPort, this.rtcpAddress, sent);
+      this.rtcp.send(protectedPacket, 0, protectedPacket.length, port, address, sent);
     }
   }
 
+  /** The head of a compound packet (§6.1): an SR when we sent RTP since the last report, else an RR. */
   private writeReport(out: Buffer): number {
     const now = this.clock();
-    const reports = this.reportBlocks(now);
-    let offset: number;
-    if (this.sentSinceReport) {
-      const ntp = this.ntpNow(now);
-      const elapsed = Math.round((now - this.timestampAdvancedAt) * TIMESTAMP_UNITS_PER_MS);
-      offset = writeSenderReport(
-        {
-          type: "SR",
-          ssrc: this.ssrc,
-          sender: {
-            ntpSeconds: ntp.seconds,
-            ntpFraction: ntp.fraction,
-            rtpTimestamp: (this.timestamp + elapsed) >>> 0,
-            // The counts of our SSRC since it started, on whichever thread it started.
-            packetCount: (this.earlier.packetsSent + this.packetsSent) >>> 0,
-            octetCount: (this.earlier.octetsSent + this.octetsSent) >>> 0,
-          },
-          reports,
-        },
-        out,
-      );
-    } else {
-      offset = writeReceiverReport({ type: "RR", ssrc: this.ssrc, reports }, out);
-    }
+    const sent = this.sentSinceReport
+      ? {
+          rtpTimestamp:
+            (this.timestamp + Math.round((now - this.timestampAdvancedAt) * TIMESTAMP_UNITS_PER_MS)) >>> 0,
+          // The counts of our SSRC since it started, on whichever thread it started.
+          packetCount: (this.earlier.packetsSent + this.packetsSent) >>> 0,
+          octetCount: (this.earlier.octetsSent + this.octetsSent) >>> 0,
+        }
+      : null;
     this.sentSinceReport = false;
-    return writeSourceDescription(
-      { type: "SDES", chunks: [{ ssrc: this.ssrc, cname: this.cname }] },
-      out,
-      offset,
-    );
-  }
-
-  private reportBlocks(now: number): ReportBlock[] {
-    const reception = this.reception;
-    if (reception === null || this.remoteSsrc === null || reception.received === 0) return [];
-    const fractionLost = reception.takeFractionLost();
-    this.lastFractionLost = fractionLost / 256;
-    const haveSenderReport = this.remoteSenderReportSsrc === this.remoteSsrc;
-    return [
-      {
-        ssrc: this.remoteSsrc,
-        fractionLost,
-        cumulativeLost: reception.lost,
-        extendedHighestSequence: reception.extendedHighestSequence,
-        jitter: Math.floor(reception.jitter),
-        lastSenderReport: haveSenderReport ? this.remoteSenderReport : 0,
-        delaySinceLastSenderReport: haveSenderReport ? msToNtpShort(now - this.remoteSenderReportAt) : 0,
-      },
-    ];
+    return this.reporter.write(out, now, sent, this.remoteSsrc, this.reception);
   }
 }

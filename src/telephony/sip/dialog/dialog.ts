@@ -4,7 +4,7 @@
  * and checks the ones received.
  */
 import { randomBytes } from "node:crypto";
-import { parseNameAddr, parseSipUri } from "../message/header-values.js";
+import { parseNameAddr, parseSipUri, type SipUri } from "../message/header-values.js";
 import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
 import { MAGIC_COOKIE } from "../transaction/transaction-key.js";
 import type { Destination, TransportName } from "../transport/sip-transport.js";
@@ -38,7 +38,12 @@ export function dialogId(callId: string, localTag: string, remoteTag: string): s
  */
 export function destinationOf(uri: string): Destination | undefined {
   const parsed = parseSipUri(uri);
-  if (parsed === undefined || parsed.scheme === "tel") return undefined;
+  return parsed === undefined ? undefined : destinationOfUri(parsed);
+}
+
+/** destinationOf for a URI already parsed. */
+export function destinationOfUri(parsed: SipUri): Destination | undefined {
+  if (parsed.scheme === "tel") return undefined;
   const maddr = parsed.params.get("maddr");
   const transportParam = parsed.params.get("transport")?.toUpperCase();
   // A sips: URI, or transport=tls, is TLS all the way (RFC 3261 section 26.2.1; RFC 5630): never

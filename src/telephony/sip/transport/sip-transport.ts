@@ -1,7 +1,10 @@
+// Long because receiving and sending share its sockets, connections and response routing (18.2.2).
 /**
  * The SIP transport layer (RFC 3261 sections 18 and 26, RFC 3581): UDP and TCP on one address and
  * port, and TLS on a port of its own when given a certificate (connections out over TLS need none).
  * It frames, stamps and routes messages; it knows nothing of transactions, dialogs or conferences.
+ * Beside it: a connection (connection.ts), which connections are kept (connection-admission.ts) and
+ * the answer to a request the parser refused (refusal.ts).
  */
 import { randomBytes } from "node:crypto";
 import { createSocket, type Socket as DatagramSocket } from "node:dgram";
@@ -15,7 +18,6 @@ import {
   connect as tcpConnect,
 } from "node:net";
 import {
-  checkServerIdentity,
   createSecureContext,
   createServer as createTlsServer,
   type SecureContextOptions,
@@ -23,12 +25,18 @@ import {
   type Server as TlsServer,
   connect as tlsConnect,
 } from "node:tls";
-import { parseNameAddr, parseVia, type Via } from "../message/header-values.js";
-import { type ParseResult, type PartialRequest, parseMessage } from "../message/parser.js";
+import type { Via } from "../message/header-values.js";
+import { type ParseResult, parseMessage } from "../message/parser.js";
 import { serializeMessage } from "../message/serializer.js";
-import type { SipMessage } from "../message/sip-message.js";
-import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
-import { sourceOf } from "./source-address.js";
+import type { SipMessage, SipRequest, SipResponse } from "../message/sip-message.js";
+import { Connection, endpointKey, isStream, type StreamTransport } from "./connection.js";
+import {
+  ConnectionAdmission,
+  type ConnectionLimits,
+  DEFAULT_MAX_CONNECTIONS,
+  peerCertificateProblem,
+} from "./connection-admission.js";
+import { buildRefusal } from "./refusal.js";
 import {
   DEFAULT_SIP_PORT,
   DEFAULT_SIPS_PORT,
@@ -45,9 +53,6 @@ export type TransportName = "UDP" | "TCP" | "TLS";
 export interface SourceList {
   check(address: string, family: "ipv4" | "ipv6"): boolean;
 }
-
-/** The transports that run over a connection. */
-type StreamTransport = "TCP" | "TLS";
 
 /** SIP over TLS (RFC 3261 section 26.2.1). */
 export interface SipTlsOptions {
@@ -111,7 +116,7 @@ export interface SipTransportOptions {
    * Connections accepted (TCP and TLS, handshakes under way included) from one source address and in
    * all; one past either is closed at once.
    */
-  readonly maxConnections?: { readonly perSource: number; readonly total: number };
+  readonly maxConnections?: ConnectionLimits;
   /** How long a connection may take to send the rest of a message it began, before it is closed. */
   readonly partialMessageTimeoutMs?: number;
   /**
@@ -175,15 +180,8 @@ export interface TransportStats {
 }
 
 const DEFAULT_MAX_STREAM_BUFFER = 65_536;
-/**
- * A trunk or proxy needs a few connections; a peer wanting more is opening them to exhaust ours. The
- * total, times the stream buffer, bounds what partial messages can hold (128 MB).
- */
-const DEFAULT_MAX_CONNECTIONS = { perSource: 16, total: 2048 };
 /** 64*T1: no message takes longer than a transaction to arrive. */
 const DEFAULT_PARTIAL_MESSAGE_TIMEOUT_MS = 32_000;
-/** One connection place in this many is kept for the trunks. */
-const TRUNK_SHARE_OF_CONNECTIONS = 8;
 /**
  * Kamailio closes a connection idle for its tcp_connection_lifetime, 120 s by default; half that
  * here, since a connection over which a call came is kept whatever the time.
@@ -203,59 +201,12 @@ const CRLF = Buffer.from("\r\n");
 const DOUBLE_CRLF = Buffer.from("\r\n\r\n");
 const DEFAULT_KEEP_ALIVE_INTERVAL_MS = 30_000;
 
-/** One stream connection, accepted or opened by us. */
-class Connection {
-  buffer: Buffer = Buffer.alloc(0);
-  /** When the message being received began to arrive (performance.now()); undefined between messages. */
-  partialSince: number | undefined;
-  /** When a complete message last passed, either way, or a keep-alive came after one (performance.now()). */
-  lastActivity = performance.now();
-  /** Whether a complete message has come over it: until then, keep-alives do not count as activity. */
-  delivered = false;
-  readonly branches = new Set<string>();
-  readonly keys = new Set<string>();
-  readonly closed: Promise<void>;
-
-  constructor(
-    readonly socket: Socket,
-    readonly transport: StreamTransport,
-    /** Accepted from a peer, not opened by us (ours send keep-alives and are never idle). */
-    readonly accepted: boolean,
-  ) {
-    this.closed = new Promise((resolve) => socket.once("close", () => resolve()));
-  }
-
-  get open(): boolean {
-    return !this.socket.destroyed && this.socket.writable;
-  }
-
-  get source(): MessageSource {
-    return {
-      transport: this.transport,
-      address: normalizeHost(this.socket.remoteAddress ?? ""),
-      port: this.socket.remotePort ?? 0,
-    };
-  }
-}
-
-function endpointKey(transport: StreamTransport, host: string, port: number): string {
-  return `${transport}|${normalizeHost(host)}|${port}`;
-}
-
-function isStream(transport: string): transport is StreamTransport {
-  return transport === "TCP" || transport === "TLS";
-}
-
 function branchKey(via: Via): string {
   return `${via.branch ?? ""}|${normalizeHost(via.host)}|${via.port ?? DEFAULT_SIP_PORT}`;
 }
 
 function newBranch(): string {
   return `z9hG4bK${randomBytes(12).toString("hex")}`;
-}
-
-function reasonPhrase(status: number): string {
-  return status === 505 ? "Version Not Supported" : "Bad Request";
 }
 
 export class SipTransport {
@@ -288,9 +239,7 @@ export class SipTransport {
    * connection to answer on, so the answer goes back as a datagram to the source, by branch.
    */
   readonly #strayDatagrams = new Map<string, { address: string; port: number }>();
-  /** Accepted connections open, by source (sourceOf), and their sum. */
-  readonly #acceptedBySource = new Map<string, number>();
-  #accepted = 0;
+  readonly #admission: ConnectionAdmission;
   readonly #sweep: ReturnType<typeof setInterval>;
   /** The certificate presented, as a listener and to servers that ask for one; replaced on reload. */
   #certificate: TlsCertificate | undefined;
@@ -309,6 +258,11 @@ export class SipTransport {
     this.#port = port;
     this.#tlsServer = tlsServer;
     this.#certificate = options.tls;
+    this.#admission = new ConnectionAdmission(
+      options.maxConnections ?? DEFAULT_MAX_CONNECTIONS,
+      options.trustedSources,
+      options.trunkSources,
+    );
     const tlsAddress = tlsServer?.address();
     this.#tlsPort = typeof tlsAddress === "object" && tlsAddress !== null ? tlsAddress.port : undefined;
     // "connection" comes with the bare socket, before the handshake costs anything.
@@ -569,71 +523,26 @@ export class SipTransport {
     }
   }
 
-  /**
-   * Counts an accepted connection in, or closes it when its source is not trusted, or when its source,
-   * or everyone, has as many as allowed (a stranger: all but the trunks' share).
-   */
+  /** Counts an accepted connection in, or closes it (see ConnectionAdmission). */
   #admit(socket: Socket, transport: StreamTransport): boolean {
-    const address = normalizeHost(socket.remoteAddress ?? "");
-    const family = isIPv6(address) ? "ipv6" : "ipv4";
-    const trusted = this.#options.trustedSources;
-    if (trusted !== undefined && !trusted.check(address, family)) {
-      this.stats.connectionsUntrusted++;
-      this.#drop("connection refused: untrusted source", {
-        transport,
-        address,
-        port: socket.remotePort ?? 0,
-      });
-      socket.destroy();
-      return false;
-    }
-    const source = sourceOf(address);
-    const limits = this.#options.maxConnections ?? DEFAULT_MAX_CONNECTIONS;
-    const fromSource = this.#acceptedBySource.get(source) ?? 0;
-    const total =
-      this.#options.trunkSources === undefined || this.#options.trunkSources.check(address, family)
-        ? limits.total
-        : limits.total - Math.floor(limits.total / TRUNK_SHARE_OF_CONNECTIONS);
-    if (fromSource >= limits.perSource || this.#accepted >= total) {
-      this.stats.connectionsRefused++;
-      this.#drop(
-        fromSource >= limits.perSource
-          ? `connection refused: ${fromSource} open from this source`
-          : `connection refused: ${this.#accepted} open`,
-        { transport, address, port: socket.remotePort ?? 0 },
-      );
-      socket.destroy();
-      return false;
-    }
-    this.#accepted++;
-    this.#acceptedBySource.set(source, fromSource + 1);
-    socket.once("close", () => {
-      this.#accepted--;
-      const left = (this.#acceptedBySource.get(source) ?? 1) - 1;
-      if (left === 0) this.#acceptedBySource.delete(source);
-      else this.#acceptedBySource.set(source, left);
+    const refusal = this.#admission.admit(socket);
+    if (refusal === undefined) return true;
+    if (refusal.untrusted) this.stats.connectionsUntrusted++;
+    else this.stats.connectionsRefused++;
+    this.#drop(refusal.reason, {
+      transport,
+      address: normalizeHost(socket.remoteAddress ?? ""),
+      port: socket.remotePort ?? 0,
     });
-    return true;
+    socket.destroy();
+    return false;
   }
 
-  /**
-   * A TLS client's certificate, when its source must present one (mutual TLS): it must chain to the
-   * trusted CAs and name the peer. Otherwise the connection is closed, with the reason told.
-   */
+  /** A TLS client's certificate, when its source must present one (mutual TLS); else it is closed. */
   #peerCertificateAccepted(socket: TLSSocket): boolean {
-    const address = normalizeHost(socket.remoteAddress ?? "");
-    const family = isIPv6(address) ? "ipv6" : "ipv4";
-    const peer = this.#options.tls?.mutual?.find((candidate) => candidate.sources.check(address, family));
-    if (peer === undefined) return true;
-    const certificate = socket.getPeerCertificate();
-    const problem =
-      certificate.raw === undefined
-        ? "no certificate presented"
-        : !socket.authorized
-          ? String(socket.authorizationError)
-          : checkServerIdentity(peer.name, certificate)?.message;
+    const problem = peerCertificateProblem(socket, this.#options.tls?.mutual);
     if (problem === undefined) return true;
-    this.#tlsFailed(`client certificate refused (${peer.name}): ${problem}`, socket);
+    this.#tlsFailed(problem, socket);
     socket.destroy();
     return false;
   }
@@ -948,32 +857,6 @@ export class SipTransport {
       this.#drop(`handler threw: ${String(error)}`, undefined);
     }
   }
-}
-
-/** The 400 (or 505) for a request the parser refused, from the header fields it could read (8.2.6.2). */
-export function buildRefusal(partial: PartialRequest, status: number, source: MessageSource): SipResponse {
-  const headers = new SipHeaders();
-  partial.via.forEach((value, index) => {
-    const via = index === 0 ? parseVia(value) : undefined;
-    const stamped = via === undefined ? undefined : stampReceivedVia(via, source.address, source.port);
-    headers.append("Via", stamped ?? value);
-  });
-  if (partial.from !== undefined) headers.append("From", partial.from);
-  if (partial.to !== undefined) {
-    const to = parseNameAddr(partial.to);
-    const hasTag = to === undefined ? /;\s*tag\s*=/i.test(partial.to) : to.params.has("tag");
-    headers.append("To", hasTag ? partial.to : `${partial.to};tag=${randomBytes(8).toString("hex")}`);
-  }
-  if (partial.callId !== undefined) headers.append("Call-ID", partial.callId);
-  if (partial.cseq !== undefined) headers.append("CSeq", partial.cseq);
-  return {
-    kind: "response",
-    status,
-    reason: reasonPhrase(status),
-    version: SIP_VERSION,
-    headers,
-    body: Buffer.alloc(0),
-  };
 }
 
 /** What the TLS listener presents and what clients' certificates must chain to. */

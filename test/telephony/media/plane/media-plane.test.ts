@@ -1,14 +1,23 @@
 /**
  * The media plane on real worker threads, with real RTP peers on loopback (plain RtpSessions driven
  * at the 20 ms pace by the test): mixing, a stream moving to its mix's thread, playback and voice
- * recording, figures, and fault isolation (a mix that throws, a thread that dies).
+ * recording, figures, fault isolation (a mix that throws, a thread that dies), and failed requests
+ * answered by code.
  */
 import assert from "node:assert/strict";
 import { randomInt } from "node:crypto";
 import { once } from "node:events";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
 import { Writable } from "node:stream";
 import { after, describe, it } from "node:test";
 import { createLogger } from "../../../../src/log.js";
+import {
+  MEDIA_ERRORS,
+  MediaError,
+  type MediaErrorCode,
+} from "../../../../src/telephony/media/media-error.js";
 import {
   type MediaMix,
   MediaPlane,
@@ -239,5 +248,49 @@ describe("media plane", () => {
     assert.equal(lines.length, 1, "one warning for the burst");
     stream.close();
     await watched.close();
+  });
+
+  it("answers every failed request with its code, which the main thread's error carries", async () => {
+    // One port pair, on one worker thread: the second stream finds none.
+    const coded = newPlane(1, { min: base + 620, max: base + 621 });
+    const thread = coded.threads[0] as MediaPlane["threads"][number];
+    const scratch = await mkdtemp(path.join(tmpdir(), "media-errors-"));
+    const reached = new Map<MediaErrorCode, string>();
+    const failure = async (attempt: () => Promise<unknown>): Promise<void> => {
+      const error = await attempt().then(
+        () => assert.fail("the request succeeded"),
+        (rejected: unknown) => rejected,
+      );
+      assert.ok(error instanceof MediaError, String(error));
+      reached.set(error.code, error.message);
+    };
+    const stream = await coded.openStream();
+    await failure(() => coded.openStream());
+    // Its own port, asked for again (as a stream moving here would).
+    await failure(() => thread.request({ type: "open-stream", streamId: 9001, port: stream.localPort }));
+    await failure(() => thread.request({ type: "detach-stream", streamId: 9002 }));
+    const closed = coded.openMix();
+    await closed.close();
+    await failure(() => closed.pauseRecording());
+    // A recording whose folder cannot be made: a file stands where it would be.
+    const blocker = path.join(scratch, "a-file");
+    await writeFile(blocker, "");
+    await failure(() => coded.openMix().startRecording(path.join(blocker, "room.wav")));
+    // The mix closes while its recording's file is being opened.
+    const closing = coded.openMix();
+    const recording = closing.startRecording(path.join(scratch, "room.wav"));
+    void closing.close();
+    await failure(() => recording);
+    await failure(() =>
+      thread.request({ type: "play", streamId: stream.id, sound: { prompts: ["no-such-prompt" as never] } }),
+    );
+    const waiting = thread.request({ type: "record-voice", streamId: stream.id, maxMs: 60_000 });
+    thread.kill();
+    await failure(() => waiting);
+    assert.deepEqual([...reached.keys()].sort(), Object.keys(MEDIA_ERRORS).sort());
+    assert.match(reached.get("MEDIA_ERR_NO_FREE_PORT") ?? "", /^no free RTP port pair in /);
+    assert.match(reached.get("MEDIA_ERR_MIX_CLOSED") ?? "", /the mix was closed/);
+    await coded.close();
+    await rm(scratch, { recursive: true, force: true });
   });
 });

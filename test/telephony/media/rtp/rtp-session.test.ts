@@ -10,13 +10,12 @@ import {
   type RtpPacket,
   writeRtpPacket,
 } from "../../../../src/telephony/media/rtp/rtp-packet.js";
+import { RtpSession, type SrtpFailures } from "../../../../src/telephony/media/rtp/rtp-session.js";
 import {
   type G711Codec,
   NO_DROPS,
-  RtpSession,
   type RtpSessionConfiguration,
-  type SrtpFailures,
-} from "../../../../src/telephony/media/rtp/rtp-session.js";
+} from "../../../../src/telephony/media/rtp/rtp-stream.js";
 import { SrtpSender } from "../../../../src/telephony/media/rtp/srtp.js";
 
 const base = 26000 + 2 * randomInt(2500);

@@ -7,14 +7,13 @@ import { describe, it } from "node:test";
 import {
   MAX_SRTP_SOURCES,
   newSrtpKey,
-  protectionWith,
   SRTP_SUITES,
   type SrtpKeyMaterial,
   SrtpReceiver,
   SrtpSender,
   type SrtpSuite,
-  sessionKeys,
 } from "../../../../src/telephony/media/rtp/srtp.js";
+import { protectionWith, sessionKeys } from "../../../../src/telephony/media/rtp/srtp-protection.js";
 
 const hex = (text: string) => Buffer.from(text.replace(/\s+/g, ""), "hex");
 const MASTER = hex("E1F97A0D3E018BE0D64FA32C06DE4139 0EC675AD498AFEEBB6960B3AABE6");

@@ -1,0 +1,105 @@
+/**
+ * Where a placed call goes: the default trunk and the routes by number prefix (the longest prefix
+ * wins), and the servers DNS names for each trunk (RFC 3263).
+ */
+import { destinationOf } from "./sip/dialog/dialog.js";
+import { parseSipUri } from "./sip/message/header-values.js";
+import type { ServerLocator } from "./sip/transport/server-locator.js";
+import type { Destination } from "./sip/transport/sip-transport.js";
+import { type Trunk, trunkOfUri } from "./trunk.js";
+
+/** A number prefix and the trunk that calls starting with it go through. */
+export interface Route<T> {
+  readonly prefix: string;
+  readonly trunk: T;
+}
+
+/** The default trunk and the routes, each as a profile; `trunks` lists each profile once. */
+export interface DialPlan {
+  readonly trunk: Trunk | undefined;
+  readonly routes: readonly Route<Trunk>[];
+  readonly trunks: readonly Trunk[];
+}
+
+/** The dial plan of the configured trunk and routes, each given by its SIP URI alone or its profile. */
+export function dialPlanOf(
+  defaultTrunk: string | Trunk | null | undefined,
+  configuredRoutes: readonly Route<string | Trunk>[] | undefined,
+): DialPlan {
+  // A URI given twice is one trunk: one registration, one profile.
+  const byUri = new Map<string, Trunk>();
+  const profile = (trunk: string | Trunk): Trunk => {
+    if (typeof trunk !== "string") return trunk;
+    const known = byUri.get(trunk) ?? trunkOfUri(trunk);
+    byUri.set(trunk, known);
+    return known;
+  };
+  const trunk = defaultTrunk == null ? undefined : profile(defaultTrunk);
+  const routes = (configuredRoutes ?? []).map((route) => ({
+    prefix: route.prefix,
+    trunk: profile(route.trunk),
+  }));
+  const trunks = [
+    ...new Set([...(trunk === undefined ? [] : [trunk]), ...routes.map((route) => route.trunk)]),
+  ];
+  return { trunk, routes, trunks };
+}
+
+/** The trunk an E.164 number is called through: the longest matching prefix's, else the default. */
+export function trunkFor(dialPlan: DialPlan, e164: string): Trunk | undefined {
+  let best: Route<Trunk> | undefined;
+  for (const route of dialPlan.routes) {
+    if (e164.startsWith(route.prefix) && (best === undefined || route.prefix.length > best.prefix.length)) {
+      best = route;
+    }
+  }
+  return best?.trunk ?? dialPlan.trunk;
+}
+
+/**
+ * The servers a trunk URI names, in the order to try them (RFC 3263): itself when it is an address
+ * or has `maddr`, else what DNS says.
+ */
+export async function locateTrunk(locator: ServerLocator, trunk: string): Promise<Destination[]> {
+  const uri = parseSipUri(trunk);
+  const destination = destinationOf(trunk);
+  if (uri === undefined || destination === undefined) throw new Error(`not a SIP URI: ${trunk}`);
+  if (uri.params.has("maddr")) return [destination];
+  const transport = uri.params.get("transport")?.toUpperCase();
+  return locator.locate({
+    host: destination.host,
+    port: uri.port,
+    transport: transport === "UDP" || transport === "TCP" || transport === "TLS" ? transport : undefined,
+    secure: uri.scheme === "sips",
+  });
+}
+
+/**
+ * The addresses of every server of each trunk and outbound proxy, by its URI: what DNS names for it
+ * (RFC 3263), or its address; looked up once, at start. A URI whose lookup fails has none, and is
+ * told to `onLookupFailed`.
+ */
+export async function trunkServers(
+  dialPlan: DialPlan,
+  locator: ServerLocator,
+  onLookupFailed: (uri: string, error: unknown) => void,
+): Promise<Map<string, string[]>> {
+  const uris = [
+    ...new Set(
+      dialPlan.trunks.flatMap((trunk) =>
+        trunk.outboundProxy == null ? [trunk.uri] : [trunk.uri, trunk.outboundProxy],
+      ),
+    ),
+  ];
+  const found = await Promise.all(
+    uris.map(async (uri) => {
+      try {
+        return (await locateTrunk(locator, uri)).map((server) => server.host);
+      } catch (error) {
+        onLookupFailed(uri, error);
+        return [];
+      }
+    }),
+  );
+  return new Map(uris.map((uri, index) => [uri, found[index] ?? []]));
+}

@@ -1,0 +1,136 @@
+/**
+ * What an RTP stream is, apart from the session that carries it: its negotiated configuration, its
+ * counters, and what one session hands the next that carries it on (see rtp-session.ts).
+ */
+
+import type { SrtpKeyMaterial, SrtpState } from "./srtp.js";
+
+export type G711Codec = "PCMU" | "PCMA";
+
+/** SDP direction attribute of the stream (RFC 3264 §5.1), from our side. */
+export type MediaDirection = "sendrecv" | "sendonly" | "recvonly" | "inactive";
+
+/** An audio format of the stream: a G.711 law under a payload type. */
+export interface AudioFormat {
+  readonly codec: G711Codec;
+  readonly payloadType: number;
+}
+
+export interface RtpSessionConfiguration {
+  /** What we send. */
+  codec: G711Codec;
+  payloadType: number;
+  /**
+   * Every audio format we receive: all those the answer lists that we decode (RFC 3264 §6.1 and §7:
+   * the far end may send any of them, switching packet by packet). `codec` under `payloadType` is
+   * received whether listed or not.
+   */
+  receiveFormats?: readonly AudioFormat[];
+  /** Payload type negotiated for telephone-event/8000; without it DTMF is neither sent nor received. */
+  telephoneEventPayloadType?: number;
+  remoteAddress: string;
+  remotePort: number;
+  /** Default remotePort + 1 (RFC 3550 §11). */
+  remoteRtcpPort?: number;
+  direction: MediaDirection;
+  /** SRTP (RFC 3711): our key for what we send, theirs for what we receive; absent for plain RTP. */
+  srtp?: { readonly send: SrtpKeyMaterial; readonly receive: SrtpKeyMaterial };
+}
+
+export interface RtpSessionStats {
+  packetsSent: number;
+  packetsReceived: number;
+  /** Cumulative, as in the report block: expected minus received. */
+  packetsLost: number;
+  /** Fraction (0–1) of the remote's packets lost in our last report interval; null before our first report. */
+  fractionLost: number | null;
+  /** Our interarrival jitter estimate of the remote's stream (RFC 3550 A.8). */
+  jitterMs: number;
+  /** The remote's view of our stream from its last report block about us; null until one arrives. */
+  remoteFractionLost: number | null;
+  remoteJitterMs: number | null;
+  /** From the LSR and DLSR of the remote's last report block (§6.4.1); null until one refers to our SR. */
+  roundTripMs: number | null;
+  /** Received packets that came too late for their playout tick. */
+  packetsLate: number;
+  packetsDuplicate: number;
+  /** Packets that arrived after one with a higher sequence number (reordered or duplicated). */
+  packetsOutOfOrder: number;
+  /** Playout ticks with no frame, filled by concealment. */
+  framesConcealed: number;
+  /** What was received and thrown away unheard, by reason. */
+  dropped: RtpDrops;
+}
+
+/** Packets received and dropped unheard, by reason. */
+export interface RtpDrops {
+  /** A payload type the negotiation did not list. */
+  unknownPayloadType: number;
+  /** From another address than the stream's peer (or before the stream was negotiated). */
+  unknownSource: number;
+  /** SRTP or SRTCP that did not authenticate (another key, altered, or not SRTP at all). */
+  srtpAuthentication: number;
+  /** SRTP or SRTCP seen before, or older than the replay window. */
+  srtpReplay: number;
+  /** Too short or not RTP. */
+  malformed: number;
+  /** 20 ms frames the jitter buffer threw away because it was full (playout fell behind the arrivals). */
+  jitterBufferOverflow: number;
+}
+
+export const NO_DROPS: Readonly<RtpDrops> = {
+  unknownPayloadType: 0,
+  unknownSource: 0,
+  srtpAuthentication: 0,
+  srtpReplay: 0,
+  malformed: 0,
+  jitterBufferOverflow: 0,
+};
+
+/**
+ * What a session hands to the one that carries its stream on (on another thread, on the same port):
+ * our source keeps its SSRC, sequence numbers and timestamps, so the far end sees one stream.
+ */
+export interface RtpHandover {
+  readonly ssrc: number;
+  readonly sequenceNumber: number;
+  readonly timestamp: number;
+  readonly cname: string;
+  readonly config: RtpSessionConfiguration | null;
+  readonly rtp: { readonly address: string; readonly port: number; readonly latched: boolean };
+  readonly rtcp: { readonly address: string; readonly port: number; readonly latched: boolean };
+  readonly lastPacketAgoMs: number | null;
+  /** Counters so far, carried on in stats. */
+  readonly totals: RtpTotals;
+  /** Where SRTP stands (rollover counters), when it is on. */
+  readonly srtp?: { readonly sender: SrtpState; readonly receiver: SrtpState };
+}
+
+export interface RtpTotals {
+  packetsSent: number;
+  octetsSent: number;
+  packetsReceived: number;
+  packetsLost: number;
+  packetsLate: number;
+  packetsDuplicate: number;
+  packetsOutOfOrder: number;
+  framesConcealed: number;
+  dropped: RtpDrops;
+}
+
+export const SAMPLE_RATE = 8000;
+export const TIMESTAMP_UNITS_PER_MS = SAMPLE_RATE / 1000;
+export const FRAME_MS = 20;
+export const SAMPLES_PER_FRAME = SAMPLE_RATE / (1000 / FRAME_MS);
+
+export function remoteRtcpPort(config: RtpSessionConfiguration): number {
+  return config.remoteRtcpPort ?? config.remotePort + 1;
+}
+
+export function isSending(direction: MediaDirection): boolean {
+  return direction === "sendrecv" || direction === "sendonly";
+}
+
+export function isReceiving(direction: MediaDirection): boolean {
+  return direction === "sendrecv" || direction === "recvonly";
+}

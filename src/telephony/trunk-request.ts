@@ -1,0 +1,51 @@
+/**
+ * What an INVITE placed through a trunk carries: the Request-URI with the number as the trunk wants
+ * it, the caller in From (or an anonymous one), and the Route, Privacy and trunk's own headers.
+ */
+import { destinationOf } from "./sip/dialog/dialog.js";
+import type { SipUri } from "./sip/message/header-values.js";
+import { dialString, formatNumber, type Trunk, uriUser } from "./trunk.js";
+
+/**
+ * The Request-URI of a call to `e164` through `trunk` (whose URI is `trunkUri`). The trunk's scheme
+ * and transport carry over: a sips: or TLS trunk is called over TLS only.
+ */
+export function trunkRequestUri(trunk: Trunk, trunkUri: SipUri, e164: string): string {
+  const port = trunkUri.port === undefined ? "" : `:${trunkUri.port}`;
+  const scheme = trunkUri.scheme === "sips" ? "sips" : "sip";
+  // The trunk's own transport goes in the Request-URI, whatever the first hop (an outbound proxy).
+  const transportName = destinationOf(trunk.uri)?.transport ?? "UDP";
+  const transport =
+    transportName === "UDP" || scheme === "sips" ? "" : `;transport=${transportName.toLowerCase()}`;
+  return `${scheme}:${uriUser(dialString(trunk, e164))}@${trunkUri.host}${port}${transport}`;
+}
+
+/** The caller as the trunk wants it written: `callerId` in its number format, with its caller name. */
+export function trunkCaller(trunk: Trunk, callerId: string): { user: string; displayName?: string } {
+  return {
+    user: uriUser(formatNumber(callerId, trunk.numberFormat ?? "+E164")),
+    ...(trunk.callerName === undefined ? {} : { displayName: trunk.callerName }),
+  };
+}
+
+/** Whether the trunk withholds the caller's identity (RFC 3323): From is then ANONYMOUS. */
+export function withholdsIdentity(trunk: Trunk): boolean {
+  return trunk.privacy === "id";
+}
+
+/** The headers an INVITE through the trunk carries beside the stack's: Route, Privacy, its own. */
+export function trunkHeaders(trunk: Trunk): (readonly [string, string])[] {
+  const headers: (readonly [string, string])[] = [];
+  if (trunk.outboundProxy != null) headers.push(["Route", looseRoute(trunk.outboundProxy)]);
+  if (withholdsIdentity(trunk)) headers.push(["Privacy", "id"]);
+  headers.push(...(trunk.headers ?? []));
+  return headers;
+}
+
+/** A Route header value sending a request through `proxy` first (RFC 3261 section 16.12.1.1: lr). */
+export function looseRoute(proxy: string): string {
+  return /;lr(?:[;=?]|$)/i.test(proxy) ? `<${proxy}>` : `<${proxy};lr>`;
+}
+
+/** The From of a call whose caller withholds their identity (RFC 3323 section 4.1.1.3). */
+export const ANONYMOUS = { user: "anonymous", displayName: "Anonymous", host: "anonymous.invalid" } as const;
