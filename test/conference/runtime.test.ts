@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import path from "node:path";
 import { after, test } from "node:test";
 import { ConferenceRuntime, type ConferenceRuntimeOptions } from "../../src/conference/conference-runtime.js";
-import { PIN_TIMEOUT_MS } from "../../src/conference/dial-in.js";
 import type { Conference } from "../../src/domain/conference.js";
 import { attemptCounts } from "../../src/store/attempt-counts.js";
 import { openSqliteStore, type Store } from "../../src/store/database.js";
@@ -11,6 +10,8 @@ import { attendee, conference, type FakeCall, FakeLogger, FakeStore, FakeTelepho
 import { DATA_DIR, EMPTY_PERIODS } from "./harness.js";
 
 const ACCESS_NUMBER = "+16045550199";
+/** How long the PIN prompt waits for the next key. */
+const PIN_WAIT_MS = 10_000;
 /** Wrong PINs are counted in a real store, a fresh one per runtime. */
 const attemptStores: Store[] = [];
 after(() => Promise.all(attemptStores.map((store) => store.close())));
@@ -99,13 +100,13 @@ test("silence at the PIN prompt: invalid-pin after 10 s each time, and the third
   const { telephone, logger, conferences, clock } = await runtime();
   const call = telephone.dialIn("+17785550123", ACCESS_NUMBER);
   await flush();
-  await clock.pass(PIN_TIMEOUT_MS - 1);
+  await clock.pass(PIN_WAIT_MS - 1);
   assert.deepEqual(call.prompts, ["enter-pin"]);
   await clock.pass(1);
   assert.deepEqual(call.prompts, ["enter-pin", "invalid-pin", "enter-pin"], "the second try at 10 s");
-  await clock.pass(PIN_TIMEOUT_MS);
+  await clock.pass(PIN_WAIT_MS);
   assert.equal(call.prompts.length, 5, "the third try at 20 s");
-  await clock.pass(PIN_TIMEOUT_MS - 1);
+  await clock.pass(PIN_WAIT_MS - 1);
   assert.equal(call.hungUp, false);
   await clock.pass(1);
   assert.deepEqual(call.prompts.slice(4), ["enter-pin", "goodbye"]);
@@ -120,15 +121,15 @@ test("a PIN typed slowly, each key within 10 s of the last, is one PIN; a wrong 
   const call = telephone.dialIn("+17785550123", ACCESS_NUMBER);
   await flush();
   call.press("9");
-  await clock.pass(PIN_TIMEOUT_MS - 1);
+  await clock.pass(PIN_WAIT_MS - 1);
   call.press("9#");
   await flush();
   assert.deepEqual(call.prompts, ["enter-pin", "invalid-pin", "enter-pin"], "99 was one wrong PIN");
   for (const key of "1111") {
-    await clock.pass(PIN_TIMEOUT_MS - 1);
+    await clock.pass(PIN_WAIT_MS - 1);
     call.press(key);
   }
-  await clock.pass(PIN_TIMEOUT_MS);
+  await clock.pass(PIN_WAIT_MS);
   assert.equal(call.room, media, "the second try let the caller in");
   assert.deepEqual(call.prompts.slice(3), ["joining"]);
   assert.equal(conferences.wrongPins, 1);
