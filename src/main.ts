@@ -7,8 +7,10 @@ import type { DestinationStream } from "pino";
 import { EventFeed } from "./api/event-feed.js";
 import { limitListener } from "./api/listener-limits.js";
 import { buildApi } from "./api/server.js";
+import { systemClock } from "./clock.js";
 import { ConferenceRuntime } from "./conference/conference-runtime.js";
 import { type Config, ConfigError, loadConfig, type UnknownVariable, unknownVariables } from "./config.js";
+import type { Clock } from "./domain/clock.js";
 import type { CallingPolicy } from "./domain/phone.js";
 import { createLogger } from "./log.js";
 import { listenForScrapes, ServiceMetrics } from "./metrics.js";
@@ -28,7 +30,6 @@ import { notificationOutbox } from "./store/notification-outbox.js";
 import { schedulerStore } from "./store/scheduler-store.js";
 import { webhookOutbox } from "./store/webhook-outbox.js";
 import { speak } from "./telephony/media/speech.js";
-import type { TimerClock } from "./telephony/sip/transaction/timers.js";
 import { Telephony } from "./telephony/telephony.js";
 import { certificateProblem, loadSipTlsMaterial, loadTlsMaterial, type TlsMaterial } from "./tls.js";
 import { webhookWorker } from "./webhooks/http-deliverer.js";
@@ -62,7 +63,7 @@ export interface ServiceOptions {
   /** The clock that schedules webhook attempts (tests of the day-long retry schedule). */
   readonly webhookClock?: () => Date;
   /** What SIP's timers run on (tests of what happens after 64*T1). */
-  readonly sipClock?: TimerClock;
+  readonly sipClock?: Clock;
   /** How often the instance renews its heartbeat (tests of instances learning of each other). */
   readonly heartbeatIntervalMs?: number;
   /** BRIDGELINE_* variables set that nothing reads: each is logged as a warning. */
@@ -116,6 +117,7 @@ export async function startService(
       },
       allowMediaFaultInjection: options.allowMediaFaultInjection,
       sipClock: options.sipClock,
+      clock: systemClock,
       tls: { port: sipTlsPort, ...sipTls.material },
       tlsCa: sipTls.ca,
       trustedSources: sip.trusted,
@@ -169,11 +171,13 @@ export async function startService(
     },
     attempts: attemptCounts(store),
     logger: logger.child({ component: "conferences" }),
+    clock: systemClock,
   });
   const scheduler = new Scheduler({
     store: schedulerStore(store),
     runner: config.instanceId,
     logger: logger.child({ component: "scheduler" }),
+    clock: systemClock,
     sipUri: telephony.sipUri,
     // A caller carried here from another instance comes from that instance's address.
     onOtherInstances: (sipUris) => telephony.trustInstances(sipUris),

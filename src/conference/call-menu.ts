@@ -1,8 +1,10 @@
 /**
  * A call outside any room, in a voice menu: it hears prompts one after another (`call.play` queues
  * them), and the keys it presses are collected from its `digit` events, keys pressed during a prompt
- * included. Nothing is ticked: waits are timers, and the call's end wakes every wait at once.
+ * included. Nothing is ticked: waits are timers on the clock given, and the call's end wakes every
+ * wait at once.
  */
+import type { Clock } from "../domain/clock.js";
 import type { ConferenceCall, Sound } from "./ports.js";
 
 /** The shortest wait for a key (a wait of nothing still lets a key already on its way arrive). */
@@ -15,6 +17,7 @@ export const MAX_UNREAD_KEYS = 32;
 
 export class CallMenu {
   readonly #call: ConferenceCall;
+  readonly #clock: Clock;
   #keys = "";
   #playing: Promise<void>[] = [];
   #keyWaiters: Array<() => void> = [];
@@ -23,8 +26,9 @@ export class CallMenu {
   readonly #onDigit = (key: string) => this.#pressed(key);
   readonly #onOver = () => this.#wake();
 
-  constructor(call: ConferenceCall) {
+  constructor(call: ConferenceCall, clock: Clock) {
     this.#call = call;
+    this.#clock = clock;
     call.on("digit", this.#onDigit);
     call.on("ended", this.#onOver);
     call.on("failed", this.#onOver);
@@ -113,9 +117,9 @@ export class CallMenu {
   #waitForKey(timeoutMs: number): Promise<void> {
     if (this.#over) return Promise.resolve();
     return new Promise((resolve) => {
-      const timer = setTimeout(resolve, Math.max(MIN_WAIT_MS, timeoutMs));
+      const timer = this.#clock.setTimeout(resolve, Math.max(MIN_WAIT_MS, timeoutMs));
       this.#keyWaiters.push(() => {
-        clearTimeout(timer);
+        this.#clock.clearTimeout(timer);
         resolve();
       });
     });

@@ -22,6 +22,7 @@
 
 import type { Attendee } from "../domain/attendee.js";
 import { stateAfterFailedCall } from "../domain/attendee.js";
+import type { Clock, TimerHandle } from "../domain/clock.js";
 import {
   type Conference,
   type EmptyConferencePeriods,
@@ -60,6 +61,8 @@ export interface RoomOptions {
   readonly store: ConferenceStore;
   readonly speak: Speak;
   readonly logger: RoomLogger;
+  /** What the greeting's waits, the ending announcement and the empty room's periods run on. */
+  readonly clock: Clock;
   /** Recordings go to `<dataDir>/recordings/`. */
   readonly dataDir: string;
   /** Callers can dial in (access numbers are configured). */
@@ -110,19 +113,21 @@ export class ConferenceRoom {
   #moderatorCall: "awaited" | "joined" | "unreachable" = "awaited";
   /** Someone has been in the room. */
   #anyoneJoined = false;
-  readonly #openedAt = new Date();
+  readonly #openedAt: Date;
   /** When the last person left, while nobody is on a call since. */
   #emptiedAt: Date | undefined;
   #handMarks = 0;
   /** Calls being reserved against the owner's limits, not yet placed: the room is not empty. */
   #callsBeingPlaced = 0;
-  #endingTimer: ReturnType<typeof setTimeout> | undefined;
+  #endingTimer: TimerHandle | undefined;
 
   constructor(conference: Conference, options: RoomOptions) {
     this.#conference = conference;
     this.#options = options;
+    this.#openedAt = this.#now();
     this.#media = options.telephone.openRoom();
     this.#writes = new OrderedWrites({
+      clock: options.clock,
       onError: (error) =>
         options.logger.warn({ err: error, conferenceId: this.#conference.id }, "conference state not saved"),
       retryable: (error) => options.store.unreachable(error),
@@ -168,7 +173,7 @@ export class ConferenceRoom {
       this.#conference = { ...this.#conference, recordAudio: false };
       const scope = this.#scope;
       const why = `the recording could not be written: ${reason}`;
-      const at = new Date();
+      const at = this.#now();
       this.#writes.queue(() =>
         options.store.recordConferenceControls(scope, { recordAudio: false }, at, why),
       );
@@ -364,7 +369,7 @@ export class ConferenceRoom {
     if (lectureMode !== previous.lectureMode) {
       // The API muted the members stored as connected; a member whose join the store does not show
       // yet joined under the old mode, so the room brings it in line itself.
-      const now = new Date();
+      const now = this.#now();
       for (const leg of this.#legs.values()) {
         const muted = lectureModeMuting(lectureMode, leg.moderator);
         if (!leg.joined || muted === undefined || leg.muted === muted) continue;
@@ -448,7 +453,7 @@ export class ConferenceRoom {
           this.#scope,
           ids,
           callingPolicy,
-          new Date(),
+          this.#now(),
         );
       } catch (error) {
         // Nothing was placed: the next refresh tries these attendees again.
@@ -479,7 +484,7 @@ export class ConferenceRoom {
     const call = this.#options.telephone.placeCall(number, { room: this.#media, encrypted });
     const callOver = () => {
       // Dated now: the write may land later, once an unreachable database is back.
-      const at = new Date();
+      const at = this.#now();
       this.#writes.append(() => this.#options.store.endPlacedCall(placedCallId, at));
     };
     call.on("failed", callOver);
@@ -505,7 +510,7 @@ export class ConferenceRoom {
         return;
       }
       // The menu listens from the answer on: keys pressed while the extension goes out count.
-      const menu = new CallMenu(call);
+      const menu = new CallMenu(call, this.#options.clock);
       leg.menu = menu;
       void dialled
         .then(() => this.#greet(leg, menu))
@@ -637,6 +642,7 @@ export class ConferenceRoom {
       },
       joinedLegs: () => [...this.#legs.values()].filter((leg) => leg.joined),
       nextHandMark: () => this.#nextHandMark(),
+      now: () => this.#now(),
       storeAttendeeControls: (leg, controls, now) => this.#storeControls(leg, controls, now),
       changeConferenceControls: (controls, now) => {
         this.#conference = { ...this.#conference, ...controls };
@@ -655,7 +661,7 @@ export class ConferenceRoom {
    */
   #endIfEmpty(): void {
     if (this.#state === "ended" || this.#legs.size > 0 || this.#callsBeingPlaced > 0) return;
-    const now = new Date();
+    const now = this.#now();
     if (this.#anyoneJoined) this.#emptiedAt ??= now;
     const end = emptyConferenceEnd(
       {
@@ -672,7 +678,7 @@ export class ConferenceRoom {
   #end(reason: string): void {
     if (this.#state === "ended") return;
     this.#transition("ended");
-    clearTimeout(this.#endingTimer);
+    this.#options.clock.clearTimeout(this.#endingTimer);
     for (const leg of this.#legs.values()) {
       leg.leave();
       this.#keypads.get(leg)?.detach();
@@ -693,7 +699,7 @@ export class ConferenceRoom {
     );
     const scope = this.#scope;
     // Dated now, not when the write lands (later, if the database is away meanwhile).
-    const endedAt = new Date();
+    const endedAt = this.#now();
     this.#writes.queue(() => this.#options.store.endConference(scope, reason, endedAt));
     void this.#writes.settled().then(() => this.#options.onEnded(this));
   }
@@ -703,19 +709,22 @@ export class ConferenceRoom {
     if (this.#state === "ending" || this.#state === "ended") return;
     this.#transition("ending");
     this.#media.play({ prompts: ["conference-ending"] });
-    this.#endingTimer = setTimeout(() => this.#end(reason), ENDING_ANNOUNCEMENT_MS);
-    this.#endingTimer.unref?.();
+    this.#endingTimer = this.#options.clock.setTimeout(() => this.#end(reason), ENDING_ANNOUNCEMENT_MS);
+  }
+
+  #now(): Date {
+    return new Date(this.#options.clock.now());
   }
 
   #record(attendeeId: number, event: AttendeeCallEvent): void {
-    const at = new Date();
+    const at = this.#now();
     const scope = this.#scope;
     this.#writes.queue(() => this.#options.store.recordAttendeeCall(scope, attendeeId, event, at));
   }
 
   /** An event that changes no state (talking), after the writes queued before it. */
   #event(type: ConferenceEventType, attendeeId: number): void {
-    const at = new Date();
+    const at = this.#now();
     const scope = this.#scope;
     this.#writes.append(() => this.#options.store.appendEvent(scope, attendeeId, type, at));
   }

@@ -3,6 +3,7 @@
  * (attendees added or deleted through the API, the conference deleted), and the callers who dial an
  * access number. The rooms' audio is the telephone's: nothing here is ticked.
  */
+import type { Clock, TimerHandle } from "../domain/clock.js";
 import type { Conference, EmptyConferencePeriods } from "../domain/conference.js";
 import {
   type CallingPolicy,
@@ -20,6 +21,8 @@ export interface ConferenceRuntimeOptions {
   readonly store: ConferenceStore;
   readonly speak: Speak;
   readonly logger: RoomLogger;
+  /** What the rooms' and the PIN prompts' timers and the refreshes run on. */
+  readonly clock: Clock;
   /** Recordings go to `<dataDir>/recordings/`. */
   readonly dataDir: string;
   /** The numbers callers dial in on (E.164); calls to other numbers are refused 404. */
@@ -69,7 +72,8 @@ export type DialInRefusal = PlaceRefusal | "service-wrong-pins" | "caller-wrong-
 export class ConferenceRuntime {
   readonly #options: ConferenceRuntimeOptions;
   readonly #rooms = new Map<number, ConferenceRoom>();
-  readonly #refreshTimer: ReturnType<typeof setInterval>;
+  #refreshTimer: TimerHandle | undefined;
+  #closed = false;
   /** The access numbers' 10-digit national numbers. */
   readonly #accessNumbers: Set<string>;
   readonly #pinFailures: { readonly limit: number; readonly windowMs: number };
@@ -126,11 +130,7 @@ export class ConferenceRuntime {
         place.giveBack();
       });
     });
-    this.#refreshTimer = setInterval(
-      () => void this.#refreshAll(),
-      options.refreshIntervalMs ?? DEFAULT_REFRESH_INTERVAL_MS,
-    );
-    this.#refreshTimer.unref?.();
+    this.#scheduleRefresh();
   }
 
   /** How many conferences this instance runs now. */
@@ -184,6 +184,7 @@ export class ConferenceRuntime {
       store: this.#options.store,
       speak: this.#options.speak,
       logger: this.#options.logger,
+      clock: this.#options.clock,
       dataDir: this.#options.dataDir,
       acceptsDialIn: this.#accessNumbers.size > 0,
       callingPolicy: this.#options.callingPolicy ?? OPEN_CALLING_POLICY,
@@ -226,10 +227,11 @@ export class ConferenceRuntime {
     const key = `wrong-pin:${callerNumberKey(call.from) ?? `source:${source}`}`;
     let wrongPins: Awaited<ReturnType<AttemptCounts["read"]>>;
     let serviceWrongPins: Awaited<ReturnType<AttemptCounts["read"]>>;
+    const readAt = this.#now();
     try {
       [wrongPins, serviceWrongPins] = await Promise.all([
-        attempts.read(key),
-        attempts.read(SERVICE_WRONG_PINS_KEY),
+        attempts.read(key, readAt),
+        attempts.read(SERVICE_WRONG_PINS_KEY, readAt),
       ]);
     } catch (error) {
       logger.warn({ err: error, from: call.from }, "dial-in: wrong PINs could not be read; call refused");
@@ -243,7 +245,7 @@ export class ConferenceRuntime {
           from: call.from,
           source,
           callId,
-          retryAfterSeconds: Math.ceil((wrongPins.endsAt - Date.now()) / 1000),
+          retryAfterSeconds: Math.ceil((wrongPins.endsAt - this.#options.clock.now()) / 1000),
         },
         "dial-in: call refused, too many wrong PINs from this caller",
       );
@@ -252,7 +254,10 @@ export class ConferenceRuntime {
     }
     if (serviceWrongPins !== undefined && serviceWrongPins.count >= this.#serviceWrongPins.limit) {
       this.#refused["service-wrong-pins"]++;
-      const retryAfterSeconds = Math.max(1, Math.ceil((serviceWrongPins.endsAt - Date.now()) / 1000));
+      const retryAfterSeconds = Math.max(
+        1,
+        Math.ceil((serviceWrongPins.endsAt - this.#options.clock.now()) / 1000),
+      );
       logger.warn(
         { from: call.from, source, callId, retryAfterSeconds },
         "dial-in: call refused, too many wrong PINs to the service",
@@ -267,15 +272,17 @@ export class ConferenceRuntime {
     await answerDialIn(call, {
       onWrongPin: () => {
         this.#wrongPinCount++;
+        const now = this.#now();
         Promise.all([
-          attempts.count(key, this.#pinFailures.windowMs),
-          attempts.count(SERVICE_WRONG_PINS_KEY, this.#serviceWrongPins.windowMs),
+          attempts.count(key, this.#pinFailures.windowMs, now),
+          attempts.count(SERVICE_WRONG_PINS_KEY, this.#serviceWrongPins.windowMs, now),
         ]).catch((error: unknown) => {
           logger.warn({ err: error, from: call.from }, "dial-in: a wrong PIN could not be counted");
         });
       },
       store: this.#options.store,
       logger,
+      clock: this.#options.clock,
       telephone: this.#options.telephone,
       roomOf: (conferenceId) => this.#rooms.get(conferenceId),
     }).catch((error: unknown) => {
@@ -290,7 +297,7 @@ export class ConferenceRuntime {
    * spent token, 404 when the room is no longer here.
    */
   async #takeHandedOff(call: IncomingConferenceCall, token: string): Promise<void> {
-    const handoff = await this.#options.store.takeHandoff(token, new Date());
+    const handoff = await this.#options.store.takeHandoff(token, this.#now());
     if (handoff === undefined) {
       this.#options.logger.warn({ from: call.from }, "internal call with an unknown handoff token refused");
       call.reject(403, "Forbidden");
@@ -311,8 +318,22 @@ export class ConferenceRuntime {
 
   /** Ends every conference this instance runs (graceful shutdown), hanging up its calls. */
   async close(): Promise<void> {
-    clearInterval(this.#refreshTimer);
+    this.#closed = true;
+    this.#options.clock.clearTimeout(this.#refreshTimer);
     await Promise.all([...this.#rooms.values()].map((room) => room.close("the service is stopping")));
+  }
+
+  #now(): Date {
+    return new Date(this.#options.clock.now());
+  }
+
+  /** The next refresh of every room, one interval on. */
+  #scheduleRefresh(): void {
+    if (this.#closed) return;
+    this.#refreshTimer = this.#options.clock.setTimeout(() => {
+      this.#scheduleRefresh();
+      void this.#refreshAll();
+    }, this.#options.refreshIntervalMs ?? DEFAULT_REFRESH_INTERVAL_MS);
   }
 
   async #refreshAll(): Promise<void> {

@@ -5,6 +5,7 @@
  * another instance, the caller is carried there: an internal call to that instance, showing a
  * one-time handoff token, relayed packet for packet with the caller's.
  */
+import type { Clock } from "../domain/clock.js";
 import { admittedByEncryption, type CallEncryption, callEncryption } from "../domain/encryption.js";
 import { normalizeNanpNumber } from "../domain/phone.js";
 import type { PromptName } from "../domain/prompt.js";
@@ -23,6 +24,8 @@ export interface DialInRoom {
 export interface DialInOptions {
   readonly store: ConferenceStore;
   readonly logger: RoomLogger;
+  /** What the PIN prompt's waits run on, and what now is. */
+  readonly clock: Clock;
   /** Places the internal call to a room on another instance. */
   readonly telephone: Pick<Telephone, "callUri">;
   /** The room of a conference this instance runs, if it does. */
@@ -53,10 +56,11 @@ export const PIN_TIMEOUT_MS = 10_000;
  * is looked at again, and nothing is written or joined for a call that is over.
  */
 export async function answerDialIn(call: IncomingConferenceCall, options: DialInOptions): Promise<void> {
-  const { logger, store } = options;
+  const { logger, store, clock } = options;
   if (!(await call.accept())) return;
   const live = () => call.state === "answered";
-  const menu = new CallMenu(call);
+  const now = () => new Date(clock.now());
+  const menu = new CallMenu(call, clock);
   const farewell = async (...names: PromptName[]) => {
     menu.play({ prompts: [...names, "goodbye"] });
     await menu.drained();
@@ -109,7 +113,7 @@ export async function answerDialIn(call: IncomingConferenceCall, options: DialIn
         conferenceId,
         nanp === null ? null : { countryCode: nanp.countryCode, subscriberNumber: nanp.subscriberNumber },
         moderator,
-        new Date(),
+        now(),
       );
       if (admitted === undefined) {
         if (live()) await farewell("conference-locked");
@@ -120,7 +124,7 @@ export async function answerDialIn(call: IncomingConferenceCall, options: DialIn
       // A caller who does not reach the room leaves no attendee (nor handoff) behind them.
       const withdraw = () =>
         store
-          .withdrawAdmission(token, admitted.added ? attendee.id : null, new Date())
+          .withdrawAdmission(token, admitted.added ? attendee.id : null, now())
           .catch((error: unknown) =>
             logger.warn(
               { err: error, conferenceId },
@@ -135,7 +139,7 @@ export async function answerDialIn(call: IncomingConferenceCall, options: DialIn
       if (!("room" in place.where))
         token = await store.createHandoff(
           { conferenceId, attendeeId: attendee.id, moderator, encryption },
-          new Date(),
+          now(),
         );
       menu.play({ prompts: ["joining"] });
       await menu.drained();

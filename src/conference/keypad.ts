@@ -19,6 +19,8 @@ export interface KeypadRoom {
   joinedLegs(): Iterable<Leg>;
   /** The next mark in the order of raised hands. */
   nextHandMark(): number;
+  /** Now, as the room's clock says: when its controls change. */
+  now(): Date;
   /** Stores an attendee's muted and hand-up flags as they now are in the room. */
   storeAttendeeControls(leg: Leg, controls: { muted?: boolean; handUp?: boolean }, now: Date): void;
   /** Changes the room's own copy of the conference's controls and stores them. */
@@ -61,7 +63,7 @@ export class Keypad {
   #carryOut(command: KeypadCommand): PromptName[] {
     const leg = this.#leg;
     const room = this.#room;
-    const now = new Date();
+    const now = room.now();
     switch (command) {
       case "toggle-mute": {
         if (!mayMuteThemselves(room.conference.lectureMode, leg.moderator)) return ["muting-not-allowed"];

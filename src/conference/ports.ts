@@ -277,8 +277,8 @@ export interface ConferenceStore {
 
 /** Attempts counted per key in fixed windows, shared by the instances (wrong PINs at dial-in). */
 export interface AttemptCounts {
-  /** Counts one attempt under `key`: in its open window, or in a new one of `windowMs`. */
-  count(key: string, windowMs: number): Promise<unknown>;
-  /** The open window of `key` (its count, and its end in ms since the epoch); undefined when none. */
-  read(key: string): Promise<{ readonly count: number; readonly endsAt: number } | undefined>;
+  /** Counts one attempt under `key` at `now`: in its open window, or in a new one of `windowMs`. */
+  count(key: string, windowMs: number, now: Date): Promise<unknown>;
+  /** The window of `key` open at `now` (its count, and its end in ms since the epoch); undefined when none. */
+  read(key: string, now: Date): Promise<{ readonly count: number; readonly endsAt: number } | undefined>;
 }

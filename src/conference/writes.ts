@@ -4,7 +4,11 @@
  * again, and the writes after it wait, so that they all land in order once it is back; a write that
  * fails for any other reason is logged and the next goes on.
  */
+import type { Clock } from "../domain/clock.js";
+
 export interface OrderedWritesOptions {
+  /** What the waits before a retry run on. */
+  readonly clock: Clock;
   /** Told of a write given up (it failed for a reason that waiting does not mend). */
   readonly onError: (error: unknown) => void;
   /** Whether a failure may pass with time (the database unreachable): then the write is retried. */
@@ -62,7 +66,7 @@ export class OrderedWrites {
         if (!this.#options.retryable(error)) throw error;
         if (attempt === 1) this.#options.onRetrying?.(error);
       }
-      await new Promise((resolve) => setTimeout(resolve, waitMs));
+      await new Promise<void>((resolve) => this.#options.clock.setTimeout(resolve, waitMs));
       waitMs = Math.min(2 * waitMs, LONGEST_RETRY_MS);
     }
   }

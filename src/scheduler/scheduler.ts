@@ -5,6 +5,7 @@
  * runs and among the instances alive, ends the conferences of instances that died, and reports the
  * due conferences that no instance had room to start.
  */
+import type { Clock, TimerHandle } from "../domain/clock.js";
 import type { Conference } from "../domain/conference.js";
 import type { DelayedConference, RecoveredConference, SchedulerStore } from "./ports.js";
 
@@ -31,6 +32,8 @@ export interface SchedulerOptions {
    */
   readonly room?: () => number | null;
   readonly logger: SchedulerLogger;
+  /** What the polls and heartbeats run on, and what now is. */
+  readonly clock: Clock;
   /** Runs a conference this instance has just claimed (state started), with its attendee count. */
   readonly startConference: (conference: Conference, attendees: number) => void;
   /** How often due conferences are looked for; a conference starts at most this late. */
@@ -51,8 +54,8 @@ const DELAYED_AFTER_MS = 5_000;
 
 export class Scheduler {
   readonly #options: SchedulerOptions;
-  #pollTimer: NodeJS.Timeout | undefined;
-  #heartbeatTimer: NodeJS.Timeout | undefined;
+  #pollTimer: TimerHandle | undefined;
+  #heartbeatTimer: TimerHandle | undefined;
   #running: Promise<void> | undefined;
   #stopped = false;
 
@@ -62,7 +65,7 @@ export class Scheduler {
 
   /** Ends what an earlier run of this instance left started, then starts polling. */
   async start(): Promise<void> {
-    const now = new Date();
+    const now = this.#now();
     const recovered = await this.#options.store.recoverAbandonedConferences(
       { ownRunner: this.#options.runner, staleBefore: this.#staleBefore(now) },
       now,
@@ -70,24 +73,20 @@ export class Scheduler {
     this.#logRecovered(recovered);
     await this.#renewInstance(now);
     this.#schedulePoll(0);
-    this.#heartbeatTimer = setInterval(
-      () => void this.#beat(),
-      this.#options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS,
-    );
-    this.#heartbeatTimer.unref();
+    this.#scheduleBeat();
   }
 
   /** Stops polling; a claim in progress finishes first. */
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearTimeout(this.#pollTimer);
-    clearInterval(this.#heartbeatTimer);
+    this.#options.clock.clearTimeout(this.#pollTimer);
+    this.#options.clock.clearTimeout(this.#heartbeatTimer);
     await this.#running;
   }
 
   #schedulePoll(delayMs: number): void {
     if (this.#stopped) return;
-    this.#pollTimer = setTimeout(() => {
+    this.#pollTimer = this.#options.clock.setTimeout(() => {
       this.#running = this.#poll().finally(() =>
         this.#schedulePoll(this.#options.pollIntervalMs ?? DEFAULT_POLL_INTERVAL_MS),
       );
@@ -104,7 +103,7 @@ export class Scheduler {
           sipUri: this.#options.sipUri ?? null,
           room: this.#options.room?.() ?? null,
         };
-        const claimed = await store.claimDueConference(claimant, new Date());
+        const claimed = await store.claimDueConference(claimant, this.#now());
         if (claimed === undefined) return;
         const { conference, attendees } = claimed;
         logger.info({ conferenceId: conference.id }, "conference started");
@@ -119,9 +118,18 @@ export class Scheduler {
     }
   }
 
+  /** The next heartbeat, one interval on (each on time, whether the last has finished or not). */
+  #scheduleBeat(): void {
+    if (this.#stopped) return;
+    this.#heartbeatTimer = this.#options.clock.setTimeout(() => {
+      this.#scheduleBeat();
+      void this.#beat();
+    }, this.#options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS);
+  }
+
   async #beat(): Promise<void> {
     const { store, runner, logger } = this.#options;
-    const now = new Date();
+    const now = this.#now();
     try {
       await store.renewHeartbeat(runner, now);
       await this.#renewInstance(now);
@@ -140,6 +148,10 @@ export class Scheduler {
     if (sipUri === undefined || sipUri === null) return;
     const others = await store.renewSipInstance({ runner, sipUri }, this.#staleBefore(now), now);
     onOtherInstances?.(others);
+  }
+
+  #now(): Date {
+    return new Date(this.#options.clock.now());
   }
 
   #staleBefore(now: Date): Date {

@@ -4,6 +4,7 @@
  * knows nothing of conferences.
  */
 import { EventEmitter } from "node:events";
+import type { Clock, TimerHandle } from "../domain/clock.js";
 import { KEYPAD, keypadTones } from "./media/dtmf/keypad-tones.js";
 import type { PlayoutKind } from "./media/jitter-buffer.js";
 import type { MediaMix, MediaStream } from "./media/plane/media-plane.js";
@@ -61,6 +62,8 @@ export interface CallHost {
   /** The SRTP suites to offer and accept, preferred first. */
   readonly srtpSuites: readonly SrtpSuite[];
   readonly logger?: { warn(fields: object, message: string): void };
+  /** What the call's own timers run on: the ring timeout, the pauses between keys sent. */
+  readonly clock: Clock;
   callFinished(call: Call): void;
 }
 
@@ -172,7 +175,7 @@ export class Call extends EventEmitter<CallEvents> {
       if (key !== ",") {
         if (!(await this.session.sendKey(key.toUpperCase(), KEY_MS))) return false;
       }
-      await new Promise((resolve) => setTimeout(resolve, key === "," ? 1000 : KEY_MS));
+      await new Promise<void>((resolve) => this.host.clock.setTimeout(resolve, key === "," ? 1000 : KEY_MS));
     }
     return this.#state === "answered";
   }
@@ -444,7 +447,7 @@ export class Call extends EventEmitter<CallEvents> {
 
 /** A call we place through a trunk. */
 export class OutgoingCall extends Call {
-  #ringTimer: NodeJS.Timeout | undefined;
+  #ringTimer: TimerHandle | undefined;
 
   override get signallingTls(): boolean {
     return (this.session as OutgoingInviteSession | undefined)?.destination.transport === "TLS";
@@ -469,8 +472,7 @@ export class OutgoingCall extends Call {
     }
     if (this.state !== "calling") return;
     this.attach(send(createOffer(this.localMedia())));
-    this.#ringTimer = setTimeout(() => this.abandon(408, "No Answer"), ringTimeoutMs);
-    this.#ringTimer.unref();
+    this.#ringTimer = this.host.clock.setTimeout(() => this.abandon(408, "No Answer"), ringTimeoutMs);
   }
 
   protected override abandon(status: number, reason: string): void {
@@ -479,7 +481,7 @@ export class OutgoingCall extends Call {
   }
 
   protected override confirmed(answer: Negotiated | undefined): void {
-    clearTimeout(this.#ringTimer);
+    this.host.clock.clearTimeout(this.#ringTimer);
     const accepted = answer === undefined ? undefined : acceptAnswer(answer.offer, answer.answer);
     if (accepted === undefined || !accepted.ok) {
       // RFC 3264 section 6: an unusable answer leaves no session: hang up.
@@ -492,7 +494,7 @@ export class OutgoingCall extends Call {
   }
 
   protected override fail(failure: CallFailure): void {
-    clearTimeout(this.#ringTimer);
+    this.host.clock.clearTimeout(this.#ringTimer);
     super.fail(failure);
   }
 }

@@ -8,6 +8,8 @@
  */
 import { isIP, isIPv6 } from "node:net";
 import { networkInterfaces } from "node:os";
+import { systemClock } from "../clock.js";
+import type { Clock } from "../domain/clock.js";
 import { normalizeNanpNumber } from "../domain/phone.js";
 import { Call, type CallHost, type CallOrigin, IncomingCall, OutgoingCall } from "./call.js";
 import { type DialPlan, dialPlanOf, locateTrunk, trunkFor, trunkServers } from "./dial-plan.js";
@@ -15,7 +17,6 @@ import { type MediaMix, MediaPlane, type MediaStream } from "./media/plane/media
 import { DEFAULT_SRTP_SUITES, type SrtpPolicy, type SrtpSuite } from "./media/rtp/srtp.js";
 import { destinationOf, newCallId, newTag } from "./sip/dialog/dialog.js";
 import { parseSipUri } from "./sip/message/header-values.js";
-import type { TimerClock } from "./sip/transaction/timers.js";
 import { ServerLocator } from "./sip/transport/server-locator.js";
 import {
   type Destination,
@@ -79,7 +80,9 @@ export interface TelephonyOptions {
   /** Session timers (RFC 4028), in seconds: the interval asked for and the smallest taken (1800, 90). */
   readonly sessionTimer?: SessionTimerSettings;
   /** What SIP's timers (RFC 3261 T1 and the rest) run on; default Node's timers (a fake in tests). */
-  readonly sipClock?: TimerClock;
+  readonly sipClock?: Clock;
+  /** What calls' own timers (ring timeout, pauses between keys) run on; default the real clock. */
+  readonly clock?: Clock;
   /**
    * Requests per second one source address may send, with a burst of twice that: past it they are
    * refused 503 with Retry-After, and past a burst of refusals dropped. Undefined: no limit.
@@ -329,6 +332,10 @@ export class Telephony implements CallHost {
 
   get srtpSuites(): readonly SrtpSuite[] {
     return this.#options.srtp?.suites ?? DEFAULT_SRTP_SUITES;
+  }
+
+  get clock(): Clock {
+    return this.#options.clock ?? systemClock;
   }
 
   get mediaAddress(): string {

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { OPEN_CALLING_POLICY } from "../../src/domain/phone.js";
+import { FakeClock } from "../helpers/fake-clock.js";
 import { attendee, FakeCall, flush } from "./fakes.js";
 import { answer, EMPTY_PERIODS, type Harness, startRoom } from "./harness.js";
 
@@ -178,14 +179,13 @@ test("a stored number the calling rules refuse is never dialled: the attendee fa
   ]);
 });
 
-test("with dial-in open, the last one leaving ends it only after the grace period, and a caller within it keeps it going", async (t) => {
-  t.mock.timers.enable({ apis: ["Date"], now: 0 });
+test("with dial-in open, the last one leaving ends it only after the grace period, and a caller within it keeps it going", async () => {
   const h = await startRoom({ attendees: [attendee(2), attendee(3)], acceptsDialIn: true });
   await answer(h, 2, 3);
   h.call(2).hangUpFarEnd();
   h.call(3).hangUpFarEnd();
   await flush();
-  t.mock.timers.tick(EMPTY_PERIODS.emptyGraceMs - 1);
+  await h.clock.pass(EMPTY_PERIODS.emptyGraceMs - 1);
   await refreshed(h);
   assert.equal(h.room.state, "in-session");
   assert.deepEqual(h.store.of("end"), []);
@@ -193,32 +193,32 @@ test("with dial-in open, the last one leaving ends it only after the grace perio
   // Attendee 3 calls back just in time; the grace starts again when it leaves.
   const again = await answeredCaller();
   h.room.admit(again, 3, false);
-  t.mock.timers.tick(EMPTY_PERIODS.emptyGraceMs);
+  await h.clock.pass(EMPTY_PERIODS.emptyGraceMs);
   await refreshed(h);
   assert.deepEqual(h.store.of("end"), []);
   again.hangUpFarEnd();
   await flush();
-  t.mock.timers.tick(EMPTY_PERIODS.emptyGraceMs - 1);
+  await h.clock.pass(EMPTY_PERIODS.emptyGraceMs - 1);
   await refreshed(h);
   assert.deepEqual(h.store.of("end"), []);
-  t.mock.timers.tick(1);
+  await h.clock.pass(1);
   await refreshed(h);
   assert.deepEqual(h.store.of("end"), [{ op: "end", reason: "no attendee left" }]);
 });
 
-test("with dial-in open, a conference nobody joins waits for callers until the no-show period after its start", async (t) => {
-  t.mock.timers.enable({ apis: ["Date"], now: 0 });
-  const pinOnly = await startRoom({ attendees: [], acceptsDialIn: true });
+test("with dial-in open, a conference nobody joins waits for callers until the no-show period after its start", async () => {
+  const clock = new FakeClock();
+  const pinOnly = await startRoom({ attendees: [], acceptsDialIn: true, clock });
   assert.equal(pinOnly.room.state, "in-session");
-  const unanswered = await startRoom({ attendees: [attendee(2)], acceptsDialIn: true });
+  const unanswered = await startRoom({ attendees: [attendee(2)], acceptsDialIn: true, clock });
   unanswered.call(2).fail(480, "Temporarily Unavailable");
   await flush();
-  t.mock.timers.tick(EMPTY_PERIODS.noShowMs - 1);
+  await clock.pass(EMPTY_PERIODS.noShowMs - 1);
   for (const h of [pinOnly, unanswered]) {
     await refreshed(h);
     assert.deepEqual(h.store.of("end"), []);
   }
-  t.mock.timers.tick(1);
+  await clock.pass(1);
   for (const h of [pinOnly, unanswered]) {
     await refreshed(h);
     assert.deepEqual(h.store.of("end"), [{ op: "end", reason: "nobody joined" }]);
@@ -327,8 +327,7 @@ test("close ends the conference with the reason given and closes the room's medi
   assert.equal(h.media.closed, 1);
 });
 
-test("entry and exit are announced to the room (the recorded name) only with announce-attendees and not direct dial", async (t) => {
-  t.mock.timers.enable({ apis: ["setTimeout"] });
+test("entry and exit are announced to the room (the recorded name) only with announce-attendees and not direct dial", async () => {
   const announced = await startRoom({ conference: { directDial: false, announceAttendees: true } });
   const member = announced.call(2);
   member.voice = new Int16Array(800);

@@ -25,6 +25,7 @@ import type { Conference } from "../../src/domain/conference.js";
 import type { ConferenceEventType, LiveControls } from "../../src/domain/event.js";
 import { type CallingPolicy, callsWithinLimits } from "../../src/domain/phone.js";
 import type { PromptName } from "../../src/domain/prompt.js";
+import { FakeClock } from "../helpers/fake-clock.js";
 
 /** Lets every pending promise and timer-free callback run. */
 export async function flush(): Promise<void> {
@@ -79,13 +80,16 @@ export class FakeCall extends EventEmitter implements IncomingConferenceCall {
   readonly headers = new Map<string, string>();
   /** Where the call came from (dial-in): a source of its own unless a test says otherwise. */
   origin = { source: "192.0.2.1", peer: false, callId: "fake-call" };
+  /** What a recording's longest duration runs on (the telephone's clock). */
+  readonly clock: FakeClock;
   #stopRecording: (() => void) | undefined;
 
-  constructor(direction: "outbound" | "inbound", to: string, from = "bridgeline") {
+  constructor(direction: "outbound" | "inbound", to: string, from = "bridgeline", clock = new FakeClock()) {
     super();
     this.direction = direction;
     this.to = to;
     this.from = from;
+    this.clock = clock;
   }
 
   header(name: string): string | undefined {
@@ -125,9 +129,9 @@ export class FakeCall extends EventEmitter implements IncomingConferenceCall {
   recordVoice(maxMs: number): Promise<Int16Array> {
     this.recordings++;
     return new Promise((resolve) => {
-      const timer = setTimeout(() => resolve(this.voice), maxMs);
+      const timer = this.clock.setTimeout(() => resolve(this.voice), maxMs);
       this.#stopRecording = () => {
-        clearTimeout(timer);
+        this.clock.clearTimeout(timer);
         resolve(this.voice);
       };
     });
@@ -253,10 +257,16 @@ export class FakeRoomMedia extends EventEmitter implements RoomMedia {
 }
 
 export class FakeTelephone implements Telephone {
+  /** The clock its calls run on. */
+  readonly clock: FakeClock;
   readonly rooms: FakeRoomMedia[] = [];
   readonly calls: FakeCall[] = [];
   readonly placedInto = new Map<FakeCall, RoomMedia>();
   #incoming: ((call: IncomingConferenceCall) => void) | undefined;
+
+  constructor(clock = new FakeClock()) {
+    this.clock = clock;
+  }
 
   openRoom(): FakeRoomMedia {
     const room = new FakeRoomMedia();
@@ -265,7 +275,7 @@ export class FakeTelephone implements Telephone {
   }
 
   placeCall(number: string, options: { readonly room: RoomMedia; readonly encrypted?: boolean }): FakeCall {
-    const call = new FakeCall("outbound", number);
+    const call = new FakeCall("outbound", number, undefined, this.clock);
     call.encryptionRequired = options.encrypted === true;
     this.calls.push(call);
     this.placedInto.set(call, options.room);
@@ -280,7 +290,7 @@ export class FakeTelephone implements Telephone {
       readonly ringTimeoutMs?: number;
     },
   ): FakeCall {
-    const call = new FakeCall("outbound", uri);
+    const call = new FakeCall("outbound", uri, undefined, this.clock);
     for (const [name, value] of options.headers ?? []) call.headers.set(name, value);
     call.ringTimeoutMs = options.ringTimeoutMs;
     this.calls.push(call);
@@ -305,7 +315,7 @@ export class FakeTelephone implements Telephone {
     headers: Record<string, string> = {},
     origin?: FakeCall["origin"],
   ): FakeCall {
-    const call = new FakeCall("inbound", to, from);
+    const call = new FakeCall("inbound", to, from, this.clock);
     if (origin !== undefined) call.origin = origin;
     for (const [name, value] of Object.entries(headers)) call.headers.set(name, value);
     if (this.#incoming === undefined) throw new Error("no one takes incoming calls");

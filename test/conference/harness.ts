@@ -6,6 +6,7 @@ import type { Speak } from "../../src/conference/ports.js";
 import type { Attendee } from "../../src/domain/attendee.js";
 import type { Conference } from "../../src/domain/conference.js";
 import { type CallingPolicy, OPEN_CALLING_POLICY } from "../../src/domain/phone.js";
+import { FakeClock } from "../helpers/fake-clock.js";
 import {
   attendee,
   type FakeCall,
@@ -29,6 +30,8 @@ export interface Harness {
   telephone: FakeTelephone;
   store: FakeStore;
   logger: FakeLogger;
+  /** The room's and its calls' clock: it stands still until the test moves it. */
+  clock: FakeClock;
   /** How often onEnded was called. */
   endedCalls: () => number;
   /** The call placed to attendee `id`. */
@@ -43,6 +46,8 @@ export interface HarnessOptions {
   /** Access numbers are configured (default: none, so nobody can dial in). */
   acceptsDialIn?: boolean;
   callingPolicy?: CallingPolicy;
+  /** The clock to run on (rooms that share one); default a new one. */
+  clock?: FakeClock;
   /** Done to the store before the room starts. */
   beforeStart?: (store: FakeStore, room: ConferenceRoom) => void;
 }
@@ -55,7 +60,8 @@ export const EMPTY_PERIODS = { emptyGraceMs: 120_000, noShowMs: 3_600_000 };
  * conference that dials direct.
  */
 export async function startRoom(options: HarnessOptions = {}): Promise<Harness> {
-  const telephone = new FakeTelephone();
+  const clock = options.clock ?? new FakeClock();
+  const telephone = new FakeTelephone(clock);
   const store = new FakeStore(
     makeConference(options.conference),
     options.attendees ?? [attendee(1, { moderator: true }), attendee(2), attendee(3)],
@@ -67,6 +73,7 @@ export async function startRoom(options: HarnessOptions = {}): Promise<Harness> 
     telephone,
     store,
     logger,
+    clock,
     dataDir: DATA_DIR,
     acceptsDialIn: options.acceptsDialIn ?? false,
     callingPolicy: options.callingPolicy ?? OPEN_CALLING_POLICY,
@@ -93,6 +100,7 @@ export async function startRoom(options: HarnessOptions = {}): Promise<Harness> 
     telephone,
     store,
     logger,
+    clock,
     endedCalls: () => ended,
     call: (id) => telephone.callTo(numberOf(id)),
     spoken,

@@ -181,18 +181,28 @@ test("a recording that cannot start is logged and tried again on the next *8", a
   assert.equal(h.store.of("recording-file").length, 1);
 });
 
-test("*9 announces the end to everyone and ends the conference 2.5 s later", async (t) => {
-  t.mock.timers.enable({ apis: ["setTimeout"] });
+test("*9 announces the end to everyone and ends the conference 2.5 s later", async () => {
   const h = await roomOfThree();
   await press(h, 1, "*9");
   assert.deepEqual(h.media.prompts, ["conference-ending"]);
   assert.equal(h.room.state, "ending");
-  t.mock.timers.tick(2_499);
-  await flush();
+  await h.clock.pass(2_499);
   assert.equal(h.call(2).hungUp, false);
-  t.mock.timers.tick(1);
-  await flush();
+  await h.clock.pass(1);
   assert.equal(h.room.state, "ended");
   assert.equal(h.call(2).hungUp, true);
   assert.deepEqual(h.store.of("end"), [{ op: "end", reason: "the moderator ended it from the keypad" }]);
+});
+
+test("the moderator hanging up during the ending announcement ends it at once, once, its timer cleared", async () => {
+  const h = await roomOfThree();
+  await press(h, 1, "*9");
+  await h.clock.pass(1_000);
+  h.call(1).hangUpFarEnd();
+  await flush();
+  assert.equal(h.room.state, "ended");
+  assert.equal(h.clock.pending, 0, "the announcement's timer is gone");
+  await h.clock.pass(2_500);
+  assert.deepEqual(h.store.of("end"), [{ op: "end", reason: "the moderator left" }]);
+  assert.equal(h.endedCalls(), 1);
 });

@@ -5,6 +5,7 @@ import { ConferenceRuntime, type ConferenceRuntimeOptions } from "../../src/conf
 import type { Conference } from "../../src/domain/conference.js";
 import { attemptCounts } from "../../src/store/attempt-counts.js";
 import { openSqliteStore } from "../../src/store/database.js";
+import { FakeClock } from "../helpers/fake-clock.js";
 import { attendee, conference, FakeLogger, FakeStore, FakeTelephone, flush, flushUntil } from "./fakes.js";
 import { DATA_DIR, EMPTY_PERIODS } from "./harness.js";
 
@@ -25,6 +26,7 @@ async function dialInRuntime(
     store,
     speak: async () => null,
     logger,
+    clock: new FakeClock(),
     dataDir: DATA_DIR,
     accessNumbers: [ACCESS_NUMBER],
     emptyPeriods: EMPTY_PERIODS,

@@ -74,8 +74,7 @@ test("a conference that starts with record-audio records from the start", async 
   assert.equal(h.media.recording.length, 1);
 });
 
-test("the API's end request is announced and ends the conference 2.5 s later", async (t) => {
-  t.mock.timers.enable({ apis: ["setTimeout"] });
+test("the API's end request is announced and ends the conference 2.5 s later", async () => {
   const h = await roomOfThree();
   h.store.endRequestedAt = new Date().toISOString();
   await h.room.refresh();
@@ -83,14 +82,12 @@ test("the API's end request is announced and ends the conference 2.5 s later", a
   assert.deepEqual(h.media.prompts, ["conference-ending"]);
   await h.room.refresh();
   assert.deepEqual(h.media.prompts, ["conference-ending"], "announced once");
-  t.mock.timers.tick(2_500);
-  await flush();
+  await h.clock.pass(2_500);
   assert.equal(h.room.state, "ended");
   assert.deepEqual(h.store.of("end"), [{ op: "end", reason: "ended through the API" }]);
 });
 
-test("an end request while the room waits for its moderator lifts the hold so the announcement is heard", async (t) => {
-  t.mock.timers.enable({ apis: ["setTimeout"] });
+test("an end request while the room waits for its moderator lifts the hold so the announcement is heard", async () => {
   const h = await startRoom();
   await answer(h, 2);
   h.store.endRequestedAt = new Date().toISOString();

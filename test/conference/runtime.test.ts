@@ -1,14 +1,17 @@
 import assert from "node:assert/strict";
 import path from "node:path";
 import { after, test } from "node:test";
-import { ConferenceRuntime } from "../../src/conference/conference-runtime.js";
+import { ConferenceRuntime, type ConferenceRuntimeOptions } from "../../src/conference/conference-runtime.js";
 import type { Conference } from "../../src/domain/conference.js";
 import { attemptCounts } from "../../src/store/attempt-counts.js";
 import { openSqliteStore, type Store } from "../../src/store/database.js";
+import { FakeClock } from "../helpers/fake-clock.js";
 import { attendee, conference, type FakeCall, FakeLogger, FakeStore, FakeTelephone, flush } from "./fakes.js";
 import { DATA_DIR, EMPTY_PERIODS } from "./harness.js";
 
 const ACCESS_NUMBER = "+16045550199";
+/** How long the PIN prompt waits for the next key. */
+const PIN_WAIT_MS = 10_000;
 /** Wrong PINs are counted in a real store, a fresh one per runtime. */
 const attemptStores: Store[] = [];
 after(() => Promise.all(attemptStores.map((store) => store.close())));
@@ -16,9 +19,10 @@ after(() => Promise.all(attemptStores.map((store) => store.close())));
 /** A runtime over fakes running conference 7, whose only attendee dials in. */
 async function runtime(
   changes: Partial<Conference> = {},
-  pinFailures?: { readonly limit: number; readonly windowMs: number },
+  options: Pick<ConferenceRuntimeOptions, "pinFailures" | "refreshIntervalMs"> = {},
 ) {
-  const telephone = new FakeTelephone();
+  const clock = new FakeClock();
+  const telephone = new FakeTelephone(clock);
   const store = new FakeStore(conference(changes), [
     attendee(1, { dialIn: true, moderator: true, phoneNumberSubscriberNumber: null }),
     attendee(2, { dialIn: true, phoneNumberSubscriberNumber: "7785550123" }),
@@ -34,16 +38,17 @@ async function runtime(
     store,
     speak: async () => null,
     logger,
+    clock,
     dataDir: DATA_DIR,
     accessNumbers: [ACCESS_NUMBER],
     emptyPeriods: EMPTY_PERIODS,
-    pinFailures,
     attempts: attemptCounts(attemptStore),
     refreshIntervalMs: 3_600_000,
+    ...options,
   });
   conferences.run(store.conference as Conference);
   await flush();
-  return { telephone, store, logger, conferences, media: telephone.rooms[0] };
+  return { telephone, store, logger, conferences, clock, media: telephone.rooms[0] };
 }
 
 async function dialIn(telephone: FakeTelephone, from: string, keys: string) {
@@ -67,12 +72,10 @@ test("calls to numbers not served are refused 404; the access number rings with 
   await conferences.close();
 });
 
-test("three wrong PINs (a silent one included) end the call after goodbye", async (t) => {
-  t.mock.timers.enable({ apis: ["setTimeout"] });
-  const { telephone, logger, conferences } = await runtime();
+test("three wrong PINs (a silent one included) end the call after goodbye", async () => {
+  const { telephone, logger, conferences, clock } = await runtime();
   const call = await dialIn(telephone, "+17785550123", "99#");
-  t.mock.timers.tick(10_000);
-  await flush();
+  await clock.pass(10_000);
   call.press("1234#");
   await flush();
   assert.deepEqual(call.prompts, [
@@ -90,6 +93,46 @@ test("three wrong PINs (a silent one included) end the call after goodbye", asyn
     [1, 2, 3],
   );
   assert.ok(logger.messages().includes("dial-in: three wrong PINs"));
+  await conferences.close();
+});
+
+test("silence at the PIN prompt: invalid-pin after 10 s each time, and the third silence ends the call at 30 s", async () => {
+  const { telephone, logger, conferences, clock } = await runtime();
+  const call = telephone.dialIn("+17785550123", ACCESS_NUMBER);
+  await flush();
+  await clock.pass(PIN_WAIT_MS - 1);
+  assert.deepEqual(call.prompts, ["enter-pin"]);
+  await clock.pass(1);
+  assert.deepEqual(call.prompts, ["enter-pin", "invalid-pin", "enter-pin"], "the second try at 10 s");
+  await clock.pass(PIN_WAIT_MS);
+  assert.equal(call.prompts.length, 5, "the third try at 20 s");
+  await clock.pass(PIN_WAIT_MS - 1);
+  assert.equal(call.hungUp, false);
+  await clock.pass(1);
+  assert.deepEqual(call.prompts.slice(4), ["enter-pin", "goodbye"]);
+  assert.equal(call.hungUp, true);
+  assert.equal(conferences.wrongPins, 3, "a silent try counts as a wrong PIN");
+  assert.ok(logger.messages().includes("dial-in: three wrong PINs"));
+  await conferences.close();
+});
+
+test("a PIN typed slowly, each key within 10 s of the last, is one PIN; a wrong one and then the right one admits", async () => {
+  const { telephone, conferences, clock, media } = await runtime();
+  const call = telephone.dialIn("+17785550123", ACCESS_NUMBER);
+  await flush();
+  call.press("9");
+  await clock.pass(PIN_WAIT_MS - 1);
+  call.press("9#");
+  await flush();
+  assert.deepEqual(call.prompts, ["enter-pin", "invalid-pin", "enter-pin"], "99 was one wrong PIN");
+  for (const key of "1111") {
+    await clock.pass(PIN_WAIT_MS - 1);
+    call.press(key);
+  }
+  await clock.pass(PIN_WAIT_MS);
+  assert.equal(call.room, media, "the second try let the caller in");
+  assert.deepEqual(call.prompts.slice(3), ["joining"]);
+  assert.equal(conferences.wrongPins, 1);
   await conferences.close();
 });
 
@@ -279,7 +322,10 @@ test("a room reserves its claimed attendees (one at least) on its instance; more
 });
 
 test("a caller who typed too many wrong PINs, over several calls, is refused 403 until the window ends; others are not", async () => {
-  const { telephone, logger, conferences } = await runtime({}, { limit: 4, windowMs: 60_000 });
+  const { telephone, logger, conferences } = await runtime(
+    {},
+    { pinFailures: { limit: 4, windowMs: 60_000 } },
+  );
   const first = await dialIn(telephone, "+17785550123", "11#22#33#");
   assert.equal(first.hungUp, true, "three wrong PINs end the first call");
   const second = await dialIn(telephone, "+17785550123", "44#");
@@ -294,6 +340,49 @@ test("a caller who typed too many wrong PINs, over several calls, is refused 403
   const other = await dialIn(telephone, "+17785550124", "1111#");
   assert.equal(other.rejected, undefined);
   assert.deepEqual(other.prompts, ["enter-pin", "joining"]);
+  await conferences.close();
+});
+
+test("a caller refused for wrong PINs is heard again once the window of its first wrong PIN ends", async () => {
+  const { telephone, conferences, clock } = await runtime(
+    {},
+    { pinFailures: { limit: 3, windowMs: 60_000 } },
+  );
+  await dialIn(telephone, "+17785550123", "11#22#33#");
+  await clock.pass(59_999);
+  const refused = telephone.dialIn("+17785550123", ACCESS_NUMBER);
+  await flush();
+  assert.deepEqual(refused.rejected, { status: 403, reason: "Forbidden" });
+  await clock.pass(1);
+  const heard = telephone.dialIn("+17785550123", ACCESS_NUMBER);
+  await flush();
+  assert.equal(heard.rejected, undefined);
+  assert.deepEqual(heard.prompts, ["enter-pin"]);
+  heard.hangUpFarEnd();
+  await conferences.close();
+});
+
+test("on its refreshes, an empty room ends once the grace period after the last caller left is over", async () => {
+  const { telephone, store, conferences, clock } = await runtime({}, { refreshIntervalMs: 1_000 });
+  const member = await dialIn(telephone, "+17785550123", "1111#");
+  await clock.pass(30_000);
+  member.hangUpFarEnd();
+  await clock.pass(EMPTY_PERIODS.emptyGraceMs - 1);
+  assert.deepEqual(store.of("end"), []);
+  assert.equal(conferences.runningRooms, 1);
+  await clock.pass(1_000);
+  assert.deepEqual(store.of("end"), [{ op: "end", reason: "no attendee left" }]);
+  assert.equal(conferences.runningRooms, 0);
+  await conferences.close();
+});
+
+test("on its refreshes, a room nobody dials in to ends once the no-show period after its start is over", async () => {
+  const { store, conferences, clock } = await runtime({}, { refreshIntervalMs: 60_000 });
+  await clock.pass(EMPTY_PERIODS.noShowMs - 1);
+  assert.deepEqual(store.of("end"), []);
+  await clock.pass(60_000);
+  assert.deepEqual(store.of("end"), [{ op: "end", reason: "nobody joined" }]);
+  assert.equal(conferences.runningRooms, 0);
   await conferences.close();
 });
 

@@ -15,11 +15,11 @@ import { after, before, describe, test } from "node:test";
 import { loadConfig } from "../../../src/config.js";
 import { TIMER_H } from "../../../src/telephony/sip/transaction/timers.js";
 import { murmur, sippCaller } from "../../helpers/dial-in-caller.js";
+import { FakeClock } from "../../helpers/fake-clock.js";
 import { createUser, startTestService, type TestService } from "../../helpers/service.js";
 import { rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
 import { until } from "../../helpers/until.js";
 import { itemsOf, textOf, type XmlNode } from "../../helpers/xml.js";
-import { FakeClock } from "../sip/transaction/helpers.js";
 
 const skip = skipWithout("sipp");
 const ACCESS_NUMBER = "+16045550199";

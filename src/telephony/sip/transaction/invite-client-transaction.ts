@@ -1,6 +1,8 @@
 /** INVITE client transaction (RFC 3261 section 17.1.1, figure 5). */
+
+import type { TimerHandle } from "../../../domain/clock.js";
 import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
-import { nextInterval, T1, TIMER_B, type TimerHandle, timerD } from "./timers.js";
+import { nextInterval, T1, TIMER_B, timerD } from "./timers.js";
 import {
   statusClass,
   Transaction,

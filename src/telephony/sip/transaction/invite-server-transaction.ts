@@ -1,6 +1,8 @@
 /** INVITE server transaction (RFC 3261 section 17.2.1, figure 7, with RFC 6026's Accepted state). */
+
+import type { TimerHandle } from "../../../domain/clock.js";
 import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
-import { nextInterval, T1, TIMER_H, TIMER_L, type TimerHandle, TRYING_DELAY, timerI } from "./timers.js";
+import { nextInterval, T1, TIMER_H, TIMER_L, TRYING_DELAY, timerI } from "./timers.js";
 import {
   statusClass,
   Transaction,

@@ -1,6 +1,8 @@
 /** Non-INVITE client transaction (RFC 3261 section 17.1.2, figure 6). */
+
+import type { TimerHandle } from "../../../domain/clock.js";
 import type { SipRequest, SipResponse } from "../message/sip-message.js";
-import { nextInterval, T1, T2, TIMER_F, type TimerHandle, timerK } from "./timers.js";
+import { nextInterval, T1, T2, TIMER_F, timerK } from "./timers.js";
 import {
   statusClass,
   Transaction,

@@ -1,6 +1,8 @@
 /** Non-INVITE server transaction (RFC 3261 section 17.2.2, figure 8). */
+
+import type { TimerHandle } from "../../../domain/clock.js";
 import type { SipRequest, SipResponse } from "../message/sip-message.js";
-import { type TimerHandle, timerJ } from "./timers.js";
+import { timerJ } from "./timers.js";
 import {
   statusClass,
   Transaction,

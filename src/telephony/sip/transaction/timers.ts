@@ -1,4 +1,4 @@
-/** RFC 3261 section 17 timer values (Table 4 of appendix A), and the clock transactions arm them on. */
+/** RFC 3261 section 17 timer values (Table 4 of appendix A). */
 
 /** RTT estimate. */
 export const T1 = 500;
@@ -43,17 +43,3 @@ export const TRYING_DELAY = 200;
 export function nextInterval(current: number, capped: boolean): number {
   return capped ? Math.min(2 * current, T2) : 2 * current;
 }
-
-export type TimerHandle = unknown;
-
-/** A `setTimeout`-like clock, injectable so that tests run on a fake one. */
-export interface TimerClock {
-  setTimeout(callback: () => void, delayMs: number): TimerHandle;
-  clearTimeout(handle: TimerHandle): void;
-}
-
-/** Node's timers, unreferenced: the sockets keep a running stack alive, a lingering Timer D need not. */
-export const systemClock: TimerClock = {
-  setTimeout: (callback, delayMs) => setTimeout(callback, delayMs).unref(),
-  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
-};

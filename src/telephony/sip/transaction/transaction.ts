@@ -1,6 +1,8 @@
 /** What the four RFC 3261 section 17 transaction kinds share: the interfaces up (TU) and down (transport). */
+
+import { systemClock } from "../../../clock.js";
+import type { Clock, TimerHandle } from "../../../domain/clock.js";
 import type { SipRequest, SipResponse } from "../message/sip-message.js";
-import { systemClock, type TimerClock, type TimerHandle } from "./timers.js";
 import { TransactionState } from "./transaction-state.js";
 
 /** Downward: sends a message; resolving its destination (section 18) is the transport's job. */
@@ -26,11 +28,11 @@ export interface TransactionUser {
 
 export interface TransactionOptions {
   /** The clock timers are armed on; the system timers by default. */
-  readonly clock?: TimerClock;
+  readonly clock?: Clock;
 }
 
 export abstract class Transaction {
-  readonly #clock: TimerClock;
+  readonly #clock: Clock;
   protected currentState: TransactionState;
 
   protected constructor(

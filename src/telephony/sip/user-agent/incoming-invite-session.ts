@@ -5,10 +5,11 @@
  * is the offer when it had none: then the ACK brings the answer (section 13.2.1).
  */
 import { randomInt } from "node:crypto";
+import type { TimerHandle } from "../../../domain/clock.js";
 import { Dialog } from "../dialog/dialog.js";
 import type { SipRequest } from "../message/sip-message.js";
 import type { InviteServerTransaction } from "../transaction/invite-server-transaction.js";
-import { T1, TIMER_H, type TimerHandle } from "../transaction/timers.js";
+import { T1, TIMER_H } from "../transaction/timers.js";
 import type { ServerTransaction } from "../transaction/transaction-layer.js";
 import { responseTo } from "../transaction/transaction-layer.js";
 import type { Destination, MessageSource } from "../transport/sip-transport.js";

@@ -2,15 +2,17 @@
  * RFC 3261 section 13.3.1.4: the UAS core, not the transaction, sends its 2xx to an INVITE again until
  * the ACK comes: at T1, doubling up to T2; after 64*T1 without one, the session is to be ended.
  */
+
+import type { Clock, TimerHandle } from "../../../domain/clock.js";
 import type { SipResponse } from "../message/sip-message.js";
 import type { InviteServerTransaction } from "../transaction/invite-server-transaction.js";
-import { T1, T2, TIMER_H, type TimerClock, type TimerHandle } from "../transaction/timers.js";
+import { T1, T2, TIMER_H } from "../transaction/timers.js";
 import { TransactionState } from "../transaction/transaction-state.js";
 
 export class OkRetransmission {
   #pending: { timer: TimerHandle | undefined; readonly cseq: number } | undefined;
 
-  constructor(private readonly clock: TimerClock) {}
+  constructor(private readonly clock: Clock) {}
 
   /**
    * Sends `ok` again until `ackArrived` for its CSeq, or calls `timedOut`: after 64*T1, or once the

@@ -5,9 +5,10 @@
  * their own early dialogs (RFC 3262), ACKs the 2xx itself (section 13.2.2.4), CANCELs only after a
  * provisional response (section 9.1) and ends a 2xx that crosses its CANCEL with ACK then BYE.
  */
+
+import type { TimerHandle } from "../../../domain/clock.js";
 import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
 import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
-import type { TimerHandle } from "../transaction/timers.js";
 import type { Destination } from "../transport/sip-transport.js";
 import { chooseChallenge, digestAuthorization } from "./digest.js";
 import { type EarlyDialog, EarlyDialogs } from "./early-dialogs.js";

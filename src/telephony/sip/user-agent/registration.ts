@@ -5,13 +5,14 @@
  * with digest credentials (section 22); 423 asks again with the registrar's Min-Expires (10.2.8); a
  * failure is retried with back-off; `stop()` removes the binding (Expires: 0, 10.2.2).
  */
+
+import type { Clock, TimerHandle } from "../../../domain/clock.js";
 import { SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
-import type { TimerClock, TimerHandle } from "../transaction/timers.js";
 import type { Destination } from "../transport/sip-transport.js";
 import { chooseChallenge, digestAuthorization } from "./digest.js";
 
 export interface RegistrationHost {
-  readonly clock: TimerClock;
+  readonly clock: Clock;
   readonly userAgent: string;
   via(transport: Destination["transport"]): string;
   contact(transport: Destination["transport"], secure: boolean): string;

@@ -1,7 +1,8 @@
 /** What an INVITE session needs of the user agent core that owns it, and what it tells the layer above. */
+
+import type { Clock } from "../../../domain/clock.js";
 import type { SipRequest, SipResponse } from "../message/sip-message.js";
 import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
-import type { TimerClock } from "../transaction/timers.js";
 import type { Destination } from "../transport/sip-transport.js";
 import type { InviteSession } from "./invite-session.js";
 import type { Negotiated } from "./offer-answer.js";
@@ -9,7 +10,7 @@ import type { SessionTimerSettings } from "./session-timer.js";
 
 /** What the session needs of the user agent core that owns it. */
 export interface SessionHost {
-  readonly clock: TimerClock;
+  readonly clock: Clock;
   /** A Via value with a fresh branch for a request over the transport. */
   via(transport: Destination["transport"]): string;
   /** Our Contact for a request or response over the transport; a SIPS URI in a secure dialog. */

@@ -3,9 +3,10 @@
  * the refresh we send at half the interval (UPDATE when the peer allows it, RFC 3311, else a re-INVITE
  * the layer above makes), the refreshes the peer sends us, and BYE when an expected one never comes.
  */
+
+import type { Clock } from "../../../domain/clock.js";
 import type { Refresher } from "../message/header-values.js";
 import type { SipRequest, SipResponse } from "../message/sip-message.js";
-import type { TimerClock } from "../transaction/timers.js";
 import { SessionTimer, timerHeaders } from "./session-timer.js";
 
 /** What a refresh needs of its session. */
@@ -30,7 +31,7 @@ export class SessionRefresh {
   readonly #timer: SessionTimer;
 
   constructor(
-    clock: TimerClock,
+    clock: Clock,
     private readonly session: RefreshedSession,
     /** Which side of the dialog-creating INVITE we are. */
     private readonly role: Refresher,

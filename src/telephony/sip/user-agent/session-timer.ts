@@ -4,9 +4,9 @@
  * interval (section 10); the other side ends the session with BYE when no refresh has come by the
  * interval less the lesser of 32 s and a third of it (section 10).
  */
+import type { Clock, TimerHandle } from "../../../domain/clock.js";
 import type { Refresher } from "../message/header-values.js";
 import type { SipRequest, SipResponse } from "../message/sip-message.js";
-import type { TimerClock, TimerHandle } from "../transaction/timers.js";
 
 /** What our side asks and accepts, in seconds. */
 export interface SessionTimerSettings {
@@ -55,7 +55,7 @@ export class SessionTimer {
   #handle: TimerHandle | undefined;
 
   constructor(
-    private readonly clock: TimerClock,
+    private readonly clock: Clock,
     private readonly actions: { refresh(): void; expire(): void },
   ) {}
 

@@ -7,13 +7,13 @@
 
 import { createHash } from "node:crypto";
 import { isIPv6 } from "node:net";
+import { systemClock } from "../../../clock.js";
+import type { Clock } from "../../../domain/clock.js";
 import { dialogId, newBranch, newCallId, newTag } from "../dialog/dialog.js";
 import { listItems, uriScheme } from "../message/header-values.js";
 import { SipHeaders, type SipMessage, type SipRequest, type SipResponse } from "../message/sip-message.js";
 import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
 import type { InviteServerTransaction } from "../transaction/invite-server-transaction.js";
-import type { TimerClock } from "../transaction/timers.js";
-import { systemClock } from "../transaction/timers.js";
 import {
   responseTo,
   type ServerTransaction,
@@ -48,7 +48,7 @@ const OVERLOAD_RETRY_AFTER_SECONDS = 5;
 export interface UserAgentOptions {
   /** Written in User-Agent and Server headers. */
   readonly product?: string;
-  readonly clock?: TimerClock;
+  readonly clock?: Clock;
   /** Told of dropped messages and protocol oddities, for logging. */
   readonly onDrop?: (reason: string) => void;
   /**
@@ -99,7 +99,7 @@ export interface Identity {
 }
 
 export class UserAgent implements TransactionCore, SessionHost {
-  readonly clock: TimerClock;
+  readonly clock: Clock;
   readonly allow = ALLOWED.join(", ");
   readonly userAgent: string;
   readonly sessionTimer: SessionTimerSettings;

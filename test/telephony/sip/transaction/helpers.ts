@@ -1,56 +1,15 @@
-/** A fake clock, a recording transport and message builders for the transaction tests. */
+/** A recording transport and message builders for the transaction tests. */
 import {
   SIP_VERSION,
   SipHeaders,
   type SipRequest,
   type SipResponse,
 } from "../../../../src/telephony/sip/message/sip-message.js";
-import type { TimerClock } from "../../../../src/telephony/sip/transaction/timers.js";
 import type {
   TransactionTransport,
   TransactionUser,
 } from "../../../../src/telephony/sip/transaction/transaction.js";
-
-interface FakeTimer {
-  readonly id: number;
-  readonly due: number;
-  readonly callback: () => void;
-}
-
-/** Time stands still until advance() moves it, firing due timers in order (those armed meanwhile too). */
-export class FakeClock implements TimerClock {
-  now = 0;
-  #nextId = 1;
-  #timers: FakeTimer[] = [];
-
-  setTimeout(callback: () => void, delayMs: number): number {
-    const id = this.#nextId++;
-    this.#timers.push({ id, due: this.now + delayMs, callback });
-    return id;
-  }
-
-  clearTimeout(handle: unknown): void {
-    this.#timers = this.#timers.filter((timer) => timer.id !== handle);
-  }
-
-  get pending(): number {
-    return this.#timers.length;
-  }
-
-  advance(ms: number): void {
-    const end = this.now + ms;
-    for (;;) {
-      const next = this.#timers
-        .filter((timer) => timer.due <= end)
-        .sort((a, b) => a.due - b.due || a.id - b.id)[0];
-      if (next === undefined) break;
-      this.#timers = this.#timers.filter((timer) => timer !== next);
-      this.now = next.due;
-      next.callback();
-    }
-    this.now = end;
-  }
-}
+import type { FakeClock } from "../../../helpers/fake-clock.js";
 
 export interface Sent {
   readonly at: number;
@@ -68,7 +27,7 @@ export class RecordingTransport implements TransactionTransport {
 
   send(message: SipRequest | SipResponse): void {
     if (this.failing) throw new Error("ECONNREFUSED");
-    this.sent.push({ at: this.clock.now, message });
+    this.sent.push({ at: this.clock.now(), message });
   }
 
   /** The send times of the messages for which `which` holds. */

@@ -3,7 +3,8 @@ import { describe, it } from "node:test";
 import { parseVia } from "../../../../src/telephony/sip/message/header-values.js";
 import { InviteClientTransaction } from "../../../../src/telephony/sip/transaction/invite-client-transaction.js";
 import { TransactionState } from "../../../../src/telephony/sip/transaction/transaction-state.js";
-import { FakeClock, isRequest, RecordingTransport, RecordingUser, request, response } from "./helpers.js";
+import { FakeClock } from "../../../helpers/fake-clock.js";
+import { isRequest, RecordingTransport, RecordingUser, request, response } from "./helpers.js";
 
 function setup(reliable: boolean, route?: string) {
   const clock = new FakeClock();

@@ -5,7 +5,8 @@ import {
   IllegalTransitionError,
   TransactionState,
 } from "../../../../src/telephony/sip/transaction/transaction-state.js";
-import { FakeClock, isStatus, RecordingTransport, RecordingUser, request, response } from "./helpers.js";
+import { FakeClock } from "../../../helpers/fake-clock.js";
+import { isStatus, RecordingTransport, RecordingUser, request, response } from "./helpers.js";
 
 function setup(reliable: boolean) {
   const clock = new FakeClock();

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { NonInviteClientTransaction } from "../../../../src/telephony/sip/transaction/non-invite-client-transaction.js";
 import { TransactionState } from "../../../../src/telephony/sip/transaction/transaction-state.js";
-import { FakeClock, RecordingTransport, RecordingUser, request, response } from "./helpers.js";
+import { FakeClock } from "../../../helpers/fake-clock.js";
+import { RecordingTransport, RecordingUser, request, response } from "./helpers.js";
 
 function setup(reliable: boolean) {
   const clock = new FakeClock();

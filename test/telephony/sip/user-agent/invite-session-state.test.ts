@@ -33,7 +33,8 @@ import {
   IllegalSessionTransitionError,
   SessionState,
 } from "../../../../src/telephony/sip/user-agent/session-state.js";
-import { FakeClock, RecordingTransport, RecordingUser } from "../transaction/helpers.js";
+import { FakeClock } from "../../../helpers/fake-clock.js";
+import { RecordingTransport, RecordingUser } from "../transaction/helpers.js";
 
 const TRUNK: Destination = { host: "192.0.2.10", port: 5060, transport: "UDP" };
 

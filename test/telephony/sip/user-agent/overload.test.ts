@@ -17,9 +17,9 @@ import { SipTransport } from "../../../../src/telephony/sip/transport/sip-transp
 import { sourceOf } from "../../../../src/telephony/sip/transport/source-address.js";
 import { SourceLimit, type SourceRate } from "../../../../src/telephony/sip/user-agent/source-limit.js";
 import { UserAgent, type UserAgentOptions } from "../../../../src/telephony/sip/user-agent/user-agent.js";
+import { FakeClock } from "../../../helpers/fake-clock.js";
 import { optionsRequest } from "../../../helpers/sip-options.js";
 import { until } from "../../../helpers/until.js";
-import { FakeClock } from "../transaction/helpers.js";
 
 const closing: (() => Promise<void> | void)[] = [];
 after(async () => {

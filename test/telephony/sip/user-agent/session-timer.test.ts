@@ -4,7 +4,7 @@ import { describe, it } from "node:test";
 import { parseMessage } from "../../../../src/telephony/sip/message/parser.js";
 import type { SipRequest } from "../../../../src/telephony/sip/message/sip-message.js";
 import { SessionTimer, timerForInvite } from "../../../../src/telephony/sip/user-agent/session-timer.js";
-import { FakeClock } from "../transaction/helpers.js";
+import { FakeClock } from "../../../helpers/fake-clock.js";
 
 function invite(...headers: string[]): SipRequest {
   const text = [
@@ -57,8 +57,8 @@ describe("SessionTimer (section 10)", () => {
     const clock = new FakeClock();
     const calls: string[] = [];
     const timer = new SessionTimer(clock, {
-      refresh: () => calls.push(`refresh@${clock.now}`),
-      expire: () => calls.push(`expire@${clock.now}`),
+      refresh: () => calls.push(`refresh@${clock.now()}`),
+      expire: () => calls.push(`expire@${clock.now()}`),
     });
     timer.start(90, true);
     clock.advance(44_999);
@@ -79,7 +79,7 @@ describe("SessionTimer (section 10)", () => {
       let expiredAt: number | undefined;
       const timer = new SessionTimer(clock, {
         refresh: () => undefined,
-        expire: () => (expiredAt = clock.now),
+        expire: () => (expiredAt = clock.now()),
       });
       timer.start(interval, false);
       clock.advance(due - 1);
