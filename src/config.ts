@@ -16,7 +16,7 @@ import {
   SRTP_POLICIES,
   SRTP_SUITES,
   type SrtpSuite,
-} from "./telephony/media/rtp/srtp.js";
+} from "./telephony/media/rtp/srtp-suites.js";
 import { readTrunkUri, type Trunk, type TrunkUri, trunkOf } from "./telephony/trunk.js";
 import { parseTrunkProfiles, readCallerId, TrunkProfileError } from "./trunk-profiles.js";
 

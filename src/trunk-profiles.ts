@@ -8,7 +8,7 @@
 import { createRequire } from "node:module";
 import type { Node, YAMLMap } from "yaml";
 import { normalizeNanpNumber } from "./domain/phone.js";
-import { SRTP_POLICIES } from "./telephony/media/rtp/srtp.js";
+import { SRTP_POLICIES } from "./telephony/media/rtp/srtp-suites.js";
 import { AUDIO_CODECS, type AudioCodec } from "./telephony/sdp/session-description.js";
 import { isToken } from "./telephony/sip/message/header-values.js";
 import {

@@ -11,12 +11,8 @@ import { createSocket, type Socket } from "node:dgram";
 import { encodeMulaw } from "../../src/telephony/media/codec/g711.js";
 import { dtmfDigitPackets } from "../../src/telephony/media/dtmf/rfc4733.js";
 import { rtpPacketLength, writeRtpPacket } from "../../src/telephony/media/rtp/rtp-packet.js";
-import {
-  newSrtpKey,
-  type SrtpKeyMaterial,
-  SrtpReceiver,
-  SrtpSender,
-} from "../../src/telephony/media/rtp/srtp.js";
+import { SrtpReceiver, SrtpSender } from "../../src/telephony/media/rtp/srtp.js";
+import { newSrtpKey, type SrtpKeyMaterial } from "../../src/telephony/media/rtp/srtp-suites.js";
 
 /** Where the service listens. */
 const SERVICE_HOST = "127.0.0.1";

@@ -10,13 +10,8 @@
  * and the garbage collections during the suite's rounds.
  */
 import { PerformanceObserver } from "node:perf_hooks";
-import {
-  newSrtpKey,
-  SRTP_SUITES,
-  SrtpReceiver,
-  SrtpSender,
-  type SrtpSuite,
-} from "../../src/telephony/media/rtp/srtp.js";
+import { SrtpReceiver, SrtpSender } from "../../src/telephony/media/rtp/srtp.js";
+import { newSrtpKey, SRTP_SUITES, type SrtpSuite } from "../../src/telephony/media/rtp/srtp-suites.js";
 
 const PACKETS = Number(process.env.BENCH_PACKETS ?? 200_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);

@@ -9,7 +9,7 @@ import { KEYPAD, keypadTones } from "./media/dtmf/keypad-tones.js";
 import type { PlayoutKind } from "./media/jitter-buffer.js";
 import type { MediaMix, MediaStream } from "./media/plane/media-plane.js";
 import type { MediaSound } from "./media/plane/protocol.js";
-import { newSrtpKey, type SrtpPolicy, type SrtpSuite } from "./media/rtp/srtp.js";
+import { newSrtpKey, type SrtpPolicy, type SrtpSuite } from "./media/rtp/srtp-suites.js";
 import {
   type AudioCodec,
   acceptAnswer,

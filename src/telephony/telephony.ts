@@ -14,7 +14,7 @@ import { normalizeNanpNumber } from "../domain/phone.js";
 import { Call, type CallHost, type CallOrigin, IncomingCall, OutgoingCall } from "./call.js";
 import { type DialPlan, dialPlanOf, locateTrunk, trunkFor, trunkServers } from "./dial-plan.js";
 import { type MediaMix, MediaPlane, type MediaStream } from "./media/plane/media-plane.js";
-import { DEFAULT_SRTP_SUITES, type SrtpPolicy, type SrtpSuite } from "./media/rtp/srtp.js";
+import { DEFAULT_SRTP_SUITES, type SrtpPolicy, type SrtpSuite } from "./media/rtp/srtp-suites.js";
 import { destinationOf, newCallId, newTag } from "./sip/dialog/dialog.js";
 import { parseSipUri } from "./sip/message/header-values.js";
 import { ServerLocator } from "./sip/transport/server-locator.js";

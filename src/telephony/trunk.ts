@@ -3,7 +3,7 @@
  * default (BRIDGELINE_SIP_TRUNK or the profile file, read in config.ts). Everything here but `uri`
  * has a default that suits a trunk taking plain E.164 over SIP.
  */
-import { SRTP_POLICIES, type SrtpPolicy } from "./media/rtp/srtp.js";
+import { SRTP_POLICIES, type SrtpPolicy } from "./media/rtp/srtp-suites.js";
 import type { AudioCodec } from "./sdp/session-description.js";
 import { destinationOfUri } from "./sip/dialog/dialog.js";
 import { parseSipUri } from "./sip/message/header-values.js";

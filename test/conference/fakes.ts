@@ -24,7 +24,6 @@ import type { Attendee } from "../../src/domain/attendee.js";
 import type { Conference } from "../../src/domain/conference.js";
 import type { ConferenceEventType, LiveControls } from "../../src/domain/event.js";
 import { type CallingPolicy, callsWithinLimits } from "../../src/domain/phone.js";
-import type { PromptName } from "../../src/domain/prompt.js";
 import { FakeClock } from "../helpers/fake-clock.js";
 
 /** Lets every pending promise and timer-free callback run. */
@@ -603,5 +602,3 @@ export function attendee(id: number, changes: Partial<Attendee> = {}): Attendee 
 export function numberOf(id: number): string {
   return `+160455501${String(id).padStart(2, "0")}`;
 }
-
-export type { PromptName };

@@ -8,7 +8,12 @@
  */
 import { isIPv6 } from "node:net";
 import { type MediaDescription, parse, type SessionDescription, write } from "sdp-transform";
-import { inlineKeyLength, SRTP_SUITES, type SrtpKeyMaterial, type SrtpSuite } from "../media/rtp/srtp.js";
+import {
+  inlineKeyLength,
+  SRTP_SUITES,
+  type SrtpKeyMaterial,
+  type SrtpSuite,
+} from "../media/rtp/srtp-suites.js";
 
 export type AudioCodec = "PCMU" | "PCMA";
 

@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import type { IncomingCall } from "../../../src/telephony/call.js";
-import type { SrtpSuite } from "../../../src/telephony/media/rtp/srtp.js";
+import type { SrtpSuite } from "../../../src/telephony/media/rtp/srtp-suites.js";
 import { Telephony } from "../../../src/telephony/telephony.js";
 import {
   assertTone,

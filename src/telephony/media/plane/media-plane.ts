@@ -9,7 +9,8 @@ import { EventEmitter } from "node:events";
 import { Worker } from "node:worker_threads";
 import { LATENESS_BUCKETS_MS } from "../media-clock.js";
 import { MediaError } from "../media-error.js";
-import { NO_DROPS, type RtpSession, type RtpSessionConfiguration } from "../rtp/rtp-session.js";
+import type { RtpSession } from "../rtp/rtp-session.js";
+import { NO_DROPS, type RtpSessionConfiguration } from "../rtp/rtp-stream.js";
 import { MediaEngine } from "./media-engine.js";
 import type {
   MediaCommand,

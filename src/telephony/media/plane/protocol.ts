@@ -6,7 +6,7 @@
 import type { PromptName } from "../../../domain/prompt.js";
 import type { LatenessHistogram } from "../media-clock.js";
 import type { MediaErrorCode } from "../media-error.js";
-import type { RtpDrops, RtpHandover, RtpSessionConfiguration, RtpSessionStats } from "../rtp/rtp-session.js";
+import type { RtpDrops, RtpHandover, RtpSessionConfiguration, RtpSessionStats } from "../rtp/rtp-stream.js";
 
 /** What is played to a stream or a mix. */
 export type MediaSound =

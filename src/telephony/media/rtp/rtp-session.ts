@@ -49,19 +49,10 @@ import {
   TIMESTAMP_UNITS_PER_MS,
 } from "./rtp-stream.js";
 import { ReceptionStatistics } from "./sequence.js";
-import { SRTP_MAX_RTP_OVERHEAD, SrtpReceiver, type SrtpRefusal, SrtpSender } from "./srtp.js";
+import { SrtpReceiver, type SrtpRefusal, SrtpSender } from "./srtp.js";
+import { SRTP_MAX_RTP_OVERHEAD } from "./srtp-suites.js";
 import { RelatchGuard, RemoteEndpoint } from "./symmetric-rtp.js";
 import { type SendDigitsOptions, TelephoneEventSender } from "./telephone-event-sender.js";
-
-// What a stream is (rtp-stream.ts) the media plane reads through this module, with the session.
-export type {
-  MediaDirection,
-  RtpDrops,
-  RtpHandover,
-  RtpSessionConfiguration,
-  RtpSessionStats,
-} from "./rtp-stream.js";
-export { NO_DROPS } from "./rtp-stream.js";
 
 export interface RtpSessionOptions {
   allocator: RtpPortAllocator;

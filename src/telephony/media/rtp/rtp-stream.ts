@@ -3,7 +3,8 @@
  * counters, and what one session hands the next that carries it on (see rtp-session.ts).
  */
 
-import type { SrtpKeyMaterial, SrtpState } from "./srtp.js";
+import type { SrtpState } from "./srtp.js";
+import type { SrtpKeyMaterial } from "./srtp-suites.js";
 
 export type G711Codec = "PCMU" | "PCMA";
 

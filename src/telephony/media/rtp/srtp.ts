@@ -20,19 +20,6 @@ import {
 } from "./srtp-protection.js";
 import type { SrtpKeyMaterial } from "./srtp-suites.js";
 
-// The suites and keys are named through this module, beside the contexts that use them.
-export {
-  DEFAULT_SRTP_SUITES,
-  inlineKeyLength,
-  newSrtpKey,
-  SRTP_MAX_RTP_OVERHEAD,
-  SRTP_POLICIES,
-  SRTP_SUITES,
-  type SrtpKeyMaterial,
-  type SrtpPolicy,
-  type SrtpSuite,
-} from "./srtp-suites.js";
-
 /** Why a packet was refused: too short to be one, a replay, or it did not authenticate. */
 export type SrtpRefusal = "malformed" | "replay" | "authentication";
 

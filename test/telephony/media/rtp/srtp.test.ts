@@ -4,16 +4,14 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { MAX_SRTP_SOURCES, SrtpReceiver, SrtpSender } from "../../../../src/telephony/media/rtp/srtp.js";
+import { protectionWith, sessionKeys } from "../../../../src/telephony/media/rtp/srtp-protection.js";
 import {
-  MAX_SRTP_SOURCES,
   newSrtpKey,
   SRTP_SUITES,
   type SrtpKeyMaterial,
-  SrtpReceiver,
-  SrtpSender,
   type SrtpSuite,
-} from "../../../../src/telephony/media/rtp/srtp.js";
-import { protectionWith, sessionKeys } from "../../../../src/telephony/media/rtp/srtp-protection.js";
+} from "../../../../src/telephony/media/rtp/srtp-suites.js";
 
 const hex = (text: string) => Buffer.from(text.replace(/\s+/g, ""), "hex");
 const MASTER = hex("E1F97A0D3E018BE0D64FA32C06DE4139 0EC675AD498AFEEBB6960B3AABE6");
