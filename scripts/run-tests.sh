@@ -21,11 +21,18 @@ run_suite() {
   local store=$1
   shift
   echo "== tests on $store"
+  # BRIDGELINE_TEST_TIMES=prefix writes each file's time on this store to prefix-$store.txt.
+  local reporters=()
+  if [[ -n "${BRIDGELINE_TEST_TIMES:-}" ]]; then
+    reporters=(--test-reporter=spec --test-reporter-destination=stdout
+      --test-reporter=./scripts/test-times.mjs --test-reporter-destination=/dev/null)
+  fi
   # A test that waits forever fails after 5 minutes (the longest takes about 30 s), a test file
   # whose process would stay alive after its tests is ended, and a half that runs past 20 minutes
   # (it takes about 5) is stopped: one stuck peer fails the run instead of hanging it.
+  BRIDGELINE_TEST_TIMES=${BRIDGELINE_TEST_TIMES:+$BRIDGELINE_TEST_TIMES-$store.txt} \
   BRIDGELINE_TEST_STORE=$store timeout --kill-after=30 1200 node --import tsx --test --test-concurrency=2 \
-    --test-timeout=300000 --test-force-exit "$@" || status=1
+    --test-timeout=300000 --test-force-exit "${reporters[@]}" "$@" || status=1
 }
 
 store_files=()
