@@ -6,26 +6,34 @@
  * once at the end) because --test-force-exit ends the runner before reporters finish.
  */
 import { writeFileSync } from "node:fs";
+import { Transform } from "node:stream";
 
-export default async function* testTimes(source) {
-  const destination = process.env.BRIDGELINE_TEST_TIMES;
-  const files = new Map();
-  const started = Date.now();
-  for await (const event of source) {
-    const file = event.data?.file;
-    if (destination === undefined || file === undefined) continue;
-    const now = Date.now();
-    let entry = files.get(file);
-    if (entry === undefined) {
-      entry = { first: now, last: now, tests: 0, failed: 0 };
-      files.set(file, entry);
-    }
-    entry.last = now;
-    if ((event.type === "test:pass" || event.type === "test:fail") && event.data.nesting === 0) {
-      entry.tests += event.data.details?.duration_ms ?? 0;
-      if (event.type === "test:fail") entry.failed += 1;
-      writeFileSync(destination, table(files, now - started));
-    }
+const destination = process.env.BRIDGELINE_TEST_TIMES;
+const files = new Map();
+const started = Date.now();
+
+export default new Transform({
+  writableObjectMode: true,
+  transform(event, _encoding, done) {
+    record(event);
+    done();
+  },
+});
+
+function record(event) {
+  const file = event.data?.file;
+  if (destination === undefined || file === undefined) return;
+  const now = Date.now();
+  let entry = files.get(file);
+  if (entry === undefined) {
+    entry = { first: now, last: now, tests: 0, failed: 0 };
+    files.set(file, entry);
+  }
+  entry.last = now;
+  if ((event.type === "test:pass" || event.type === "test:fail") && event.data.nesting === 0) {
+    entry.tests += event.data.details?.duration_ms ?? 0;
+    if (event.type === "test:fail") entry.failed += 1;
+    writeFileSync(destination, table(files, now - started));
   }
 }
 
