@@ -23,6 +23,8 @@ export default new Transform({
 function record(event) {
   const file = event.data?.file;
   if (destination === undefined || file === undefined) return;
+  // Every file is enqueued when the run starts: its time starts when it is dequeued (started).
+  if (event.type === "test:enqueue" && event.data.name === file) return;
   const now = Date.now();
   let entry = files.get(file);
   if (entry === undefined) {
