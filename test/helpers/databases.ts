@@ -1,9 +1,12 @@
+import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { after, before } from "node:test";
 import pg from "pg";
+import { loadConfig } from "../../src/config.js";
 import { openPostgresStore, openSqliteStore, type Store } from "../../src/store/database.js";
+import { loadTlsMaterial } from "../../src/tls.js";
 
 /** Which store this run of the suite exercises; scripts/run-tests.sh runs the suite once per store. */
 export const TEST_STORE: "sqlite" | "postgres" =
@@ -15,32 +18,114 @@ export const ADMIN_DATABASE_URL =
 
 let counter = 0;
 
+/**
+ * What the templates below are made from: they are made again when the migrations, the opening of a
+ * store or the making of the self-signed certificate change, and are otherwise reused run to run.
+ */
+const TEMPLATE_VERSION = createHash("sha256")
+  .update(fs.readFileSync(new URL("../../src/store/migrations.ts", import.meta.url)))
+  .update(fs.readFileSync(new URL("../../src/store/database.ts", import.meta.url)))
+  .update(fs.readFileSync(new URL("../../src/tls.ts", import.meta.url)))
+  .digest("hex")
+  .slice(0, 16);
+
 export interface TestDatabase {
   url: string;
   drop(): Promise<void>;
 }
 
-/** Creates an empty PostgreSQL database for one test service, dropped again on close. */
-export async function createTestDatabase(): Promise<TestDatabase> {
+/**
+ * Creates a PostgreSQL database for one test, dropped again on close: a copy of a template every
+ * migration has run on (migrating takes seconds, copying a fraction), or with `migrated: false` an
+ * empty one (tests of a migration itself).
+ */
+export async function createTestDatabase(options: { migrated?: boolean } = {}): Promise<TestDatabase> {
+  const template = options.migrated === false ? "template0" : await migratedTemplate();
   counter += 1;
   const name = `bridgeline_test_${process.pid}_${counter}_${Date.now()}`;
-  await admin(`create database ${name}`);
-  const url = new URL(ADMIN_DATABASE_URL);
-  url.pathname = `/${name}`;
+  await admin((client) => client.query(`create database ${name} template ${template}`));
   return {
-    url: url.toString(),
-    drop: () => admin(`drop database if exists ${name} with (force)`),
+    url: databaseUrl(name),
+    drop: async () => {
+      await admin((client) => client.query(`drop database if exists ${name} with (force)`));
+    },
   };
 }
 
-async function admin(statement: string): Promise<void> {
+function databaseUrl(name: string): string {
+  const url = new URL(ADMIN_DATABASE_URL);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+let template: Promise<string> | undefined;
+
+/**
+ * The migrated template database, made once for every test process and run of the suite (named
+ * after TEMPLATE_VERSION): the first process to want it makes it under an advisory lock, migrating
+ * a database under another name and renaming it when done, so no one copies a half-made one.
+ */
+function migratedTemplate(): Promise<string> {
+  template ??= admin(async (client) => {
+    const name = `bridgeline_template_${TEMPLATE_VERSION}`;
+    const exists = async () =>
+      (await client.query("select 1 from pg_database where datname = $1", [name])).rowCount === 1;
+    if (await exists()) return name;
+    await client.query("select pg_advisory_lock(hashtext('bridgeline test template'))");
+    try {
+      if (await exists()) return name;
+      const making = `${name}_making`;
+      await client.query(`drop database if exists ${making} with (force)`);
+      await client.query(`create database ${making} template template0`);
+      const store = await openPostgresStore(databaseUrl(making));
+      await store.close();
+      await client.query(`alter database ${making} rename to ${name}`);
+      return name;
+    } finally {
+      await client.query("select pg_advisory_unlock(hashtext('bridgeline test template'))");
+    }
+  });
+  return template;
+}
+
+async function admin<T>(work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: ADMIN_DATABASE_URL });
   await client.connect();
   try {
-    await client.query(statement);
+    return await work(client);
   } finally {
     await client.end();
   }
+}
+
+let dataDirTemplate: string | undefined;
+
+/**
+ * Fills a fresh data directory the way a service leaves one: a migrated SQLite store and a
+ * self-signed certificate, copied from a template made once per TEMPLATE_VERSION (a store's
+ * migrations and an RSA key per service cost seconds on a loaded machine).
+ */
+export async function fillDataDir(dataDir: string): Promise<void> {
+  dataDirTemplate ??= await makeDataDirTemplate();
+  fs.cpSync(dataDirTemplate, dataDir, { recursive: true });
+}
+
+async function makeDataDirTemplate(): Promise<string> {
+  const done = path.join(os.tmpdir(), `bridgeline-template-${TEMPLATE_VERSION}`);
+  if (fs.existsSync(done)) return done;
+  const making = fs.mkdtempSync(`${done}-making-`);
+  const store = await openSqliteStore(making);
+  // Closed, SQLite writes its log back into the file and removes it: the file is the whole store.
+  await store.close();
+  await loadTlsMaterial({ ...loadConfig({}), dataDir: making });
+  try {
+    fs.renameSync(making, done);
+  } catch (error) {
+    // Another test process made it first.
+    if (!fs.existsSync(done)) throw error;
+    fs.rmSync(making, { recursive: true, force: true });
+  }
+  return done;
 }
 
 /**
@@ -57,6 +142,7 @@ export function storeForTests(name: string): { readonly store: Store } {
       holder.store = await openPostgresStore(database.url);
     } else {
       dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `bridgeline-${name}-`));
+      await fillDataDir(dataDir);
       holder.store = await openSqliteStore(dataDir);
     }
   });

@@ -9,7 +9,7 @@ import { type Config, loadConfig } from "../../src/config.js";
 import { type RunningService, type ServiceOptions, startService } from "../../src/main.js";
 import { openStore } from "../../src/store/database.js";
 import type { Database } from "../../src/store/schema.js";
-import { createTestDatabase, TEST_STORE, type TestDatabase } from "./databases.js";
+import { createTestDatabase, fillDataDir, TEST_STORE, type TestDatabase } from "./databases.js";
 
 export interface TestResponse {
   status: number;
@@ -63,6 +63,7 @@ export async function startTestService(
 ): Promise<TestService> {
   const ownsDataDir = overrides.dataDir === undefined;
   const dataDir = overrides.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-test-"));
+  if (ownsDataDir) await fillDataDir(dataDir);
   const database: TestDatabase | null =
     TEST_STORE === "postgres" && overrides.databaseUrl === undefined ? await createTestDatabase() : null;
   const config: Config = {

@@ -25,7 +25,7 @@ describe("0007_webhooks migration", () => {
 
   async function open(): Promise<{ db: Kysely<Database>; dialect: StoreDialect }> {
     if (TEST_STORE === "postgres") {
-      database = await createTestDatabase();
+      database = await createTestDatabase({ migrated: false });
       const pool = new pg.Pool({ connectionString: database.url, max: 2 });
       return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: "postgres" };
     }
