@@ -68,6 +68,8 @@ export interface ServiceOptions {
   readonly heartbeatIntervalMs?: number;
   /** BRIDGELINE_* variables set that nothing reads: each is logged as a warning. */
   readonly unknownVariables?: readonly UnknownVariable[];
+  /** scrypt's cost for new password hashes (tests lower it: hashing at a deployment's cost is slow). */
+  readonly passwordCost?: number;
 }
 
 /** Wires the store, the API and the listeners; the one place that knows them all. */
@@ -236,6 +238,7 @@ export async function startService(
     callingPolicy,
     eventFeed,
     onRequestDone: metrics.requestDone,
+    passwordCost: options.passwordCost,
     webhookDestinations,
     readiness: {
       database: async () => {

@@ -45,12 +45,16 @@ export interface OpenedSession {
 export class Authenticator {
   private readonly cacheKey = randomBytes(32);
   private readonly verified = new Map<string, { userId: number; passwordHash: string }>();
-  private readonly decoyHash = hashPassword(randomBytes(16).toString("base64"));
+  /** Checked against when the user is unknown, at the cost real hashes are made with. */
+  private readonly decoyHash: Promise<string>;
 
   constructor(
     private readonly store: Store,
     private readonly attempts: LoginAttempts,
-  ) {}
+    passwordCost: number,
+  ) {
+    this.decoyHash = hashPassword(randomBytes(16).toString("base64"), passwordCost);
+  }
 
   /**
    * The user a request is made by: HTTP Basic when it has an Authorization header, else its session

@@ -18,6 +18,7 @@ import type { DestinationPolicy } from "../webhooks/destination.js";
 import { Authenticator } from "./authentication.js";
 import { EventFeed } from "./event-feed.js";
 import { answerFor, type ErrorAnswer, fastifyClientError, HttpError, MAX_BODY_BYTES } from "./http-errors.js";
+import { PASSWORD_COST } from "./passwords.js";
 import { byClientAddress, sharedRateLimits } from "./rate-limits.js";
 import type { Representation } from "./representations.js";
 import { refuseNonXmlCharacters } from "./request-text.js";
@@ -62,6 +63,8 @@ export interface ApiOptions {
   eventFeed?: EventFeed;
   /** Told of every answered request: its route pattern (e.g. `/users/:userId`), method, status, seconds. */
   onRequestDone?: (route: string, method: string, status: number, seconds: number) => void;
+  /** scrypt's cost for new password hashes; default PASSWORD_COST (only tests lower it). */
+  passwordCost?: number;
 }
 
 /** What every route plugin is registered with (its options). */
@@ -70,6 +73,8 @@ export interface ApiContext {
   dataDir: string;
   accessNumbers: readonly string[];
   callingPolicy: CallingPolicy;
+  /** scrypt's cost for new password hashes. */
+  passwordCost: number;
   /** The sign-up limit per client address, for the sign-up route (ResourceOptions.rateLimit). */
   signupLimit: RateLimitOptions;
   /** The authenticated user, who must own the /users/{user_id} tree named by the path. */
@@ -104,18 +109,23 @@ export async function buildApi(options: ApiOptions) {
     ...(options.serverFactory && { serverFactory: options.serverFactory }),
   });
   const windowMs = options.throttleWindowSeconds * 1000;
+  const passwordCost = options.passwordCost ?? PASSWORD_COST;
   // Before the routes: the plugin adds its hooks to the routes as they are declared.
   const counts = attemptCounts(options.store);
   await app.register(fastifyRateLimit, sharedRateLimits(counts));
   const failedLoginKey = byClientAddress("failed-login");
-  const authenticator = new Authenticator(options.store, {
-    limiter: app.createRateLimit({
-      max: options.failedLoginLimit,
-      timeWindow: windowMs,
-      keyGenerator: failedLoginKey,
-    }),
-    giveBack: (request) => counts.uncount(failedLoginKey(request)),
-  });
+  const authenticator = new Authenticator(
+    options.store,
+    {
+      limiter: app.createRateLimit({
+        max: options.failedLoginLimit,
+        timeWindow: windowMs,
+        keyGenerator: failedLoginKey,
+      }),
+      giveBack: (request) => counts.uncount(failedLoginKey(request)),
+    },
+    passwordCost,
+  );
   const feed = options.eventFeed ?? new EventFeed(options.store, options.logger);
   // Open event streams would hold the server open.
   app.addHook("preClose", async () => feed.close());
@@ -177,6 +187,7 @@ export async function buildApi(options: ApiOptions) {
     dataDir: options.dataDir,
     accessNumbers: options.accessNumbers,
     callingPolicy: options.callingPolicy ?? OPEN_CALLING_POLICY,
+    passwordCost,
     signupLimit: {
       max: options.signupLimit,
       timeWindow: windowMs,

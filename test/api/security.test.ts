@@ -7,6 +7,7 @@ import { after, before, describe, it } from "node:test";
 import tls from "node:tls";
 import Database from "better-sqlite3";
 import pg from "pg";
+import { PASSWORD_COST } from "../../src/api/passwords.js";
 import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
 import { signupXml, startTestService, type TestResponse, type TestService } from "../helpers/service.js";
 import type { Auth } from "../helpers/xml.js";
@@ -112,9 +113,13 @@ describe("security", () => {
   const email = `secret-keeper-${process.pid}@example.com`;
 
   before(async () => {
-    // The most verbose level: even then nothing secret may reach the log.
+    // The most verbose level: even then nothing secret may reach the log. Passwords hashed at the
+    // cost a deployment uses, which a test below checks.
     database = TEST_STORE === "postgres" ? await createTestDatabase() : null;
-    api = await startTestService({ logLevel: "trace", ...(database && { databaseUrl: database.url }) });
+    api = await startTestService(
+      { logLevel: "trace", ...(database && { databaseUrl: database.url }) },
+      { passwordCost: PASSWORD_COST },
+    );
     const signup = await api.request("POST", "/users", { body: signupBody(email) });
     assert.equal(signup.status, 201, signup.text);
     userId = Number(String(signup.headers.location).split("/").pop());

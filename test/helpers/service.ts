@@ -89,7 +89,7 @@ export async function startTestService(
   });
   let service: RunningService;
   try {
-    service = await startService(config, logStream, options);
+    service = await startService(config, logStream, { passwordCost: TEST_PASSWORD_COST, ...options });
   } catch (error) {
     // A service that does not start leaves neither its database nor its fresh data directory.
     await database?.drop();
@@ -141,6 +141,13 @@ export async function startTestService(
     },
   };
 }
+
+/**
+ * scrypt's cost for the passwords test services hash: a deployment's (2^15, some 100 ms and 32 MiB a
+ * hash) paid by every sign-up and first login of the suite is minutes. Tests of the cost itself
+ * pass `passwordCost: PASSWORD_COST`.
+ */
+export const TEST_PASSWORD_COST = 2 ** 10;
 
 let userCounter = 0;
 

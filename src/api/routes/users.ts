@@ -19,7 +19,7 @@ export async function userRoutes(app: FastifyInstance, api: ApiContext): Promise
     {
       POST: async (request, reply) => {
         const changes = readUserChanges(readBody(request, "user"), "create", api.callingPolicy);
-        const passwordHash = await hashPassword(changes.password as string);
+        const passwordHash = await hashPassword(changes.password as string, api.passwordCost);
         const user = await createUser(
           api.store,
           changes as typeof changes & { name: string; email: string; billingPackageId: number },
@@ -43,7 +43,8 @@ export async function userRoutes(app: FastifyInstance, api: ApiContext): Promise
       const input = readBody(request, "user");
       const lockVersion = readLockVersion(input);
       const changes = readUserChanges(input, "update", api.callingPolicy);
-      const passwordHash = changes.password === undefined ? undefined : await hashPassword(changes.password);
+      const passwordHash =
+        changes.password === undefined ? undefined : await hashPassword(changes.password, api.passwordCost);
       const user = await updateUser(api.store, userId, changes, passwordHash, lockVersion, new Date());
       return sendDocument(reply, 200, "user", userElement(user));
     },
