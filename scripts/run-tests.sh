@@ -12,8 +12,8 @@ if (($#)); then files=("$@"); else mapfile -t files < <(find test -name '*.test.
 status=0
 
 # The tests that start `bin/bridgeline.js` run the compiled service in dist/: bring it up to date
-# with the sources first (incremental, a few seconds when nothing changed). A failed build fails the
-# run; the tests still run, on what was emitted.
+# with the sources first (esbuild, about a second; the types are checked by `npm run typecheck`).
+# A failed build fails the run.
 echo "== building dist/"
 npm run --silent build:service || status=1
 

@@ -1,6 +1,6 @@
 /**
  * The compiled build (issue 18): the service and the CLI run from the JavaScript that
- * tsconfig.build.json makes of src/, with plain node and no TypeScript loader in the process.
+ * scripts/build-service.mjs makes of src/, with plain node and no TypeScript loader in the process.
  *
  * The test compiles the current sources into an install of its own in a temporary directory: the
  * build (dist/), bin/, assets/, the console's build and package.json, with node_modules holding
@@ -82,10 +82,7 @@ describe("the compiled build", () => {
     app = path.join(dir, "app");
     execFileSync(
       process.execPath,
-      [
-        path.join(ROOT, "node_modules/typescript/bin/tsc"),
-        ...["-p", "tsconfig.build.json", "--outDir", path.join(app, "dist"), "--incremental", "false"],
-      ],
+      [path.join(ROOT, "scripts/build-service.mjs"), "--outdir", path.join(app, "dist")],
       { cwd: ROOT, stdio: ["ignore", "inherit", "inherit"] },
     );
     for (const part of ["bin", "assets", "console/dist", "package.json"]) {
