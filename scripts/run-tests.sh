@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test on the embedded SQLite store, then again on PostgreSQL all but the tests that never
-# touch a store: the telephony tests (those of the conference runtime do touch one) and the
-# deployment tests (test/deploy: Kamailio and SIPp only). When no PostgreSQL is reachable the
-# PostgreSQL half is skipped with one line saying so, and under CI that fails the run.
+# Runs every test on the embedded SQLite store, then again on PostgreSQL the tests whose worth there
+# is their SQL (store_test below). When no PostgreSQL is reachable the PostgreSQL half is skipped
+# with one line saying so, and under CI that fails the run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 : "${BRIDGELINE_TEST_DATABASE_URL:=postgres://postgres@127.0.0.1:5432/test}"
@@ -35,10 +34,26 @@ run_suite() {
     --test-timeout=300000 --test-force-exit "${reporters[@]}" "$@" || status=1
 }
 
+# The store's own tests, the API's (every request is SQL), the outboxes', the scheduler's, the
+# conference runtime's store, the fuzzers', PostgreSQL's faults, a kill mid-write, and the tests of
+# several instances on one database (only PostgreSQL can be shared; they skip on SQLite). The rest
+# (rules over fakes, media, SIP, the real phones, deployment) runs once, on SQLite: the store
+# queries the real-phone tests make are the conference runtime's, tested here by
+# test/conference/runtime.test.ts and test/store/*.
+store_test() {
+  case "$1" in
+    test/api/xml.test.ts | test/api/passwords.test.ts) return 1 ;;
+    test/store/* | test/api/* | test/notify/* | test/webhooks/migration.test.ts | test/scheduler/*) return 0 ;;
+    test/conference/runtime.test.ts | test/conference/pin-prompt-limit.test.ts | test/fuzz/*) return 0 ;;
+    test/faults/postgres-*.test.ts | test/faults/sigkill.test.ts) return 0 ;;
+    test/telephony/conference/cross-instance.test.ts | test/telephony/conference/separate-addresses.test.ts) return 0 ;;
+    test/telephony/conference/edge.test.ts) return 0 ;;
+  esac
+  return 1
+}
 store_files=()
 for file in "${files[@]}"; do
-  if [[ "$file" == test/deploy/* ]]; then continue; fi
-  if [[ "$file" != test/telephony/* || "$file" == test/telephony/conference/* ]]; then store_files+=("$file"); fi
+  if store_test "$file"; then store_files+=("$file"); fi
 done
 
 run_suite sqlite "${files[@]}"

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { loadConfig } from "../../src/config.js";
-import { startTestService, type TestService } from "../helpers/service.js";
+import { startTestApi, type TestApi } from "../helpers/service.js";
 
 describe("GET /access-numbers", () => {
-  let api: TestService;
+  let api: TestApi;
   before(async () => {
-    api = await startTestService({
+    api = await startTestApi({
       sip: {
         ...loadConfig({}).sip,
         bindAddress: "127.0.0.1",

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { createUser, startTestService, type TestService } from "../helpers/service.js";
+import { createUser, startTestApi, type TestApi } from "../helpers/service.js";
 import { type Auth, errorsOf, itemsOf, textOf, typesOf, type XmlNode } from "../helpers/xml.js";
 
 const EXTENDED_TYPES = {
@@ -35,12 +35,12 @@ const BASIC_TYPES = {
 };
 
 describe("attendees API", () => {
-  let api: TestService;
+  let api: TestApi;
   let userId: number;
   let auth: Auth;
 
   before(async () => {
-    api = await startTestService();
+    api = await startTestApi();
     ({ id: userId, auth } = await createUser(api));
   });
   after(() => api.close());

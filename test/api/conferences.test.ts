@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { createUser, startTestService, type TestResponse, type TestService } from "../helpers/service.js";
+import { createUser, startTestApi, type TestApi, type TestResponse } from "../helpers/service.js";
 import { type Auth, errorsOf, itemsOf, textOf, typesOf, type XmlNode } from "../helpers/xml.js";
 
 const BASIC_TYPES = {
@@ -58,7 +58,7 @@ const OWNER_PHONES = `<time-zone>Eastern Time (US &amp; Canada)</time-zone>
 </phone-numbers>`;
 
 describe("conferences API", () => {
-  let api: TestService;
+  let api: TestApi;
   /** Eastern time, two phone numbers. */
   let owner: { id: number; auth: Auth; user: XmlNode };
   /** No phone number and no time zone (UTC). */
@@ -66,7 +66,7 @@ describe("conferences API", () => {
   let conferencesPath: string;
 
   before(async () => {
-    api = await startTestService();
+    api = await startTestApi();
     const created = await createUser(api, OWNER_PHONES);
     owner = { id: created.id, auth: created.auth, user: created.response.xml.user as XmlNode };
     phoneless = await createUser(api);

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { createUser, startTestService, type TestService } from "../helpers/service.js";
+import { createUser, startTestApi, type TestApi } from "../helpers/service.js";
 import { type Auth, errorsOf, itemsOf, textOf, typesOf, type XmlNode } from "../helpers/xml.js";
 
 /** True when the message names the field as a whole word ("im" is not named by "im-network"). */
@@ -32,13 +32,13 @@ const FULL_CONTACT = `<?xml version="1.0" encoding="UTF-8"?>
 </contact>`;
 
 describe("contacts API", () => {
-  let api: TestService;
+  let api: TestApi;
   let userId: number;
   let auth: Auth;
   let contactsPath: string;
 
   before(async () => {
-    api = await startTestService();
+    api = await startTestApi();
     ({ id: userId, auth } = await createUser(api));
     contactsPath = `/users/${userId}/contacts`;
   });

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { DateTime } from "luxon";
-import { createUser, startTestService, type TestService } from "../helpers/service.js";
+import { createUser, startTestApi, type TestApi } from "../helpers/service.js";
 import { type Auth, errorsOf, itemsOf, textOf, type XmlNode } from "../helpers/xml.js";
 
 /** Query parameters as written (unencoded); "{Label}" in a value stands for that record's id. */
@@ -24,7 +24,7 @@ const withOffset = (instant: Date, offsetHours: number) =>
 const HOUR = 3_600_000;
 
 describe("searching collections", () => {
-  let api: TestService;
+  let api: TestApi;
   let userId: number;
   let auth: Auth;
   /** Label -> id of every record the fixture created. */
@@ -38,7 +38,7 @@ describe("searching collections", () => {
   }
 
   before(async () => {
-    api = await startTestService();
+    api = await startTestApi();
     ({ id: userId, auth } = await createUser(api));
 
     const contacts = `/users/${userId}/contacts`;

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { createUser, startTestService, type TestResponse, type TestService } from "../helpers/service.js";
+import { createUser, startTestApi, type TestApi, type TestResponse } from "../helpers/service.js";
 
 type XmlNode = Record<string, unknown>;
 type Auth = [string, string];
@@ -32,12 +32,12 @@ function apiTime(milliseconds: number): string {
 }
 
 describe("scheduled-to-start-at as a free-form expression", () => {
-  let api: TestService;
+  let api: TestApi;
   let newfoundland: { id: number; auth: Auth };
   let zoneless: { id: number; auth: Auth };
 
   before(async () => {
-    api = await startTestService();
+    api = await startTestApi();
     newfoundland = await createUser(api, "<time-zone>Newfoundland</time-zone>");
     zoneless = await createUser(api);
   });

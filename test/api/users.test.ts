@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { createUser, startTestService, type TestResponse, type TestService } from "../helpers/service.js";
+import { createUser, startTestApi, type TestApi, type TestResponse } from "../helpers/service.js";
 import { type Auth, assertErrorMatches, errorMessages, itemsIn, type XmlNode } from "../helpers/xml.js";
 
 interface Field {
@@ -112,10 +112,10 @@ function freshEmail(label: string): string {
 }
 
 describe("users API", () => {
-  let api: TestService;
+  let api: TestApi;
 
   before(async () => {
-    api = await startTestService();
+    api = await startTestApi();
   });
   after(() => api.close());
 

@@ -5,7 +5,9 @@ import { Writable } from "node:stream";
 import { XMLParser } from "fast-xml-parser";
 import type { Kysely } from "kysely";
 import { Agent, request } from "undici";
+import { buildApi } from "../../src/api/server.js";
 import { type Config, loadConfig } from "../../src/config.js";
+import { createLogger } from "../../src/log.js";
 import { type RunningService, type ServiceOptions, startService } from "../../src/main.js";
 import { openStore } from "../../src/store/database.js";
 import type { Database } from "../../src/store/schema.js";
@@ -28,17 +30,22 @@ export interface RequestOptions {
   https?: boolean;
 }
 
-export interface TestService {
-  service: RunningService;
+/** The API over a store: what tests of the API alone need, in process or over sockets. */
+export interface TestApi {
   dataDir: string;
-  httpUrl: string;
-  httpsUrl: string;
   /** Every JSON log line the service wrote. */
   logs: string[];
   request(method: string, urlPath: string, options?: RequestOptions): Promise<TestResponse>;
   /** Reads the service's database directly (either store), for what no response shows. */
   inspect<T>(query: (db: Kysely<Database>) => Promise<T>): Promise<T>;
   close(): Promise<void>;
+}
+
+/** The whole service on real sockets (HTTPS, plain HTTP, SIP, media threads). */
+export interface TestService extends TestApi {
+  service: RunningService;
+  httpUrl: string;
+  httpsUrl: string;
 }
 
 const responseParser = new XMLParser({
@@ -97,6 +104,14 @@ export async function startTestService(
     throw error;
   }
   const httpUrl = `http://127.0.0.1:${service.httpPort}`;
+  const inspect: TestApi["inspect"] = async (query) => {
+    const store = await openStore({ databaseUrl: config.databaseUrl, dataDir });
+    try {
+      return await query(store.db);
+    } finally {
+      await store.close();
+    }
+  };
   const httpsUrl = `https://127.0.0.1:${service.httpsPort}`;
   return {
     service,
@@ -105,35 +120,15 @@ export async function startTestService(
     httpsUrl,
     logs,
     async request(method, urlPath, options = {}) {
-      const headers: Record<string, string> = { accept: "application/xml", ...options.headers };
-      if (
-        options.body !== undefined &&
-        !Object.keys(headers).some((h) => h.toLowerCase() === "content-type")
-      ) {
-        headers["content-type"] = "application/xml";
-      }
-      if (options.auth) {
-        headers.authorization = `Basic ${Buffer.from(`${options.auth[0]}:${options.auth[1]}`).toString("base64")}`;
-      }
       const response = await request(`${options.https ? httpsUrl : httpUrl}${urlPath}`, {
         method: method as "GET",
-        headers,
+        headers: requestHeaders(options),
         body: options.body,
         dispatcher: options.https ? insecureAgent : undefined,
       });
-      const text = await response.body.text();
-      let xml: Record<string, unknown> = {};
-      if (text.startsWith("<?xml")) xml = responseParser.parse(text) as Record<string, unknown>;
-      return { status: response.statusCode, headers: response.headers, text, xml };
+      return testResponse(response.statusCode, response.headers, await response.body.text());
     },
-    async inspect(query) {
-      const store = await openStore({ databaseUrl: config.databaseUrl, dataDir });
-      try {
-        return await query(store.db);
-      } finally {
-        await store.close();
-      }
-    },
+    inspect,
     async close() {
       await service.close();
       await database?.drop();
@@ -148,6 +143,99 @@ export async function startTestService(
  * pass `passwordCost: PASSWORD_COST`.
  */
 export const TEST_PASSWORD_COST = 2 ** 10;
+
+/** What every test request sends: XML both ways unless told, and HTTP Basic when given credentials. */
+function requestHeaders(options: RequestOptions): Record<string, string> {
+  const headers: Record<string, string> = { accept: "application/xml", ...options.headers };
+  if (options.body !== undefined && !Object.keys(headers).some((h) => h.toLowerCase() === "content-type")) {
+    headers["content-type"] = "application/xml";
+  }
+  if (options.auth) {
+    headers.authorization = `Basic ${Buffer.from(`${options.auth[0]}:${options.auth[1]}`).toString("base64")}`;
+  }
+  return headers;
+}
+
+function testResponse(status: number, headers: TestResponse["headers"], text: string): TestResponse {
+  let xml: Record<string, unknown> = {};
+  if (text.startsWith("<?xml")) xml = responseParser.parse(text) as Record<string, unknown>;
+  return { status, headers, text, xml };
+}
+
+/**
+ * The API alone, answering through Fastify's inject() (no sockets, no TLS, no SIP, no media
+ * threads, no workers), over a store copied from the migrated template: for tests of what the API
+ * says and stores. Tests of the listeners (HTTPS, limits on connections, 100-continue), of the
+ * workers (notifications, webhooks, the scheduler) or of calls start the real service instead.
+ */
+export async function startTestApi(overrides: Partial<Config> = {}): Promise<TestApi> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-api-"));
+  await fillDataDir(dataDir);
+  const database = TEST_STORE === "postgres" ? await createTestDatabase() : null;
+  const config: Config = {
+    ...loadConfig({}),
+    dataDir,
+    databaseUrl: database?.url ?? null,
+    logLevel: "info",
+    failedLoginLimit: 1000,
+    signupLimit: 1000,
+    ...overrides,
+  };
+  const logs: string[] = [];
+  const logStream = new Writable({
+    write(chunk, _encoding, done) {
+      logs.push(...String(chunk).split("\n").filter(Boolean));
+      done();
+    },
+  });
+  const store = await openStore(config);
+  const app = await buildApi({
+    store,
+    logger: createLogger(config.logLevel, logStream),
+    failedLoginLimit: config.failedLoginLimit,
+    signupLimit: config.signupLimit,
+    throttleWindowSeconds: config.throttleWindowSeconds,
+    trustedProxies: config.trustedProxies,
+    dataDir,
+    accessNumbers: config.sip.accessNumbers,
+    callingPolicy: {
+      deniedPrefixes: config.conferences.deniedNumberPrefixes,
+      maxCallsInProgressPerUser: config.conferences.maxCallsInProgressPerUser,
+      maxCallsPerHourPerUser: config.conferences.maxCallsPerHourPerUser,
+    },
+    passwordCost: TEST_PASSWORD_COST,
+  });
+  return {
+    dataDir,
+    logs,
+    async request(method, urlPath, options = {}) {
+      if (options.https) throw new Error("startTestApi has no HTTPS listener: use startTestService");
+      const response = await app.inject({
+        method: method as "GET",
+        url: urlPath,
+        headers: requestHeaders(options),
+        ...(options.body !== undefined && { payload: options.body }),
+      });
+      // inject() gives some headers as numbers (content-length); a socket gives text.
+      const headers = Object.fromEntries(
+        Object.entries(response.headers).map(([name, value]) => [
+          name,
+          typeof value === "number" ? String(value) : value,
+        ]),
+      );
+      return testResponse(response.statusCode, headers, response.body);
+    },
+    async inspect(query) {
+      return query(store.db);
+    },
+    async close() {
+      await app.close();
+      await store.close();
+      await database?.drop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
 
 let userCounter = 0;
 
@@ -167,7 +255,7 @@ export function signupXml(email: string, password = "correct horse", extra = "")
 
 /** Signs up a fresh user and returns its id and credentials. */
 export async function createUser(
-  api: TestService,
+  api: TestApi,
   extra = "",
 ): Promise<{ id: number; auth: [string, string]; response: TestResponse }> {
   userCounter += 1;
@@ -185,7 +273,7 @@ export async function createUser(
  */
 /** Creates a conference (state new) of `owner`'s, scheduled at `startAt`: its path and id. */
 export async function createConference(
-  api: TestService,
+  api: TestApi,
   owner: { id: number; auth: [string, string] },
   startAt: string,
   name = "Weekly",
@@ -200,7 +288,7 @@ export async function createConference(
 }
 
 export async function createPendingConference(
-  api: TestService,
+  api: TestApi,
   owner: { id: number; auth: [string, string] },
   options: { numbers: readonly string[]; extra?: string; startAt?: Date; name?: string },
 ): Promise<string> {
