@@ -9,7 +9,7 @@ import { buildApi } from "../../src/api/server.js";
 import { type Config, loadConfig } from "../../src/config.js";
 import { createLogger } from "../../src/log.js";
 import { type RunningService, type ServiceOptions, startService } from "../../src/main.js";
-import { openStore } from "../../src/store/database.js";
+import { openStore, type Store } from "../../src/store/database.js";
 import type { Database } from "../../src/store/schema.js";
 import { createTestDatabase, fillDataDir, TEST_STORE, type TestDatabase } from "./databases.js";
 
@@ -39,6 +39,11 @@ export interface TestApi {
   /** Reads the service's database directly (either store), for what no response shows. */
   inspect<T>(query: (db: Kysely<Database>) => Promise<T>): Promise<T>;
   close(): Promise<void>;
+}
+
+/** The API in process, with the store it answers from, for tests of the store's queries. */
+export interface InProcessTestApi extends TestApi {
+  store: Store;
 }
 
 /** The whole service on real sockets (HTTPS, plain HTTP, SIP, media threads). */
@@ -168,7 +173,7 @@ function testResponse(status: number, headers: TestResponse["headers"], text: st
  * says and stores. Tests of the listeners (HTTPS, limits on connections, 100-continue), of the
  * workers (notifications, webhooks, the scheduler) or of calls start the real service instead.
  */
-export async function startTestApi(overrides: Partial<Config> = {}): Promise<TestApi> {
+export async function startTestApi(overrides: Partial<Config> = {}): Promise<InProcessTestApi> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-api-"));
   await fillDataDir(dataDir);
   const database = TEST_STORE === "postgres" ? await createTestDatabase() : null;
@@ -208,6 +213,7 @@ export async function startTestApi(overrides: Partial<Config> = {}): Promise<Tes
   return {
     dataDir,
     logs,
+    store,
     async request(method, urlPath, options = {}) {
       if (options.https) throw new Error("startTestApi has no HTTPS listener: use startTestService");
       const response = await app.inject({
