@@ -43,7 +43,7 @@ run_suite() {
 store_test() {
   case "$1" in
     test/api/xml.test.ts | test/api/passwords.test.ts) return 1 ;;
-    test/store/* | test/api/* | test/notify/* | test/webhooks/migration.test.ts | test/scheduler/*) return 0 ;;
+    test/store/* | test/api/* | test/notify/* | test/outbox/* | test/webhooks/migration.test.ts | test/scheduler/*) return 0 ;;
     test/conference/runtime.test.ts | test/conference/pin-prompt-limit.test.ts | test/fuzz/*) return 0 ;;
     test/faults/postgres-*.test.ts | test/faults/sigkill.test.ts) return 0 ;;
     test/telephony/conference/cross-instance.test.ts | test/telephony/conference/separate-addresses.test.ts) return 0 ;;

@@ -5,11 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import {
-  ownerName,
-  recordAttendeeControls,
-  recordConferenceControls,
-} from "../../src/store/conference-runtime.js";
+import { conferenceStore } from "../../src/store/conference-store.js";
 import type { Store } from "../../src/store/database.js";
 import { findPinTarget } from "../../src/store/dial-in.js";
 import { appendEvent } from "../../src/store/events.js";
@@ -50,8 +46,8 @@ describe(`a conference room's queries (${TEST_STORE})`, () => {
   after(() => api?.close());
 
   it("names the owner, and no one for a user there is not", async () => {
-    assert.equal(await ownerName(store, owner.id), "Test User");
-    assert.equal(await ownerName(store, owner.id + 1_000), undefined);
+    assert.equal(await conferenceStore(store).ownerName(owner.id), "Test User");
+    assert.equal(await conferenceStore(store).ownerName(owner.id + 1_000), undefined);
   });
 
   it("finds a conference's PINs, a user's PINs to the conference in progress, and no unknown PIN", async () => {
@@ -86,9 +82,24 @@ describe(`a conference room's queries (${TEST_STORE})`, () => {
 
   it("records an attendee's live controls with an event per change, and nothing for one not there", async () => {
     const scope = { userId: owner.id, conferenceId };
-    await recordAttendeeControls(store, scope, attendeeId, { muted: true, handUp: true }, new Date());
-    await recordAttendeeControls(store, scope, attendeeId, { muted: true, handUp: false }, new Date());
-    await recordAttendeeControls(store, scope, attendeeId + 1_000, { muted: true }, new Date());
+    await conferenceStore(store).recordAttendeeControls(
+      scope,
+      attendeeId,
+      { muted: true, handUp: true },
+      new Date(),
+    );
+    await conferenceStore(store).recordAttendeeControls(
+      scope,
+      attendeeId,
+      { muted: true, handUp: false },
+      new Date(),
+    );
+    await conferenceStore(store).recordAttendeeControls(
+      scope,
+      attendeeId + 1_000,
+      { muted: true },
+      new Date(),
+    );
     const row = await store.db
       .selectFrom("attendees")
       .select(["muted", "hand_up"])
@@ -108,16 +119,24 @@ describe(`a conference room's queries (${TEST_STORE})`, () => {
   it("records a conference's live controls with an event per change and the room's reason", async () => {
     const scope = { userId: owner.id, conferenceId };
     const before = (await eventTypes()).length;
-    await recordConferenceControls(store, scope, { dialInLocked: true, lectureMode: true }, new Date());
-    await recordConferenceControls(
-      store,
+    await conferenceStore(store).recordConferenceControls(
+      scope,
+      { dialInLocked: true, lectureMode: true },
+      new Date(),
+    );
+    await conferenceStore(store).recordConferenceControls(
       scope,
       { recordAudio: false, lectureMode: true },
       new Date(),
       "disk full",
     );
-    await recordConferenceControls(store, scope, { recordAudio: true }, new Date());
-    await recordConferenceControls(store, scope, { recordAudio: false }, new Date(), "disk full");
+    await conferenceStore(store).recordConferenceControls(scope, { recordAudio: true }, new Date());
+    await conferenceStore(store).recordConferenceControls(
+      scope,
+      { recordAudio: false },
+      new Date(),
+      "disk full",
+    );
     const row = await store.db
       .selectFrom("conferences")
       .select(["dial_in_locked", "lecture_mode", "record_audio"])
