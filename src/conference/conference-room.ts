@@ -1,3 +1,4 @@
+// Long because it is one concern: a running room's state and its transitions; greeting, keypad, dial-in and writes are beside it.
 /**
  * One started conference taking place: it calls the attendees, greets them (press 1 to join, say
  * your name) unless the conference dials direct, joins them into its room's audio, holds the room

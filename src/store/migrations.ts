@@ -1,3 +1,4 @@
+// Long because it is the append-only list of every schema change since the first; old migrations are never edited.
 import {
   type ColumnDefinitionBuilder,
   type Kysely,

@@ -1,3 +1,4 @@
+// Long because it is one concern: a call's state from either side, joining its SIP session to its RTP session.
 /**
  * A telephone call as the layers above see it: signalling state as events, 20 ms frames of 8 kHz
  * audio in and out, DTMF both ways, hold, hang-up. It joins one INVITE session to one RTP session and

@@ -1,3 +1,4 @@
+// Long because it is one concern: the media thread's side of every command in protocol.ts, on one clock.
 /**
  * The media of one thread: the RTP streams and mixes placed on it, on a drift-free 20 ms clock of its
  * own. It carries out the main thread's commands (protocol.ts) and reports digits, talking, media

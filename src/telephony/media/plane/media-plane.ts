@@ -1,3 +1,4 @@
+// Long because it is one concern: the main thread's side of every media command and report (protocol.ts).
 /**
  * The media plane as the main thread sees it: N media threads (worker threads, or this thread when
  * N is 0), each running a MediaEngine over its share of the RTP port range. Mixes are placed on the
