@@ -60,23 +60,16 @@ async function canBindTcp(port: number): Promise<boolean> {
   });
 }
 
-/** Where this half of the suite takes ports: the SQLite half the lower share, PostgreSQL the upper. */
-const PORT_SHARE =
-  process.env.BRIDGELINE_TEST_STORE === "postgres"
-    ? { peers: 31384, rtp: 25000 }
-    : { peers: 30000, rtp: 20000 };
-
 /**
  * A port on 127.0.0.1 that is free now for UDP and TCP, together with the `span` ports above it
  * (SIPp binds -mp and -mp+2; baresip listens on its SIP port over UDP and TCP, and TLS on the next).
  * Random in 30000-32767, below the kernel's ephemeral range (32768 up) so that no outgoing
  * connection takes it meanwhile, and so that parallel test processes rarely meet; never the same
- * port twice in one process. The two halves of the suite run side by side, each in its own half of
- * the range (PORT_SHARE), so that they never meet.
+ * port twice in one process.
  */
 export async function freePorts(span = 0): Promise<number> {
   for (let attempt = 0; attempt < 400; attempt++) {
-    const base = PORT_SHARE.peers + 2 * Math.floor(Math.random() * ((1383 - span) / 2));
+    const base = 30000 + 2 * Math.floor(Math.random() * ((2767 - span) / 2));
     const ports = Array.from({ length: span + 1 }, (_, i) => base + i);
     if (ports.some((port) => handedOut.has(port))) continue;
     let free = true;
@@ -89,11 +82,11 @@ export async function freePorts(span = 0): Promise<number> {
 }
 
 /**
- * A random window of 200 ports in 20000-29999 (this half's share of it) for the stack's RTP (the stack skips ports in use, so
+ * A random window of 200 ports in 20000-29999 for the stack's RTP (the stack skips ports in use, so
  * parallel test processes only cost it a few retries); SIPp and baresip ports come from 30000 up.
  */
 export function rtpPortRange(): { min: number; max: number } {
-  const min = PORT_SHARE.rtp + 200 * Math.floor(Math.random() * 24);
+  const min = 20000 + 200 * Math.floor(Math.random() * 49);
   return { min, max: min + 199 };
 }
 
