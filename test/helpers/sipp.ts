@@ -226,11 +226,11 @@ export class Sipp {
     });
     const sipp = new Sipp(child, dir, sipPort, mediaPort, exited, output);
     try {
-      // A UAS must listen before it is called. A UAC binds its media port at start: a port another
-      // test process took between our check and SIPp's bind ends it at once, and start() tries
-      // other ports; one that never binds media within 2 s goes on, as before.
-      if (options.remote === undefined) await sipp.waitUntilBound(sipPort, 10_000, true);
-      else await sipp.waitUntilBound(mediaPort, 2_000, false);
+      // A UAS must listen before it is called. A UAC binds its media ports at start: a port another
+      // test process took between our check and SIPp's bind ends it within a few milliseconds, and
+      // start() tries other ports.
+      if (options.remote === undefined) await sipp.waitUntilListening();
+      else await sipp.refusedBind();
     } catch (error) {
       await sipp.stop();
       throw error;
@@ -238,26 +238,28 @@ export class Sipp {
     return sipp;
   }
 
-  private async waitUntilBound(port: number, withinMs: number, required: boolean): Promise<void> {
+  private async waitUntilListening(): Promise<void> {
     let done = false;
     void this.exited.then(() => {
       done = true;
     });
-    const deadline = Date.now() + withinMs;
-    while (!isUdpPortBound(port)) {
-      if (done) {
-        const report = `${this.output.text}\n${this.errors()}`;
-        // A UAC that ran its whole scenario already is for expectSuccess() to judge.
-        if (required || /Address already in use|errno = 98/.test(report))
-          throw new Error(`sipp exited before binding ${port}:\n${report}`);
-        return;
-      }
-      if (Date.now() > deadline) {
-        if (required) throw new Error(`sipp did not bind ${port} within ${withinMs / 1000} s`);
-        return;
-      }
+    const deadline = Date.now() + 10_000;
+    while (!isUdpPortBound(this.sipPort)) {
+      if (done) throw new Error(`sipp exited before listening:\n${this.output.text}\n${this.errors()}`);
+      if (Date.now() > deadline) throw new Error("sipp did not bind its SIP port within 10 s");
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
+  }
+
+  /** Throws when SIPp ended in its first 150 ms because a port was in use (errno 98). */
+  private async refusedBind(): Promise<void> {
+    const ended = await Promise.race([
+      this.exited.then(() => true),
+      new Promise<false>((resolve) => setTimeout(() => resolve(false), 150)),
+    ]);
+    if (!ended) return;
+    const report = `${this.output.text}\n${this.errors()}`;
+    if (/Address already in use|errno = 98/.test(report)) throw new Error(`sipp could not bind:\n${report}`);
   }
 
   /**
