@@ -28,7 +28,7 @@ run_suite() {
   fi
   # A test that waits forever fails after 5 minutes (the longest takes about 30 s), a test file
   # whose process would stay alive after its tests is ended, and a half that runs past 20 minutes
-  # (it takes about 8) is stopped: one stuck peer fails the run instead of hanging it.
+  # (it takes about 5) is stopped: one stuck peer fails the run instead of hanging it.
   BRIDGELINE_TEST_TIMES=${BRIDGELINE_TEST_TIMES:+$BRIDGELINE_TEST_TIMES-$store.txt} \
   BRIDGELINE_TEST_STORE=$store timeout --kill-after=30 1200 node --import tsx --test --test-concurrency=2 \
     --test-timeout=300000 --test-force-exit "${reporters[@]}" "$@" || status=1
@@ -56,28 +56,15 @@ for file in "${files[@]}"; do
   if store_test "$file"; then store_files+=("$file"); fi
 done
 
-# The two halves run side by side: most of a test's time is waiting (rings, audio windows, timers), so
-# two cores carry both, and the run takes the longer half's time instead of their sum. The
-# PostgreSQL half's report follows the SQLite half's.
-pg_log=$(mktemp)
-pg_pid=
+run_suite sqlite "${files[@]}"
 if node -e '
   const pg = require("pg");
   const client = new pg.Client({ connectionString: process.env.BRIDGELINE_TEST_DATABASE_URL, connectionTimeoutMillis: 3000 });
   client.connect().then(() => client.end(), () => process.exit(1));
 '; then
-  if ((${#store_files[@]})); then
-    (status=0; run_suite postgres "${store_files[@]}"; exit $status) >"$pg_log" 2>&1 &
-    pg_pid=$!
-  fi
+  if ((${#store_files[@]})); then run_suite postgres "${store_files[@]}"; fi
 else
   echo "SKIPPED: the PostgreSQL half of the suite: no PostgreSQL reachable at ${BRIDGELINE_TEST_DATABASE_URL}"
   if [[ "${CI:-}" == "true" ]]; then status=1; fi
 fi
-run_suite sqlite "${files[@]}"
-if [[ -n "$pg_pid" ]]; then
-  wait "$pg_pid" || status=1
-  cat "$pg_log"
-fi
-rm -f "$pg_log"
 exit $status
