@@ -13,12 +13,15 @@ export enum TransactionState {
   Terminated = "Terminated",
 }
 
-/** Thrown when a transaction is asked to take an edge its state machine does not have. */
+/**
+ * Thrown when a transaction or a session is asked to take an edge its state machine does not have:
+ * a bug, not a peer's doing.
+ */
 export class IllegalTransitionError extends Error {
   constructor(
     readonly kind: string,
-    readonly from: TransactionState,
-    readonly to: TransactionState,
+    readonly from: string,
+    readonly to: string,
   ) {
     super(`${kind}: illegal state transition from ${from} to ${to}`);
     this.name = "IllegalTransitionError";
@@ -26,11 +29,11 @@ export class IllegalTransitionError extends Error {
 }
 
 /** Throws IllegalTransitionError unless `to` is one of `edges[from]`. */
-export function checkTransition(
+export function checkTransition<State extends string>(
   kind: string,
-  edges: Readonly<Partial<Record<TransactionState, readonly TransactionState[]>>>,
-  from: TransactionState,
-  to: TransactionState,
+  edges: Readonly<Partial<Record<State, readonly State[]>>>,
+  from: State,
+  to: State,
 ): void {
   if (!(edges[from] ?? []).includes(to)) throw new IllegalTransitionError(kind, from, to);
 }

@@ -11,6 +11,7 @@ import type { SipRequest, SipResponse } from "../message/sip-message.js";
 import type { InviteServerTransaction } from "../transaction/invite-server-transaction.js";
 import type { ServerTransaction } from "../transaction/transaction-layer.js";
 import { responseTo } from "../transaction/transaction-layer.js";
+import { checkTransition } from "../transaction/transaction-state.js";
 import type { Destination } from "../transport/sip-transport.js";
 import { answerInfo } from "./dtmf-info.js";
 import { OfferAnswer, OfferAnswerState } from "./offer-answer.js";
@@ -18,7 +19,7 @@ import { OkRetransmission } from "./ok-retransmission.js";
 import { ReinviteClient } from "./reinvite-client.js";
 import type { SessionEndedBy, SessionHost, SessionListener } from "./session-host.js";
 import { SessionRefresh } from "./session-refresh.js";
-import { checkSessionTransition, type SessionEdges, SessionState } from "./session-state.js";
+import { type SessionEdges, SessionState } from "./session-state.js";
 
 export abstract class InviteSession {
   listener: SessionListener = {};
@@ -83,7 +84,7 @@ export abstract class InviteSession {
 
   /** The one way the state changes: refuses the edges this kind of session does not have. */
   protected transition(to: SessionState): void {
-    checkSessionTransition(this.kind, this.edges, this.#state, to);
+    checkTransition(this.kind, this.edges, this.#state, to);
     this.#state = to;
   }
 

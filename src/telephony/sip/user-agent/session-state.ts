@@ -1,6 +1,6 @@
 /**
  * The states of an INVITE session (RFC 3261 sections 12-15: the dialog an INVITE sets up, from the
- * INVITE to its end), and the check that each session kind takes only the edges it has.
+ * INVITE to its end); each session kind checks its edges with the transactions' checkTransition.
  */
 export enum SessionState {
   /** UAC: the INVITE is sent (again, after a challenge or to the next server) and nothing has answered it. UAS: it came and nothing has answered it. */
@@ -17,25 +17,3 @@ export enum SessionState {
 }
 
 export type SessionEdges = Readonly<Partial<Record<SessionState, readonly SessionState[]>>>;
-
-/** Thrown when a session is asked to take an edge its state machine does not have: a bug, not a peer's doing. */
-export class IllegalSessionTransitionError extends Error {
-  constructor(
-    readonly kind: string,
-    readonly from: SessionState,
-    readonly to: SessionState,
-  ) {
-    super(`${kind}: illegal state transition from ${from} to ${to}`);
-    this.name = "IllegalSessionTransitionError";
-  }
-}
-
-/** Throws IllegalSessionTransitionError unless `to` is one of `edges[from]`. */
-export function checkSessionTransition(
-  kind: string,
-  edges: SessionEdges,
-  from: SessionState,
-  to: SessionState,
-): void {
-  if (!(edges[from] ?? []).includes(to)) throw new IllegalSessionTransitionError(kind, from, to);
-}

@@ -9,6 +9,10 @@ import type { SipRequest, SipResponse } from "../../../../src/telephony/sip/mess
 import type { InviteClientTransaction } from "../../../../src/telephony/sip/transaction/invite-client-transaction.js";
 import { InviteServerTransaction } from "../../../../src/telephony/sip/transaction/invite-server-transaction.js";
 import { TIMER_H } from "../../../../src/telephony/sip/transaction/timers.js";
+import {
+  checkTransition,
+  IllegalTransitionError,
+} from "../../../../src/telephony/sip/transaction/transaction-state.js";
 import type { Destination } from "../../../../src/telephony/sip/transport/sip-transport.js";
 import {
   INCOMING_EDGES,
@@ -28,11 +32,7 @@ import type {
   SessionHost,
   SessionListener,
 } from "../../../../src/telephony/sip/user-agent/session-host.js";
-import {
-  checkSessionTransition,
-  IllegalSessionTransitionError,
-  SessionState,
-} from "../../../../src/telephony/sip/user-agent/session-state.js";
+import { SessionState } from "../../../../src/telephony/sip/user-agent/session-state.js";
 import { FakeClock } from "../../../helpers/fake-clock.js";
 import { RecordingTransport, RecordingUser } from "../transaction/helpers.js";
 
@@ -179,35 +179,34 @@ function ackFor(invite: SipRequest, body = ""): SipRequest {
 describe("session state edges", () => {
   it("an outgoing session MUST NOT leave Confirmed but for Terminated, nor wait for an ACK it never sends", () => {
     assert.throws(
-      () => checkSessionTransition("outgoing", OUTGOING_EDGES, SessionState.Confirmed, SessionState.Early),
-      IllegalSessionTransitionError,
+      () => checkTransition("outgoing", OUTGOING_EDGES, SessionState.Confirmed, SessionState.Early),
+      IllegalTransitionError,
     );
     assert.throws(
-      () =>
-        checkSessionTransition("outgoing", OUTGOING_EDGES, SessionState.Initial, SessionState.WaitingForAck),
-      IllegalSessionTransitionError,
+      () => checkTransition("outgoing", OUTGOING_EDGES, SessionState.Initial, SessionState.WaitingForAck),
+      IllegalTransitionError,
     );
     assert.throws(
-      () => checkSessionTransition("outgoing", OUTGOING_EDGES, SessionState.Cancelling, SessionState.Initial),
-      IllegalSessionTransitionError,
+      () => checkTransition("outgoing", OUTGOING_EDGES, SessionState.Cancelling, SessionState.Initial),
+      IllegalTransitionError,
     );
-    checkSessionTransition("outgoing", OUTGOING_EDGES, SessionState.Cancelling, SessionState.Confirmed);
+    checkTransition("outgoing", OUTGOING_EDGES, SessionState.Cancelling, SessionState.Confirmed);
   });
 
   it("an incoming session is confirmed only from WaitingForAck, and no session leaves Terminated", () => {
     assert.throws(
-      () => checkSessionTransition("incoming", INCOMING_EDGES, SessionState.Early, SessionState.Confirmed),
-      IllegalSessionTransitionError,
+      () => checkTransition("incoming", INCOMING_EDGES, SessionState.Early, SessionState.Confirmed),
+      IllegalTransitionError,
     );
     assert.throws(
-      () => checkSessionTransition("incoming", INCOMING_EDGES, SessionState.Initial, SessionState.Cancelling),
-      IllegalSessionTransitionError,
+      () => checkTransition("incoming", INCOMING_EDGES, SessionState.Initial, SessionState.Cancelling),
+      IllegalTransitionError,
     );
     for (const edges of [INCOMING_EDGES, OUTGOING_EDGES])
       for (const to of Object.values(SessionState))
         assert.throws(
-          () => checkSessionTransition("any", edges, SessionState.Terminated, to),
-          IllegalSessionTransitionError,
+          () => checkTransition("any", edges, SessionState.Terminated, to),
+          IllegalTransitionError,
         );
   });
 });
