@@ -2,19 +2,49 @@ import { createHash } from "node:crypto";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { after, before } from "node:test";
+import { after, before, describe } from "node:test";
 import pg from "pg";
 import { loadConfig } from "../../src/config.js";
 import { openPostgresStore, openSqliteStore, type Store } from "../../src/store/database.js";
 import { loadTlsMaterial } from "../../src/tls.js";
 
-/** Which store this run of the suite exercises; scripts/run-tests.sh runs the suite once per store. */
-export const TEST_STORE: "sqlite" | "postgres" =
-  process.env.BRIDGELINE_TEST_STORE === "postgres" ? "postgres" : "sqlite";
+/** The two stores the service runs on: the embedded SQLite file and PostgreSQL. */
+export type StoreKind = "sqlite" | "postgres";
 
 /** An administrative connection; each test service gets a database of its own from it. */
 export const ADMIN_DATABASE_URL =
   process.env.BRIDGELINE_TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+
+/**
+ * Why tests on PostgreSQL are skipped in this process, or false when they run: they are skipped
+ * only when no PostgreSQL answers and this is not CI (where a missing PostgreSQL must fail the run).
+ */
+export const POSTGRES_SKIP: string | false = await postgresSkip();
+
+async function postgresSkip(): Promise<string | false> {
+  if (process.env.CI === "true") return false;
+  const client = new pg.Client({ connectionString: ADMIN_DATABASE_URL, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    await client.end();
+    return false;
+  } catch {
+    return `no PostgreSQL reachable at ${ADMIN_DATABASE_URL}`;
+  }
+}
+
+/** Test options for a test or describe that needs PostgreSQL (several instances on one database). */
+export const postgresOnly = { skip: POSTGRES_SKIP };
+
+/**
+ * The one loop over both dialects: `body` runs in a describe of its own per store, named after it,
+ * PostgreSQL's skipped with the reason when none is reachable outside CI.
+ */
+export function forEachStore(title: string, body: (kind: StoreKind) => void): void {
+  for (const kind of ["sqlite", "postgres"] as const) {
+    describe(`${title} (${kind})`, { skip: kind === "postgres" && POSTGRES_SKIP }, () => body(kind));
+  }
+}
 
 let counter = 0;
 
@@ -129,15 +159,15 @@ async function makeDataDirTemplate(): Promise<string> {
 }
 
 /**
- * A store of the kind this run exercises, for a describe block: opened before its tests, closed (its
- * database dropped, its directory removed) after them. Read `store` inside the tests.
+ * A store of `kind` for a describe block: opened before its tests, closed (its database dropped, its
+ * directory removed) after them. Read `store` inside the tests.
  */
-export function storeForTests(name: string): { readonly store: Store } {
+export function storeForTests(name: string, kind: StoreKind): { readonly store: Store } {
   const holder: { store: Store } = { store: undefined as unknown as Store };
   let database: TestDatabase | undefined;
   let dataDir: string | undefined;
   before(async () => {
-    if (TEST_STORE === "postgres") {
+    if (kind === "postgres") {
       database = await createTestDatabase();
       holder.store = await openPostgresStore(database.url);
     } else {

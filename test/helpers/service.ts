@@ -11,7 +11,7 @@ import { createLogger } from "../../src/log.js";
 import { type RunningService, type ServiceOptions, startService } from "../../src/main.js";
 import { openStore, type Store } from "../../src/store/database.js";
 import type { Database } from "../../src/store/schema.js";
-import { createTestDatabase, fillDataDir, TEST_STORE, type TestDatabase } from "./databases.js";
+import { createTestDatabase, fillDataDir, type StoreKind, type TestDatabase } from "./databases.js";
 
 export interface TestResponse {
   status: number;
@@ -59,6 +59,11 @@ const responseParser = new XMLParser({
   parseTagValue: false,
 });
 
+/** What startService takes, and the store the test service runs on (SQLite unless told). */
+export interface TestServiceOptions extends ServiceOptions {
+  store?: StoreKind;
+}
+
 /** The self-signed certificate is the service's own; tests trust it by not verifying. */
 const insecureAgent = new Agent({ connect: { rejectUnauthorized: false } });
 
@@ -66,18 +71,18 @@ const insecureAgent = new Agent({ connect: { rejectUnauthorized: false } });
  * Starts the real service (HTTPS plus a plain-HTTP listener) on free loopback ports with a fresh
  * data directory. Throttling is generous unless the test overrides it. A test that passes its own
  * `dataDir` (to restart a service on the same data) keeps it: close() removes only a fresh one.
- * When the suite runs against PostgreSQL, each service gets a database of its own unless the test
- * passes `databaseUrl` (several instances on one database).
+ * On SQLite unless `options.store` says PostgreSQL: then each service gets a database of its own
+ * unless the test passes `databaseUrl` (several instances on one database).
  */
 export async function startTestService(
   overrides: Partial<Config> = {},
-  options: ServiceOptions = {},
+  { store = "sqlite", ...options }: TestServiceOptions = {},
 ): Promise<TestService> {
   const ownsDataDir = overrides.dataDir === undefined;
   const dataDir = overrides.dataDir ?? fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-test-"));
   if (ownsDataDir) await fillDataDir(dataDir);
   const database: TestDatabase | null =
-    TEST_STORE === "postgres" && overrides.databaseUrl === undefined ? await createTestDatabase() : null;
+    store === "postgres" && overrides.databaseUrl === undefined ? await createTestDatabase() : null;
   const config: Config = {
     ...loadConfig({}),
     dataDir,
@@ -173,10 +178,13 @@ function testResponse(status: number, headers: TestResponse["headers"], text: st
  * says and stores. Tests of the listeners (HTTPS, limits on connections, 100-continue), of the
  * workers (notifications, webhooks, the scheduler) or of calls start the real service instead.
  */
-export async function startTestApi(overrides: Partial<Config> = {}): Promise<InProcessTestApi> {
+export async function startTestApi(
+  overrides: Partial<Config> = {},
+  { store: kind = "sqlite" }: { store?: StoreKind } = {},
+): Promise<InProcessTestApi> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-api-"));
   await fillDataDir(dataDir);
-  const database = TEST_STORE === "postgres" ? await createTestDatabase() : null;
+  const database = kind === "postgres" ? await createTestDatabase() : null;
   const config: Config = {
     ...loadConfig({}),
     dataDir,
