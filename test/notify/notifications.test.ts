@@ -6,7 +6,7 @@ import { after, before, describe, it } from "node:test";
 import ICAL from "ical.js";
 import { simpleParser } from "mailparser";
 import type { Config } from "../../src/config.js";
-import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
+import { createTestDatabase, postgresOnly } from "../helpers/databases.js";
 import { createUser, startTestService, type TestService } from "../helpers/service.js";
 import { Mailbox, type ReceivedMail } from "../helpers/smtp.js";
 import { until } from "../helpers/until.js";
@@ -416,13 +416,8 @@ async function defaultSip(): Promise<Config["sip"]> {
 }
 
 describe("notification delivery survives outages and restarts", () => {
-  let database: TestDatabase | undefined;
-  before(async () => {
-    database = TEST_STORE === "postgres" ? await createTestDatabase() : undefined;
-  });
   const dataDirs: string[] = [];
   after(async () => {
-    await database?.drop();
     for (const dir of dataDirs) fs.rmSync(dir, { recursive: true, force: true });
   });
 
@@ -441,13 +436,9 @@ describe("notification delivery survives outages and restarts", () => {
     return port;
   }
 
-  /** A service on a data directory (and database) that outlive it, so it can be restarted. */
+  /** A service on a data directory that outlives it, so it can be restarted. */
   async function restartable(dataDir: string, smtpUrl: string | null) {
-    return startTestService({
-      ...mailConfig(smtpUrl),
-      dataDir,
-      ...(database ? { databaseUrl: database.url } : {}),
-    });
+    return startTestService({ ...mailConfig(smtpUrl), dataDir });
   }
 
   it("retries while the SMTP server is down and delivers each message once when it is back", async () => {
@@ -609,9 +600,7 @@ describe("notification delivery survives outages and restarts", () => {
   });
 });
 
-describe("two instances on one PostgreSQL database", {
-  skip: TEST_STORE !== "postgres" && "needs PostgreSQL",
-}, () => {
+describe("two instances on one PostgreSQL database", postgresOnly, () => {
   it("send every message exactly once between them", async () => {
     const database = await createTestDatabase();
     const mailbox = await Mailbox.start();
