@@ -50,4 +50,6 @@ fi
 export BRIDGELINE_TEST_DATABASE_URL
 
 npm install --no-audit --no-fund
+# The next install on this machine unpacks the SQLite binding compiled by this one.
+node scripts/keep-sqlite-binding.cjs
 npm test
