@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { forEachStore } from "../helpers/databases.js";
 import { createUser, startTestApi, type TestApi } from "../helpers/service.js";
 import { type Auth, errorsOf, itemsOf, textOf, typesOf, type XmlNode } from "../helpers/xml.js";
 
@@ -34,13 +35,13 @@ const BASIC_TYPES = {
   duration: "integer",
 };
 
-describe("attendees API", () => {
+forEachStore("attendees API", (kind) => {
   let api: TestApi;
   let userId: number;
   let auth: Auth;
 
   before(async () => {
-    api = await startTestApi();
+    api = await startTestApi({}, { store: kind });
     ({ id: userId, auth } = await createUser(api));
   });
   after(() => api.close());

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { forEachStore } from "../helpers/databases.js";
 import { createUser, startTestApi, type TestApi, type TestResponse } from "../helpers/service.js";
 import { type Auth, errorsOf, itemsOf, textOf, typesOf, type XmlNode } from "../helpers/xml.js";
 
@@ -57,7 +58,7 @@ const OWNER_PHONES = `<time-zone>Eastern Time (US &amp; Canada)</time-zone>
   <phone-number><subscriber-number>604-555-0199</subscriber-number><location>Mobile</location></phone-number>
 </phone-numbers>`;
 
-describe("conferences API", () => {
+forEachStore("conferences API", (kind) => {
   let api: TestApi;
   /** Eastern time, two phone numbers. */
   let owner: { id: number; auth: Auth; user: XmlNode };
@@ -66,7 +67,7 @@ describe("conferences API", () => {
   let conferencesPath: string;
 
   before(async () => {
-    api = await startTestApi();
+    api = await startTestApi({}, { store: kind });
     const created = await createUser(api, OWNER_PHONES);
     owner = { id: created.id, auth: created.auth, user: created.response.xml.user as XmlNode };
     phoneless = await createUser(api);

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { forEachStore } from "../helpers/databases.js";
 import { createUser, startTestApi, type TestApi } from "../helpers/service.js";
 import { type Auth, errorsOf, itemsOf, textOf, typesOf, type XmlNode } from "../helpers/xml.js";
 
@@ -31,14 +32,14 @@ const FULL_CONTACT = `<?xml version="1.0" encoding="UTF-8"?>
   <time-zone>Pacific Time (US &amp; Canada)</time-zone>
 </contact>`;
 
-describe("contacts API", () => {
+forEachStore("contacts API", (kind) => {
   let api: TestApi;
   let userId: number;
   let auth: Auth;
   let contactsPath: string;
 
   before(async () => {
-    api = await startTestApi();
+    api = await startTestApi({}, { store: kind });
     ({ id: userId, auth } = await createUser(api));
     contactsPath = `/users/${userId}/contacts`;
   });

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
 import { DateTime } from "luxon";
+import { forEachStore } from "../helpers/databases.js";
 import { createUser, startTestApi, type TestApi } from "../helpers/service.js";
 import { type Auth, errorsOf, itemsOf, textOf, type XmlNode } from "../helpers/xml.js";
 
@@ -23,7 +24,7 @@ const withOffset = (instant: Date, offsetHours: number) =>
 
 const HOUR = 3_600_000;
 
-describe("searching collections", () => {
+forEachStore("searching collections", (kind) => {
   let api: TestApi;
   let userId: number;
   let auth: Auth;
@@ -38,7 +39,7 @@ describe("searching collections", () => {
   }
 
   before(async () => {
-    api = await startTestApi();
+    api = await startTestApi({}, { store: kind });
     ({ id: userId, auth } = await createUser(api));
 
     const contacts = `/users/${userId}/contacts`;

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { after, before, it } from "node:test";
+import { forEachStore } from "../helpers/databases.js";
 import { createUser, startTestApi, type TestApi, type TestResponse } from "../helpers/service.js";
 
 type XmlNode = Record<string, unknown>;
@@ -31,13 +32,13 @@ function apiTime(milliseconds: number): string {
   return `${new Date(milliseconds).toISOString().slice(0, 19)}Z`;
 }
 
-describe("scheduled-to-start-at as a free-form expression", () => {
+forEachStore("scheduled-to-start-at as a free-form expression", (kind) => {
   let api: TestApi;
   let newfoundland: { id: number; auth: Auth };
   let zoneless: { id: number; auth: Auth };
 
   before(async () => {
-    api = await startTestApi();
+    api = await startTestApi({}, { store: kind });
     newfoundland = await createUser(api, "<time-zone>Newfoundland</time-zone>");
     zoneless = await createUser(api);
   });

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
+import { forEachStore } from "../helpers/databases.js";
 import { createUser, startTestApi, type TestApi, type TestResponse } from "../helpers/service.js";
 import { type Auth, assertErrorMatches, errorMessages, itemsIn, type XmlNode } from "../helpers/xml.js";
 
@@ -111,11 +112,11 @@ function freshEmail(label: string): string {
   return `${label}-${emailCounter}-${process.pid}@example.com`;
 }
 
-describe("users API", () => {
+forEachStore("users API", (kind) => {
   let api: TestApi;
 
   before(async () => {
-    api = await startTestApi();
+    api = await startTestApi({}, { store: kind });
   });
   after(() => api.close());
 
