@@ -7,15 +7,26 @@ import assert from "node:assert/strict";
 import net from "node:net";
 import { after, before, describe, it } from "node:test";
 import { appendEvents } from "../../src/store/events.js";
-import { TEST_STORE } from "../helpers/databases.js";
+import { postgresOnly } from "../helpers/databases.js";
 import { EventStream } from "../helpers/event-stream.js";
-import { createUser, startTestService, type TestService } from "../helpers/service.js";
+import { createUser, startTestService, type TestApi, type TestService } from "../helpers/service.js";
 import { type Auth, textOf, type XmlNode } from "../helpers/xml.js";
+
+type User = { id: number; auth: Auth };
+
+async function createConference(api: TestApi, owner: User): Promise<number> {
+  const created = await api.request("POST", `/users/${owner.id}/conferences`, {
+    auth: owner.auth,
+    body: '<conference><name>Events</name><scheduled-to-start-at>2030-01-01T10:00:00Z</scheduled-to-start-at><no-moderator type="boolean">true</no-moderator></conference>',
+  });
+  assert.equal(created.status, 201, created.text);
+  return Number(textOf(created.xml.conference as XmlNode, "id"));
+}
 
 describe("events stream", () => {
   let api: TestService;
-  let alice: { id: number; auth: Auth };
-  let bob: { id: number; auth: Auth };
+  let alice: User;
+  let bob: User;
   const streams: EventStream[] = [];
 
   before(async () => {
@@ -37,15 +48,6 @@ describe("events stream", () => {
     return stream;
   }
 
-  async function createConference(): Promise<number> {
-    const created = await api.request("POST", `/users/${alice.id}/conferences`, {
-      auth: alice.auth,
-      body: '<conference><name>Events</name><scheduled-to-start-at>2030-01-01T10:00:00Z</scheduled-to-start-at><no-moderator type="boolean">true</no-moderator></conference>',
-    });
-    assert.equal(created.status, 201, created.text);
-    return Number(textOf(created.xml.conference as XmlNode, "id"));
-  }
-
   async function addAttendee(conferenceId: number, number: string): Promise<number> {
     const added = await api.request("POST", `/users/${alice.id}/conferences/${conferenceId}/attendees`, {
       auth: alice.auth,
@@ -56,8 +58,8 @@ describe("events stream", () => {
   }
 
   it("streams text/event-stream with id, event and JSON data, only of its scope", async () => {
-    const first = await createConference();
-    const second = await createConference();
+    const first = await createConference(api, alice);
+    const second = await createConference(api, alice);
     const one = await open(`/users/${alice.id}/conferences/${first}/events`);
     const all = await open(`/users/${alice.id}/events`);
     assert.equal(one.status, 200);
@@ -78,9 +80,7 @@ describe("events stream", () => {
     const removed = await api.request(
       "DELETE",
       `/users/${alice.id}/conferences/${second}/attendees/${inSecond}`,
-      {
-        auth: alice.auth,
-      },
+      { auth: alice.auth },
     );
     assert.equal(removed.status, 204);
     await all.waitFor("attendee-removed", (event) => event.type === "attendee-removed");
@@ -93,7 +93,7 @@ describe("events stream", () => {
   });
 
   it("gives a first connection only new events, and a reconnection everything after Last-Event-ID", async () => {
-    const conference = await createConference();
+    const conference = await createConference(api, alice);
     const path = `/users/${alice.id}/conferences/${conference}/events`;
     const before = await open(path);
     const a = await addAttendee(conference, "6045550131");
@@ -126,44 +126,8 @@ describe("events stream", () => {
     );
   });
 
-  // SQLite has one writer at a time: ids commit in order there.
-  const postgresOnly = { skip: TEST_STORE !== "postgres" && "PostgreSQL only" };
-  it("delivers an event whose transaction commits after one with a higher id", postgresOnly, async () => {
-    const conference = await createConference();
-    const stream = await open(`/users/${alice.id}/conferences/${conference}/events`);
-    const event = (attendeeId: number) => ({
-      userId: alice.id,
-      conferenceId: conference,
-      attendeeId,
-      type: "attendee-added" as const,
-      reason: null,
-      encryption: null,
-    });
-    // The slow transaction takes the lower id and commits second.
-    let slowInserted = () => {};
-    const inserted = new Promise<void>((resolve) => {
-      slowInserted = resolve;
-    });
-    const slow = api.inspect((db) =>
-      db.transaction().execute(async (trx) => {
-        await appendEvents(trx, [event(-1)], new Date());
-        slowInserted();
-        await new Promise((resolve) => setTimeout(resolve, 1000));
-      }),
-    );
-    await inserted;
-    const quick = api.inspect((db) => appendEvents(db, [event(-2)], new Date()));
-    await Promise.all([slow, quick]);
-    const quickEvent = await stream.waitFor("the quick event", (e) => e.data.attendeeId === -2);
-    const slowEvent = await stream.waitFor("the slow event", (e) => e.data.attendeeId === -1);
-    assert.ok(slowEvent.id < quickEvent.id, "the slow transaction holds the lower id");
-    assert.ok(stream.events.indexOf(slowEvent) > stream.events.indexOf(quickEvent), "and commits second");
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    assert.equal(stream.events.length, 2, stream.types().join());
-  });
-
   it("drops a client that does not read, while a reading client gets every event", async () => {
-    const conference = await createConference();
+    const conference = await createConference(api, alice);
     const path = `/users/${alice.id}/conferences/${conference}/events`;
     const reader = await open(path);
     // A client that sends its request and then never reads: its socket buffers fill up.
@@ -208,7 +172,7 @@ describe("events stream", () => {
   });
 
   it("authenticates like the API: 401 without credentials, 403 for another user's, 404 for no conference", async () => {
-    const conference = await createConference();
+    const conference = await createConference(api, alice);
     const anonymous = await open(`/users/${alice.id}/conferences/${conference}/events`, {});
     assert.equal(anonymous.status, 401);
     const other = await open(`/users/${alice.id}/events`, { auth: bob.auth });
@@ -234,5 +198,59 @@ describe("events stream", () => {
         assert.match(error.message, /stream closed/);
       });
     assert.ok(stream.ended);
+  });
+});
+
+// SQLite has one writer at a time: ids commit in order there.
+describe("events stream on PostgreSQL", postgresOnly, () => {
+  let api: TestService;
+  let alice: User;
+  const streams: EventStream[] = [];
+
+  before(async () => {
+    api = await startTestService({}, { store: "postgres" });
+    alice = await createUser(api);
+  });
+  after(async () => {
+    for (const stream of streams) stream.close();
+    await api.close();
+  });
+
+  it("delivers an event whose transaction commits after one with a higher id", async () => {
+    const conference = await createConference(api, alice);
+    const stream = await EventStream.open(
+      `${api.httpUrl}/users/${alice.id}/conferences/${conference}/events`,
+      { auth: alice.auth },
+    );
+    streams.push(stream);
+    const event = (attendeeId: number) => ({
+      userId: alice.id,
+      conferenceId: conference,
+      attendeeId,
+      type: "attendee-added" as const,
+      reason: null,
+      encryption: null,
+    });
+    // The slow transaction takes the lower id and commits second.
+    let slowInserted = () => {};
+    const inserted = new Promise<void>((resolve) => {
+      slowInserted = resolve;
+    });
+    const slow = api.inspect((db) =>
+      db.transaction().execute(async (trx) => {
+        await appendEvents(trx, [event(-1)], new Date());
+        slowInserted();
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }),
+    );
+    await inserted;
+    const quick = api.inspect((db) => appendEvents(db, [event(-2)], new Date()));
+    await Promise.all([slow, quick]);
+    const quickEvent = await stream.waitFor("the quick event", (e) => e.data.attendeeId === -2);
+    const slowEvent = await stream.waitFor("the slow event", (e) => e.data.attendeeId === -1);
+    assert.ok(slowEvent.id < quickEvent.id, "the slow transaction holds the lower id");
+    assert.ok(stream.events.indexOf(slowEvent) > stream.events.indexOf(quickEvent), "and commits second");
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    assert.equal(stream.events.length, 2, stream.types().join());
   });
 });

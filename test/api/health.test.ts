@@ -10,7 +10,7 @@ import { Writable } from "node:stream";
 import { after, describe, it } from "node:test";
 import { loadConfig } from "../../src/config.js";
 import { StartupError, startService } from "../../src/main.js";
-import { createTestDatabase, TEST_STORE } from "../helpers/databases.js";
+import { createTestDatabase, postgresOnly } from "../helpers/databases.js";
 import { startTestService, type TestService } from "../helpers/service.js";
 import { freePorts } from "../helpers/sipp.js";
 import { until } from "../helpers/until.js";
@@ -101,11 +101,11 @@ describe("health probes", () => {
   });
 
   it("ready turns 503 naming the database when PostgreSQL is cut off, and 200 when it is back", {
-    skip: TEST_STORE === "postgres" ? false : "runs in the PostgreSQL half of the suite",
+    ...postgresOnly,
   }, async () => {
     const { relay, url } = await relayedTestDatabase();
     await relay.open();
-    const api = await startTestService({ databaseUrl: url });
+    const api = await startTestService({ databaseUrl: url }, { store: "postgres" });
     cleanups.push(() => api.close());
     assert.equal((await readiness(api)).status, 200);
 
@@ -132,7 +132,7 @@ describe("health probes", () => {
   });
 
   it("start-up waits for PostgreSQL, a line per attempt, and starts once it is there", {
-    skip: TEST_STORE === "postgres" ? false : "runs in the PostgreSQL half of the suite",
+    ...postgresOnly,
   }, async () => {
     const { relay, url } = await relayedTestDatabase();
     const logs: string[] = [];

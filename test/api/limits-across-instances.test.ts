@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { loadConfig } from "../../src/config.js";
-import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
+import { createTestDatabase, postgresOnly, type TestDatabase } from "../helpers/databases.js";
 import { murmur, sippCaller } from "../helpers/dial-in-caller.js";
 import {
   createUser,
@@ -24,9 +24,8 @@ const ACCESS_NUMBER = "+16045550199";
 const LIMIT = 3;
 const WRONG_PIN_LIMIT = 2;
 
-describe("limits over two instances on one PostgreSQL database", {
-  skip: TEST_STORE !== "postgres" && "needs PostgreSQL (SQLite is one instance)",
-}, () => {
+// SQLite is one instance: only PostgreSQL is shared.
+describe("limits over two instances on one PostgreSQL database", postgresOnly, () => {
   let database: TestDatabase;
   const instances: TestService[] = [];
   const dir = mkdtempSync(join(tmpdir(), "bridgeline-limits-"));
@@ -36,21 +35,24 @@ describe("limits over two instances on one PostgreSQL database", {
     database = await createTestDatabase();
     for (let i = 0; i < 2; i++) {
       instances.push(
-        await startTestService({
-          databaseUrl: database.url,
-          failedLoginLimit: LIMIT,
-          signupLimit: LIMIT,
-          // Tests stand for clients at other addresses with X-Forwarded-For.
-          trustedProxies: "127.0.0.1",
-          sip: {
-            ...loadConfig({}).sip,
-            bindAddress: "127.0.0.1",
-            port: 0,
-            rtpPorts: rtpPortRange(),
-            accessNumbers: [ACCESS_NUMBER],
+        await startTestService(
+          {
+            databaseUrl: database.url,
+            failedLoginLimit: LIMIT,
+            signupLimit: LIMIT,
+            // Tests stand for clients at other addresses with X-Forwarded-For.
+            trustedProxies: "127.0.0.1",
+            sip: {
+              ...loadConfig({}).sip,
+              bindAddress: "127.0.0.1",
+              port: 0,
+              rtpPorts: rtpPortRange(),
+              accessNumbers: [ACCESS_NUMBER],
+            },
+            conferences: { ...loadConfig({}).conferences, wrongPinLimit: WRONG_PIN_LIMIT },
           },
-          conferences: { ...loadConfig({}).conferences, wrongPinLimit: WRONG_PIN_LIMIT },
-        }),
+          { store: "postgres" },
+        ),
       );
     }
   });

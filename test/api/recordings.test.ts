@@ -9,7 +9,6 @@ import { getRecordingFile, setRecordingFile } from "../../src/store/recordings.j
 import { readWav, wavHeader } from "../../src/telephony/media/wav.js";
 import { WavRecorder } from "../../src/telephony/media/wav-recorder.js";
 import { tone } from "../helpers/audio.js";
-import { TEST_STORE } from "../helpers/databases.js";
 import { createUser, startTestService, type TestResponse, type TestService } from "../helpers/service.js";
 import { type Auth, assertErrorMatches, textOf, type XmlNode } from "../helpers/xml.js";
 
@@ -55,9 +54,9 @@ describe("recording API", () => {
     };
   }
 
-  /** Runs a store function on the service's database, as the conference runtime would. */
+  /** Runs a store function on the service's database (SQLite), as the conference runtime would. */
   function withStore<T>(use: (store: Store) => Promise<T>): Promise<T> {
-    return api.inspect((db) => use({ db, dialect: TEST_STORE, close: async () => {} }));
+    return api.inspect((db) => use({ db, dialect: "sqlite", close: async () => {} }));
   }
 
   before(async () => {

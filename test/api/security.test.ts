@@ -6,9 +6,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import tls from "node:tls";
 import Database from "better-sqlite3";
-import pg from "pg";
 import { PASSWORD_COST } from "../../src/api/passwords.js";
-import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
 import { signupXml, startTestService, type TestResponse, type TestService } from "../helpers/service.js";
 import type { Auth } from "../helpers/xml.js";
 
@@ -64,24 +62,9 @@ function handshake(port: number, minVersion: tls.SecureVersion, maxVersion: tls.
   });
 }
 
-/** Reads the whole store of a service with a connection of the test's own, SQLite or PostgreSQL. */
-async function readStore(dataDir: string, database: TestDatabase | null): Promise<StoreRows> {
+/** Reads the whole SQLite store of a service with a connection of the test's own. */
+function readStore(dataDir: string): StoreRows {
   const rows: StoreRows = {};
-  if (database) {
-    const client = new pg.Client({ connectionString: database.url });
-    await client.connect();
-    try {
-      const tables = await client.query<{ table_name: string }>(
-        "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'",
-      );
-      for (const { table_name } of tables.rows) {
-        rows[table_name] = (await client.query(`SELECT * FROM "${table_name}"`)).rows;
-      }
-    } finally {
-      await client.end();
-    }
-    return rows;
-  }
   const db = new Database(path.join(dataDir, "bridgeline.sqlite3"), { readonly: true, fileMustExist: true });
   try {
     const tables = db
@@ -105,8 +88,6 @@ async function servedCertificateFingerprint(port: number): Promise<string> {
 
 describe("security", () => {
   let api: TestService;
-  /** A database of the test's own on PostgreSQL runs, so the test can read it directly. */
-  let database: TestDatabase | null = null;
   let userId: number;
   /** Every response to a request that carried a secret. */
   const responses: Array<[string, TestResponse]> = [];
@@ -115,11 +96,7 @@ describe("security", () => {
   before(async () => {
     // The most verbose level: even then nothing secret may reach the log. Passwords hashed at the
     // cost a deployment uses, which a test below checks.
-    database = TEST_STORE === "postgres" ? await createTestDatabase() : null;
-    api = await startTestService(
-      { logLevel: "trace", ...(database && { databaseUrl: database.url }) },
-      { passwordCost: PASSWORD_COST },
-    );
+    api = await startTestService({ logLevel: "trace" }, { passwordCost: PASSWORD_COST });
     const signup = await api.request("POST", "/users", { body: signupBody(email) });
     assert.equal(signup.status, 201, signup.text);
     userId = Number(String(signup.headers.location).split("/").pop());
@@ -160,10 +137,7 @@ describe("security", () => {
       await api.request("GET", `/users/${userId}.xml`, { auth: newAuth }),
     ]);
   });
-  after(async () => {
-    await api.close();
-    await database?.drop();
-  });
+  after(() => api.close());
 
   it("shows no write-only field in any response", () => {
     const statuses = Object.fromEntries(responses.map(([label, response]) => [label, response.status]));
@@ -185,8 +159,8 @@ describe("security", () => {
 
   describe("the store", () => {
     let stored: StoreRows;
-    before(async () => {
-      stored = await readStore(api.dataDir, database);
+    before(() => {
+      stored = readStore(api.dataDir);
     });
 
     /** Every stored value with the column it is in. */
@@ -195,9 +169,7 @@ describe("security", () => {
         rows.flatMap((row) => Object.entries(row).map(([column, value]) => ({ table, column, value }))),
       );
 
-    it("keeps neither a card number nor a password in the SQLite files", {
-      skip: TEST_STORE === "postgres" && "the PostgreSQL store keeps no files in the data directory",
-    }, () => {
+    it("keeps neither a card number nor a password in the SQLite files", () => {
       const files = ["bridgeline.sqlite3", "bridgeline.sqlite3-wal", "bridgeline.sqlite3-shm"]
         .map((name) => path.join(api.dataDir, name))
         .filter((file) => fs.existsSync(file));
