@@ -1,17 +1,17 @@
 /**
- * The outbox worker over a real store's notification outbox (SQLite, or PostgreSQL in that half of
- * the suite), with a deliverer scripted by each test in place of the mail server: which message was
- * attempted how often, what each settlement wrote, and what a restart, a silent instance, a stop in
- * the middle of an attempt and a second worker on the same database leave behind.
+ * The outbox worker over a real store's notification outbox (SQLite and PostgreSQL, one loop), with
+ * a deliverer scripted by each test in place of the mail server: which message was attempted how
+ * often, what each settlement wrote, and what a restart, a silent instance, a stop in the middle of
+ * an attempt and a second worker on the same database leave behind.
  */
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { it } from "node:test";
 import { pino } from "pino";
 import { OutboxWorker } from "../../src/outbox/outbox-worker.js";
 import type { Deliverer, QueuedNotification, Verdict } from "../../src/outbox/ports.js";
 import { notificationOutbox } from "../../src/store/notification-outbox.js";
 import { timestamp } from "../../src/store/values.js";
-import { storeForTests } from "../helpers/databases.js";
+import { forEachStore, storeForTests } from "../helpers/databases.js";
 import { until } from "../helpers/until.js";
 
 const WORDS = {
@@ -20,8 +20,8 @@ const WORDS = {
   pollFailed: "poll failed",
 };
 
-describe("the outbox worker", () => {
-  const held = storeForTests("outbox");
+forEachStore("the outbox worker", (kind) => {
+  const held = storeForTests("outbox", kind);
 
   /** Queues `count` messages due now; returns their ids. */
   async function queue(count: number, createdAt = new Date()): Promise<number[]> {

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { it } from "node:test";
 import { attemptCounts, MAX_KEY_LENGTH, SWEEP_INTERVAL_MS } from "../../src/store/attempt-counts.js";
-import { storeForTests, TEST_STORE } from "../helpers/databases.js";
+import { forEachStore, storeForTests } from "../helpers/databases.js";
 
-describe(`attempt counts (${TEST_STORE})`, () => {
-  const opened = storeForTests("attempts");
+forEachStore("attempt counts", (kind) => {
+  const opened = storeForTests("attempts", kind);
 
   const rows = () => opened.store.db.selectFrom("attempt_counts").select("key").execute();
 

@@ -4,15 +4,15 @@
  * event of its own. Run on both stores, so that their SQL is proven on PostgreSQL too.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { after, before, it } from "node:test";
 import { conferenceStore } from "../../src/store/conference-store.js";
 import type { Store } from "../../src/store/database.js";
 import { findPinTarget } from "../../src/store/dial-in.js";
 import { appendEvent } from "../../src/store/events.js";
-import { TEST_STORE } from "../helpers/databases.js";
+import { forEachStore } from "../helpers/databases.js";
 import { createConference, createUser, type InProcessTestApi, startTestApi } from "../helpers/service.js";
 
-describe(`a conference room's queries (${TEST_STORE})`, () => {
+forEachStore("a conference room's queries", (kind) => {
   let api: InProcessTestApi;
   let store: Store;
   let owner: Awaited<ReturnType<typeof createUser>>;
@@ -31,7 +31,7 @@ describe(`a conference room's queries (${TEST_STORE})`, () => {
     ).filter((row) => row.type !== "attendee-added");
 
   before(async () => {
-    api = await startTestApi();
+    api = await startTestApi({}, { store: kind });
     store = api.store;
     owner = await createUser(api);
     const conference = await createConference(api, owner, new Date(Date.now() + 3_600_000).toISOString());

@@ -3,13 +3,13 @@
  * handoff withdrawn leaves no attendee recorded for them, and takes nothing else with it.
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { after, before, it } from "node:test";
 import { openStore, type Store } from "../../src/store/database.js";
 import { admitCaller, createHandoff, takeHandoff, withdrawAdmission } from "../../src/store/dial-in.js";
-import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
+import { createTestDatabase, forEachStore, type TestDatabase } from "../helpers/databases.js";
 import { createConference, createUser, startTestService, type TestService } from "../helpers/service.js";
 
-describe(`withdrawing a dial-in handoff (${TEST_STORE})`, () => {
+forEachStore("withdrawing a dial-in handoff", (kind) => {
   let api: TestService;
   let store: Store;
   let database: TestDatabase | undefined;
@@ -30,7 +30,7 @@ describe(`withdrawing a dial-in handoff (${TEST_STORE})`, () => {
     ).map((row) => row.type);
 
   before(async () => {
-    database = TEST_STORE === "postgres" ? await createTestDatabase() : undefined;
+    database = kind === "postgres" ? await createTestDatabase() : undefined;
     api = await startTestService(database === undefined ? {} : { databaseUrl: database.url });
     store = await openStore({ databaseUrl: database?.url ?? null, dataDir: api.dataDir });
     const owner = await createUser(api);

@@ -7,17 +7,17 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { after, before, describe, it } from "node:test";
+import { after, before, it } from "node:test";
 import { OPEN_CALLING_POLICY } from "../../src/domain/phone.js";
 import { openPostgresStore, openSqliteStore, type Store } from "../../src/store/database.js";
 import { endPlacedCall, placedCallCounts, reservePlacedCalls } from "../../src/store/placed-calls.js";
 import { flag } from "../../src/store/values.js";
-import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
+import { createTestDatabase, forEachStore, type TestDatabase } from "../helpers/databases.js";
 
 const policy = { ...OPEN_CALLING_POLICY, maxCallsInProgressPerUser: 5, maxCallsPerHourPerUser: 8 };
 const NOW = new Date("2026-11-26T12:00:00Z");
 
-describe(`placed calls counted against the per-user limits (${TEST_STORE})`, () => {
+forEachStore("placed calls counted against the per-user limits", (kind) => {
   let database: TestDatabase | undefined;
   let dataDir: string | undefined;
   let stores: Store[] = [];
@@ -25,7 +25,7 @@ describe(`placed calls counted against the per-user limits (${TEST_STORE})`, () 
   let conferenceId: number;
 
   before(async () => {
-    if (TEST_STORE === "postgres") {
+    if (kind === "postgres") {
       database = await createTestDatabase();
       const url = database.url;
       stores = [await openPostgresStore(url), await openPostgresStore(url)];

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { describe, it } from "node:test";
+import { it } from "node:test";
 import { renewSipInstance } from "../../src/store/sip-instances.js";
-import { storeForTests, TEST_STORE } from "../helpers/databases.js";
+import { forEachStore, storeForTests } from "../helpers/databases.js";
 
-describe(`the instances alive and their SIP URIs (${TEST_STORE})`, () => {
-  const opened = storeForTests("sip-instances");
+forEachStore("the instances alive and their SIP URIs", (kind) => {
+  const opened = storeForTests("sip-instances", kind);
 
   it("each instance learns the others' URIs, as last renewed, and not those silent since staleBefore", async () => {
     const at = (seconds: number) => new Date(Date.UTC(2030, 0, 1, 10, 0, seconds));

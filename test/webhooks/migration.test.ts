@@ -6,16 +6,16 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { after, describe, it } from "node:test";
+import { after, it } from "node:test";
 import SQLite from "better-sqlite3";
 import { Kysely, Migrator, PostgresDialect, SqliteDialect } from "kysely";
 import pg from "pg";
 import { migrate, type StoreDialect } from "../../src/store/database.js";
 import { migrationProvider } from "../../src/store/migrations.js";
 import type { Database } from "../../src/store/schema.js";
-import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
+import { createTestDatabase, forEachStore, type TestDatabase } from "../helpers/databases.js";
 
-describe("0007_webhooks migration", () => {
+forEachStore("0007_webhooks migration", (kind) => {
   let database: TestDatabase | undefined;
   let dataDir: string | undefined;
   after(async () => {
@@ -24,7 +24,7 @@ describe("0007_webhooks migration", () => {
   });
 
   async function open(): Promise<{ db: Kysely<Database>; dialect: StoreDialect }> {
-    if (TEST_STORE === "postgres") {
+    if (kind === "postgres") {
       database = await createTestDatabase({ migrated: false });
       const pool = new pg.Pool({ connectionString: database.url, max: 2 });
       return { db: new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), dialect: "postgres" };
