@@ -1,7 +1,7 @@
 /**
- * The scheduler through the real service and its store (SQLite, and PostgreSQL in the second half of
- * the suite): a conference past its time starts at once, a conference is started by exactly one of two
- * instances, and a restart ends what a dead instance left behind. Its timing rules run on a fake clock
+ * The scheduler through the real service and its store (SQLite and PostgreSQL, one loop): a conference
+ * past its time starts at once, a restart ends what a dead instance left behind, and (PostgreSQL
+ * alone, the store several instances share) a conference is started by exactly one of two instances. Its timing rules run on a fake clock
  * in schedule.test.ts.
  */
 import assert from "node:assert/strict";
@@ -11,7 +11,7 @@ import path from "node:path";
 import { after, before, describe, it } from "node:test";
 import { loadConfig } from "../../src/config.js";
 import { schedulerStore } from "../../src/store/scheduler-store.js";
-import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
+import { createTestDatabase, forEachStore, postgresOnly, type TestDatabase } from "../helpers/databases.js";
 import { createUser, startTestService, type TestService } from "../helpers/service.js";
 import { until } from "../helpers/until.js";
 
@@ -64,11 +64,11 @@ async function waitForState(api: TestService, auth: Auth, path: string, wanted: 
   }
 }
 
-describe("scheduler", () => {
+forEachStore("scheduler", (kind) => {
   let api: TestService;
   let user: { id: number; auth: Auth };
   before(async () => {
-    api = await startTestService();
+    api = await startTestService({}, { store: kind });
     user = await createUser(api);
   });
   after(() => api.close());
@@ -88,12 +88,12 @@ describe("scheduler", () => {
   });
 });
 
-describe("crash recovery", () => {
+forEachStore("crash recovery", (kind) => {
   let database: TestDatabase | undefined;
   after(() => database?.drop());
 
   it("ends a conference its instance left started: calls disconnected with their seconds, a log line, no phantom", async () => {
-    database = TEST_STORE === "postgres" ? await createTestDatabase() : undefined;
+    database = kind === "postgres" ? await createTestDatabase() : undefined;
     // The data directory outlives the first instance, as it does across a real restart.
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-restart-"));
     after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
@@ -153,9 +153,7 @@ describe("crash recovery", () => {
   });
 });
 
-describe("two instances on one PostgreSQL database", {
-  skip: TEST_STORE !== "postgres" && "needs PostgreSQL",
-}, () => {
+describe("two instances on one PostgreSQL database", postgresOnly, () => {
   let database: TestDatabase;
   let instances: TestService[] = [];
   before(async () => {
@@ -191,9 +189,7 @@ describe("two instances on one PostgreSQL database", {
   });
 });
 
-describe("BRIDGELINE_MAX_PARTICIPANTS on one of two instances", {
-  skip: TEST_STORE !== "postgres" && "needs PostgreSQL",
-}, () => {
+describe("BRIDGELINE_MAX_PARTICIPANTS on one of two instances", postgresOnly, () => {
   let database: TestDatabase;
   let full: TestService;
   let roomy: TestService;
@@ -240,13 +236,13 @@ describe("BRIDGELINE_MAX_PARTICIPANTS on one of two instances", {
   });
 });
 
-describe("a due conference no instance has room for", () => {
+forEachStore("a due conference no instance has room for", (kind) => {
   let api: TestService;
   let user: { id: number; auth: Auth };
   before(async () => {
     api = await startTestService(
       { conferences: { ...loadConfig({}).conferences, maxParticipants: 1 } },
-      { heartbeatIntervalMs: 100 },
+      { store: kind, heartbeatIntervalMs: 100 },
     );
     user = await createUser(api);
   });
@@ -288,7 +284,7 @@ describe("a due conference no instance has room for", () => {
     const now = new Date();
     assert.deepEqual(
       await api.inspect((db) =>
-        schedulerStore({ db, dialect: TEST_STORE, close: async () => {} }).markDelayedConferences(now, now),
+        schedulerStore({ db, dialect: kind, close: async () => {} }).markDelayedConferences(now, now),
       ),
       [],
       "another instance looking now marks it no more",
