@@ -12,7 +12,7 @@ import { after, describe, test } from "node:test";
 import { sql } from "kysely";
 import pg from "pg";
 import { openPostgresStore, unreachableReason } from "../../src/store/database.js";
-import { createTestDatabase, TEST_STORE } from "../helpers/databases.js";
+import { createTestDatabase, postgresOnly } from "../helpers/databases.js";
 import { FreezableProxy } from "../helpers/freezable-proxy.js";
 import { createUser, startTestService, type TestResponse } from "../helpers/service.js";
 import { until } from "../helpers/until.js";
@@ -27,13 +27,12 @@ const KYSELY_MIGRATION_LOCK = "3853314791062309107";
 /** More requests at once than the pool's 10 connections. */
 const CONCURRENT_REQUESTS = 15;
 
-const skip = TEST_STORE !== "postgres" && "PostgreSQL's half of the suite runs it";
 const cleanups: Array<() => Promise<unknown>> = [];
 after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
 });
 
-describe("PostgreSQL slower than the database timeout", { skip }, () => {
+describe("PostgreSQL slower than the database timeout", postgresOnly, () => {
   test("the server cancels the statement, taken for the database unavailable; the connection serves on", async () => {
     const database = await createTestDatabase();
     cleanups.push(() => database.drop());
@@ -49,7 +48,7 @@ describe("PostgreSQL slower than the database timeout", { skip }, () => {
   });
 });
 
-describe("a migration longer than the database timeout", { skip }, () => {
+describe("a migration longer than the database timeout", postgresOnly, () => {
   test("is not bounded by it: start-up waits for another instance's migration to finish", async () => {
     const database = await createTestDatabase();
     cleanups.push(() => database.drop());
@@ -73,7 +72,7 @@ describe("a migration longer than the database timeout", { skip }, () => {
   });
 });
 
-describe("PostgreSQL silent behind a frozen proxy", { skip }, () => {
+describe("PostgreSQL silent behind a frozen proxy", postgresOnly, () => {
   test("requests are answered 503 with Retry-After in bounded time; the pool recovers once it answers", async () => {
     const database = await createTestDatabase();
     cleanups.push(() => database.drop());

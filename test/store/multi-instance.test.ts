@@ -1,15 +1,13 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
+import { createTestDatabase, postgresOnly, type TestDatabase } from "../helpers/databases.js";
 import { createUser, startTestService, type TestService } from "../helpers/service.js";
 
 /*
  * Several instances share one PostgreSQL database (SQLite is the single-instance store, so this
- * file runs only in the PostgreSQL half of the suite).
+ * file tests PostgreSQL alone).
  */
-describe("two instances on one PostgreSQL database", {
-  skip: TEST_STORE !== "postgres" && "needs PostgreSQL",
-}, () => {
+describe("two instances on one PostgreSQL database", postgresOnly, () => {
   let database: TestDatabase;
   let first: TestService;
   let second: TestService;

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { loadConfig } from "../../../src/config.js";
 import { goertzelLevelDb, tone } from "../../helpers/audio.js";
-import { createTestDatabase, TEST_STORE } from "../../helpers/databases.js";
+import { createTestDatabase, postgresOnly } from "../../helpers/databases.js";
 import { dtmfTones, murmur, sippCaller } from "../../helpers/dial-in-caller.js";
 import { createUser, startTestService, type TestService } from "../../helpers/service.js";
 import { rtpPortRange, skipWithout } from "../../helpers/sipp.js";
@@ -19,10 +19,8 @@ import { until } from "../../helpers/until.js";
 import { WireCapture } from "../../helpers/wire.js";
 import { itemsOf, textOf, type XmlNode } from "../../helpers/xml.js";
 
-const skip =
-  (TEST_STORE !== "postgres" && "needs PostgreSQL (two instances)") ||
-  skipWithout("sipp") ||
-  skipWithout("tshark");
+// Two instances share a database only on PostgreSQL.
+const skip = postgresOnly.skip || skipWithout("sipp") || skipWithout("tshark");
 const ACCESS_NUMBER = "+16045550199";
 const LOCAL_HZ = 500;
 const CARRIED_HZ = 1000;

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { goertzelLevelDb, tone } from "../../helpers/audio.js";
-import { createTestDatabase, TEST_STORE } from "../../helpers/databases.js";
+import { createTestDatabase, postgresOnly } from "../../helpers/databases.js";
 import { murmur, sippCaller } from "../../helpers/dial-in-caller.js";
 import { Kamailio } from "../../helpers/kamailio.js";
 import { signupXml } from "../../helpers/service.js";
@@ -23,11 +23,8 @@ import { freePorts, rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.j
 import { until } from "../../helpers/until.js";
 import { WireCapture } from "../../helpers/wire.js";
 
-const skip =
-  (TEST_STORE !== "postgres" && "needs PostgreSQL (two instances)") ||
-  skipWithout("sipp") ||
-  skipWithout("kamailio") ||
-  skipWithout("tshark");
+// Two instances share a database only on PostgreSQL.
+const skip = postgresOnly.skip || skipWithout("sipp") || skipWithout("kamailio") || skipWithout("tshark");
 const ACCESS_NUMBER = "+16045550199";
 const BIN = fileURLToPath(new URL("../../../bin/bridgeline.js", import.meta.url));
 /** One tone per caller, none of them a DTMF frequency, quiet enough that nine mixed never clip. */

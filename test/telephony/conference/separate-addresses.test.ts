@@ -11,14 +11,15 @@ import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { loadConfig } from "../../../src/config.js";
 import { tone } from "../../helpers/audio.js";
-import { createTestDatabase, TEST_STORE } from "../../helpers/databases.js";
+import { createTestDatabase, postgresOnly } from "../../helpers/databases.js";
 import { dtmfTones, murmur, sippCaller } from "../../helpers/dial-in-caller.js";
 import { createUser, startTestService, type TestService } from "../../helpers/service.js";
 import { rtpPortRange, skipWithout } from "../../helpers/sipp.js";
 import { until } from "../../helpers/until.js";
 import { itemsOf, textOf, type XmlNode } from "../../helpers/xml.js";
 
-const skip = (TEST_STORE !== "postgres" && "needs PostgreSQL (two instances)") || skipWithout("sipp");
+// Two instances share a database only on PostgreSQL.
+const skip = postgresOnly.skip || skipWithout("sipp");
 const ACCESS_NUMBER = "+16045550199";
 /** The instances renew their heartbeat (and learn of each other) this often, not every 5 s. */
 const HEARTBEAT_MS = 200;
