@@ -17,7 +17,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { openStore } from "../../src/store/database.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/databases.js";
+import { createTestDatabase, type StoreKind, type TestDatabase } from "../helpers/databases.js";
 import { EventStream } from "../helpers/event-stream.js";
 import { signupXml } from "../helpers/service.js";
 import { freePorts, rtpPortRange, Sipp } from "../helpers/sipp.js";
@@ -28,7 +28,7 @@ const BIN = fileURLToPath(new URL("../../bin/bridgeline.js", import.meta.url));
 export const RECOVERY_REASON = "call lost: the service stopped";
 
 export interface KillOptions {
-  readonly store: "sqlite" | "postgres";
+  readonly store: StoreKind;
   /** Writers running at once, each a user of its own. */
   readonly writers: number;
   /** The service is killed once this many writes were answered 2xx. */

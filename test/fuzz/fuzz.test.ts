@@ -2,10 +2,11 @@
  * A short fuzzing run of the targets (bench/fuzz, fixed seed, two seconds each, one after another)
  * against the service in a process of its own: the service must not crash, log an error or an
  * unhandled failure, answer a request body with a 5xx, or leave a probe unanswered while any target
- * runs, and its heap must come back after a collection. On PostgreSQL when the suite runs there.
+ * runs, and its heap must come back after a collection. On each store, the whole run on each (the
+ * stores refuse different inputs: a NUL byte was once a 500 on PostgreSQL alone).
  */
 import assert from "node:assert/strict";
-import { after, before, describe, it } from "node:test";
+import { after, before, it } from "node:test";
 import {
   type FuzzReport,
   heapGrewTooMuch,
@@ -14,7 +15,7 @@ import {
   runFuzz,
   TARGET_NAMES,
 } from "../../bench/fuzz/fuzz.js";
-import { createTestDatabase, TEST_STORE, type TestDatabase } from "../helpers/databases.js";
+import { createTestDatabase, forEachStore, type TestDatabase } from "../helpers/databases.js";
 
 const SEED = 20;
 /**
@@ -23,12 +24,12 @@ const SEED = 20;
  */
 const TARGETS = TARGET_NAMES.filter((name) => !["sip-tls", "srtp", "api-json"].includes(name));
 
-describe("fuzzing the running service (bench/fuzz, seed 20)", () => {
+forEachStore("fuzzing the running service (bench/fuzz, seed 20)", (kind) => {
   let report: FuzzReport;
   let database: TestDatabase | null = null;
 
   before(async () => {
-    database = TEST_STORE === "postgres" ? await createTestDatabase() : null;
+    database = kind === "postgres" ? await createTestDatabase() : null;
     report = await runFuzz({
       seconds: 2,
       seed: SEED,
