@@ -16,7 +16,6 @@ import { goertzelLevelDb, SAMPLE_RATE } from "../helpers/audio.js";
 import { Baresip } from "../helpers/baresip.js";
 import { launchChromium, openPage, skipWithoutChromium } from "../helpers/browser.js";
 import { testAuthority } from "../helpers/certificates.js";
-import { createTestDatabase, TEST_STORE } from "../helpers/databases.js";
 import { createUser, startTestService, type TestService } from "../helpers/service.js";
 import { rtpPortRange, skipWithout } from "../helpers/sipp.js";
 import { until } from "../helpers/until.js";
@@ -305,15 +304,10 @@ describe("the moderator console", { skip }, () => {
   });
 
   test("says plainly when the event stream drops and when it is back, without a reload", async () => {
-    // A service that can come back on the same address and data: its own directory and database.
+    // A service that can come back on the same address and data: its own directory (SQLite).
     const dataDir = mkdtempSync(join(tmpdir(), "bridgeline-console-"));
-    const database = TEST_STORE === "postgres" ? await createTestDatabase() : undefined;
-    cleanups.push(async () => {
-      await database?.drop();
-      rmSync(dataDir, { recursive: true, force: true });
-    });
-    const stores = { dataDir, ...(database ? { databaseUrl: database.url } : {}) };
-    const first = await startTestService(stores);
+    cleanups.push(async () => rmSync(dataDir, { recursive: true, force: true }));
+    const first = await startTestService({ dataDir });
     const owner = await createUser(first);
     const { page, problems, close } = await openPage(browser, first.httpsUrl);
     cleanups.push(close);
@@ -326,7 +320,7 @@ describe("the moderator console", { skip }, () => {
 
     await first.close();
     await state("Connection lost — reconnecting…").waitFor();
-    const second = await startTestService({ ...stores, httpsPort: first.service.httpsPort });
+    const second = await startTestService({ dataDir, httpsPort: first.service.httpsPort });
     cleanups.push(() => second.close());
     await state("Reconnected").waitFor({ timeout: 15_000 });
     await state("Live").waitFor({ timeout: 15_000 });
