@@ -1,8 +1,8 @@
 /**
- * The scheduler through the real service and its store (SQLite and PostgreSQL, one loop): a conference
- * past its time starts at once, a restart ends what a dead instance left behind, and (PostgreSQL
- * alone, the store several instances share) a conference is started by exactly one of two instances. Its timing rules run on a fake clock
- * in schedule.test.ts.
+ * The scheduler through the real service and its store (SQLite and PostgreSQL, one loop): a
+ * conference past its time starts at once, a restart ends what a dead instance left behind, and
+ * (PostgreSQL alone, the store several instances share) a conference is started by exactly one of two
+ * instances. Its timing rules run on a fake clock in schedule.test.ts.
  */
 import assert from "node:assert/strict";
 import fs from "node:fs";
