@@ -2,8 +2,9 @@
  * A short fuzzing run of the targets (bench/fuzz, fixed seed, two seconds each, one after another)
  * against the service in a process of its own: the service must not crash, log an error or an
  * unhandled failure, answer a request body with a 5xx, or leave a probe unanswered while any target
- * runs, and its heap must come back after a collection. On each store, the whole run on each (the
- * stores refuse different inputs: a NUL byte was once a 500 on PostgreSQL alone).
+ * runs, and its heap must come back after a collection. On SQLite every target; on PostgreSQL the
+ * targets whose inputs reach the store (the stores refuse different inputs: a NUL byte was once a
+ * 500 on PostgreSQL alone), the media targets never do.
  */
 import assert from "node:assert/strict";
 import { after, before, it } from "node:test";
@@ -23,8 +24,11 @@ const SEED = 20;
  * handshakes, SRTP call and scrypt sign-ins would add seconds the suite's time budget has not got).
  */
 const TARGETS = TARGET_NAMES.filter((name) => !["sip-tls", "srtp", "api-json"].includes(name));
+/** What reaches the store: API requests, and SIP to the access number (the dial-in's PIN lookups). */
+const STORE_TARGETS = ["api-xml", "sip-udp", "sip-tcp", "sdp"];
 
 forEachStore("fuzzing the running service (bench/fuzz, seed 20)", (kind) => {
+  const targets = kind === "sqlite" ? TARGETS : TARGETS.filter((name) => STORE_TARGETS.includes(name));
   let report: FuzzReport;
   let database: TestDatabase | null = null;
 
@@ -33,14 +37,14 @@ forEachStore("fuzzing the running service (bench/fuzz, seed 20)", (kind) => {
     report = await runFuzz({
       seconds: 2,
       seed: SEED,
-      only: TARGETS,
+      only: targets,
       settleSeconds: 1,
       databaseUrl: database?.url,
     });
   });
   after(() => database?.drop());
 
-  for (const name of TARGETS) {
+  for (const name of targets) {
     it(`${name}: inputs sent, and every probe answered while they were`, () => {
       const target = report.targets.find((t) => t.name === name);
       assert.ok(target !== undefined && target.stats.inputs > 0, `${name} sent nothing`);
