@@ -61,6 +61,8 @@ const DEFAULT_REFRESH_INTERVAL_MS = 500;
 export const PIN_PROMPT_PLACES = { total: 100, perSource: 10 };
 /** A place at the prompt frees within one caller's three tries; try again after about that. */
 export const PIN_PROMPT_RETRY_AFTER_SECONDS = 10;
+/** The wrong PINs could not be read (the store unreachable): as the API's 503 for it, 5 s. */
+const WRONG_PINS_UNREAD_RETRY_AFTER_SECONDS = 5;
 const DEFAULT_PIN_FAILURES = { limit: 10, windowMs: 15 * 60_000 };
 const DEFAULT_SERVICE_WRONG_PINS = { limit: 60, windowMs: 60_000 };
 /** The attempt-count key of every wrong PIN typed to the service. */
@@ -235,7 +237,7 @@ export class ConferenceRuntime {
       ]);
     } catch (error) {
       logger.warn({ err: error, from: call.from }, "dial-in: wrong PINs could not be read; call refused");
-      call.reject(503, "Service Unavailable");
+      call.reject(503, "Service Unavailable", WRONG_PINS_UNREAD_RETRY_AFTER_SECONDS);
       return;
     }
     if (wrongPins !== undefined && wrongPins.count >= this.#pinFailures.limit) {

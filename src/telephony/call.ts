@@ -83,6 +83,11 @@ export interface CallMediaOptions {
 
 /** A key's length, as tones and INFO say it. */
 const KEY_MS = 100;
+/**
+ * Retry-After of "503 No Free Media Port": ports free as calls end, so about when some have ended, as
+ * for the 503 past the limit of calls in progress (telephony.ts).
+ */
+const NO_MEDIA_PORT_RETRY_AFTER_SECONDS = 60;
 
 export class Call extends EventEmitter<CallEvents> {
   #state: CallState = "calling";
@@ -568,7 +573,7 @@ export class IncomingCall extends Call {
         { from: this.from, reason: error instanceof Error ? error.message : String(error) },
         "incoming call refused: no media port",
       );
-      this.reject(503, "No Free Media Port");
+      this.reject(503, "No Free Media Port", NO_MEDIA_PORT_RETRY_AFTER_SECONDS);
       return false;
     }
     const offered = this.#invite.offerAnswer.remoteOffer;
