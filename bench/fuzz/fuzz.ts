@@ -1,10 +1,12 @@
 /**
  * One fuzzing run: starts the service (bench/fuzz/service-process.ts), sets up a PIN-only conference
  * with two of the fuzzer's own calls in it (one that media inputs go to, one that must keep hearing
- * audio; a third, over SRTP, when the srtp target runs), runs the chosen targets one after another or all at once while probes check the service
- * still answers, then checks the heap after a collection, the log and a clean stop.
+ * audio; and, when the srtp target runs, one over SRTP per suite the service knows), runs the chosen
+ * targets one after another or all at once while probes check the service still answers, then checks
+ * the heap after a collection, the log and a clean stop.
  */
 import { Agent, request } from "undici";
+import { SRTP_SUITES, type SrtpSuite } from "../../src/telephony/media/rtp/srtp-suites.js";
 import { apiJsonTarget } from "./api-json-target.js";
 import { apiFixture, apiTarget, signupBody } from "./api-target.js";
 import { rtcpTarget, rtpEventTarget, rtpTarget } from "./media-targets.js";
@@ -107,8 +109,10 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     mediaThreads: options.mediaThreads ?? 0,
     env: {
       BRIDGELINE_WEBHOOK_ALLOW_PRIVATE: "true",
-      // The SRTP call's keys travel in SIP over UDP: the fuzzer reads them from the answer.
+      // The SRTP calls' keys travel in SIP over UDP: the fuzzer reads them from the answers.
       BRIDGELINE_SRTP_KEYS_OVER_PLAIN_SIP: "true",
+      // Every suite the service knows, not only the default two: the srtp target fuzzes each.
+      BRIDGELINE_SRTP_SUITES: SRTP_SUITES.join(","),
       ...(options.databaseUrl !== undefined && { BRIDGELINE_DATABASE_URL: options.databaseUrl }),
     },
   });
@@ -158,7 +162,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     await until("the conference to start", async () =>
       (await api("GET", conference)).text.includes("<state>started</state>") ? true : undefined,
     );
-    const join = async (srtp = false) => {
+    const join = async (srtp?: SrtpSuite) => {
       const call = await Call.dial(
         callsPeer,
         ACCESS_NUMBER,
@@ -172,19 +176,20 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
     const listener = await join();
     let victim = await join();
     const withSrtp = names.includes("srtp");
-    let srtpVictim = withSrtp ? await join(true) : undefined;
+    // One SRTP call per suite, each the SRTP inputs under its suite go to.
+    const srtpVictims = new Map<SrtpSuite, Call>();
+    if (withSrtp) for (const suite of SRTP_SUITES) srtpVictims.set(suite, await join(suite));
     await until("the calls in the room", async () => {
       const connected = (await api("GET", `${conference}/attendees`)).text.match(
         /<state>connected<\/state>/g,
       );
-      return (connected?.length ?? 0) >= (withSrtp ? 3 : 2) ? true : undefined;
+      return (connected?.length ?? 0) >= 2 + srtpVictims.size ? true : undefined;
     });
     const heard = listener.received;
     await until("the room's audio", async () => (listener.received > heard + 10 ? true : undefined));
-    if (srtpVictim !== undefined) {
-      const srtpCall = srtpVictim;
+    for (const [suite, srtpCall] of srtpVictims) {
       const heardSrtp = srtpCall.received;
-      await until("the room's audio over SRTP", async () =>
+      await until(`the room's audio over SRTP (${suite})`, async () =>
         srtpCall.received > heardSrtp + 10 ? true : undefined,
       );
     }
@@ -236,7 +241,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
       PROBE_KINDS.map((kind) => [kind, { sent: 0, answered: 0 }]),
     ) as FuzzReport["probes"];
     let redialling: Promise<Call> | undefined;
-    let redialSrtp: Promise<Call> | undefined;
+    const redialSrtp = new Map<SrtpSuite, Promise<Call>>();
     const contextFor = (deadline: number): FuzzContext => ({
       sipPort,
       sipTlsPort: service.ports.sipTlsPort,
@@ -257,20 +262,28 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
         victim = await redialling;
         return victim;
       },
-      async srtpVictim() {
-        const current = srtpVictim;
-        if (current === undefined) throw new Error("no SRTP call: the srtp target was not chosen");
+      async srtpVictim(suite) {
+        const current = srtpVictims.get(suite);
+        if (current === undefined)
+          throw new Error(`no SRTP call under ${suite}: the srtp target was not chosen`);
         if (!current.ended) return current;
-        redialSrtp ??= join(true)
-          .catch((error: unknown) => {
-            found(`the SRTP inputs' call could not be dialled again: ${(error as Error).message}`);
-            return sleep(1000).then(() => current);
-          })
-          .finally(() => {
-            redialSrtp = undefined;
-          });
-        srtpVictim = await redialSrtp;
-        return srtpVictim;
+        let redial = redialSrtp.get(suite);
+        if (redial === undefined) {
+          redial = join(suite)
+            .catch((error: unknown) => {
+              found(
+                `the SRTP inputs' call under ${suite} could not be dialled again: ${(error as Error).message}`,
+              );
+              return sleep(1000).then(() => current);
+            })
+            .finally(() => {
+              redialSrtp.delete(suite);
+            });
+          redialSrtp.set(suite, redial);
+        }
+        const call = await redial;
+        srtpVictims.set(suite, call);
+        return call;
       },
     });
     const runOne = async (target: Target) => {

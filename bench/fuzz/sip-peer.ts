@@ -3,8 +3,8 @@
  * for its final response, ACKs 2xx answers, answers what the service sends it (BYE, OPTIONS) with
  * 200, and reads responses leniently (they may echo damaged fields). Calls dial an access number with
  * an SDP offer, send PCMU every 20 ms from their own RTP socket, type keys as RFC 4733 events and
- * count the RTP they receive. An SRTP call offers RTP/SAVP with an SDES key (RFC 4568), protects what
- * it sends and counts only what authenticates under the service's key.
+ * count the RTP they receive. An SRTP call offers RTP/SAVP with an SDES key (RFC 4568) of the suite it
+ * is given, protects what it sends and counts only what authenticates under the service's key.
  */
 import { randomBytes } from "node:crypto";
 import { createSocket, type Socket } from "node:dgram";
@@ -12,7 +12,12 @@ import { encodeMulaw } from "../../src/telephony/media/codec/g711.js";
 import { dtmfDigitPackets } from "../../src/telephony/media/dtmf/rfc4733.js";
 import { rtpPacketLength, writeRtpPacket } from "../../src/telephony/media/rtp/rtp-packet.js";
 import { SrtpReceiver, SrtpSender } from "../../src/telephony/media/rtp/srtp.js";
-import { newSrtpKey, type SrtpKeyMaterial } from "../../src/telephony/media/rtp/srtp-suites.js";
+import {
+  newSrtpKey,
+  SRTP_SUITES,
+  type SrtpKeyMaterial,
+  type SrtpSuite,
+} from "../../src/telephony/media/rtp/srtp-suites.js";
 
 /** Where the service listens. */
 const SERVICE_HOST = "127.0.0.1";
@@ -127,12 +132,13 @@ export function offerSdp(port: number, host: string, version = 1, key?: SrtpKeyM
   return [...lines, ""].join("\r\n");
 }
 
+/** An SDP a=crypto line of a suite we know: its suite and inline key. */
+const CRYPTO_LINE = new RegExp(`^a=crypto:\\d+ (${SRTP_SUITES.join("|")}) inline:([A-Za-z0-9+/=]+)`, "m");
+
 /** The SDES key of an SDP answer (its first a=crypto line). */
 export function answerKey(sdp: string): SrtpKeyMaterial | undefined {
-  const crypto = /^a=crypto:\d+ (AES_CM_128_HMAC_SHA1_(?:80|32)) inline:([A-Za-z0-9+/=]+)/m.exec(sdp);
-  return crypto === null
-    ? undefined
-    : { suite: crypto[1] as SrtpKeyMaterial["suite"], inline: crypto[2] as string };
+  const crypto = CRYPTO_LINE.exec(sdp);
+  return crypto === null ? undefined : { suite: crypto[1] as SrtpSuite, inline: crypto[2] as string };
 }
 
 /** An SRTP call's keys: what it sends under, and what the service sends under. */
@@ -330,16 +336,16 @@ export class Call {
 
   /**
    * Dials `number` at the service; resolves once answered (and ACKed), or throws. With `srtp`, offers
-   * RTP/SAVP with a fresh key and throws unless the answer takes SRTP.
+   * RTP/SAVP with a fresh key of that suite and throws unless the answer takes SRTP in it.
    */
-  static async dial(peer: SipPeer, number: string, from?: string, srtp = false): Promise<Call> {
+  static async dial(peer: SipPeer, number: string, from?: string, srtp?: SrtpSuite): Promise<Call> {
     const [rtp, rtcp] = await Call.#mediaSockets(peer.host);
     const dialog = new Dialog(peer, number, from);
-    const ours: SrtpKeyMaterial | undefined = srtp ? newSrtpKey("AES_CM_128_HMAC_SHA1_80") : undefined;
+    const ours: SrtpKeyMaterial | undefined = srtp === undefined ? undefined : newSrtpKey(srtp);
     const response = await peer.request(dialog.invite(offerSdp(rtp.address().port, peer.host, 1, ours)));
     const theirs = response === undefined ? undefined : answerKey(response.body);
     const remote =
-      response?.status === 200 && (ours === undefined || theirs !== undefined)
+      response?.status === 200 && (ours === undefined || theirs?.suite === ours.suite)
         ? mediaOf(response.body)
         : undefined;
     if (response === undefined || remote === undefined) {

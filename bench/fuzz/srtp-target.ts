@@ -1,22 +1,26 @@
 /**
- * SRTP and SRTCP inputs to a live SRTP call in the room (SDES keys, RFC 4568), whose keys the fuzzer
- * knows: packets correctly encrypted and authenticated around hostile plaintext (the rtp and rtcp
- * targets' packets: lying headers, extensions, padding, CSRC counts), so that what the service
- * decrypts is hostile; tags damaged; payloads damaged after the tag was made; replays; rollover
- * counters and sequence numbers far ahead and behind; truncation; MKI-like bytes between the payload
- * and the tag or after it; plain RTP and junk on the SRTP port; SRTCP with indexes replayed, at the
- * edge (0, 2^31 - 1), unencrypted (E flag clear), with bad tags or cut short. Authentic packets come
+ * SRTP and SRTCP inputs to live SRTP calls in the room (SDES keys, RFC 4568), one call per suite the
+ * service knows (AES-CM with HMAC-SHA1 80 and 32 of RFC 4568, their 256-bit keys of RFC 6188, AES-GCM
+ * 128 and 256 of RFC 7714), the inputs taking the suites in turn. The fuzzer knows every key: packets
+ * correctly encrypted and authenticated around hostile plaintext (the rtp and rtcp targets' packets:
+ * lying headers, extensions, padding, CSRC counts), so that what the service decrypts is hostile;
+ * tags damaged; payloads damaged after the tag was made; replays; rollover counters and sequence
+ * numbers far ahead and behind; truncation; MKI-like bytes between the payload and the tag or after
+ * it; plain RTP and junk on the SRTP port; SRTCP with indexes replayed, at the edge (0, 2^31 - 1),
+ * unencrypted (E flag clear), with bad tags or cut short. Authentic packets come
  * from the call's own socket; a stranger's socket sends only what must not authenticate, so that a
- * service latching onto it would be a finding. The call must keep hearing the room under SRTP.
+ * service latching onto it would be a finding. Each call must keep hearing the room under its suite.
  */
-import { createHmac } from "node:crypto";
+import { createCipheriv, createHmac } from "node:crypto";
 import { createSocket, type Socket } from "node:dgram";
 import { SrtpSender } from "../../src/telephony/media/rtp/srtp.js";
 import {
   type PacketProtection,
   protectionWith,
+  type SessionKeys,
   sessionKeys,
 } from "../../src/telephony/media/rtp/srtp-protection.js";
+import { SRTP_SUITES, type SrtpSuite, SUITES } from "../../src/telephony/media/rtp/srtp-suites.js";
 import { junk, rtcpCompound, rtpPacket } from "./media-targets.js";
 import { mutateBytes } from "./mutate.js";
 import type { Random } from "./random.js";
@@ -25,19 +29,24 @@ import { count, type FuzzContext, Pacer, sleep, type Target, type TargetStats } 
 
 const RTP_HEADER_LENGTH = 12;
 const RTCP_HEADER_LENGTH = 8;
-/** How long the SRTP call may hear nothing authentic from the room before it is a finding. */
+/** The E flag of the SRTCP index word (RFC 3711 section 3.4). */
+const ENCRYPTED_FLAG = 0x80000000;
+const GCM_IV_LENGTH = 12;
+/** How long an SRTP call may hear nothing authentic from the room before it is a finding. */
 const SILENCE_MS = 5_000;
 
 /** What the target keeps for one SRTP call: senders under its key, and packets to replay. */
 class Keyed {
   readonly sender: SrtpSender;
-  /** The call's packet protection (SRTCP with any index) and its SRTCP authentication key. */
+  /** The call's packet protection (SRTCP with any index) and its SRTCP session keys. */
   readonly protection: PacketProtection;
-  readonly rtcpAuth: Buffer;
+  readonly rtcpKeys: SessionKeys;
   readonly sent: Buffer[] = [];
   readonly sentRtcp: Buffer[] = [];
   rtcpIndex = 0;
   readonly previous: { sequence: number; timestamp: number };
+  /** When the call last heard the room: how many packets it had received then. */
+  heard: { received: number; at: number };
 
   constructor(
     readonly call: Call,
@@ -47,8 +56,13 @@ class Keyed {
     this.sender = new SrtpSender(srtp.ours);
     const keys = sessionKeys(srtp.ours);
     this.protection = protectionWith(srtp.ours.suite, keys.rtp, keys.rtcp);
-    this.rtcpAuth = keys.rtcp.auth;
+    this.rtcpKeys = keys.rtcp;
     this.previous = { sequence: rng.below(65_536), timestamp: rng.uint32() };
+    this.heard = { received: call.received, at: performance.now() };
+  }
+
+  get suite(): SrtpSuite {
+    return this.srtp.ours.suite;
   }
 
   remember(list: Buffer[], packet: Buffer): void {
@@ -65,13 +79,37 @@ function protect(sender: SrtpSender, plain: Buffer): Buffer | undefined {
   return out.subarray(0, sender.protectRtp(out, plain.length));
 }
 
-/** SRTCP with the index word written as given (E flag and all), authenticated (HMAC-SHA1 suites). */
+/**
+ * SRTCP with the index word written as given (E flag and all), authentic. HMAC-SHA1 suites: the
+ * payload left plain whatever the E flag says (with E set the service decrypts it into noise).
+ * GCM: with E set, sealed as usual; with E clear, the unencrypted form of RFC 7714 section 9.2 (the
+ * whole packet and the word as associated data, no plaintext).
+ */
 function srtcpWithWord(keyed: Keyed, plain: Buffer, word: number): Buffer {
   const tagLength = keyed.protection.rtcpTagLength;
+  if (SUITES[keyed.suite].aead) {
+    if ((word & ENCRYPTED_FLAG) !== 0) return keyed.protection.sealRtcp(plain, word & 0x7fffffff);
+    // The IV of section 9.1: 00 00 || SSRC || 00 00 || index, XOR the session salt.
+    const iv = Buffer.alloc(GCM_IV_LENGTH);
+    iv.writeUInt32BE(plain.readUInt32BE(4), 2);
+    iv.writeUInt32BE(word >>> 0, 8);
+    for (let i = 0; i < GCM_IV_LENGTH; i++) iv[i] = (iv[i] as number) ^ (keyed.rtcpKeys.salt[i] as number);
+    const wordBytes = Buffer.alloc(4);
+    wordBytes.writeUInt32BE(word >>> 0);
+    const cipher = createCipheriv(
+      keyed.rtcpKeys.key.length === 32 ? "aes-256-gcm" : "aes-128-gcm",
+      keyed.rtcpKeys.key,
+      iv,
+      { authTagLength: tagLength },
+    );
+    cipher.setAAD(Buffer.concat([plain, wordBytes]));
+    cipher.final();
+    return Buffer.concat([plain, cipher.getAuthTag(), wordBytes]);
+  }
   const out = Buffer.alloc(plain.length + 4 + tagLength);
   plain.copy(out);
   out.writeUInt32BE(word >>> 0, plain.length);
-  createHmac("sha1", keyed.rtcpAuth)
+  createHmac("sha1", keyed.rtcpKeys.auth)
     .update(out.subarray(0, plain.length + 4))
     .digest()
     .copy(out, plain.length + 4, 0, tagLength);
@@ -201,21 +239,27 @@ export function srtpTarget(rng: Random, perSecond: number): Target {
     async run(context: FuzzContext, stats: TargetStats) {
       const stranger: Socket = createSocket("udp4");
       await new Promise<void>((resolve) => stranger.bind(0, "127.0.0.1", resolve));
-      let keyed: Keyed | undefined;
-      let heard = { received: 0, at: performance.now() };
+      const keyedBySuite = new Map<SrtpSuite, Keyed>();
       const pacer = new Pacer(perSecond);
-      while (context.running()) {
-        const call = await context.srtpVictim();
-        if (call.srtp === undefined) throw new Error("the SRTP victim call has no SRTP keys");
+      for (let turn = 0; context.running(); turn++) {
+        // The suites in turn, one input each.
+        const suite = SRTP_SUITES[turn % SRTP_SUITES.length] as SrtpSuite;
+        const call = await context.srtpVictim(suite);
+        if (call.srtp?.ours.suite !== suite)
+          throw new Error(`the SRTP victim call under ${suite} has no such keys`);
+        let keyed = keyedBySuite.get(suite);
         if (keyed?.call !== call) {
           keyed = new Keyed(call, call.srtp, rng);
-          heard = { received: call.received, at: performance.now() };
+          keyedBySuite.set(suite, keyed);
         }
         // The room's audio, protected under the service's key, must keep coming.
-        if (call.received > heard.received) heard = { received: call.received, at: performance.now() };
-        else if (performance.now() - heard.at > SILENCE_MS && !call.ended) {
-          context.found(`the SRTP call heard nothing authentic from the room for ${SILENCE_MS / 1000} s`);
-          heard.at = performance.now();
+        if (call.received > keyed.heard.received)
+          keyed.heard = { received: call.received, at: performance.now() };
+        else if (performance.now() - keyed.heard.at > SILENCE_MS && !call.ended) {
+          context.found(
+            `the SRTP call under ${suite} heard nothing authentic from the room for ${SILENCE_MS / 1000} s`,
+          );
+          keyed.heard.at = performance.now();
         }
         const input = srtpInput(rng, keyed);
         const own = input.rtcp ? call.rtcp : call.rtp;

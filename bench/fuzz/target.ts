@@ -1,4 +1,5 @@
 /** What every fuzzing target is given and counts. */
+import type { SrtpSuite } from "../../src/telephony/media/rtp/srtp-suites.js";
 import type { Call } from "./sip-peer.js";
 
 export interface TargetStats {
@@ -28,8 +29,8 @@ export interface FuzzContext {
   readonly accessNumber: string;
   /** The live call in the room that media inputs go to; redialled when it has ended. */
   victim(): Promise<Call>;
-  /** The live SRTP call in the room that SRTP inputs go to; redialled when it has ended. */
-  srtpVictim(): Promise<Call>;
+  /** The live SRTP call in the room under `suite` that its SRTP inputs go to; redialled when ended. */
+  srtpVictim(suite: SrtpSuite): Promise<Call>;
   readonly api: ApiFixture;
   /** Records something the fuzzing found (a 5xx, say), which fails the run. */
   found(what: string): void;
