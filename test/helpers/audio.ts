@@ -242,3 +242,18 @@ export function assertTone(samples: Int16Array, present: number, absent: number,
     throw new Error(`${who} heard ${present} Hz only at ${presentDb.toFixed(1)} dBFS`);
   if (!(absentDb < NOT_HEARD_DB)) throw new Error(`${who} heard ${absent} Hz at ${absentDb.toFixed(1)} dBFS`);
 }
+
+/**
+ * Whether `frequencyHz` is heard (above HEARD_DB, as for assertTone) in each 100 ms of the last
+ * `seconds` of `samples`: a tone heard all along that time, not in a moment of it. False while
+ * fewer than `seconds` are there.
+ */
+export function heardThroughout(samples: Int16Array, frequencyHz: number, seconds: number): boolean {
+  const block = SAMPLE_RATE / 10;
+  const blocks = Math.round(seconds * 10);
+  if (samples.length < blocks * block) return false;
+  for (let end = samples.length; end > samples.length - blocks * block; end -= block) {
+    if (!(goertzelLevelDb(samples.subarray(end - block, end), frequencyHz) > HEARD_DB)) return false;
+  }
+  return true;
+}
