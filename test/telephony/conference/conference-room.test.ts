@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { loadConfig } from "../../../src/config.js";
 import { goertzelLevelDb, rmsLevelDb, SAMPLE_RATE } from "../../helpers/audio.js";
-import { Baresip } from "../../helpers/baresip.js";
+import { Baresip, heardUntil } from "../../helpers/baresip.js";
 import {
   createPendingConference,
   createUser,
@@ -136,7 +136,9 @@ describe("conferences that take place", { skip, concurrency: true }, () => {
   test("starts on time, holds until the moderator answers, mixes everyone but oneself, ends when the moderator hangs up", async () => {
     const moderator = await Sipp.start({
       scenario: "uas-moderator.xml",
-      pauseMs: 6000,
+      // In the room 5 s: its duration must read 4 s at least, and each attendee is measured hearing
+      // the other for 2.5 s after it joined.
+      pauseMs: 5000,
       timeoutSeconds: 40,
     });
     cleanups.push(() => moderator.stop());
@@ -153,7 +155,8 @@ describe("conferences that take place", { skip, concurrency: true }, () => {
     );
     const room = await conference(api, owner.auth, owner.id, {
       numbers: ["604-555-0101", "604-555-0102"],
-      startInSeconds: 2,
+      // Later than its making takes, so that the scheduler is what starts it.
+      startInSeconds: 1,
     });
     const scheduledAt = Date.parse(text((await room.read()).conference, "scheduled-to-start-at") ?? "");
 
@@ -242,7 +245,12 @@ describe("conferences that take place", { skip, concurrency: true }, () => {
         ["false", "true"],
       ],
     );
-    await new Promise((resolve) => setTimeout(resolve, 4000));
+    // What is measured below is the first 3.5 s of each phone's call.
+    await Promise.all(
+      [lead, low].map((phone) =>
+        heardUntil(phone, "3.5 s of the lecture", (heard) => heard.length >= 3.5 * SAMPLE_RATE),
+      ),
+    );
     assert.equal((await lead.command("hangup")).ok, true);
     await Promise.all([low.waitForEvent("CALL_CLOSED"), high.waitForEvent("CALL_CLOSED")]);
 
@@ -315,9 +323,10 @@ describe("conferences that take place", { skip, concurrency: true }, () => {
       const { attendees } = await room.read();
       return statesOf(attendees).join() === "connected,connected" ? true : undefined;
     });
-    await new Promise((resolve) => setTimeout(resolve, 2000));
     // Its extension went out as DTMF after the answer, the comma a one-second pause.
-    assert.match(second.log, /received event: '4'[\s\S]*received event: '7'/);
+    const extension = /received event: '4'[\s\S]*received event: '7'/;
+    await until("the extension typed", async () => (extension.test(second.log) ? true : undefined));
+    assert.match(second.log, extension);
 
     assert.equal((await api.request("DELETE", secondPath, { auth: owner.auth })).status, 204);
     await second.waitForEvent("CALL_CLOSED", 5000);
