@@ -10,8 +10,8 @@ import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { loadConfig } from "../../../src/config.js";
 import { readWav } from "../../../src/telephony/media/wav.js";
-import { goertzelLevelDb, rmsLevelDb } from "../../helpers/audio.js";
-import { Baresip } from "../../helpers/baresip.js";
+import { goertzelLevelDb, heardThroughout, rmsLevelDb, SAMPLE_RATE } from "../../helpers/audio.js";
+import { Baresip, heardSoFar, heardUntil } from "../../helpers/baresip.js";
 import { testAuthority } from "../../helpers/certificates.js";
 import { EventStream } from "../../helpers/event-stream.js";
 import { createUser, startTestService, type TestService } from "../../helpers/service.js";
@@ -37,6 +37,14 @@ function text(node: Node | undefined, field: string): string | undefined {
   if (typeof value !== "object") return String(value);
   const inner = (value as { "#text"?: unknown })["#text"];
   return inner === undefined ? undefined : String(inner);
+}
+
+/** How many wrong PINs the service logged from the caller `from` (its number as it dialled). */
+function wrongPinsLogged(api: TestService, from: string): number {
+  return api.logs.filter((line) => {
+    if (!line.includes('"msg":"dial-in: wrong PIN"')) return false;
+    return (JSON.parse(line) as { from?: string }).from === from;
+  }).length;
 }
 
 /** A phone; `secure`: it calls over SIP over TLS and insists on SRTP. */
@@ -152,8 +160,12 @@ describe("callers in a conference", { skip, concurrency: true }, () => {
     assert.equal(text(joined, "moderator"), "false");
     assert.equal(text(joined, "muted"), "false");
 
-    // Talk a little first: the recording must hold both voices.
-    await new Promise((resolve) => setTimeout(resolve, 2000));
+    // Talk a little first, until each has heard the other for a second: the recording must hold both
+    // voices.
+    await Promise.all([
+      heardUntil(caller, "the moderator for a second", (heard) => heardThroughout(heard, 660, 1)),
+      heardUntil(moderator, "the caller for a second", (heard) => heardThroughout(heard, 440, 1)),
+    ]);
     const callerField = async (field: string) =>
       text(
         (await running.attendees()).find((a) => text(a, "dial-in") === "true"),
@@ -188,7 +200,6 @@ describe("callers in a conference", { skip, concurrency: true }, () => {
     await press(moderator, "*1", () => conferenceField("dial-in-locked"), "true");
     await press(moderator, "*8", () => conferenceField("record-audio"), "false");
     await press(moderator, "*8", () => conferenceField("record-audio"), "true");
-    await new Promise((resolve) => setTimeout(resolve, 1000));
 
     assert.equal((await moderator.command("sndcode", "*9")).ok, true);
     await caller.waitForEvent("CALL_CLOSED");
@@ -234,27 +245,40 @@ describe("callers in a conference", { skip, concurrency: true }, () => {
     cleanups.push(async () => stream.close());
     await moderator.waitForEvent("CALL_ESTABLISHED");
 
-    assert.equal(
-      (await wrong.command("dial", `sip:${ACCESS_NUMBER}@127.0.0.1:${api.service.sipPort}`)).ok,
-      true,
-    );
-    await wrong.waitForEvent("CALL_ESTABLISHED");
-    for (let attempt = 0; attempt < 3; attempt++) {
-      assert.equal((await wrong.command("sndcode", "000000#")).ok, true);
-      await new Promise((resolve) => setTimeout(resolve, 1500));
-    }
-    await wrong.waitForEvent("CALL_CLOSED", 30_000);
-
-    await dialIn(member, api, `${running.memberPin}#`);
-    await member.waitForEvent("CALL_CLOSED", 30_000);
-    await dialIn(second, api, `${running.moderatorPin}#`);
-    const admitted = await until("the moderator-PIN caller in the room", async () => {
-      const found = (await running.attendees()).find(
-        (a) => text(a, "phone-number-subscriber-number") === "6045550144",
-      );
-      return text(found, "state") === "connected" ? found : undefined;
-    });
+    // Three callers at the PIN prompt at once, none changing what the others meet: one types wrong
+    // PINs, one the member PIN of the locked conference, one the moderator PIN.
+    const [admitted] = await Promise.all([
+      (async () => {
+        await dialIn(second, api, `${running.moderatorPin}#`);
+        return until("the moderator-PIN caller in the room", async () => {
+          const found = (await running.attendees()).find(
+            (a) => text(a, "phone-number-subscriber-number") === "6045550144",
+          );
+          return text(found, "state") === "connected" ? found : undefined;
+        });
+      })(),
+      (async () => {
+        assert.equal(
+          (await wrong.command("dial", `sip:${ACCESS_NUMBER}@127.0.0.1:${api.service.sipPort}`)).ok,
+          true,
+        );
+        await wrong.waitForEvent("CALL_ESTABLISHED");
+        for (let attempt = 1; attempt <= 3; attempt++) {
+          assert.equal((await wrong.command("sndcode", "000000#")).ok, true);
+          // The next PIN is typed once this one was refused, as a caller does after "invalid PIN".
+          await until(`wrong PIN ${attempt} refused`, async () =>
+            wrongPinsLogged(api, "+16045550142") >= attempt ? true : undefined,
+          );
+        }
+        await wrong.waitForEvent("CALL_CLOSED", 30_000);
+      })(),
+      (async () => {
+        await dialIn(member, api, `${running.memberPin}#`);
+        await member.waitForEvent("CALL_CLOSED", 30_000);
+      })(),
+    ]);
     assert.ok(admitted);
+    assert.equal(wrongPinsLogged(api, "+16045550142"), 3, "three wrong PINs, then the call ended");
     assert.equal(
       (await running.attendees()).filter((a) => text(a, "phone-number-subscriber-number") === "6045550143")
         .length,
@@ -314,8 +338,12 @@ describe("callers in a conference", { skip, concurrency: true }, () => {
     });
     await machine.waitForEvent("CALL_ESTABLISHED");
     for (let attempt = 0; attempt < 2; attempt++) {
-      // Some of the invitation heard first.
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      // Half a second of the invitation heard first, in this try.
+      const tryStart = heardSoFar(machine).length;
+      await heardUntil(machine, `the invitation, try ${attempt + 1}`, (heard) => {
+        const sinceTry = heard.subarray(tryStart);
+        return sinceTry.length >= SAMPLE_RATE / 2 && rmsLevelDb(sinceTry) > -40;
+      });
       assert.equal((await machine.command("sndcode", "5")).ok, true);
     }
     await machine.waitForEvent("CALL_CLOSED", 20_000);
