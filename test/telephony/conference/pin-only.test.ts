@@ -71,21 +71,23 @@ describe("a PIN-only conference", { skip }, () => {
 
     const capture = await WireCapture.start(`udp src portrange ${rtpPorts.min}-${rtpPorts.max}`);
     cleanups.push(() => capture.dispose());
-    // Each caller's own tone at -12 dBFS after its PIN: the moderator stays two seconds longer.
+    // Each caller's own tone at -12 dBFS after its PIN: the member's 4 s outlast the joining prompt
+    // (1.8 s) by 2 s of talk with the moderator, who stays two seconds longer, so that the member
+    // leaves first.
     const talk = (hz: number, seconds: number): Segment => ({ audio: tone(hz, seconds, 0.25) });
     const moderator = await sippCaller({
       sipPort: api.service.sipPort,
       accessNumber: ACCESS_NUMBER,
       from: "+16045550171",
       dir,
-      segments: [{ audio: murmur(1) }, { audio: dtmfTones(`${moderatorPin}#`) }, talk(MODERATOR_HZ, 8)],
+      segments: [{ audio: murmur(1) }, { audio: dtmfTones(`${moderatorPin}#`) }, talk(MODERATOR_HZ, 6)],
     });
     const member = await sippCaller({
       sipPort: api.service.sipPort,
       accessNumber: ACCESS_NUMBER,
       from: "+16045550172",
       dir,
-      segments: [{ audio: murmur(1) }, { events: `${memberPin}#` }, talk(MEMBER_HZ, 6)],
+      segments: [{ audio: murmur(1) }, { events: `${memberPin}#` }, talk(MEMBER_HZ, 4)],
     });
     cleanups.push(
       () => moderator.stop(),
