@@ -39,16 +39,20 @@ export class WireCapture {
     const canary = createSocket("udp4");
     await new Promise<void>((resolve) => canary.bind(0, "127.0.0.1", resolve));
     const canaryPort = canary.address().port;
-    // -P prints a line per packet as it is written: a canary's line proves tshark has taken everything
-    // captured before it.
+    // -P prints a line per packet as it is written (its UDP destination port alone, whatever protocol
+    // tshark takes the port for; -l: at once, not 4 KB at a time): a canary's line proves tshark has
+    // taken everything captured before it.
     const child = spawn(
       binary,
-      ["-i", "lo", "-P", "-f", `(${filter}) or (udp dst port ${canaryPort})`, "-F", "pcap", "-w", file],
+      [
+        ...["-i", "lo", "-l", "-P", "-T", "fields", "-e", "udp.dstport"],
+        ...["-f", `(${filter}) or (udp dst port ${canaryPort})`, "-F", "pcap", "-w", file],
+      ],
       { stdio: ["ignore", "pipe", "pipe"] },
     );
     const output = { text: "", canaries: 0 };
     const capture = new WireCapture(child, dir, file, output, canary, canaryPort);
-    const canaryLine = new RegExp(`\\b${canaryPort} Len=`);
+    const canaryLine = `${canaryPort}`;
     let partial = "";
     await new Promise<void>((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`tshark did not start:\n${output.text}`)), 15_000);
@@ -56,7 +60,7 @@ export class WireCapture {
         output.text = (output.text + chunk.toString()).slice(-10_000);
         const lines = (partial + chunk.toString()).split("\n");
         partial = lines.pop() ?? "";
-        for (const line of lines) if (canaryLine.test(line)) output.canaries++;
+        for (const line of lines) if (line.trim() === canaryLine) output.canaries++;
         if (output.text.includes("Capturing on")) {
           clearTimeout(timer);
           resolve();
