@@ -257,3 +257,117 @@ export function heardThroughout(samples: Int16Array, frequencyHz: number, second
   }
   return true;
 }
+
+/** The last second of `samples` (all of them when there are fewer). */
+export function lastSecond(samples: Int16Array): Int16Array {
+  return samples.subarray(Math.max(0, samples.length - SAMPLE_RATE));
+}
+
+/**
+ * Whether a whole last second of `samples` holds `present` Hz and not `absent` Hz, by assertTone's
+ * measure: what a test waits for before it asserts the same.
+ */
+export function toneHeard(samples: Int16Array, present: number, absent: number): boolean {
+  const window = lastSecond(samples);
+  return (
+    window.length === SAMPLE_RATE &&
+    goertzelLevelDb(window, present) > HEARD_DB &&
+    goertzelLevelDb(window, absent) < NOT_HEARD_DB
+  );
+}
+
+/**
+ * A call's 20 ms clock, as exchangeAudio runs it, left running while a test waits for what the call
+ * should hear (`until`) instead of for a fixed time; `stop` ends it.
+ */
+export class RunningAudio {
+  #heard = new Int16Array(10 * SAMPLE_RATE);
+  #length = 0;
+  #framesReceived = 0;
+  #check: (() => void) | undefined;
+  readonly #timer: NodeJS.Timeout;
+
+  private constructor(call: AudioEndpoint, send: ToneGenerator | null) {
+    const outgoing = new Int16Array(FRAME_SAMPLES);
+    this.#timer = setInterval(() => {
+      if (send !== null) call.sendAudio(send.fill(outgoing));
+      if (this.#length + FRAME_SAMPLES > this.#heard.length) {
+        const grown = new Int16Array(2 * this.#heard.length);
+        grown.set(this.#heard);
+        this.#heard = grown;
+      }
+      const frame = this.#heard.subarray(this.#length, this.#length + FRAME_SAMPLES);
+      if (call.readAudio(frame) === "frame") this.#framesReceived++;
+      this.#length += FRAME_SAMPLES;
+      this.#check?.();
+    }, 20);
+    // A test that fails while the clock runs must not be kept alive by it.
+    this.#timer.unref();
+  }
+
+  /** Starts the clock: each tick sends the next frame of `send` (nothing when null) and reads one. */
+  static start(call: AudioEndpoint, send: ToneGenerator | null): RunningAudio {
+    return new RunningAudio(call, send);
+  }
+
+  /** Everything read so far, 20 ms per tick, silence included. */
+  get heard(): Int16Array {
+    return this.#heard.subarray(0, this.#length);
+  }
+
+  /** Ticks on which readAudio returned a received frame. */
+  get framesReceived(): number {
+    return this.#framesReceived;
+  }
+
+  /**
+   * Resolves after the first tick on which `done` holds (before the next tick, so what it judged is
+   * still the last of `heard`). After `timeoutMs`, or when `done` throws, it stops the clock and
+   * rejects, naming `what` and adding `detail()` (levels heard, say).
+   */
+  until(
+    what: string,
+    done: () => boolean,
+    { timeoutMs = 10_000, detail = () => "" }: { timeoutMs?: number; detail?: () => string } = {},
+  ): Promise<void> {
+    if (this.#check !== undefined) throw new Error("RunningAudio: one wait at a time");
+    return new Promise((resolve, reject) => {
+      const fail = (error: unknown) => {
+        clearTimeout(timer);
+        this.#check = undefined;
+        this.stop();
+        reject(error);
+      };
+      const timer = setTimeout(
+        () => fail(new Error(`no ${what} within ${timeoutMs} ms: ${detail()}`)),
+        timeoutMs,
+      );
+      this.#check = () => {
+        let finished: boolean;
+        try {
+          finished = done();
+        } catch (error) {
+          fail(error);
+          return;
+        }
+        if (!finished) return;
+        clearTimeout(timer);
+        this.#check = undefined;
+        resolve();
+      };
+    });
+  }
+
+  /** Stops the clock; returns what was heard. */
+  stop(): AudioExchange {
+    clearInterval(this.#timer);
+    return { heard: this.heard, framesReceived: this.#framesReceived };
+  }
+}
+
+/** The levels of `present` and `absent` Hz in the last second of `samples`, for failure messages. */
+export function toneLevels(samples: Int16Array, present: number, absent: number): string {
+  const window = lastSecond(samples);
+  const level = (hz: number) => `${hz} Hz at ${goertzelLevelDb(window, hz).toFixed(1)} dBFS`;
+  return `${level(present)}, ${level(absent)} over the last ${window.length / SAMPLE_RATE} s`;
+}

@@ -8,6 +8,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "n
 import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { readWav as decodeWav } from "../../src/telephony/media/wav.js";
 import { readWav, SAMPLE_RATE, tone, writeWav } from "./audio.js";
 import { findBinary, freePorts } from "./sipp.js";
 
@@ -284,6 +285,37 @@ export class Baresip {
     this.control?.destroy();
     rmSync(this.dir, { recursive: true, force: true });
   }
+
+  /**
+   * What baresip has heard so far, during a call too: sndfile writes the sizes in a dump's WAV
+   * header only when the call ends, so an unfinished dump's data (its size still 0) runs to the end
+   * of the file. A dump whose header is not all written yet has heard nothing; a finished dump reads
+   * as heard() reads it.
+   */
+  heardSoFar(): Int16Array {
+    const parts = readdirSync(this.dir)
+      .filter((name) => name.endsWith("-dec.wav"))
+      .sort()
+      .map((name) => {
+        const bytes = readFileSync(join(this.dir, name));
+        for (let offset = 12; offset + 8 <= bytes.length; ) {
+          const size = bytes.readUInt32LE(offset + 4);
+          if (bytes.toString("latin1", offset, offset + 4) === "data") {
+            if (size === 0) bytes.writeUInt32LE(bytes.length - offset - 8, offset + 4);
+            return decodeWav(bytes).samples;
+          }
+          offset += 8 + size + (size & 1);
+        }
+        return new Int16Array(0);
+      });
+    const all = new Int16Array(parts.reduce((sum, part) => sum + part.length, 0));
+    let offset = 0;
+    for (const part of parts) {
+      all.set(part, offset);
+      offset += part.length;
+    }
+    return all;
+  }
 }
 
 function netstring(message: object): Buffer {
@@ -292,76 +324,7 @@ function netstring(message: object): Buffer {
 }
 
 /**
- * What `phone` has heard so far, as `heard()` gives it (its calls' decoded audio, concatenated), but
- * read while a call goes on: sndfile writes each decoded frame as it plays and fills in a recording's
- * data length only when the call ends, so an unfinished recording's samples run to the end of its
- * file. Its directory is the one baresip says it records to.
- */
-export function heardSoFar(phone: Baresip): Int16Array {
-  const dir = recordingDirectory(phone);
-  const parts = readdirSync(dir)
-    .filter((name) => name.endsWith("-dec.wav"))
-    .sort()
-    .map((name) => samplesSoFar(readFileSync(join(dir, name)), name));
-  const all = new Int16Array(parts.reduce((sum, part) => sum + part.length, 0));
-  let offset = 0;
-  for (const part of parts) {
-    all.set(part, offset);
-    offset += part.length;
-  }
-  return all;
-}
-
-/** Where each phone records, as it said at its start (kept: its log keeps only its latest output). */
-const recordingDirectories = new WeakMap<Baresip, string>();
-
-function recordingDirectory(phone: Baresip): string {
-  const known = recordingDirectories.get(phone);
-  if (known !== undefined) return known;
-  const dir = /sndfile: saving files in (\S+)/.exec(phone.log)?.[1];
-  if (dir === undefined) throw new Error(`baresip ${phone.user} did not say where it records\n${phone.log}`);
-  recordingDirectories.set(phone, dir);
-  return dir;
-}
-
-/** The samples of a 16-bit mono WAV recording at SAMPLE_RATE, finished or not (none before its header). */
-function samplesSoFar(bytes: Buffer, name: string): Int16Array {
-  const RIFF_HEADER_BYTES = 12;
-  const CHUNK_HEADER_BYTES = 8;
-  if (bytes.length < RIFF_HEADER_BYTES) return new Int16Array(0);
-  if (bytes.toString("latin1", 0, 4) !== "RIFF" || bytes.toString("latin1", 8, 12) !== "WAVE")
-    throw new Error(`${name} is not a WAV file`);
-  let offset = RIFF_HEADER_BYTES;
-  let formatChecked = false;
-  while (offset + CHUNK_HEADER_BYTES <= bytes.length) {
-    const id = bytes.toString("latin1", offset, offset + 4);
-    const size = bytes.readUInt32LE(offset + 4);
-    const body = offset + CHUNK_HEADER_BYTES;
-    if (id === "fmt ") {
-      if (body + 16 > bytes.length) return new Int16Array(0);
-      const [format, channels, rate, bits] = [
-        bytes.readUInt16LE(body),
-        bytes.readUInt16LE(body + 2),
-        bytes.readUInt32LE(body + 4),
-        bytes.readUInt16LE(body + 14),
-      ];
-      if (format !== 1 || channels !== 1 || rate !== SAMPLE_RATE || bits !== 16)
-        throw new Error(`${name}: format ${format}, ${channels} channels, ${rate} Hz, ${bits} bits`);
-      formatChecked = true;
-    } else if (id === "data") {
-      if (!formatChecked) throw new Error(`${name}: data before fmt`);
-      const end = size === 0 ? bytes.length : Math.min(body + size, bytes.length);
-      const samples = new Int16Array(Math.floor((end - body) / 2));
-      for (let i = 0; i < samples.length; i++) samples[i] = bytes.readInt16LE(body + i * 2);
-      return samples;
-    }
-    offset = body + size + (size & 1);
-  }
-  return new Int16Array(0);
-}
-
-/**
- * What `phone` has heard so far (`heardSoFar`), once `enough` accepts it: read again every 100 ms,
+ * What `phone` has heard so far (`heardSoFar()`), once `enough` accepts it: read again every 100 ms,
  * so that a test waits for a tone or a prompt to be heard instead of sitting out a fixed window.
  * Rejects after `ms`, naming what was awaited and how much had been heard.
  */
@@ -373,7 +336,7 @@ export async function heardUntil(
 ): Promise<Int16Array> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const heard = heardSoFar(phone);
+    const heard = phone.heardSoFar();
     if (enough(heard)) return heard;
     if (Date.now() > deadline) {
       const seconds = (heard.length / SAMPLE_RATE).toFixed(1);

@@ -11,7 +11,7 @@ import { after, describe, test } from "node:test";
 import { loadConfig } from "../../../src/config.js";
 import { readWav } from "../../../src/telephony/media/wav.js";
 import { goertzelLevelDb, heardThroughout, rmsLevelDb, SAMPLE_RATE } from "../../helpers/audio.js";
-import { Baresip, heardSoFar, heardUntil } from "../../helpers/baresip.js";
+import { Baresip, heardUntil } from "../../helpers/baresip.js";
 import { testAuthority } from "../../helpers/certificates.js";
 import { EventStream } from "../../helpers/event-stream.js";
 import { createUser, startTestService, type TestService } from "../../helpers/service.js";
@@ -339,7 +339,7 @@ describe("callers in a conference", { skip, concurrency: true }, () => {
     await machine.waitForEvent("CALL_ESTABLISHED");
     for (let attempt = 0; attempt < 2; attempt++) {
       // Half a second of the invitation heard first, in this try.
-      const tryStart = heardSoFar(machine).length;
+      const tryStart = machine.heardSoFar().length;
       await heardUntil(machine, `the invitation, try ${attempt + 1}`, (heard) => {
         const sinceTry = heard.subarray(tryStart);
         return sinceTry.length >= SAMPLE_RATE / 2 && rmsLevelDb(sinceTry) > -40;

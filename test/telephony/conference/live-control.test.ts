@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { loadConfig } from "../../../src/config.js";
 import { goertzelLevelDb, heardThroughout, SAMPLE_RATE } from "../../helpers/audio.js";
-import { Baresip, heardSoFar, heardUntil } from "../../helpers/baresip.js";
+import { Baresip, heardUntil } from "../../helpers/baresip.js";
 import { EventStream } from "../../helpers/event-stream.js";
 import { createUser, startTestService } from "../../helpers/service.js";
 import { rtpPortRange, skipWithout } from "../../helpers/sipp.js";
@@ -136,7 +136,7 @@ describe("live control of a conference of phones", { skip }, () => {
     });
     // What the moderator hears with the mute and the 880 Hz phone back: the first second in which it
     // hears the 880 Hz phone all along.
-    const reconnectedAt = heardSoFar(lead).length;
+    const reconnectedAt = lead.heardSoFar().length;
     const back = (
       await heardUntil(lead, "a second of the phone called again", (heard) =>
         heardThroughout(heard.subarray(reconnectedAt), 880, 1),
