@@ -14,11 +14,16 @@ import type { IncomingCall } from "../../../src/telephony/call.js";
 import type { SrtpSuite } from "../../../src/telephony/media/rtp/srtp-suites.js";
 import { Telephony } from "../../../src/telephony/telephony.js";
 import {
+  type AudioEndpoint,
   assertTone,
-  exchangeAudio,
+  FRAME_SAMPLES,
   goertzelLevelDb,
+  lastSecond,
+  RunningAudio,
   SAMPLE_RATE,
   ToneGenerator,
+  toneHeard,
+  toneLevels,
 } from "../../helpers/audio.js";
 import { Baresip } from "../../helpers/baresip.js";
 import { testAuthority } from "../../helpers/certificates.js";
@@ -26,6 +31,12 @@ import { CallRecord, rtpPortRange, skipWithout } from "../../helpers/sipp.js";
 import { WireCapture } from "../../helpers/wire.js";
 
 const skip = skipWithout("baresip") || skipWithout("openssl") || skipWithout("tshark");
+/**
+ * How much of an SRTP phone's media we receive before hanging up, all of it captured: read as PCMU,
+ * random-looking bytes measure about -48 dBFS at 440 Hz over 2 s, over the -35 dBFS that
+ * assertUnreadable allows about once in 300,000 captures (once in 500 over 1 s).
+ */
+const WIRE_SECONDS = 2;
 const dir = mkdtempSync(join(tmpdir(), "bridgeline-tls-"));
 const running: { stop(): Promise<void> }[] = [];
 after(async () => {
@@ -85,13 +96,61 @@ describe("SIP over TLS with baresip", { skip }, () => {
   }
 
   /**
+   * Sends our 880 Hz on `call` until we hear the phone's 440 Hz over a whole second, the phone (unless
+   * null) hears our 880 Hz over a whole second, and `also` holds; asserts what we heard, and returns
+   * the clock, still running, and how much the phone had heard by then.
+   */
+  async function untilHeard(
+    call: AudioEndpoint,
+    phone: Baresip | null,
+    also: (audio: RunningAudio) => boolean = () => true,
+  ): Promise<{ audio: RunningAudio; phoneHeardUpTo: number }> {
+    const audio = RunningAudio.start(call, new ToneGenerator(880));
+    let phoneHeardUpTo = 0;
+    await audio.until(
+      phone === null ? "440 Hz heard" : "the tones heard both ways",
+      () => {
+        if (!toneHeard(audio.heard, 440, 880) || !also(audio)) return false;
+        if (phone === null) return true;
+        const phoneHeard = phone.heardSoFar();
+        phoneHeardUpTo = phoneHeard.length;
+        return toneHeard(phoneHeard, 880, 440);
+      },
+      {
+        detail: () =>
+          [
+            `we heard ${toneLevels(audio.heard, 440, 880)} (${audio.framesReceived} frames received)`,
+            ...(phone === null ? [] : [`the phone ${toneLevels(phone.heardSoFar(), 880, 440)}`]),
+          ].join("; "),
+      },
+    );
+    assertTone(lastSecond(audio.heard), 440, 880, "we");
+    return { audio, phoneHeardUpTo };
+  }
+
+  /** The second of the phone's recording, read after its call closed, up to `upTo` samples. */
+  function phoneSecond(phone: Baresip, upTo: number): Int16Array {
+    return phone.heard().subarray(Math.max(0, upTo - SAMPLE_RATE), upTo);
+  }
+
+  /** Has `phone` send `keys` and waits, the clock running, until `digits` holds as many. */
+  async function sendKeys(phone: Baresip, keys: string, audio: RunningAudio, digits: string[]) {
+    assert.equal((await phone.command("sndcode", keys)).ok, true);
+    await audio.until(`the digits ${keys}`, () => digits.length >= keys.length, {
+      detail: () => `digits: ${digits.join(", ")}`,
+    });
+  }
+
+  /**
    * Places an SRTP-required call over TLS to an SRTP-only phone, with UDP captured meanwhile: both
-   * must hear each other (880 Hz from us, 440 Hz from it); `during` runs before we hang up.
+   * must hear each other (880 Hz from us, 440 Hz from it), and the call lasts until we have received
+   * WIRE_SECONDS of its media for the capture; `during` runs before we hang up.
    */
   async function srtpCall(
     user: string,
     suites: SrtpSuite[] | undefined,
-    during: (record: CallRecord, called: Baresip) => Promise<void> = async () => undefined,
+    during: (record: CallRecord, called: Baresip, audio: RunningAudio) => Promise<void> = async () =>
+      undefined,
   ): Promise<{ record: CallRecord; capture: WireCapture }> {
     const called = await tlsPhone(user, `phone-${user.slice(2)}`, { srtp: true });
     const telephony = await service(
@@ -110,12 +169,16 @@ describe("SIP over TLS with baresip", { skip }, () => {
     assert.equal(record.call.encrypted, true, "the media is SRTP");
     assert.equal(record.call.signallingTls, true, "the signalling is TLS");
     await called.waitForEvent("CALL_ESTABLISHED");
-    const { heard } = await exchangeAudio(record.call, 3, new ToneGenerator(880));
-    assertTone(heard.subarray(SAMPLE_RATE / 2), 440, 880, "we");
-    await during(record, called);
+    const { audio, phoneHeardUpTo } = await untilHeard(
+      record.call,
+      called,
+      (running) => running.framesReceived >= (WIRE_SECONDS * SAMPLE_RATE) / FRAME_SAMPLES,
+    );
+    await during(record, called, audio);
+    audio.stop();
     record.call.hangup();
     await called.waitForEvent("CALL_CLOSED");
-    assertTone(called.heard().subarray(SAMPLE_RATE), 880, 440, "the phone");
+    assertTone(phoneSecond(called, phoneHeardUpTo), 880, 440, "the phone");
     await capture.stop();
     return { record, capture };
   }
@@ -140,14 +203,13 @@ describe("SIP over TLS with baresip", { skip }, () => {
     await record.reached("answered");
     assert.deepEqual([record.call.signallingTls, record.call.encrypted], [true, false], "TLS, plain RTP");
     await phone.waitForEvent("CALL_ESTABLISHED");
-    const { heard } = await exchangeAudio(record.call, 3, new ToneGenerator(880));
-    assertTone(heard.subarray(SAMPLE_RATE / 2), 440, 880, "we");
-    assert.equal((await phone.command("sndcode", "12")).ok, true);
-    await exchangeAudio(record.call, 1, new ToneGenerator(880));
+    const { audio, phoneHeardUpTo } = await untilHeard(record.call, phone);
+    await sendKeys(phone, "12", audio, record.digits);
     assert.deepEqual(record.digits, ["1", "2"]);
+    audio.stop();
     record.call.hangup();
     await phone.waitForEvent("CALL_CLOSED");
-    assertTone(phone.heard().subarray(SAMPLE_RATE), 880, 440, "the phone");
+    assertTone(phoneSecond(phone, phoneHeardUpTo), 880, 440, "the phone");
 
     await capture.stop();
     assert.ok(capture.size > 2000, "the signalling was captured");
@@ -172,8 +234,7 @@ describe("SIP over TLS with baresip", { skip }, () => {
     const call = await incoming;
     assert.equal(await call.accept(), true);
     assert.deepEqual([call.signallingTls, call.encrypted], [true, false], "TLS, plain RTP");
-    const { heard } = await exchangeAudio(call, 3, new ToneGenerator(880));
-    assertTone(heard.subarray(SAMPLE_RATE / 2), 440, 880, "we");
+    (await untilHeard(call, null)).audio.stop();
     call.hangup();
     await phone.waitForEvent("CALL_CLOSED");
   });
@@ -198,9 +259,8 @@ describe("SIP over TLS with baresip", { skip }, () => {
   });
 
   test("SRTP over TLS with a phone that insists on it: heard both ways, keys arrive, the media on the wire is not G.711", async () => {
-    const { record, capture } = await srtpCall("+16045550125", undefined, async (call, called) => {
-      assert.equal((await called.command("sndcode", "34")).ok, true);
-      await exchangeAudio(call.call, 1, new ToneGenerator(880));
+    const { record, capture } = await srtpCall("+16045550125", undefined, async (call, called, audio) => {
+      await sendKeys(called, "34", audio, call.digits);
       assert.deepEqual(call.digits, ["3", "4"]);
     });
     // Every datagram between the two read as PCMU: noise, not the tones.
@@ -243,14 +303,13 @@ describe("SIP over TLS with baresip", { skip }, () => {
     assert.equal(call.encrypted, true);
     const digits: string[] = [];
     call.on("digit", (key) => digits.push(key));
-    const { heard } = await exchangeAudio(call, 3, new ToneGenerator(880));
-    assertTone(heard.subarray(SAMPLE_RATE / 2), 440, 880, "we");
-    assert.equal((await phone.command("sndcode", "56")).ok, true);
-    await exchangeAudio(call, 1, new ToneGenerator(880));
+    const { audio, phoneHeardUpTo } = await untilHeard(call, phone);
+    await sendKeys(phone, "56", audio, digits);
     assert.deepEqual(digits, ["5", "6"]);
+    audio.stop();
     call.hangup();
     await phone.waitForEvent("CALL_CLOSED");
-    assertTone(phone.heard().subarray(SAMPLE_RATE), 880, 440, "the caller");
+    assertTone(phoneSecond(phone, phoneHeardUpTo), 880, 440, "the caller");
   });
 
   test("SRTP required refuses a caller whose offer has no key, with 488", async () => {
