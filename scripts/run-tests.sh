@@ -8,17 +8,19 @@ cd "$(dirname "$0")/.."
 : "${BRIDGELINE_TEST_DATABASE_URL:=postgres://postgres@127.0.0.1:5432/test}"
 export BRIDGELINE_TEST_DATABASE_URL
 # Node 20's test runner takes no globs: list the files (or run the ones given as arguments).
-# The real-peer files (tens of seconds each) go first, so that the two test processes end together
-# instead of one long file running alone at the end.
-if (($#)); then
-  files=("$@")
-else
-  mapfile -t files < <(
-    find test -name '*.test.ts' | sort |
-      awk '{ print (/^test\/(telephony\/(e2e|conference)|console|fuzz|notify|deploy)\//) ? 0 : 1, $0 }' |
-      sort -s -k1,1n | cut -d' ' -f2-
-  )
-fi
+if (($#)); then files=("$@"); else mapfile -t files < <(find test -name '*.test.ts' | sort); fi
+# The files that call real peers (SIPp, baresip, Kamailio, dnsmasq, tshark, Chromium) wait on real
+# time and on each other's CPU: they run two at a time. The rest (over fakes, inject() or a service
+# alone) mostly wait on timers and sockets: four at a time.
+peer_files=()
+unit_files=()
+for file in "${files[@]}"; do
+  if grep -qE 'helpers/(sipp|baresip|wire|kamailio|browser|dnsmasq)\.js' "$file"; then
+    peer_files+=("$file")
+  else
+    unit_files+=("$file")
+  fi
+done
 status=0
 
 # The tests that start `bin/bridgeline.js` run the compiled service in dist/: bring it up to date
@@ -27,7 +29,6 @@ status=0
 echo "== building dist/"
 npm run --silent build:service || status=1
 
-echo "== tests"
 # BRIDGELINE_TEST_TIMES=file writes each file's time to that file (scripts/test-times.mjs).
 reporters=()
 if [[ -n "${BRIDGELINE_TEST_TIMES:-}" ]]; then
@@ -35,8 +36,17 @@ if [[ -n "${BRIDGELINE_TEST_TIMES:-}" ]]; then
     --test-reporter=./scripts/test-times.mjs --test-reporter-destination=/dev/null)
 fi
 # A test that waits forever fails after 5 minutes (the longest takes about 30 s), a test file whose
-# process would stay alive after its tests is ended, and a run past 20 minutes (it takes about 6) is
-# stopped: one stuck peer fails the run instead of hanging it.
-timeout --kill-after=30 1200 node --import tsx --test --test-concurrency=2 --test-timeout=300000 \
-  --test-force-exit "${reporters[@]}" "${files[@]}" || status=1
+# process would stay alive after its tests is ended, and a group past 15 minutes (the suite takes
+# about 5) is stopped: one stuck peer fails the run instead of hanging it.
+run_group() {
+  local name=$1 concurrency=$2
+  shift 2
+  (($#)) || return 0
+  echo "== $name: $# files, $concurrency at a time"
+  BRIDGELINE_TEST_TIMES=${BRIDGELINE_TEST_TIMES:+$BRIDGELINE_TEST_TIMES.$name} \
+    timeout --kill-after=30 900 node --import tsx --test --test-concurrency="$concurrency" \
+    --test-timeout=300000 --test-force-exit "${reporters[@]}" "$@" || status=1
+}
+run_group real-peers 2 "${peer_files[@]}"
+run_group others 4 "${unit_files[@]}"
 exit $status
