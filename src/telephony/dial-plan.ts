@@ -2,8 +2,8 @@
  * Where a placed call goes: the default trunk and the routes by number prefix (the longest prefix
  * wins), and the servers DNS names for each trunk (RFC 3263).
  */
-import { destinationOf } from "./sip/dialog/dialog.js";
-import { parseSipUri } from "./sip/message/header-values.js";
+import { destinationOfUri } from "./sip/dialog/dialog.js";
+import { parseSipUri, type SipUri } from "./sip/message/header-values.js";
 import type { ServerLocator } from "./sip/transport/server-locator.js";
 import type { Destination } from "./sip/transport/sip-transport.js";
 import { type Trunk, trunkOfUri } from "./trunk.js";
@@ -14,11 +14,37 @@ export interface Route<T> {
   readonly trunk: T;
 }
 
-/** The default trunk and the routes, each as a profile; `trunks` lists each profile once. */
+/** A trunk's or proxy's SIP URI, read once: what a request to it needs of it. */
+export interface Hop {
+  readonly text: string;
+  readonly uri: SipUri;
+  readonly destination: Destination;
+}
+
+/** A trunk's URIs, read when the dial plan is made rather than for each call placed. */
+export interface TrunkHops {
+  /** The trunk's own URI: the Request-URI's scheme, host, port and transport. */
+  readonly trunk: Hop;
+  /** Where its INVITEs go first: the outbound proxy, else the trunk. */
+  readonly first: Hop;
+}
+
+/**
+ * The default trunk and the routes, each as a profile; `trunks` lists each profile once, and `hops`
+ * has each one's URIs read (a trunk whose URIs are not SIP URIs has none: calls through it fail).
+ */
 export interface DialPlan {
   readonly trunk: Trunk | undefined;
   readonly routes: readonly Route<Trunk>[];
   readonly trunks: readonly Trunk[];
+  readonly hops: ReadonlyMap<Trunk, TrunkHops>;
+}
+
+/** `text` read as a SIP URI and where requests to it go; undefined when it is not one. */
+export function hopOf(text: string): Hop | undefined {
+  const uri = parseSipUri(text);
+  const destination = uri === undefined ? undefined : destinationOfUri(uri);
+  return uri === undefined || destination === undefined ? undefined : { text, uri, destination };
 }
 
 /** The dial plan of the configured trunk and routes, each given by its SIP URI alone or its profile. */
@@ -42,7 +68,13 @@ export function dialPlanOf(
   const trunks = [
     ...new Set([...(trunk === undefined ? [] : [trunk]), ...routes.map((route) => route.trunk)]),
   ];
-  return { trunk, routes, trunks };
+  const hops = new Map<Trunk, TrunkHops>();
+  for (const each of trunks) {
+    const own = hopOf(each.uri);
+    const first = each.outboundProxy == null ? own : hopOf(each.outboundProxy);
+    if (own !== undefined && first !== undefined) hops.set(each, { trunk: own, first });
+  }
+  return { trunk, routes, trunks, hops };
 }
 
 /** The trunk an E.164 number is called through: the longest matching prefix's, else the default. */
@@ -60,10 +92,8 @@ export function trunkFor(dialPlan: DialPlan, e164: string): Trunk | undefined {
  * The servers a trunk URI names, in the order to try them (RFC 3263): itself when it is an address
  * or has `maddr`, else what DNS says.
  */
-export async function locateTrunk(locator: ServerLocator, trunk: string): Promise<Destination[]> {
-  const uri = parseSipUri(trunk);
-  const destination = destinationOf(trunk);
-  if (uri === undefined || destination === undefined) throw new Error(`not a SIP URI: ${trunk}`);
+export async function locateTrunk(locator: ServerLocator, hop: Hop): Promise<Destination[]> {
+  const { uri, destination } = hop;
   if (uri.params.has("maddr")) return [destination];
   const transport = uri.params.get("transport")?.toUpperCase();
   return locator.locate({
@@ -94,7 +124,9 @@ export async function trunkServers(
   const found = await Promise.all(
     uris.map(async (uri) => {
       try {
-        return (await locateTrunk(locator, uri)).map((server) => server.host);
+        const hop = hopOf(uri);
+        if (hop === undefined) throw new Error(`not a SIP URI: ${uri}`);
+        return (await locateTrunk(locator, hop)).map((server) => server.host);
       } catch (error) {
         onLookupFailed(uri, error);
         return [];

@@ -12,7 +12,7 @@ import { systemClock } from "../clock.js";
 import type { Clock } from "../domain/clock.js";
 import { normalizeNanpNumber } from "../domain/phone.js";
 import { Call, type CallHost, type CallOrigin, IncomingCall, OutgoingCall } from "./call.js";
-import { type DialPlan, dialPlanOf, locateTrunk, trunkFor, trunkServers } from "./dial-plan.js";
+import { type DialPlan, dialPlanOf, hopOf, locateTrunk, trunkFor, trunkServers } from "./dial-plan.js";
 import { type MediaMix, MediaPlane, type MediaStream } from "./media/plane/media-plane.js";
 import { DEFAULT_SRTP_SUITES, type SrtpPolicy, type SrtpSuite } from "./media/rtp/srtp-suites.js";
 import { destinationOf, newCallId, newTag } from "./sip/dialog/dialog.js";
@@ -283,7 +283,9 @@ export class Telephony implements CallHost {
     const registrarText = settings.registrar ?? trunk.uri;
     const registrar = parseSipUri(registrarText);
     if (registrar === undefined) throw new Error(`not a SIP URI: ${registrarText}`);
-    const firstHop = trunk.outboundProxy ?? registrarText;
+    const firstHopText = trunk.outboundProxy ?? registrarText;
+    const firstHop = hopOf(firstHopText);
+    if (firstHop === undefined) throw new Error(`not a SIP URI: ${firstHopText}`);
     const logger = this.#options.logger;
     const port = registrar.port === undefined ? "" : `:${registrar.port}`;
     const registration = new Registration(this.#agent, {
@@ -291,7 +293,7 @@ export class Telephony implements CallHost {
       route: trunk.outboundProxy == null ? undefined : looseRoute(trunk.outboundProxy),
       locate: async () => {
         const [server] = await locateTrunk(this.#locator, firstHop);
-        if (server === undefined) throw new Error(`no address found for ${firstHop}`);
+        if (server === undefined) throw new Error(`no address found for ${firstHopText}`);
         return server;
       },
       aor: `${registrar.scheme}:${uriUser(credentials.username)}@${registrar.host}`,
@@ -384,12 +386,10 @@ export class Telephony implements CallHost {
     const nanp = normalizeNanpNumber(number);
     const e164 = nanp === null ? number : `+1${nanp.subscriberNumber}`;
     const trunk = nanp === null ? undefined : trunkFor(this.#dialPlan, e164);
-    const trunkUri = trunk === undefined ? undefined : parseSipUri(trunk.uri);
+    const hops = trunk === undefined ? undefined : this.#dialPlan.hops.get(trunk);
     // The first hop decides what the INVITE travels over: the outbound proxy, else the trunk.
-    const firstHop = trunk?.outboundProxy ?? trunk?.uri;
-    const hop = firstHop === undefined ? undefined : destinationOf(firstHop);
     const srtp = this.#srtpOver(
-      hop?.transport ?? "UDP",
+      hops?.first.destination.transport ?? "UDP",
       options.encrypted ? "required" : (trunk?.srtp ?? this.#options.srtp?.placed ?? "optional"),
     );
     const call = this.#observed(
@@ -409,22 +409,22 @@ export class Telephony implements CallHost {
       failLater(484, "Address Incomplete");
       return call;
     }
-    if (trunk === undefined || trunkUri === undefined || firstHop === undefined || hop === undefined) {
+    if (trunk === undefined || hops === undefined) {
       failLater(503, "No trunk configured");
       return call;
     }
-    if (srtp === "refuse" || (options.encrypted && hop.transport !== "TLS")) {
+    if (srtp === "refuse" || (options.encrypted && hops.first.destination.transport !== "TLS")) {
       failLater(488, "SRTP is required but the trunk is not SIP over TLS: keys would travel in plain text");
       return call;
     }
-    const requestUri = trunkRequestUri(trunk, trunkUri, e164);
+    const requestUri = trunkRequestUri(trunk, hops.trunk, e164);
     const caller = trunkCaller(
       trunk,
       options.callerId ?? trunk.callerId ?? this.#options.callerId ?? "bridgeline",
     );
     const withheld = withholdsIdentity(trunk);
     const headers = trunkHeaders(trunk);
-    void locateTrunk(this.#locator, firstHop).then(
+    void locateTrunk(this.#locator, hops.first).then(
       ([first, ...next]) =>
         call.start(
           (offer) =>
@@ -443,7 +443,11 @@ export class Telephony implements CallHost {
                 onTargetFailed: (target, reason) => {
                   this.#locator.markDown(target);
                   this.#options.logger?.warn(
-                    { trunk: firstHop, server: `${target.transport} ${target.host}:${target.port}`, reason },
+                    {
+                      trunk: hops.first.text,
+                      server: `${target.transport} ${target.host}:${target.port}`,
+                      reason,
+                    },
                     "a trunk server failed: trying the next, and this one last for a while",
                   );
                 },

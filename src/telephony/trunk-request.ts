@@ -2,19 +2,19 @@
  * What an INVITE placed through a trunk carries: the Request-URI with the number as the trunk wants
  * it, the caller in From (or an anonymous one), and the Route, Privacy and trunk's own headers.
  */
-import { destinationOf } from "./sip/dialog/dialog.js";
-import type { SipUri } from "./sip/message/header-values.js";
+import type { Hop } from "./dial-plan.js";
 import { dialString, formatNumber, type Trunk, uriUser } from "./trunk.js";
 
 /**
- * The Request-URI of a call to `e164` through `trunk` (whose URI is `trunkUri`). The trunk's scheme
- * and transport carry over: a sips: or TLS trunk is called over TLS only.
+ * The Request-URI of a call to `e164` through `trunk` (whose URI is `own`). The trunk's scheme and
+ * transport carry over: a sips: or TLS trunk is called over TLS only.
  */
-export function trunkRequestUri(trunk: Trunk, trunkUri: SipUri, e164: string): string {
+export function trunkRequestUri(trunk: Trunk, own: Hop, e164: string): string {
+  const trunkUri = own.uri;
   const port = trunkUri.port === undefined ? "" : `:${trunkUri.port}`;
   const scheme = trunkUri.scheme === "sips" ? "sips" : "sip";
   // The trunk's own transport goes in the Request-URI, whatever the first hop (an outbound proxy).
-  const transportName = destinationOf(trunk.uri)?.transport ?? "UDP";
+  const transportName = own.destination.transport;
   const transport =
     transportName === "UDP" || scheme === "sips" ? "" : `;transport=${transportName.toLowerCase()}`;
   return `${scheme}:${uriUser(dialString(trunk, e164))}@${trunkUri.host}${port}${transport}`;
