@@ -6,16 +6,11 @@
 import { randomBytes } from "node:crypto";
 import { parseNameAddr, parseSipUri, type SipUri } from "../message/header-values.js";
 import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
-import { MAGIC_COOKIE } from "../transaction/transaction-key.js";
 import type { Destination, TransportName } from "../transport/sip-transport.js";
 import { DEFAULT_SIP_PORT, DEFAULT_SIPS_PORT, normalizeHost } from "../transport/via.js";
 
 export function newTag(): string {
   return randomBytes(6).toString("hex");
-}
-
-export function newBranch(): string {
-  return `${MAGIC_COOKIE}${randomBytes(10).toString("hex")}`;
 }
 
 export function newCallId(host: string): string {

@@ -1,8 +1,6 @@
 /** Transaction matching keys (RFC 3261 sections 17.1.3 and 17.2.3). */
 import type { SipRequest, SipResponse } from "../message/sip-message.js";
-
-/** The branch prefix of RFC 3261-compliant elements (section 8.1.1.7). */
-export const MAGIC_COOKIE = "z9hG4bK";
+import { MAGIC_COOKIE } from "../transport/via.js";
 
 /**
  * Section 17.1.3: a response matches a client transaction by the branch of its top Via and its CSeq

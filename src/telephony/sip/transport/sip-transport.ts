@@ -6,7 +6,6 @@
  * Beside it: a connection (connection.ts), which connections are kept (connection-admission.ts) and
  * the answer to a request the parser refused (refusal.ts).
  */
-import { randomBytes } from "node:crypto";
 import { createSocket, type Socket as DatagramSocket } from "node:dgram";
 import {
   type BlockList,
@@ -42,6 +41,7 @@ import {
   DEFAULT_SIPS_PORT,
   formatHost,
   formatVia,
+  newBranch,
   normalizeHost,
   responseTarget,
   stampReceivedVia,
@@ -203,10 +203,6 @@ const DEFAULT_KEEP_ALIVE_INTERVAL_MS = 30_000;
 
 function branchKey(via: Via): string {
   return `${via.branch ?? ""}|${normalizeHost(via.host)}|${via.port ?? DEFAULT_SIP_PORT}`;
-}
-
-function newBranch(): string {
-  return `z9hG4bK${randomBytes(12).toString("hex")}`;
 }
 
 export class SipTransport {

@@ -1,4 +1,5 @@
 /** Via header field handling for the transport layer (RFC 3261 18.1.1, 18.2.1, 18.2.2; RFC 3581). */
+import { randomBytes } from "node:crypto";
 import { isIPv6 } from "node:net";
 import type { Params, Via } from "../message/header-values.js";
 
@@ -6,6 +7,14 @@ import type { Params, Via } from "../message/header-values.js";
 export const DEFAULT_SIP_PORT = 5060;
 /** SIP over TLS (RFC 3261 section 26.2.1, sips: URIs). */
 export const DEFAULT_SIPS_PORT = 5061;
+
+/** The branch prefix of RFC 3261-compliant elements (section 8.1.1.7). */
+export const MAGIC_COOKIE = "z9hG4bK";
+
+/** A Via branch unique in space and time (section 8.1.1.7): the magic cookie and 96 random bits. */
+export function newBranch(): string {
+  return `${MAGIC_COOKIE}${randomBytes(12).toString("hex")}`;
+}
 
 /** An IPv4-mapped IPv6 address as its IPv4 form, an IPv6 reference without brackets, lower-cased. */
 export function normalizeHost(host: string): string {

@@ -9,7 +9,7 @@ import { createHash } from "node:crypto";
 import { isIPv6 } from "node:net";
 import { systemClock } from "../../../clock.js";
 import type { Clock } from "../../../domain/clock.js";
-import { dialogId, newBranch, newCallId, newTag } from "../dialog/dialog.js";
+import { dialogId, newCallId, newTag } from "../dialog/dialog.js";
 import { listItems, uriScheme } from "../message/header-values.js";
 import { SipHeaders, type SipMessage, type SipRequest, type SipResponse } from "../message/sip-message.js";
 import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
@@ -28,7 +28,7 @@ import type {
   SourceList,
   TransportName,
 } from "../transport/sip-transport.js";
-import { formatHost } from "../transport/via.js";
+import { formatHost, newBranch } from "../transport/via.js";
 import { IncomingInviteSession } from "./incoming-invite-session.js";
 import type { InviteSession } from "./invite-session.js";
 import { type Failover, OutgoingInviteSession } from "./outgoing-invite-session.js";
