@@ -4,6 +4,7 @@
  * may never reach (server-side request forgery), what each delivery says, and when it is tried again.
  * No I/O: resolving host names and sending are in src/webhooks.
  */
+import { randomBytes } from "node:crypto";
 import { isIP } from "node:net";
 import { ValidationFailed } from "./errors.js";
 import { CONFERENCE_EVENT_TYPES, type ConferenceEvent, type ConferenceEventType } from "./event.js";
@@ -337,4 +338,12 @@ export interface WebhookDelivery extends Versioned {
   deliveredAt: string | null;
   lastError: string | null;
   attempts: WebhookAttempt[];
+}
+
+/**
+ * A delivery's webhook-id (Standard Webhooks): the same on every attempt, so a receiver can drop
+ * repeats; never a `.`, which separates it from the timestamp in what is signed.
+ */
+export function newMessageId(): string {
+  return `msg_${randomBytes(16).toString("base64url")}`;
 }

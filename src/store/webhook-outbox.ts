@@ -7,9 +7,8 @@
  */
 import type { Kysely } from "kysely";
 import type { ConferenceEvent } from "../domain/event.js";
-import { failingReason, GONE_REASON, takesEvent, webhookPayload } from "../domain/webhook.js";
+import { failingReason, GONE_REASON, newMessageId, takesEvent, webhookPayload } from "../domain/webhook.js";
 import type { ClaimedDelivery, DeliveryOutcome, OutboxQueue, SettledAttempt } from "../outbox/ports.js";
-import { newMessageId } from "../webhooks/signature.js";
 import type { Store } from "./database.js";
 import { queueWebhookDisabledNotice } from "./notifications.js";
 import { claimRows, type OutboxClaims, releaseClaims, releaseStaleClaims } from "./outbox-claims.js";

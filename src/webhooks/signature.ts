@@ -13,11 +13,6 @@ export function newSecret(): string {
   return `${SECRET_PREFIX}${randomBytes(SECRET_BYTES).toString("base64")}`;
 }
 
-/** A delivery's webhook-id: the same on every attempt, so a receiver can drop repeats; never a `.`. */
-export function newMessageId(): string {
-  return `msg_${randomBytes(16).toString("base64url")}`;
-}
-
 /** The webhook-signature value for one attempt. */
 export function signature(secret: string, messageId: string, timestampSeconds: number, body: string): string {
   const key = Buffer.from(

@@ -7,9 +7,10 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, it } from "node:test";
+import { newMessageId } from "../../src/domain/webhook.js";
 import { checkDestination, pinnedLookup, type Resolver } from "../../src/webhooks/destination.js";
 import { postJson } from "../../src/webhooks/post.js";
-import { newMessageId, newSecret, signature, signedHeaders } from "../../src/webhooks/signature.js";
+import { newSecret, signature, signedHeaders } from "../../src/webhooks/signature.js";
 import { verifyStandardWebhook } from "../helpers/webhook-receiver.js";
 
 describe("Standard Webhooks signature", () => {
