@@ -195,12 +195,16 @@ describe("console session", () => {
       Buffer.from([0xc3, 0x28]),
       Buffer.from('"}'),
     ]);
-    assert.deepEqual(await send(notUtf8), { status: 400, body: { error: "The body is not valid UTF-8" } });
+    assert.deepEqual(await send(notUtf8), {
+      status: 400,
+      body: { error: "The body is not valid UTF-8", code: "BL_ERR_MALFORMED_INPUT" },
+    });
     const latin1 = await send(
       JSON.stringify({ email: alice.auth[0], password: alice.auth[1] }),
       "application/json; charset=iso-8859-1",
     );
     assert.equal(latin1.status, 415);
+    assert.equal((latin1.body as { code?: string }).code, "BL_ERR_UNSUPPORTED_MEDIA_TYPE");
   });
 
   it("refuses wrong credentials with 401 JSON and no Basic challenge, then throttles with 429", async () => {
@@ -209,6 +213,11 @@ describe("console session", () => {
     });
     assert.equal(refused.status, 401);
     assert.match(String(refused.body.error), /Invalid e-mail or password/);
+    assert.equal(
+      refused.body.code,
+      "BL_ERR_NOT_SIGNED_IN",
+      "the code of the error registry (api/http-errors.ts)",
+    );
     assert.equal(refused.headers["www-authenticate"], undefined);
     const malformed = await json("POST", "/console/session", { body: { email: alice.auth[0] } });
     assert.equal(malformed.status, 400);

@@ -6,13 +6,13 @@ import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { FastifyError, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { USER_TIME_ZONES } from "../../domain/reference-data.js";
 import { getUser } from "../../store/users.js";
 import { type Authenticator, SESSION_COOKIE } from "../authentication.js";
 import { HttpError } from "../http-errors.js";
 import { decodeRequestBody, refuseNonXmlCharacters } from "../request-text.js";
-import { type ApiContext, boundedMessage } from "../server.js";
+import { type ApiContext, boundedMessage, describeError } from "../server.js";
 
 /** Where `npm install` (prepare: build:console) writes the console. */
 export const CONSOLE_DIST = fileURLToPath(new URL("../../../console/dist/", import.meta.url));
@@ -55,14 +55,15 @@ export function consoleRoutes(
     scope.addHook("onSend", async (_request, reply) => {
       reply.headers(SECURITY_HEADERS);
     });
-    scope.setErrorHandler((error: FastifyError | HttpError, request, reply) => {
-      const status = error instanceof HttpError ? error.statusCode : (error.statusCode ?? 500);
-      if (status >= 500) request.log.error({ err: error }, "console request failed");
-      if (error instanceof HttpError) reply.headers(error.headers);
+    // The API's registry decides status, words and headers, as for the XML; only the shape is JSON.
+    scope.setErrorHandler((error, request, reply) => {
+      const { code, status, messages, headers } = describeError(error);
+      if (status >= 500) request.log.error({ err: error, code }, "console request failed");
       return reply
         .status(status)
+        .headers(headers)
         .type(JSON_TYPE)
-        .send({ error: status >= 500 ? "Internal server error" : boundedMessage(error.message) });
+        .send({ error: boundedMessage(messages.join(" ")), code });
     });
 
     const session = { produces: ["application/json"] };
