@@ -10,6 +10,7 @@ import { KEYPAD, keypadTones } from "./media/dtmf/keypad-tones.js";
 import type { PlayoutKind } from "./media/jitter-buffer.js";
 import type { MediaMix, MediaStream } from "./media/plane/media-plane.js";
 import type { MediaSound } from "./media/plane/protocol.js";
+import type { G711Codec } from "./media/rtp/rtp-stream.js";
 import { newSrtpKey, type SrtpPolicy, type SrtpSuite } from "./media/rtp/srtp-suites.js";
 import {
   type AudioCodec,
@@ -18,6 +19,7 @@ import {
   createOffer,
   holdMedia,
   type LocalMedia,
+  type NegotiatedFormat,
   type NegotiatedMedia,
   nextVersion,
   resumeMedia,
@@ -72,7 +74,7 @@ export interface CallHost {
 export interface CallMediaOptions {
   /** SRTP: off, or offered/answered with keys of its own; default off. */
   readonly srtp?: SrtpPolicy;
-  /** Codecs, preferred first; default PCMU, PCMA. */
+  /** Codecs, preferred first; default PCMU, PCMA. Only MEDIA_CODECS are offered and accepted. */
   readonly codecs?: readonly AudioCodec[];
   /**
    * How our keys reach the far end: RFC 4733 events (offered in our SDP; in-band tones when the peer
@@ -88,6 +90,26 @@ const KEY_MS = 100;
  * for the 503 past the limit of calls in progress (telephony.ts).
  */
 const NO_MEDIA_PORT_RETRY_AFTER_SECONDS = 60;
+/**
+ * The codecs the media path encodes and decodes (rtp-session.ts). The SDP module negotiates G.722 and
+ * Opus too, and a trunk profile may name them, but calls offer and accept these alone until the media
+ * path carries the others (issue 27); a profile that names none of these gets the default.
+ */
+const MEDIA_CODECS: readonly G711Codec[] = ["PCMU", "PCMA"];
+
+function isMediaCodec(codec: AudioCodec): codec is G711Codec {
+  return MEDIA_CODECS.some((carried) => carried === codec);
+}
+
+function isCarried(format: NegotiatedFormat): format is NegotiatedFormat & { readonly codec: G711Codec } {
+  return isMediaCodec(format.codec);
+}
+
+/** The codecs named that the media path carries; undefined, the default, when it carries none of them. */
+function carriedCodecs(named: readonly AudioCodec[] | undefined): readonly AudioCodec[] | undefined {
+  const carried = named?.filter(isMediaCodec);
+  return carried?.length === 0 ? undefined : carried;
+}
 
 export class Call extends EventEmitter<CallEvents> {
   #state: CallState = "calling";
@@ -305,7 +327,7 @@ export class Call extends EventEmitter<CallEvents> {
       port: this.#media?.localPort ?? 0,
       sessionId: String(Date.now()),
       sessionVersion: 1,
-      codecs: this.#mediaOptions.codecs,
+      codecs: carriedCodecs(this.#mediaOptions.codecs),
       telephoneEvents: (this.#mediaOptions.dtmf ?? "rfc4733") === "rfc4733",
       // Fresh keys for every call, one per suite (RFC 4568 §6.1); never logged.
       ...(this.#srtp === "off"
@@ -321,11 +343,14 @@ export class Call extends EventEmitter<CallEvents> {
   }
 
   protected configureMedia(media: NegotiatedMedia): void {
+    // localMedia() offers and accepts MEDIA_CODECS alone, so nothing else can have been negotiated.
+    if (!isCarried(media))
+      throw new Error(`${media.codec} was negotiated, which the media path does not carry`);
     this.#telephoneEvents = media.telephoneEventPayloadType !== undefined;
     this.#media?.configure({
       codec: media.codec,
       payloadType: media.payloadType,
-      receiveFormats: media.receiveFormats,
+      receiveFormats: media.receiveFormats.filter(isCarried),
       telephoneEventPayloadType: media.telephoneEventPayloadType,
       remoteAddress: media.remoteAddress,
       remotePort: media.remotePort,

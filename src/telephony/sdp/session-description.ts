@@ -1,13 +1,15 @@
 // Long because it is one concern, offer/answer for one audio stream: the offer, the answer and the rules both read.
 /**
- * SDP offer/answer (RFC 3264) for one G.711 audio stream: PCMU (PT 0), PCMA (PT 8) and RFC 4733
- * telephone-events, 20 ms packets, with the stream directions that put calls on hold (§8.4), and
- * SRTP keys by SDES (RFC 4568): `required` offers RTP/SAVP with a=crypto, `optional` RTP/AVP with
- * a=crypto (either answer is taken). Parsing and writing are sdp-transform's; this module checks
- * what it parsed and negotiates.
+ * SDP offer/answer (RFC 3264) for one audio stream: PCMU (PT 0) and PCMA (PT 8); G.722 (PT 9, whose
+ * RTP clock is 8000 although it samples at 16 kHz: RFC 3551 §4.5.2); Opus (a dynamic PT,
+ * opus/48000/2 with its fmtp, ptime and maxptime: RFC 7587 §6 and §7); RFC 4733 telephone-events at
+ * the clock rate of the codec they go with; 20 ms packets, with the stream directions that put calls
+ * on hold (§8.4), and SRTP keys by SDES (RFC 4568): `required` offers RTP/SAVP with a=crypto,
+ * `optional` RTP/AVP with a=crypto (either answer is taken). Parsing and writing are sdp-transform's;
+ * this module checks what it parsed and negotiates.
  */
 import { isIPv6 } from "node:net";
-import { type MediaDescription, parse, type SessionDescription, write } from "sdp-transform";
+import { type MediaDescription, parse, parseParams, type SessionDescription, write } from "sdp-transform";
 import {
   inlineKeyLength,
   SRTP_SUITES,
@@ -15,7 +17,7 @@ import {
   type SrtpSuite,
 } from "../media/rtp/srtp-suites.js";
 
-export type AudioCodec = "PCMU" | "PCMA";
+export type AudioCodec = "PCMU" | "PCMA" | "G722" | "opus";
 
 /** The direction attribute of a stream (RFC 3264 §5.1); absent means sendrecv. */
 export type Direction = "sendrecv" | "sendonly" | "recvonly" | "inactive";
@@ -24,11 +26,17 @@ export interface LocalMedia {
   /** Where we receive RTP: the c= address (IPv4 or IPv6) and the m= port. */
   address: string;
   port: number;
-  /** The codecs we accept, most preferred first; default PCMU then PCMA. */
+  /** The codecs we accept, most preferred first, each once; default AUDIO_CODECS (PCMU then PCMA). */
   codecs?: readonly AudioCodec[];
   /**
-   * Whether our offers list RFC 4733 telephone-events (default true); without them a peer sends
-   * keys by SIP INFO or as tones. Answers list them whenever the offer does.
+   * The most we want to receive in Opus, in bits per second (maxaveragebitrate, RFC 7587 §6.1: 6000
+   * to 510000); default 20000, the top of the range RFC 7587 §3.1.1 gives wideband speech.
+   */
+  opusMaxAverageBitrate?: number;
+  /**
+   * Whether our offers list RFC 4733 telephone-events (default true), one per clock rate of the
+   * codecs offered; without them a peer sends keys by SIP INFO or as tones. Answers list the one at
+   * the chosen codec's rate whenever the offer has it.
    */
   telephoneEvents?: boolean;
   /** What we are willing to do; default sendrecv. */
@@ -41,17 +49,54 @@ export interface LocalMedia {
   srtp?: { readonly policy: "optional" | "required"; readonly keys: readonly SrtpKeyMaterial[] };
 }
 
-export interface NegotiatedMedia {
-  codec: AudioCodec;
-  /** The payload type the remote listed the codec under; we send with it. */
-  payloadType: number;
+/**
+ * What the peer's fmtp says about an Opus format (RFC 7587 §6.1): how it wants to receive, which our
+ * encoder honours, and what it sends. Parameters it left out have their RFC defaults; a value outside
+ * the range the RFC allows counts as left out.
+ */
+export interface OpusParameters {
+  /** useinbandfec: its decoder uses in-band FEC, so we send it (default 0, false). */
+  readonly useInbandFec: boolean;
+  /** maxaveragebitrate: the most it wants to receive, bits per second; undefined when it did not say. */
+  readonly maxAverageBitrate: number | undefined;
+  /** stereo: it prefers to receive stereo (default 0, mono). */
+  readonly stereo: boolean;
+  /** sprop-stereo: it is likely to send stereo (default 0). */
+  readonly spropStereo: boolean;
+  /** maxplaybackrate: the highest sample rate it plays out, Hz; we need not encode above it (default 48000). */
+  readonly maxPlaybackRate: number;
+}
+
+/** An audio format both sides agreed to: a codec under a payload type. */
+export interface NegotiatedFormat {
+  readonly codec: AudioCodec;
+  readonly payloadType: number;
+  /** Its RTP clock rate: 8000 for PCMU, PCMA and G.722 (RFC 3551 §4.5.2), 48000 for Opus (RFC 7587 §4.1). */
+  readonly clockRate: number;
+  /** For Opus only: the peer's fmtp for this payload type. */
+  readonly opus?: OpusParameters;
+}
+
+/** A telephone-event format (RFC 4733 §7.1.1): its payload type and its clock rate, that of the codec it goes with. */
+export interface TelephoneEventFormat {
+  readonly payloadType: number;
+  readonly clockRate: number;
+}
+
+/** The format we send (codec, payloadType, clockRate and, for Opus, the peer's fmtp), and the rest. */
+export interface NegotiatedMedia extends NegotiatedFormat {
   /**
    * Every audio format of the answer that we have, in its order (the first is what we send): the far
-   * end may send any of them, switching packet by packet (RFC 3264 §6.1 and §7).
+   * end may send any of them, switching packet by packet (RFC 3264 §6.1 and §7), each at its own clock rate.
    */
-  receiveFormats: readonly { readonly codec: AudioCodec; readonly payloadType: number }[];
-  /** The telephone-event payload type the remote listed, undefined when it has none. */
+  receiveFormats: readonly NegotiatedFormat[];
+  /**
+   * The telephone-event payload type at the clock rate of what we send, which our keys go out with;
+   * undefined when the remote listed none at that rate (RFC 4733 §2.1: an event's timestamps are the audio's).
+   */
   telephoneEventPayloadType: number | undefined;
+  /** Every telephone-event format agreed, each with its clock rate: the far end's keys may come in any of them. */
+  telephoneEvents: readonly TelephoneEventFormat[];
   /** Where to send RTP. */
   remoteAddress: string;
   remotePort: number;
@@ -69,15 +114,47 @@ export type AnswerResult =
 
 export type AcceptResult = { ok: true; media: NegotiatedMedia } | { ok: false; reason: string };
 
-/** Static payload types of RFC 3551 §6, Table 4. */
-const STATIC_PAYLOAD_TYPES: Readonly<Record<AudioCodec, number>> = { PCMU: 0, PCMA: 8 };
+/** The RTP clock rates of the codecs this module has. */
+type ClockRate = 8000 | 48000;
+
+interface CodecDefinition {
+  /** Its encoding name in an rtpmap, matched case-insensitively (RFC 4855 §3). */
+  readonly name: string;
+  readonly clockRate: ClockRate;
+  /** The channels its rtpmap names: always 2 for Opus, whatever it carries (RFC 7587 §7). */
+  readonly channels: number;
+  /** The payload type our offers give it: its static one (RFC 3551 §6, Table 4) or a dynamic one. */
+  readonly payloadType: number;
+  /** Whether that payload type is its by assignment, so that an offer needs no rtpmap for it. */
+  readonly isStatic: boolean;
+}
+
+const CODECS: Readonly<Record<AudioCodec, CodecDefinition>> = {
+  PCMU: { name: "PCMU", clockRate: 8000, channels: 1, payloadType: 0, isStatic: true },
+  PCMA: { name: "PCMA", clockRate: 8000, channels: 1, payloadType: 8, isStatic: true },
+  G722: { name: "G722", clockRate: 8000, channels: 1, payloadType: 9, isStatic: true },
+  opus: { name: "opus", clockRate: 48000, channels: 2, payloadType: 111, isStatic: false },
+};
 /** The codecs this service has, in its default order of preference. */
 export const AUDIO_CODECS: readonly AudioCodec[] = ["PCMU", "PCMA"];
-const CLOCK_RATE = 8000;
-const OFFERED_TELEPHONE_EVENT_PAYLOAD_TYPE = 101;
+/**
+ * Every codec this module negotiates, in the order dial-in and the default offer are to prefer once
+ * the media path carries G.722 and Opus (issue 27): Opus, then G.722, then G.711.
+ */
+export const WIDEBAND_AUDIO_CODECS: readonly AudioCodec[] = ["opus", "G722", "PCMU", "PCMA"];
+/** The dynamic payload type our offers give telephone-event at each clock rate. */
+const OFFERED_TELEPHONE_EVENT_PAYLOAD_TYPES: Readonly<Record<ClockRate, number>> = { 8000: 101, 48000: 110 };
 /** DTMF 0-9 * # A-D and flash (RFC 4733 §3.2). */
 const TELEPHONE_EVENTS = "0-16";
 const PTIME = 20;
+/**
+ * The longest Opus packet we ask for (a=maxptime, RFC 7587 §7; 120 ms when unsaid): one 20 ms frame,
+ * so that a lost packet is the 20 ms in-band FEC and concealment cover.
+ */
+const OPUS_MAX_PTIME = 20;
+/** RFC 7587 §6.1's range for maxaveragebitrate. */
+const OPUS_BITRATE_RANGE = { min: 6000, max: 510000 };
+const DEFAULT_OPUS_MAX_AVERAGE_BITRATE = 20000;
 const RTP_PROFILE = "RTP/AVP";
 const SRTP_PROFILE = "RTP/SAVP";
 
@@ -94,6 +171,12 @@ const RECEIVES: Readonly<Record<Direction, boolean>> = {
   inactive: false,
 };
 
+/** The codec an rtpmap encoding name or a setting names, case-insensitively (RFC 4855 §3). */
+export function audioCodecNamed(name: string): AudioCodec | undefined {
+  const wanted = name.toLowerCase();
+  return WIDEBAND_AUDIO_CODECS.find((codec) => CODECS[codec].name.toLowerCase() === wanted);
+}
+
 /**
  * The complete offer for our audio stream, CRLF line endings. A re-offer (RFC 3264 §8) is another
  * createOffer with the same sessionId and sessionVersion + 1; holdMedia and resumeMedia make those.
@@ -101,12 +184,18 @@ const RECEIVES: Readonly<Record<Direction, boolean>> = {
 export function createOffer(local: LocalMedia): string {
   const codecs = local.codecs ?? AUDIO_CODECS;
   if (codecs.length === 0) throw new RangeError("an offer needs at least one codec");
-  const media = audioMedia(
-    local,
-    codecs.map((codec) => ({ codec, payloadType: STATIC_PAYLOAD_TYPES[codec] })),
-    local.telephoneEvents === false ? undefined : OFFERED_TELEPHONE_EVENT_PAYLOAD_TYPE,
-    local.direction ?? "sendrecv",
-  );
+  if (new Set(codecs).size !== codecs.length) throw new RangeError("an offer names each codec once");
+  const formats = codecs.map((codec) => ({ codec, payloadType: CODECS[codec].payloadType }));
+  // RFC 4733 §7.1.1: one telephone-event per clock rate, in the order the codecs bring them
+  const clockRates = [...new Set(codecs.map((codec) => CODECS[codec].clockRate))];
+  const telephoneEvents =
+    local.telephoneEvents === false
+      ? []
+      : clockRates.map((clockRate) => ({
+          payloadType: OFFERED_TELEPHONE_EVENT_PAYLOAD_TYPES[clockRate],
+          clockRate,
+        }));
+  const media = audioMedia(local, formats, telephoneEvents, local.direction ?? "sendrecv");
   if (local.srtp !== undefined) {
     media.protocol = local.srtp.policy === "required" ? SRTP_PROFILE : RTP_PROFILE;
     media.crypto = local.srtp.keys.map((key, i) => ({
@@ -144,27 +233,33 @@ export function resumeMedia(local: LocalMedia): LocalMedia {
 
 /**
  * Answers an offer (RFC 3264 §6): accepts the first RTP/AVP audio stream that offers one of our
- * codecs, picking by our preference, and rejects every other stream with port 0. 400 when the offer
- * is not SDP we can read, 488 when there is nothing we can accept.
+ * codecs, picking by our preference under the offer's payload type, with the offer's telephone-event
+ * at that codec's clock rate, and rejects every other stream with port 0. 400 when the offer is not
+ * SDP we can read, 488 when there is nothing we can accept.
  */
 export function answerOffer(offerText: string, local: LocalMedia): AnswerResult {
   const offer = parseDescription(offerText);
   if (typeof offer === "string") return { ok: false, status: 400, reason: offer };
   const preferences = local.codecs ?? AUDIO_CODECS;
   let index = -1;
-  let choice: CodecChoice | undefined;
+  let choice: NegotiatedFormat | undefined;
   for (const [i, offered] of offer.media.entries()) {
     const usable =
       isActiveRtpAudio(offered) ||
       (offered.protocol === SRTP_PROFILE && local.srtp !== undefined && isActive(offered));
-    choice = usable ? preferredCodec(offered, preferences) : undefined;
+    choice = usable ? preferredFormat(offered, preferences) : undefined;
     if (choice !== undefined) {
       index = i;
       break;
     }
   }
   if (choice === undefined) {
-    return { ok: false, status: 488, reason: "no audio stream offers PCMU or PCMA over RTP/AVP" };
+    const profiles = local.srtp === undefined ? RTP_PROFILE : `${RTP_PROFILE} or ${SRTP_PROFILE}`;
+    return {
+      ok: false,
+      status: 488,
+      reason: `no audio stream offers ${alternatives(preferences)} over ${profiles}`,
+    };
   }
   const offered = offer.media[index] as MediaDescription;
   // RFC 4568 §7.1.1: take the first crypto line with a suite we accept, answering with our own key.
@@ -183,14 +278,17 @@ export function answerOffer(offerText: string, local: LocalMedia): AnswerResult 
   if (remoteAddress === undefined) {
     return { ok: false, status: 400, reason: "the audio stream has no c= line" };
   }
-  const telephoneEventPayloadType = telephoneEventPayloadTypeOf(offered);
+  // RFC 4733 §7.1.1: the telephone-event at the rate of the codec it goes with
+  const clockRate = choice.clockRate;
+  const telephoneEvent = telephoneEventsOf(offered).find((event) => event.clockRate === clockRate);
+  const telephoneEvents = telephoneEvent === undefined ? [] : [telephoneEvent];
   // §6.1: the answer's direction mirrors the offer's, limited by what we are willing to do
   const direction = negotiatedDirection(
     streamDirection(offered, offer),
     local.direction ?? "sendrecv",
     remoteAddress,
   );
-  const accepted = audioMedia(local, [choice], telephoneEventPayloadType, direction);
+  const accepted = audioMedia(local, [choice], telephoneEvents, direction);
   accepted.protocol = offered.protocol;
   if (ours !== undefined && theirs !== undefined)
     accepted.crypto = [{ id: theirs.id, suite: ours.suite, config: `inline:${ours.inline}` }];
@@ -200,11 +298,11 @@ export function answerOffer(offerText: string, local: LocalMedia): AnswerResult 
     ok: true,
     answer: write(sessionOf(local, media)),
     media: {
-      codec: choice.codec,
-      payloadType: choice.payloadType,
-      // Our answer lists the one codec we chose.
+      ...choice,
+      // Our answer lists the one codec we chose, and at most one telephone-event.
       receiveFormats: [choice],
-      telephoneEventPayloadType,
+      telephoneEventPayloadType: telephoneEvent?.payloadType,
+      telephoneEvents,
       remoteAddress,
       remotePort: offered.port,
       direction,
@@ -216,7 +314,8 @@ export function answerOffer(offerText: string, local: LocalMedia): AnswerResult 
 
 /**
  * Reads the answer to an offer we sent (RFC 3264 §7): the codec is the first one in the answer that
- * we offered; our direction is the reverse of the answer's, limited by what we offered.
+ * we offered, and we receive every one of ours it lists; its telephone-events are taken at the rates
+ * we offered them; our direction is the reverse of the answer's, limited by what we offered.
  */
 export function acceptAnswer(offerWeSent: string, answerText: string): AcceptResult {
   const offer = parseDescription(offerWeSent);
@@ -247,23 +346,28 @@ export function acceptAnswer(offerWeSent: string, answerText: string): AcceptRes
   if (srtp === undefined && offered.protocol === SRTP_PROFILE)
     return { ok: false, reason: "SRTP is required and the answer has no key for it" };
   const offeredCodecs = payloadTypesOf(offered).map((payloadType) => codecOf(offered, payloadType));
-  const receiveFormats: CodecChoice[] = [];
+  const receiveFormats: NegotiatedFormat[] = [];
   for (const payloadType of payloadTypesOf(answered)) {
-    const codec = codecOf(answered, payloadType);
-    if (codec !== undefined && offeredCodecs.includes(codec)) receiveFormats.push({ codec, payloadType });
+    const format = formatOf(answered, payloadType);
+    if (format !== undefined && offeredCodecs.includes(format.codec)) receiveFormats.push(format);
   }
   const choice = receiveFormats[0];
   if (choice === undefined) return { ok: false, reason: "the answer has none of the codecs we offered" };
   const remoteAddress = connectionAddress(answered, answer);
   if (remoteAddress === undefined) return { ok: false, reason: "the audio stream has no c= line" };
-  const offeredTelephoneEvents = telephoneEventPayloadTypeOf(offered) !== undefined;
+  // The answer's telephone-events at the rates we offered them; we send at the rate of what we send.
+  const offeredEventRates = telephoneEventsOf(offered).map((event) => event.clockRate);
+  const telephoneEvents = telephoneEventsOf(answered).filter((event) =>
+    offeredEventRates.includes(event.clockRate),
+  );
   return {
     ok: true,
     media: {
-      codec: choice.codec,
-      payloadType: choice.payloadType,
+      ...choice,
       receiveFormats,
-      telephoneEventPayloadType: offeredTelephoneEvents ? telephoneEventPayloadTypeOf(answered) : undefined,
+      telephoneEventPayloadType: telephoneEvents.find((event) => event.clockRate === choice.clockRate)
+        ?.payloadType,
+      telephoneEvents,
       remoteAddress,
       remotePort: answered.port,
       direction: negotiatedDirection(
@@ -292,11 +396,6 @@ function cryptoOf(crypto: {
   if (suite === undefined || inline === undefined || crypto.sessionConfig !== undefined) return undefined;
   if (Buffer.from(inline, "base64").length !== inlineKeyLength(suite)) return undefined;
   return { id: crypto.id, suite, key: { suite, inline } };
-}
-
-interface CodecChoice {
-  codec: AudioCodec;
-  payloadType: number;
 }
 
 /**
@@ -341,28 +440,51 @@ function sessionOf(local: LocalMedia, media: MediaDescription[]): SessionDescrip
   };
 }
 
+/** Our m= line: the formats, then the telephone-events, each with its rtpmap, and our fmtp for Opus. */
 function audioMedia(
   local: LocalMedia,
-  codecs: readonly CodecChoice[],
-  telephoneEventPayloadType: number | undefined,
+  formats: readonly { readonly codec: AudioCodec; readonly payloadType: number }[],
+  telephoneEvents: readonly TelephoneEventFormat[],
   direction: Direction,
 ): MediaDescription {
   const media: MediaDescription = {
     type: "audio",
     port: local.port,
     protocol: RTP_PROFILE,
-    payloads: codecs.map((c) => c.payloadType).join(" "),
-    rtp: codecs.map((c) => ({ payload: c.payloadType, codec: c.codec, rate: CLOCK_RATE })),
+    payloads: [...formats, ...telephoneEvents].map((format) => format.payloadType).join(" "),
+    rtp: [],
     fmtp: [],
     ptime: PTIME,
     direction,
   };
-  if (telephoneEventPayloadType !== undefined) {
-    media.payloads += ` ${telephoneEventPayloadType}`;
-    media.rtp.push({ payload: telephoneEventPayloadType, codec: "telephone-event", rate: CLOCK_RATE });
-    media.fmtp.push({ payload: telephoneEventPayloadType, config: TELEPHONE_EVENTS });
+  for (const { codec, payloadType } of formats) {
+    const { name, clockRate, channels } = CODECS[codec];
+    media.rtp.push({
+      payload: payloadType,
+      codec: name,
+      rate: clockRate,
+      ...(channels > 1 ? { encoding: channels } : {}),
+    });
+    if (codec === "opus") {
+      media.fmtp.push({ payload: payloadType, config: ourOpusParameters(local) });
+      media.maxptime = OPUS_MAX_PTIME;
+    }
+  }
+  for (const { payloadType, clockRate } of telephoneEvents) {
+    media.rtp.push({ payload: payloadType, codec: "telephone-event", rate: clockRate });
+    media.fmtp.push({ payload: payloadType, config: TELEPHONE_EVENTS });
   }
   return media;
+}
+
+/** Our Opus fmtp (RFC 7587 §6.1): we decode in-band FEC, and the most we want to receive. */
+function ourOpusParameters(local: LocalMedia): string {
+  const bitrate = local.opusMaxAverageBitrate ?? DEFAULT_OPUS_MAX_AVERAGE_BITRATE;
+  if (!Number.isInteger(bitrate) || bitrate < OPUS_BITRATE_RANGE.min || bitrate > OPUS_BITRATE_RANGE.max)
+    throw new RangeError(
+      `opusMaxAverageBitrate must be a whole number from ${OPUS_BITRATE_RANGE.min} to ${OPUS_BITRATE_RANGE.max}`,
+    );
+  return `useinbandfec=1;maxaveragebitrate=${bitrate}`;
 }
 
 /** A declined stream: port 0, the offered formats kept because an m= line needs at least one (RFC 3264 §6). */
@@ -400,39 +522,83 @@ function payloadTypesOf(media: MediaDescription): number[] {
   return payloadTypes;
 }
 
-/** PT 0 and 8 are G.711 by assignment (RFC 3551 §6); any other needs an rtpmap of PCMU or PCMA, 8000 Hz, mono. */
+/**
+ * A payload type's codec: PT 0, 8 and 9 are PCMU, PCMA and G.722 by assignment, rtpmap or not (RFC
+ * 3551 §6); any other needs an rtpmap of one of our codecs at its clock rate and channels.
+ */
 function codecOf(media: MediaDescription, payloadType: number): AudioCodec | undefined {
-  if (payloadType === STATIC_PAYLOAD_TYPES.PCMU) return "PCMU";
-  if (payloadType === STATIC_PAYLOAD_TYPES.PCMA) return "PCMA";
+  const assigned = WIDEBAND_AUDIO_CODECS.find(
+    (codec) => CODECS[codec].isStatic && CODECS[codec].payloadType === payloadType,
+  );
+  if (assigned !== undefined) return assigned;
   const rtpmap = media.rtp.find((r) => r.payload === payloadType);
-  if (rtpmap === undefined || rtpmap.rate !== CLOCK_RATE) return undefined;
-  if (rtpmap.encoding !== undefined && rtpmap.encoding !== 1) return undefined;
-  const name = String(rtpmap.codec).toUpperCase();
-  return name === "PCMU" || name === "PCMA" ? name : undefined;
+  if (rtpmap === undefined) return undefined;
+  const codec = audioCodecNamed(String(rtpmap.codec));
+  if (codec === undefined || rtpmap.rate !== CODECS[codec].clockRate) return undefined;
+  // RFC 4566 §6: the channels are 1 when the rtpmap leaves them out
+  return Number(rtpmap.encoding ?? 1) === CODECS[codec].channels ? codec : undefined;
 }
 
-function preferredCodec(
+/** A payload type as an agreed format, with the peer's fmtp for Opus; undefined when it is none of our codecs. */
+function formatOf(media: MediaDescription, payloadType: number): NegotiatedFormat | undefined {
+  const codec = codecOf(media, payloadType);
+  if (codec === undefined) return undefined;
+  const format = { codec, payloadType, clockRate: CODECS[codec].clockRate };
+  return codec === "opus" ? { ...format, opus: opusParametersOf(media, payloadType) } : format;
+}
+
+/** The peer's Opus fmtp (RFC 7587 §6.1); names are case-insensitive (RFC 4855 §3), unknown ones ignored. */
+function opusParametersOf(media: MediaDescription, payloadType: number): OpusParameters {
+  const config = media.fmtp.find((fmtp) => fmtp.payload === payloadType)?.config;
+  const parameters = new Map(
+    Object.entries(config === undefined ? {} : parseParams(config)).map(([name, value]) => [
+      name.trim().toLowerCase(),
+      String(value).trim(),
+    ]),
+  );
+  const flag = (name: string) => parameters.get(name) === "1";
+  const within = (name: string, min: number, max: number) => {
+    const value = Number(parameters.get(name));
+    return Number.isInteger(value) && value >= min && value <= max ? value : undefined;
+  };
+  return {
+    useInbandFec: flag("useinbandfec"),
+    maxAverageBitrate: within("maxaveragebitrate", OPUS_BITRATE_RANGE.min, OPUS_BITRATE_RANGE.max),
+    stereo: flag("stereo"),
+    spropStereo: flag("sprop-stereo"),
+    maxPlaybackRate: within("maxplaybackrate", 8000, 48000) ?? 48000,
+  };
+}
+
+/** The offered format of the codec we prefer most, under the payload type the offer gives it. */
+function preferredFormat(
   media: MediaDescription,
   preferences: readonly AudioCodec[],
-): CodecChoice | undefined {
+): NegotiatedFormat | undefined {
   const offered = payloadTypesOf(media);
   for (const codec of preferences) {
     const payloadType = offered.find((pt) => codecOf(media, pt) === codec);
-    if (payloadType !== undefined) return { codec, payloadType };
+    if (payloadType !== undefined) return formatOf(media, payloadType);
   }
   return undefined;
 }
 
-/** The telephone-event format at our clock rate (RFC 4733 §7.1.1: its rate is the audio codec's). */
-function telephoneEventPayloadTypeOf(media: MediaDescription): number | undefined {
-  return payloadTypesOf(media).find((payloadType) => {
+/** The telephone-event formats listed, in order, each at its clock rate (RFC 4733 §7.1.1). */
+function telephoneEventsOf(media: MediaDescription): TelephoneEventFormat[] {
+  const events: TelephoneEventFormat[] = [];
+  for (const payloadType of payloadTypesOf(media)) {
     const rtpmap = media.rtp.find((r) => r.payload === payloadType);
-    return (
-      rtpmap !== undefined &&
-      String(rtpmap.codec).toLowerCase() === "telephone-event" &&
-      rtpmap.rate === CLOCK_RATE
-    );
-  });
+    if (rtpmap === undefined || String(rtpmap.codec).toLowerCase() !== "telephone-event") continue;
+    if (typeof rtpmap.rate === "number" && rtpmap.rate > 0)
+      events.push({ payloadType, clockRate: rtpmap.rate });
+  }
+  return events;
+}
+
+/** "A, B or C". */
+function alternatives(codecs: readonly AudioCodec[]): string {
+  const names = codecs.map((codec) => CODECS[codec].name);
+  return names.length === 1 ? names.join("") : `${names.slice(0, -1).join(", ")} or ${names.at(-1)}`;
 }
 
 /** The media-level c= overrides the session-level one (RFC 4566 §5.7). */

@@ -84,6 +84,23 @@ describe("trunk profiles, read back from the INVITE a SIPp carrier received", {
     assert.match(invite, /^m=audio \d+ RTP\/AVP 8 0 101\r?$/m);
   });
 
+  test("G.722 and Opus, which the media path lacks yet, are left out of the offer; a profile of only those offers the default", async () => {
+    const peer = await sipp({ scenario: "uas-answer.xml" });
+    const telephony = await telephonyWith({
+      uri: `sip:127.0.0.1:${peer.sipPort}`,
+      codecs: ["opus", "PCMA", "G722", "PCMU"],
+    });
+    const invite = await placedInvite(telephony, peer);
+    assert.match(invite, /^m=audio \d+ RTP\/AVP 8 0 101\r?$/m);
+    assert.doesNotMatch(invite, /opus|G722|telephone-event\/48000/);
+    const widebandPeer = await sipp({ scenario: "uas-answer.xml" });
+    const widebandOnly = await telephonyWith({
+      uri: `sip:127.0.0.1:${widebandPeer.sipPort}`,
+      codecs: ["opus", "G722"],
+    });
+    assert.match(await placedInvite(widebandOnly, widebandPeer), /^m=audio \d+ RTP\/AVP 0 8 101\r?$/m);
+  });
+
   test("national numbers, the trunk's own caller ID, and a withheld identity (RFC 3323)", async () => {
     const peer = await sipp({ scenario: "uas-answer.xml" });
     const telephony = await telephonyWith({

@@ -3,13 +3,16 @@ import { describe, it } from "node:test";
 import {
   type AcceptResult,
   type AnswerResult,
+  AUDIO_CODECS,
   acceptAnswer,
   answerOffer,
   createOffer,
   holdMedia,
   type LocalMedia,
   type NegotiatedMedia,
+  type OpusParameters,
   resumeMedia,
+  WIDEBAND_AUDIO_CODECS,
 } from "../../../src/telephony/sdp/session-description.js";
 
 /** SDP text from lines, CRLF-terminated as on the wire. */
@@ -121,8 +124,10 @@ describe("answerOffer (RFC 3264 §6)", () => {
     assert.deepEqual(media, {
       codec: "PCMU",
       payloadType: 0,
-      receiveFormats: [{ codec: "PCMU", payloadType: 0 }],
+      clockRate: 8000,
+      receiveFormats: [{ codec: "PCMU", payloadType: 0, clockRate: 8000 }],
       telephoneEventPayloadType: 101,
+      telephoneEvents: [{ payloadType: 101, clockRate: 8000 }],
       remoteAddress: "192.168.1.50",
       remotePort: 10000,
       direction: "sendrecv",
@@ -438,8 +443,10 @@ describe("acceptAnswer (RFC 3264 §7)", () => {
     assert.deepEqual(accepted(acceptAnswer(ourOffer, answer)), {
       codec: "PCMA",
       payloadType: 8,
-      receiveFormats: [{ codec: "PCMA", payloadType: 8 }],
+      clockRate: 8000,
+      receiveFormats: [{ codec: "PCMA", payloadType: 8, clockRate: 8000 }],
       telephoneEventPayloadType: 101,
+      telephoneEvents: [{ payloadType: 101, clockRate: 8000 }],
       remoteAddress: "203.0.113.5",
       remotePort: 17372,
       direction: "sendrecv",
@@ -463,8 +470,8 @@ describe("acceptAnswer (RFC 3264 §7)", () => {
     const media = accepted(acceptAnswer(ourOffer, answer));
     assert.equal(media.codec, "PCMU");
     assert.deepEqual(media.receiveFormats, [
-      { codec: "PCMU", payloadType: 0 },
-      { codec: "PCMA", payloadType: 8 },
+      { codec: "PCMU", payloadType: 0, clockRate: 8000 },
+      { codec: "PCMA", payloadType: 8, clockRate: 8000 },
     ]);
   });
 
@@ -514,8 +521,10 @@ describe("offer/answer round trips", () => {
     assert.deepEqual(theirs, {
       codec: "PCMU",
       payloadType: 0,
-      receiveFormats: [{ codec: "PCMU", payloadType: 0 }],
+      clockRate: 8000,
+      receiveFormats: [{ codec: "PCMU", payloadType: 0, clockRate: 8000 }],
       telephoneEventPayloadType: 101,
+      telephoneEvents: [{ payloadType: 101, clockRate: 8000 }],
       remoteAddress: bridge.address,
       remotePort: bridge.port,
       direction: "sendrecv",
@@ -546,6 +555,370 @@ describe("offer/answer round trips", () => {
   it("holds a stream we only received as inactive", () => {
     assert.equal(holdMedia({ ...bridge, direction: "recvonly" }).direction, "inactive");
     assert.equal(holdMedia({ ...bridge, direction: "sendonly" }).direction, "sendonly");
+  });
+});
+
+describe("G.722 and Opus (RFC 3551 §4.5.2, RFC 7587)", () => {
+  const wideband: LocalMedia = { ...bridge, codecs: WIDEBAND_AUDIO_CODECS };
+  /** The peer's Opus fmtp when it says nothing (RFC 7587 §6.1's defaults). */
+  const opusDefaults: OpusParameters = {
+    useInbandFec: false,
+    maxAverageBitrate: undefined,
+    stereo: false,
+    spropStereo: false,
+    maxPlaybackRate: 48000,
+  };
+  /** A wideband phone's offer: Opus first, under its own payload type, and a telephone-event per clock rate. */
+  const phoneOffer = sdp(
+    "v=0",
+    "o=- 2238 3912 IN IP4 192.168.1.60",
+    "s=-",
+    "c=IN IP4 192.168.1.60",
+    "t=0 0",
+    "m=audio 10010 RTP/AVP 96 9 0 8 97 101",
+    "a=rtpmap:96 opus/48000/2",
+    "a=fmtp:96 stereo=1;sprop-stereo=1;maxaveragebitrate=28000",
+    "a=rtpmap:9 G722/8000",
+    "a=rtpmap:0 PCMU/8000",
+    "a=rtpmap:8 PCMA/8000",
+    "a=rtpmap:97 telephone-event/48000",
+    "a=fmtp:97 0-15",
+    "a=rtpmap:101 telephone-event/8000",
+    "a=fmtp:101 0-15",
+    "a=ptime:20",
+    "a=sendrecv",
+  );
+  /** A one-stream offer of `formats`, with these attribute lines. */
+  const offerOf = (formats: string, ...attributes: string[]) =>
+    sdp(
+      "v=0",
+      "o=- 1 1 IN IP4 192.0.2.1",
+      "s=-",
+      "c=IN IP4 192.0.2.1",
+      "t=0 0",
+      `m=audio 4000 RTP/AVP ${formats}`,
+      ...attributes,
+    );
+
+  it("keeps G.711 the default, and names the wideband order: Opus, G.722, PCMU, PCMA", () => {
+    assert.deepEqual(AUDIO_CODECS, ["PCMU", "PCMA"]);
+    assert.deepEqual(WIDEBAND_AUDIO_CODECS, ["opus", "G722", "PCMU", "PCMA"]);
+  });
+
+  it("offers the wideband order: Opus with its fmtp and maxptime, G.722 at 9/8000, a telephone-event per clock rate", () => {
+    assert.equal(
+      createOffer(wideband),
+      sdp(
+        "v=0",
+        "o=- 4711 1 IN IP4 198.51.100.7",
+        "s=-",
+        "c=IN IP4 198.51.100.7",
+        "t=0 0",
+        "m=audio 30000 RTP/AVP 111 9 0 8 110 101",
+        "a=rtpmap:111 opus/48000/2",
+        "a=rtpmap:9 G722/8000",
+        "a=rtpmap:0 PCMU/8000",
+        "a=rtpmap:8 PCMA/8000",
+        "a=rtpmap:110 telephone-event/48000",
+        "a=rtpmap:101 telephone-event/8000",
+        "a=fmtp:111 useinbandfec=1;maxaveragebitrate=20000",
+        "a=fmtp:110 0-16",
+        "a=fmtp:101 0-16",
+        "a=ptime:20",
+        "a=maxptime:20",
+        "a=sendrecv",
+      ),
+    );
+  });
+
+  it("offers in the order the codecs are named, with the telephone-events their clock rates need", () => {
+    const cases: [LocalMedia["codecs"], boolean, string][] = [
+      [["G722", "PCMU"], true, "m=audio 30000 RTP/AVP 9 0 101"],
+      [["PCMA", "opus"], true, "m=audio 30000 RTP/AVP 8 111 101 110"],
+      [["opus"], true, "m=audio 30000 RTP/AVP 111 110"],
+      [["G722"], true, "m=audio 30000 RTP/AVP 9 101"],
+      [["PCMU", "G722", "opus", "PCMA"], true, "m=audio 30000 RTP/AVP 0 9 111 8 101 110"],
+      [["opus", "PCMU"], false, "m=audio 30000 RTP/AVP 111 0"],
+    ];
+    for (const [codecs, telephoneEvents, mLine] of cases) {
+      const offer = createOffer({ ...bridge, codecs, telephoneEvents });
+      assert.deepEqual(mLines(offer), [mLine], String(codecs));
+      const hasOpus = codecs?.includes("opus") === true;
+      assert.equal(/^a=maxptime:20\r$/m.test(offer), hasOpus, `maxptime with ${codecs}`);
+      assert.equal(/^a=rtpmap:\d+ telephone-event\/48000\r$/m.test(offer), hasOpus && telephoneEvents);
+    }
+  });
+
+  it("writes the local media's Opus bitrate, and refuses one RFC 7587 does not allow or a codec named twice", () => {
+    const offer = createOffer({ ...bridge, codecs: ["opus"], opusMaxAverageBitrate: 32000 });
+    assert.match(offer, /^a=fmtp:111 useinbandfec=1;maxaveragebitrate=32000\r$/m);
+    for (const bitrate of [5999, 510001, 20000.5]) {
+      assert.throws(
+        () => createOffer({ ...bridge, codecs: ["opus"], opusMaxAverageBitrate: bitrate }),
+        RangeError,
+        String(bitrate),
+      );
+    }
+    assert.throws(() => createOffer({ ...bridge, codecs: ["PCMU", "opus", "PCMU"] }), RangeError);
+  });
+
+  it("answers a wideband phone with Opus under the phone's payload type, our fmtp, and its telephone-event/48000", () => {
+    const { answer, media } = answered(answerOffer(phoneOffer, wideband));
+    const opus = {
+      codec: "opus",
+      payloadType: 96,
+      clockRate: 48000,
+      opus: { ...opusDefaults, maxAverageBitrate: 28000, stereo: true, spropStereo: true },
+    };
+    assert.deepEqual(media, {
+      ...opus,
+      receiveFormats: [opus],
+      telephoneEventPayloadType: 97,
+      telephoneEvents: [{ payloadType: 97, clockRate: 48000 }],
+      remoteAddress: "192.168.1.60",
+      remotePort: 10010,
+      direction: "sendrecv",
+      ptime: 20,
+    });
+    assert.equal(
+      answer,
+      sdp(
+        "v=0",
+        "o=- 4711 1 IN IP4 198.51.100.7",
+        "s=-",
+        "c=IN IP4 198.51.100.7",
+        "t=0 0",
+        "m=audio 30000 RTP/AVP 96 97",
+        "a=rtpmap:96 opus/48000/2",
+        "a=rtpmap:97 telephone-event/48000",
+        "a=fmtp:96 useinbandfec=1;maxaveragebitrate=20000",
+        "a=fmtp:97 0-16",
+        "a=ptime:20",
+        "a=maxptime:20",
+        "a=sendrecv",
+      ),
+    );
+  });
+
+  it("chooses by our preference, not the phone's, with the telephone-event at the chosen codec's rate", () => {
+    const cases: [LocalMedia["codecs"], string, number, number, string][] = [
+      [["G722", "PCMU"], "G722", 9, 101, "m=audio 30000 RTP/AVP 9 101"],
+      [["PCMA", "opus"], "PCMA", 8, 101, "m=audio 30000 RTP/AVP 8 101"],
+      [["PCMU", "G722", "opus"], "PCMU", 0, 101, "m=audio 30000 RTP/AVP 0 101"],
+      [["opus", "G722"], "opus", 96, 97, "m=audio 30000 RTP/AVP 96 97"],
+      [undefined, "PCMU", 0, 101, "m=audio 30000 RTP/AVP 0 101"],
+    ];
+    for (const [codecs, codec, payloadType, telephoneEvent, mLine] of cases) {
+      const { answer, media } = answered(answerOffer(phoneOffer, { ...bridge, codecs }));
+      assert.deepEqual(
+        [media.codec, media.payloadType, media.telephoneEventPayloadType, mLines(answer)],
+        [codec, payloadType, telephoneEvent, [mLine]],
+        String(codecs),
+      );
+    }
+    const g722 = answered(answerOffer(phoneOffer, { ...bridge, codecs: ["G722"] }));
+    assert.equal(g722.media.clockRate, 8000, "G.722's RTP clock is 8000 (RFC 3551 §4.5.2)");
+    assert.match(g722.answer, /^a=rtpmap:9 G722\/8000\r$/m);
+    assert.match(g722.answer, /^a=rtpmap:101 telephone-event\/8000\r$/m);
+    assert.doesNotMatch(g722.answer, /maxptime|opus|fmtp:9 /);
+  });
+
+  it("takes Opus under whatever dynamic payload type the offer gives it, as opus/48000/2 only, in any case", () => {
+    const at = (payloadType: number, rtpmap: string) =>
+      answerOffer(offerOf(`${payloadType} 0`, `a=rtpmap:${payloadType} ${rtpmap}`), {
+        ...bridge,
+        codecs: ["opus"],
+      });
+    const { answer, media } = answered(at(120, "OPUS/48000/2"));
+    assert.deepEqual([media.codec, media.payloadType, media.clockRate], ["opus", 120, 48000]);
+    assert.deepEqual(media.opus, opusDefaults);
+    assert.deepEqual(mLines(answer), ["m=audio 30000 RTP/AVP 120"]);
+    assert.match(answer, /^a=rtpmap:120 opus\/48000\/2\r$/m);
+    assert.match(answer, /^a=fmtp:120 useinbandfec=1;maxaveragebitrate=20000\r$/m);
+    assert.doesNotMatch(answer, /:111 /, "our own offer's payload type is not used in an answer");
+    for (const wrong of ["opus/48000", "opus/16000/2", "opus/48000/1"])
+      assert.equal(statusOf(at(96, wrong)), 488, wrong);
+  });
+
+  it("takes G.722 by its static payload type 9 without an rtpmap, or a dynamic one at 8000 Hz only", () => {
+    const { answer, media } = answered(answerOffer(offerOf("9 0"), wideband));
+    assert.deepEqual([media.codec, media.payloadType, media.clockRate], ["G722", 9, 8000]);
+    assert.deepEqual(media.receiveFormats, [{ codec: "G722", payloadType: 9, clockRate: 8000 }]);
+    assert.deepEqual(mLines(answer), ["m=audio 30000 RTP/AVP 9"]);
+    assert.match(answer, /^a=rtpmap:9 G722\/8000\r$/m);
+    const dynamic = answered(answerOffer(offerOf("98 0", "a=rtpmap:98 g722/8000"), wideband));
+    assert.deepEqual([dynamic.media.codec, dynamic.media.payloadType], ["G722", 98]);
+    assert.equal(statusOf(answerOffer(offerOf("98", "a=rtpmap:98 G722/16000"), wideband)), 488);
+  });
+
+  it("reads the peer's Opus fmtp: RFC 7587 §7's parameters, their defaults, names in any case, values out of range ignored", () => {
+    const fmtpOf = (fmtp: string | undefined) =>
+      answered(
+        answerOffer(
+          offerOf("96", "a=rtpmap:96 opus/48000/2", ...(fmtp === undefined ? [] : [`a=fmtp:96 ${fmtp}`])),
+          wideband,
+        ),
+      ).media.opus;
+    assert.deepEqual(
+      fmtpOf(
+        "maxplaybackrate=16000; sprop-maxcapturerate=16000; maxaveragebitrate=20000; stereo=1; useinbandfec=1; usedtx=0",
+      ),
+      {
+        useInbandFec: true,
+        maxAverageBitrate: 20000,
+        stereo: true,
+        spropStereo: false,
+        maxPlaybackRate: 16000,
+      },
+    );
+    assert.deepEqual(fmtpOf(undefined), opusDefaults);
+    assert.deepEqual(fmtpOf("MaxAverageBitrate=64000;USEINBANDFEC=1;sprop-stereo=1"), {
+      ...opusDefaults,
+      useInbandFec: true,
+      maxAverageBitrate: 64000,
+      spropStereo: true,
+    });
+    assert.deepEqual(
+      fmtpOf("maxaveragebitrate=600000;maxplaybackrate=4000;useinbandfec=yes;stereo=2"),
+      opusDefaults,
+    );
+  });
+
+  it("answers Opus without a telephone-event when the offer has none at 48000 (RFC 4733: the codec's rate)", () => {
+    const noWideEvents = phoneOffer
+      .replace(" 97 101", " 101")
+      .replace("a=rtpmap:97 telephone-event/48000\r\na=fmtp:97 0-15\r\n", "");
+    const { answer, media } = answered(answerOffer(noWideEvents, wideband));
+    assert.equal(media.codec, "opus");
+    assert.equal(media.telephoneEventPayloadType, undefined);
+    assert.deepEqual(media.telephoneEvents, []);
+    assert.deepEqual(mLines(answer), ["m=audio 30000 RTP/AVP 96"]);
+    assert.doesNotMatch(answer, /telephone-event/);
+  });
+
+  it("refuses with 488 naming the codecs we support", () => {
+    const reasonOf = (result: AnswerResult) => (result.ok ? "ok" : `${result.status} ${result.reason}`);
+    assert.equal(
+      reasonOf(answerOffer(offerOf("0", "a=rtpmap:0 PCMU/8000"), { ...bridge, codecs: ["opus", "G722"] })),
+      "488 no audio stream offers opus or G722 over RTP/AVP",
+    );
+    assert.equal(
+      reasonOf(answerOffer(offerOf("18", "a=rtpmap:18 G729/8000"), bridge)),
+      "488 no audio stream offers PCMU or PCMA over RTP/AVP",
+    );
+    assert.equal(
+      reasonOf(answerOffer(offerOf("18"), wideband)),
+      "488 no audio stream offers opus, G722, PCMU or PCMA over RTP/AVP",
+    );
+    const key = { suite: "AES_CM_128_HMAC_SHA1_80" as const, inline: Buffer.alloc(30, 1).toString("base64") };
+    assert.equal(
+      reasonOf(
+        answerOffer(offerOf("0"), { ...bridge, codecs: ["opus"], srtp: { policy: "optional", keys: [key] } }),
+      ),
+      "488 no audio stream offers opus over RTP/AVP or RTP/SAVP",
+    );
+  });
+
+  const peerAnswer = (mLine: string, ...attributes: string[]) =>
+    sdp("v=0", "o=- 88 88 IN IP4 203.0.113.9", "s=-", "c=IN IP4 203.0.113.9", "t=0 0", mLine, ...attributes);
+
+  it("accepts an Opus answer: every format it lists with its clock rate and fmtp, a telephone-event per rate", () => {
+    const answer = peerAnswer(
+      "m=audio 7078 RTP/AVP 96 0 97 101",
+      "a=rtpmap:96 opus/48000/2",
+      "a=fmtp:96 useinbandfec=1; maxaveragebitrate=24000",
+      "a=rtpmap:0 PCMU/8000",
+      "a=rtpmap:97 telephone-event/48000",
+      "a=rtpmap:101 telephone-event/8000",
+    );
+    const opus = {
+      codec: "opus",
+      payloadType: 96,
+      clockRate: 48000,
+      opus: { ...opusDefaults, useInbandFec: true, maxAverageBitrate: 24000 },
+    };
+    // The far end may switch to PCMU, and send its keys at that rate, packet by packet.
+    assert.deepEqual(accepted(acceptAnswer(createOffer(wideband), answer)), {
+      ...opus,
+      receiveFormats: [opus, { codec: "PCMU", payloadType: 0, clockRate: 8000 }],
+      telephoneEventPayloadType: 97,
+      telephoneEvents: [
+        { payloadType: 97, clockRate: 48000 },
+        { payloadType: 101, clockRate: 8000 },
+      ],
+      remoteAddress: "203.0.113.9",
+      remotePort: 7078,
+      direction: "sendrecv",
+      ptime: 20,
+    });
+  });
+
+  it("accepts G.722 answered without an rtpmap, with telephone-event/8000", () => {
+    const media = accepted(
+      acceptAnswer(
+        createOffer(wideband),
+        peerAnswer("m=audio 7078 RTP/AVP 9 101", "a=rtpmap:101 telephone-event/8000"),
+      ),
+    );
+    assert.deepEqual(
+      [media.codec, media.payloadType, media.clockRate, media.telephoneEventPayloadType],
+      ["G722", 9, 8000, 101],
+    );
+  });
+
+  it("sends no keys as events at another codec's rate, and takes none at a rate we did not offer", () => {
+    const opusWithNarrowEvents = accepted(
+      acceptAnswer(
+        createOffer(wideband),
+        peerAnswer(
+          "m=audio 7078 RTP/AVP 96 101",
+          "a=rtpmap:96 opus/48000/2",
+          "a=rtpmap:101 telephone-event/8000",
+        ),
+      ),
+    );
+    assert.equal(opusWithNarrowEvents.codec, "opus");
+    assert.equal(opusWithNarrowEvents.telephoneEventPayloadType, undefined);
+    assert.deepEqual(opusWithNarrowEvents.telephoneEvents, [{ payloadType: 101, clockRate: 8000 }]);
+    const narrowOffer = createOffer({ ...bridge, codecs: ["G722", "PCMU"] });
+    const g722 = accepted(
+      acceptAnswer(
+        narrowOffer,
+        peerAnswer(
+          "m=audio 7078 RTP/AVP 9 97 101",
+          "a=rtpmap:97 telephone-event/48000",
+          "a=rtpmap:101 telephone-event/8000",
+        ),
+      ),
+    );
+    assert.equal(g722.telephoneEventPayloadType, 101);
+    assert.deepEqual(g722.telephoneEvents, [{ payloadType: 101, clockRate: 8000 }]);
+  });
+
+  it("round trip: a wideband offer answered by a wideband peer is Opus both ways, each side with the other's fmtp", () => {
+    const offer = createOffer({ ...wideband, opusMaxAverageBitrate: 32000 });
+    const peer: LocalMedia = {
+      address: "192.0.2.99",
+      port: 40000,
+      sessionId: "777",
+      sessionVersion: 5,
+      codecs: WIDEBAND_AUDIO_CODECS,
+      opusMaxAverageBitrate: 24000,
+    };
+    const { answer, media: theirs } = answered(answerOffer(offer, peer));
+    const ours = accepted(acceptAnswer(offer, answer));
+    assert.deepEqual(theirs.opus, { ...opusDefaults, useInbandFec: true, maxAverageBitrate: 32000 });
+    assert.deepEqual(ours.opus, { ...opusDefaults, useInbandFec: true, maxAverageBitrate: 24000 });
+    for (const media of [theirs, ours]) {
+      assert.deepEqual(
+        [media.codec, media.payloadType, media.clockRate, media.telephoneEventPayloadType],
+        ["opus", 111, 48000, 110],
+      );
+    }
+    const narrowPeer = answered(answerOffer(offer, { ...peer, codecs: undefined }));
+    assert.deepEqual([narrowPeer.media.codec, narrowPeer.media.telephoneEventPayloadType], ["PCMU", 101]);
+    const narrow = accepted(acceptAnswer(offer, narrowPeer.answer));
+    assert.deepEqual([narrow.codec, narrow.clockRate, narrow.telephoneEventPayloadType], ["PCMU", 8000, 101]);
   });
 });
 
