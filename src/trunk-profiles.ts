@@ -9,7 +9,12 @@ import { createRequire } from "node:module";
 import type { Node, YAMLMap } from "yaml";
 import { normalizeNanpNumber } from "./domain/phone.js";
 import { SRTP_POLICIES } from "./telephony/media/rtp/srtp-suites.js";
-import { AUDIO_CODECS, type AudioCodec } from "./telephony/sdp/session-description.js";
+import {
+  AUDIO_CODECS,
+  type AudioCodec,
+  audioCodecNamed,
+  WIDEBAND_AUDIO_CODECS,
+} from "./telephony/sdp/session-description.js";
 import { isToken } from "./telephony/sip/message/header-values.js";
 import {
   DTMF_METHODS,
@@ -266,10 +271,10 @@ function readCodecs(entry: Entry | undefined, lineOf: LineOf, fail: Fail) {
   if (!yaml().isSeq(entry.value) || entry.value.items.length === 0)
     return fail(entry.line, `codecs must be a list such as [${AUDIO_CODECS.join(", ")}]`);
   const codecs = entry.value.items.map((item): AudioCodec => {
-    const name = yaml().isScalar(item) ? String(item.value).toUpperCase() : "";
+    const name = yaml().isScalar(item) ? String(item.value) : "";
     return (
-      AUDIO_CODECS.find((codec) => codec === name) ??
-      fail(lineOf(item as Node), `codecs: "${name}" is not one of ${AUDIO_CODECS.join(", ")}`)
+      audioCodecNamed(name) ??
+      fail(lineOf(item as Node), `codecs: "${name}" is not one of ${WIDEBAND_AUDIO_CODECS.join(", ")}`)
     );
   });
   if (new Set(codecs).size !== codecs.length) fail(entry.line, "codecs names a codec twice");

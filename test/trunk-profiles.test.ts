@@ -99,6 +99,15 @@ describe("trunk profile file", () => {
     );
   });
 
+  it("names G.722 and Opus in any case, in the profile's order", () => {
+    const plan = parseTrunkProfiles(
+      "trunks:\n  a:\n    uri: sip:a.example\n    codecs: [OPUS, g722, Pcmu, pcma]\n",
+    );
+    assert.deepEqual(plan.trunk?.codecs, ["opus", "G722", "PCMU", "PCMA"]);
+    const g722First = parseTrunkProfiles("trunks:\n  a:\n    uri: sip:a.example\n    codecs: [G722, PCMU]\n");
+    assert.deepEqual(g722First.trunk?.codecs, ["G722", "PCMU"]);
+  });
+
   const mistakes: [string, string, number, RegExp][] = [
     [
       "bad YAML",
@@ -192,7 +201,19 @@ describe("trunk profile file", () => {
       "an unknown codec",
       "trunks:\n  a:\n    uri: sip:a.example\n    codecs:\n      - PCMU\n      - G729\n",
       6,
-      /codecs: "G729" is not one of PCMU, PCMA/,
+      /codecs: "G729" is not one of opus, G722, PCMU, PCMA$/,
+    ],
+    [
+      "G.722 spelt with a dot",
+      "trunks:\n  a:\n    uri: sip:a.example\n    codecs: [G.722]\n",
+      4,
+      /codecs: "G\.722" is not one of opus, G722, PCMU, PCMA$/,
+    ],
+    [
+      "Opus twice, in two cases",
+      "trunks:\n  a:\n    uri: sip:a.example\n    codecs: [opus, PCMU, Opus]\n",
+      4,
+      /codecs names a codec twice/,
     ],
     [
       "a codec twice",
