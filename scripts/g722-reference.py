@@ -14,7 +14,7 @@ What the fixtures hold is the Recommendation's arithmetic at 64 kbit/s, built an
     ITU publishes for its binary files).
   - The transmit and receive QMFs are this script's, after the Recommendation and the ITU-T
     reference implementation (G.191 STL, funcg722.c), and they differ from spandsp's in two places:
-    the transmit QMF holds XL and XH to 15 bits (LOWT and HIGHT, clause 5.2.1; spandsp, like ffmpeg,
+    the transmit QMF holds XL and XH to 15 bits (its blocks LOWT and HIGHT; spandsp, like ffmpeg,
     leaves the limit out, which changes the octets of any input that drives a sub-band past 15 bits,
     i.e. near full scale), and the receive QMF saturates its output at 16 bits (this spandsp, of
     2011, wraps around instead; later spandsp saturates too).
