@@ -247,6 +247,32 @@ describe("Opus encoder and decoder (libopus in WebAssembly)", () => {
     decoder.dispose();
   });
 
+  it("goes on coding when libopus's memory grows under it", () => {
+    // 16 MiB at the start; 1,000 pairs of states (about 60 kB a pair) make it grow, which replaces
+    // the memory's buffer under the views kept on it.
+    const samples = tone(1000);
+    const [first, ...others] = Array.from({ length: 1000 }, () => ({
+      encoder: new OpusEncoder(),
+      decoder: new OpusDecoder(),
+    }));
+    const pair = first as { encoder: OpusEncoder; decoder: OpusDecoder };
+    const packet = new Uint8Array(OPUS_MAX_PACKET_BYTES);
+    const audio = new Int16Array(samples.length);
+    for (let index = 0; index * OPUS_FRAME_SAMPLES < samples.length; index++) {
+      const length = pair.encoder.encode(frame(samples, index), packet);
+      pair.decoder.decode(packet.subarray(0, length), frame(audio, index));
+    }
+    for (const { encoder, decoder } of [pair, ...others]) {
+      encoder.dispose();
+      decoder.dispose();
+    }
+    const heard = analyse(audio.subarray(audio.length / 2));
+    assert.ok(
+      Math.abs(heard.hertz - 1000) <= 10 && Math.abs(heard.dbfs - TONE_DBFS) < 1,
+      JSON.stringify(heard),
+    );
+  });
+
   it("frees a disposed encoder's and decoder's memory", () => {
     const before = process.memoryUsage().rss;
     for (let round = 0; round < 3000; round++) {
