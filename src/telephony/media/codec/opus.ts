@@ -16,7 +16,7 @@ import { createRequire } from "node:module";
 
 /** Opus's sample rate for RTP (RFC 7587 §4.1), whatever the audio bandwidth. */
 export const OPUS_SAMPLE_RATE = 48_000;
-/** Samples in one 20 ms frame at 48 kHz (the `ptime` 20 of RFC 7587 §7). */
+/** Samples in one 20 ms frame at 48 kHz (the `ptime` of 20 the media path offers, RFC 7587 §6.1). */
 export const OPUS_FRAME_SAMPLES = 960;
 /** Samples in the longest packet a peer may send (120 ms, RFC 6716 §3.2.5): a safe decode buffer. */
 export const OPUS_MAX_FRAME_SAMPLES = 5760;
@@ -118,41 +118,12 @@ interface Libopus {
 
 let libopus: Libopus | undefined;
 
+/** A WebAssembly module whose one function uses a SIMD instruction (`i8x16.splat`). */
+const SIMD_PROBE = Buffer.from("0061736d01000000010401600000030201000a090107004100fd0f1a0b", "hex");
+
 function wasmPath(): string {
-  // Every engine Node 20 runs on has WebAssembly SIMD; the plain build is for those that lack it.
-  const simd = WebAssembly.validate(
-    Uint8Array.of(
-      0,
-      97,
-      115,
-      109,
-      1,
-      0,
-      0,
-      0,
-      1,
-      4,
-      1,
-      96,
-      0,
-      0,
-      3,
-      2,
-      1,
-      0,
-      10,
-      9,
-      1,
-      7,
-      0,
-      65,
-      0,
-      253,
-      15,
-      26,
-      11,
-    ),
-  );
+  // Node 20 has WebAssembly SIMD wherever the CPU allows it; the plain build is for a CPU that does not.
+  const simd = WebAssembly.validate(SIMD_PROBE);
   return createRequire(import.meta.url).resolve(`@evan/opus/wasm/${simd ? "simd" : "opus"}.wasm`);
 }
 
