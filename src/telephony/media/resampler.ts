@@ -212,7 +212,7 @@ class Decimator implements Resampler {
  * padded with zeros to a multiple of the factor, oldest sample's tap first, the gain included.
  */
 function phases(taps: Float64Array, factor: number): Float64Array {
-  const length = ((taps.length + factor - 1) / factor) | 0;
+  const length = Math.ceil(taps.length / factor);
   const split = new Float64Array(factor * length);
   for (let p = 0; p < factor; p++) {
     for (let i = 0; i < length; i++)
@@ -226,7 +226,7 @@ function phases(taps: Float64Array, factor: number): Float64Array {
 const DOUBLING_PHASES = phases(FILTERS[2], 2);
 const DOUBLING_PHASE_LENGTH = DOUBLING_PHASES.length >> 1;
 const TRIPLING_PHASES = phases(FILTERS[3], 3);
-const TRIPLING_PHASE_LENGTH = (TRIPLING_PHASES.length / 3) | 0;
+const TRIPLING_PHASE_LENGTH = TRIPLING_PHASES.length / 3;
 
 /**
  * Doubles the rate of `pairs` pairs of input samples, each window samples[j, j + phase length) ending
@@ -306,7 +306,7 @@ class Interpolator implements Resampler {
     readonly fromRate: SampleRate,
     readonly toRate: SampleRate,
   ) {
-    const factor = ((toRate / fromRate) | 0) as 2 | 3;
+    const factor = (toRate / fromRate) as 2 | 3;
     this.#factor = factor;
     this.delay = (FILTERS[factor].length - 1) >> 1;
     this.#phases = factor === 2 ? DOUBLING_PHASES : TRIPLING_PHASES;
