@@ -12,7 +12,7 @@ import { apiFixture, apiTarget, signupBody } from "./api-target.js";
 import { rtcpTarget, rtpEventTarget, rtpTarget } from "./media-targets.js";
 import { PROBE_HOST, PROBE_KINDS, type ProbeKind, Probes } from "./probes.js";
 import { Random } from "./random.js";
-import { type Heap, ServiceProcess } from "./service-process.js";
+import { type Heap, ServiceProcess, type ServiceSettings } from "./service-process.js";
 import { Call, SipPeer } from "./sip-peer.js";
 import { sdpTarget, sipTcpTarget, sipUdpTarget } from "./sip-targets.js";
 import { srtpTarget } from "./srtp-target.js";
@@ -49,6 +49,8 @@ export interface FuzzOptions {
   readonly mediaThreads?: number;
   /** A PostgreSQL database for the service; SQLite in its data directory without. */
   readonly databaseUrl?: string;
+  /** How the service's process is started (its module, its data directory filled first). */
+  readonly service?: Pick<ServiceSettings, "module" | "prepareDataDir">;
   /** Progress lines. */
   readonly log?: (line: string) => void;
 }
@@ -105,6 +107,7 @@ export async function runFuzz(options: FuzzOptions): Promise<FuzzReport> {
   for (const name of names)
     if (!TARGET_NAMES.includes(name)) throw new Error(`no target ${name}: ${TARGET_NAMES.join(", ")}`);
   const service = await ServiceProcess.start({
+    ...options.service,
     accessNumber: ACCESS_NUMBER,
     mediaThreads: options.mediaThreads ?? 0,
     env: {

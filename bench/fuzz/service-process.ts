@@ -28,6 +28,13 @@ export interface ServiceSettings {
   readonly mediaThreads: number;
   /** Extra environment (BRIDGELINE_*) for the service. */
   readonly env?: Record<string, string>;
+  /**
+   * The module the child runs: bench/fuzz/service.ts under tsx unless told; a JavaScript module
+   * (one over the compiled service in dist/, say) runs under plain node, without tsx's loader.
+   */
+  readonly module?: URL;
+  /** Fills the fresh data directory before the service starts (a store and a certificate made once). */
+  readonly prepareDataDir?: (dataDir: string) => Promise<void>;
 }
 
 /** Lines of the service's standard error that mean what the service did not handle. */
@@ -57,9 +64,11 @@ export class ServiceProcess {
 
   static async start(settings: ServiceSettings): Promise<ServiceProcess> {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-fuzz-"));
+    await settings.prepareDataDir?.(dataDir);
     const rtpMin = 30_000 + 2_000 * Math.floor(Math.random() * 15);
-    const child = fork(new URL("service.ts", import.meta.url), [], {
-      execArgv: ["--expose-gc", "--import", "tsx"],
+    const module = settings.module ?? new URL("service.ts", import.meta.url);
+    const child = fork(module, [], {
+      execArgv: module.pathname.endsWith(".ts") ? ["--expose-gc", "--import", "tsx"] : ["--expose-gc"],
       stdio: ["ignore", "pipe", "pipe", "ipc"],
       env: {
         ...process.env,
