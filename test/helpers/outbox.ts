@@ -9,22 +9,33 @@ import { webhookOutbox } from "../../src/store/webhook-outbox.js";
 /** Further ahead than any retry: what is not claimable then never will be. */
 const A_YEAR_MS = 365 * 86_400_000;
 
+class RolledBack extends Error {}
+
 /**
- * The ids the outbox's own claim (store/notification-outbox.ts, store/webhook-outbox.ts) gives a
- * worker of the test's a year from now: none once every message is settled for good. A message
- * claimed by a service's worker is not in it: wait for every message to be settled first. What it
- * does claim stays claimed by that worker, which no service's is: the test fails anyway.
+ * The ids the outbox's own claim (store/notification-outbox.ts, store/webhook-outbox.ts) would give
+ * a worker a year from now, in a transaction rolled back (nothing is claimed): none once every
+ * message is settled for good. A message a service's worker holds now is not among them: wait for
+ * every message to be settled first.
  */
 export async function claimableFromNowOn(
   outbox: "notifications" | "webhook_deliveries",
   location: { dataDir: string; databaseUrl?: string | null },
 ): Promise<number[]> {
   const store = await openStore({ dataDir: location.dataDir, databaseUrl: location.databaseUrl ?? null });
+  let ids: number[] = [];
   try {
-    const queue = outbox === "notifications" ? notificationOutbox(store) : webhookOutbox(store);
-    const claimed = await queue.claim("test: what is left", new Date(Date.now() + A_YEAR_MS), 1000);
-    return claimed.map((message) => message.id);
+    await store.db.transaction().execute(async (trx) => {
+      const inTransaction = { ...store, db: trx };
+      const queue =
+        outbox === "notifications" ? notificationOutbox(inTransaction) : webhookOutbox(inTransaction);
+      const claimed = await queue.claim("test: what is left", new Date(Date.now() + A_YEAR_MS), 1000);
+      ids = claimed.map((message) => message.id);
+      throw new RolledBack();
+    });
+  } catch (error) {
+    if (!(error instanceof RolledBack)) throw error;
   } finally {
     await store.close();
   }
+  return ids;
 }
