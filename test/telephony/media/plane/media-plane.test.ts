@@ -105,64 +105,92 @@ async function room(
   return { mix, a: first.peer, b: second.peer, streams: [first.stream, second.stream] };
 }
 
-describe("media plane", () => {
-  it("mixes a room on a media thread: each phone hears the other, not itself", async () => {
-    const { mix, a, b, streams } = await room();
-    assert.ok(streams.every((stream) => stream.thread === mix.thread));
-    assertHearEachOther(await talk(a, b));
-    const stats = await plane.stats();
-    const thread = stats.threads[mix.thread.index];
-    assert.ok(thread !== undefined && thread.legs >= 2 && thread.mixes >= 1 && thread.ticks > 50);
-    for (const stream of streams) {
-      const figures = thread.streams.find((candidate) => candidate.streamId === stream.id);
-      assert.ok(figures !== undefined && figures.packetsReceived > 50 && figures.packetsSent > 50);
-    }
-    await mix.close();
-    for (const stream of streams) stream.close();
+describe("media plane", { concurrency: true }, () => {
+  // On the plane above, one test after another: where a stream or mix goes depends on what is there.
+  describe("on one plane of two threads", { concurrency: false }, () => {
+    it("mixes a room on a media thread: each phone hears the other, not itself", async () => {
+      const { mix, a, b, streams } = await room();
+      assert.ok(streams.every((stream) => stream.thread === mix.thread));
+      assertHearEachOther(await talk(a, b));
+      const stats = await plane.stats();
+      const thread = stats.threads[mix.thread.index];
+      assert.ok(thread !== undefined && thread.legs >= 2 && thread.mixes >= 1 && thread.ticks > 50);
+      for (const stream of streams) {
+        const figures = thread.streams.find((candidate) => candidate.streamId === stream.id);
+        assert.ok(figures !== undefined && figures.packetsReceived > 50 && figures.packetsSent > 50);
+      }
+      await mix.close();
+      for (const stream of streams) stream.close();
+    });
+
+    it("moves a stream opened on another thread to its mix's thread, on the same port", async () => {
+      const lone = await phone();
+      const mix = plane.openMix();
+      // The least loaded thread takes the mix: not the one the lone stream is on.
+      assert.notEqual(lone.stream.thread, mix.thread);
+      const port = lone.stream.localPort;
+      const other = await phone(mix);
+      lone.stream.join(mix, false);
+      other.stream.join(mix, false);
+      assertHearEachOther(await talk(lone.peer, other.peer));
+      assert.equal(lone.stream.thread, mix.thread);
+      assert.equal(lone.stream.localPort, port);
+      const figures = (await plane.stats()).threads[mix.thread.index]?.streams.find(
+        (stream) => stream.streamId === lone.stream.id,
+      );
+      // The counts go on from before the move.
+      assert.ok(figures !== undefined && figures.packetsSent > 60, `sent ${figures?.packetsSent}`);
+      await mix.close();
+      lone.stream.close();
+      other.stream.close();
+    });
+
+    it("plays to a caller alone and records what they say", async () => {
+      const { peer, stream } = await phone();
+      const tone = new Int16Array(8000);
+      new ToneGenerator(660).fill(tone);
+      const [heard] = await Promise.all([
+        exchangeAudio(endpoint(peer), 1.4, null),
+        stream.play({ samples: tone }),
+      ]);
+      assert.ok(goertzelLevelDb(heard.heard, 660) > -20, "the caller heard the sound played to it");
+      const recording = stream.recordVoice(1000);
+      await exchangeAudio(endpoint(peer), 1.2, new ToneGenerator(550));
+      const voice = await recording;
+      assert.equal(voice.length, 8000);
+      assert.ok(goertzelLevelDb(voice, 550) > -20, "the recording holds the caller's voice");
+      stream.close();
+    });
+
+    it("replaces a media thread that dies; what ran on it is told, new rooms run on the new one", async () => {
+      const doomed = await room();
+      const index = doomed.mix.thread.index;
+      const dead = plane.threads[index];
+      const mixFailed = once(doomed.mix, "failed");
+      const streamFailed = once(doomed.streams[0] as MediaStream, "failed");
+      dead?.kill();
+      const [reason] = (await mixFailed) as [string];
+      assert.match(reason, /media thread failed/);
+      await streamFailed;
+      await until("a new thread in the dead one's place", async () =>
+        plane.threads[index] !== dead ? true : undefined,
+      );
+      // Both threads are empty again; rooms are placed on either, the new one included.
+      const rooms = [await room(), await room()];
+      assert.ok(rooms.some(({ mix }) => mix.thread === plane.threads[index]));
+      // Both at once, on the two threads: with the same tones in each, a room hearing the other fails.
+      for (const heard of await Promise.all(rooms.map(({ a, b }) => talk(a, b)))) assertHearEachOther(heard);
+      for (const { mix, streams } of rooms) {
+        await mix.close();
+        for (const stream of streams) stream.close();
+      }
+    });
   });
 
-  it("moves a stream opened on another thread to its mix's thread, on the same port", async () => {
-    const lone = await phone();
-    const mix = plane.openMix();
-    // The least loaded thread takes the mix: not the one the lone stream is on.
-    assert.notEqual(lone.stream.thread, mix.thread);
-    const port = lone.stream.localPort;
-    const other = await phone(mix);
-    lone.stream.join(mix, false);
-    other.stream.join(mix, false);
-    assertHearEachOther(await talk(lone.peer, other.peer));
-    assert.equal(lone.stream.thread, mix.thread);
-    assert.equal(lone.stream.localPort, port);
-    const figures = (await plane.stats()).threads[mix.thread.index]?.streams.find(
-      (stream) => stream.streamId === lone.stream.id,
-    );
-    // The counts go on from before the move.
-    assert.ok(figures !== undefined && figures.packetsSent > 60, `sent ${figures?.packetsSent}`);
-    await mix.close();
-    lone.stream.close();
-    other.stream.close();
-  });
-
-  it("plays to a caller alone and records what they say", async () => {
-    const { peer, stream } = await phone();
-    const tone = new Int16Array(8000);
-    new ToneGenerator(660).fill(tone);
-    const [heard] = await Promise.all([
-      exchangeAudio(endpoint(peer), 1.4, null),
-      stream.play({ samples: tone }),
-    ]);
-    assert.ok(goertzelLevelDb(heard.heard, 660) > -20, "the caller heard the sound played to it");
-    const recording = stream.recordVoice(1000);
-    await exchangeAudio(endpoint(peer), 1.2, new ToneGenerator(550));
-    const voice = await recording;
-    assert.equal(voice.length, 8000);
-    assert.ok(goertzelLevelDb(voice, 550) > -20, "the recording holds the caller's voice");
-    stream.close();
-  });
-
+  // Each on a plane of its own (its own ports): they run alongside the tests above.
   it("ends a mix whose tick throws alone: the other room on its thread keeps mixing", async () => {
     // One thread runs both rooms: the failure is caught within the tick that mixes both.
-    const single = newPlane(1, { min: base + 600, max: base + 799 });
+    const single = newPlane(1, { min: base + 600, max: base + 639 });
     const broken = await room(single);
     const healthy = await room(single);
     const failed = once(broken.mix, "failed");
@@ -173,29 +201,6 @@ describe("media plane", () => {
     await healthy.mix.close();
     for (const stream of [...broken.streams, ...healthy.streams]) stream.close();
     await single.close();
-  });
-
-  it("replaces a media thread that dies; what ran on it is told, new rooms run on the new one", async () => {
-    const doomed = await room();
-    const index = doomed.mix.thread.index;
-    const dead = plane.threads[index];
-    const mixFailed = once(doomed.mix, "failed");
-    const streamFailed = once(doomed.streams[0] as MediaStream, "failed");
-    dead?.kill();
-    const [reason] = (await mixFailed) as [string];
-    assert.match(reason, /media thread failed/);
-    await streamFailed;
-    await until("a new thread in the dead one's place", async () =>
-      plane.threads[index] !== dead ? true : undefined,
-    );
-    // Both threads are empty again; rooms are placed on either, the new one included.
-    const rooms = [await room(), await room()];
-    assert.ok(rooms.some(({ mix }) => mix.thread === plane.threads[index]));
-    for (const { a, b } of rooms) assertHearEachOther(await talk(a, b));
-    for (const { mix, streams } of rooms) {
-      await mix.close();
-      for (const stream of streams) stream.close();
-    }
   });
 
   it("brings what a thread's streams dropped to the main thread, and logs SRTP failures with their source", async () => {
@@ -209,7 +214,7 @@ describe("media plane", () => {
     const watched = new MediaPlane({
       threads: 1,
       bindAddress: "127.0.0.1",
-      rtpPorts: { min: base + 600, max: base + 619 },
+      rtpPorts: { min: base + 640, max: base + 659 },
       mediaTimeoutMs: 0,
       logger: createLogger("info", logged),
     });
@@ -252,7 +257,7 @@ describe("media plane", () => {
 
   it("answers every failed request with its code, which the main thread's error carries", async () => {
     // One port pair, on one worker thread: the second stream finds none.
-    const coded = newPlane(1, { min: base + 620, max: base + 621 });
+    const coded = newPlane(1, { min: base + 660, max: base + 661 });
     const thread = coded.threads[0] as MediaPlane["threads"][number];
     const scratch = await mkdtemp(path.join(tmpdir(), "media-errors-"));
     const reached = new Map<MediaErrorCode, string>();
