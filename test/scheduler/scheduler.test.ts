@@ -64,242 +64,255 @@ async function waitForState(api: TestService, auth: Auth, path: string, wanted: 
   }
 }
 
-forEachStore("scheduler", (kind) => {
-  let api: TestService;
-  let user: { id: number; auth: Auth };
-  before(async () => {
-    api = await startTestService({}, { store: kind });
-    user = await createUser(api);
-  });
-  after(() => api.close());
+// Every describe has services of its own (on PostgreSQL a database of its own too) and mostly waits
+// on the scheduler's polls and heartbeats and on PostgreSQL making its database: they run at once.
+describe("the scheduler", { concurrency: true }, () => {
+  describe("the scheduler on each store", { concurrency: false }, () => {
+    forEachStore("scheduler", (kind) => {
+      let api: TestService;
+      let user: { id: number; auth: Auth };
+      before(async () => {
+        api = await startTestService({}, { store: kind });
+        user = await createUser(api);
+      });
+      after(() => api.close());
 
-  // The timing rules (on time, not a poll early, reschedules, deletes) are proven on a fake clock in
-  // schedule.test.ts; here, through the API and the service, a conference past its time starts at once.
-  it("starts a conference at once when its time has passed", async () => {
-    const past = await pendingConference(api, user, new Date(Date.now() - 3600_000));
-    const late = await waitForState(api, user.auth, past, "ended", 3000);
-    assert.ok(Date.now() - Date.parse(field(late, "started-at") ?? "") < 5000);
-  });
+      // The timing rules (on time, not a poll early, reschedules, deletes) are proven on a fake clock in
+      // schedule.test.ts; here, through the API and the service, a conference past its time starts at once.
+      it("starts a conference at once when its time has passed", async () => {
+        const past = await pendingConference(api, user, new Date(Date.now() - 3600_000));
+        const late = await waitForState(api, user.auth, past, "ended", 3000);
+        assert.ok(Date.now() - Date.parse(field(late, "started-at") ?? "") < 5000);
+      });
 
-  it("ends a started conference with no one to call at once", async () => {
-    const path = await pendingConference(api, user, new Date());
-    const ended = await waitForState(api, user.auth, path, "ended");
-    assert.ok(field(ended, "ended-at"));
-  });
-});
-
-forEachStore("crash recovery", (kind) => {
-  let database: TestDatabase | undefined;
-  after(() => database?.drop());
-
-  it("ends a conference its instance left started: calls disconnected with their seconds, a log line, no phantom", async () => {
-    database = kind === "postgres" ? await createTestDatabase() : undefined;
-    // The data directory outlives the first instance, as it does across a real restart.
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-restart-"));
-    after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
-    const stores = database === undefined ? {} : { databaseUrl: database.url };
-    const first = await startTestService({ dataDir, ...stores });
-    const user = await createUser(first);
-    const conferencePath = await pendingConference(first, user, new Date(Date.now() + 3600_000));
-    const conferenceId = Number(conferencePath.split("/").pop());
-    const created = await first.request("POST", `${conferencePath}/attendees`, {
-      auth: user.auth,
-      body: "<attendee><phone-number>604-555-0150</phone-number></attendee>",
-    });
-    assert.equal(created.status, 201);
-    // What a running instance leaves when it dies: the conference started and run by it, with its
-    // last heartbeat 10 s after the attendee's call was answered.
-    const answeredAt = new Date(Date.now() - 20_000);
-    const heartbeatAt = new Date(answeredAt.getTime() + 10_000);
-    await first.inspect(async (db) => {
-      await db
-        .updateTable("conferences")
-        .set({
-          state: "started",
-          started_at: answeredAt.toISOString(),
-          runner: `test:${first.dataDir}`,
-          runner_heartbeat_at: heartbeatAt.toISOString(),
-        })
-        .where("id", "=", conferenceId)
-        .execute();
-      await db
-        .updateTable("attendees")
-        .set({ state: "connected", connected_at: answeredAt.toISOString(), muted: 0, hand_up: 0 })
-        .where("conference_id", "=", conferenceId)
-        .execute();
-    });
-    const shownWhileDead = await first.request("GET", `${conferencePath}/attendees`, { auth: user.auth });
-    assert.match(shownWhileDead.text, /<state>connected<\/state>/);
-    await first.close();
-
-    const second = await startTestService({ dataDir, ...stores });
-    try {
-      const conference = await stateOf(second, user.auth, conferencePath);
-      assert.equal(field(conference, "state"), "ended");
-      assert.equal(field(conference, "ended-at"), heartbeatAt.toISOString().replace(/\.\d{3}Z$/, "Z"));
-      const attendees = await second.request("GET", `${conferencePath}/attendees`, { auth: user.auth });
-      assert.match(attendees.text, /<state>disconnected<\/state>/);
-      assert.match(attendees.text, /<duration type="integer">10<\/duration>/);
-      assert.ok(
-        second.logs.some(
-          (line) =>
-            line.includes("the instance running it stopped") &&
-            line.includes(`"conferenceId":${conferenceId}`),
-        ),
-      );
-    } finally {
-      await second.close();
-    }
-  });
-});
-
-describe("two instances on one PostgreSQL database", postgresOnly, () => {
-  let database: TestDatabase;
-  let instances: TestService[] = [];
-  before(async () => {
-    database = await createTestDatabase();
-    instances = [
-      await startTestService({ databaseUrl: database.url }),
-      await startTestService({ databaseUrl: database.url }),
-    ];
-  });
-  after(async () => {
-    for (const instance of instances) await instance.close();
-    await database?.drop();
-  });
-
-  it("starts each due conference exactly once, whichever instance claims it", async () => {
-    const [first] = instances as [TestService, TestService];
-    const user = await createUser(first);
-    const at = new Date(Date.now() + 1500);
-    const paths: string[] = [];
-    for (let i = 0; i < 12; i++) paths.push(await pendingConference(first, user, at));
-    for (const path of paths) await waitForState(first, user.auth, path, "ended");
-    const starts = instances.flatMap((instance) =>
-      instance.logs
-        .filter((line) => line.includes('"msg":"conference started"'))
-        .map((line) => JSON.parse(line).conferenceId as number),
-    );
-    const ids = paths.map((path) => Number(path.split("/").pop())).sort((a, b) => a - b);
-    assert.deepEqual(
-      [...starts].sort((a, b) => a - b),
-      ids,
-      "each conference started once in all",
-    );
-  });
-});
-
-describe("BRIDGELINE_MAX_PARTICIPANTS on one of two instances", postgresOnly, () => {
-  let database: TestDatabase;
-  let full: TestService;
-  let roomy: TestService;
-  before(async () => {
-    database = await createTestDatabase();
-    const conferences = loadConfig({}).conferences;
-    full = await startTestService({
-      databaseUrl: database.url,
-      conferences: { ...conferences, maxParticipants: 2 },
-    });
-    roomy = await startTestService({
-      databaseUrl: database.url,
-      conferences: { ...conferences, maxParticipants: null },
+      it("ends a started conference with no one to call at once", async () => {
+        const path = await pendingConference(api, user, new Date());
+        const ended = await waitForState(api, user.auth, path, "ended");
+        assert.ok(field(ended, "ended-at"));
+      });
     });
   });
-  after(async () => {
-    await full?.close();
-    await roomy?.close();
-    await database?.drop();
-  });
 
-  it("an instance without room for a conference's attendees leaves it to the other", async () => {
-    const user = await createUser(full);
-    const at = new Date(Date.now() + 1000);
-    const paths: string[] = [];
-    for (let i = 0; i < 6; i++) {
-      // Three dial-in attendees: more than the limited instance takes on.
-      const path = await pendingConference(full, user, at, async (conference) => {
-        for (let n = 0; n < 3; n++) {
-          const added = await full.request("POST", `${conference}/attendees`, {
-            auth: user.auth,
-            body: '<attendee><dial-in type="boolean">true</dial-in></attendee>',
-          });
-          assert.equal(added.status, 201, added.text);
+  describe("crash recovery on each store", { concurrency: false }, () => {
+    forEachStore("crash recovery", (kind) => {
+      let database: TestDatabase | undefined;
+      after(() => database?.drop());
+
+      it("ends a conference its instance left started: calls disconnected with their seconds, a log line, no phantom", async () => {
+        database = kind === "postgres" ? await createTestDatabase() : undefined;
+        // The data directory outlives the first instance, as it does across a real restart.
+        const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-restart-"));
+        after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+        const stores = database === undefined ? {} : { databaseUrl: database.url };
+        const first = await startTestService({ dataDir, ...stores });
+        const user = await createUser(first);
+        const conferencePath = await pendingConference(first, user, new Date(Date.now() + 3600_000));
+        const conferenceId = Number(conferencePath.split("/").pop());
+        const created = await first.request("POST", `${conferencePath}/attendees`, {
+          auth: user.auth,
+          body: "<attendee><phone-number>604-555-0150</phone-number></attendee>",
+        });
+        assert.equal(created.status, 201);
+        // What a running instance leaves when it dies: the conference started and run by it, with its
+        // last heartbeat 10 s after the attendee's call was answered.
+        const answeredAt = new Date(Date.now() - 20_000);
+        const heartbeatAt = new Date(answeredAt.getTime() + 10_000);
+        await first.inspect(async (db) => {
+          await db
+            .updateTable("conferences")
+            .set({
+              state: "started",
+              started_at: answeredAt.toISOString(),
+              runner: `test:${first.dataDir}`,
+              runner_heartbeat_at: heartbeatAt.toISOString(),
+            })
+            .where("id", "=", conferenceId)
+            .execute();
+          await db
+            .updateTable("attendees")
+            .set({ state: "connected", connected_at: answeredAt.toISOString(), muted: 0, hand_up: 0 })
+            .where("conference_id", "=", conferenceId)
+            .execute();
+        });
+        const shownWhileDead = await first.request("GET", `${conferencePath}/attendees`, { auth: user.auth });
+        assert.match(shownWhileDead.text, /<state>connected<\/state>/);
+        await first.close();
+
+        const second = await startTestService({ dataDir, ...stores });
+        try {
+          const conference = await stateOf(second, user.auth, conferencePath);
+          assert.equal(field(conference, "state"), "ended");
+          assert.equal(field(conference, "ended-at"), heartbeatAt.toISOString().replace(/\.\d{3}Z$/, "Z"));
+          const attendees = await second.request("GET", `${conferencePath}/attendees`, { auth: user.auth });
+          assert.match(attendees.text, /<state>disconnected<\/state>/);
+          assert.match(attendees.text, /<duration type="integer">10<\/duration>/);
+          assert.ok(
+            second.logs.some(
+              (line) =>
+                line.includes("the instance running it stopped") &&
+                line.includes(`"conferenceId":${conferenceId}`),
+            ),
+          );
+        } finally {
+          await second.close();
         }
       });
-      paths.push(path);
-    }
-    for (const path of paths) await waitForState(full, user.auth, path, "ended");
-    const startedBy = (instance: TestService) =>
-      instance.logs.filter((line) => line.includes('"msg":"conference started"')).length;
-    assert.equal(startedBy(full), 0, "the limited instance claimed none");
-    assert.equal(startedBy(roomy), paths.length);
+    });
   });
-});
 
-forEachStore("a due conference no instance has room for", (kind) => {
-  let api: TestService;
-  let user: { id: number; auth: Auth };
-  before(async () => {
-    api = await startTestService(
-      { conferences: { ...loadConfig({}).conferences, maxParticipants: 1 } },
-      { store: kind, heartbeatIntervalMs: 100 },
-    );
-    user = await createUser(api);
+  describe("two instances on one PostgreSQL database", postgresOnly, () => {
+    let database: TestDatabase;
+    let instances: TestService[] = [];
+    before(async () => {
+      database = await createTestDatabase();
+      instances = [
+        await startTestService({ databaseUrl: database.url }),
+        await startTestService({ databaseUrl: database.url }),
+      ];
+    });
+    after(async () => {
+      for (const instance of instances) await instance.close();
+      await database?.drop();
+    });
+
+    it("starts each due conference exactly once, whichever instance claims it", async () => {
+      const [first] = instances as [TestService, TestService];
+      const user = await createUser(first);
+      const at = new Date(Date.now() + 1500);
+      const paths: string[] = [];
+      for (let i = 0; i < 12; i++) paths.push(await pendingConference(first, user, at));
+      for (const path of paths) await waitForState(first, user.auth, path, "ended");
+      const starts = instances.flatMap((instance) =>
+        instance.logs
+          .filter((line) => line.includes('"msg":"conference started"'))
+          .map((line) => JSON.parse(line).conferenceId as number),
+      );
+      const ids = paths.map((path) => Number(path.split("/").pop())).sort((a, b) => a - b);
+      assert.deepEqual(
+        [...starts].sort((a, b) => a - b),
+        ids,
+        "each conference started once in all",
+      );
+    });
   });
-  after(() => api.close());
 
-  it("is reported once, in the log and as an event, stays pending, and starts once there is room", async () => {
-    // Due a minute ago, with two dial-in attendees: more than the only instance takes on.
-    const path = await pendingConference(api, user, new Date(Date.now() - 60_000), async (conference) => {
-      for (let n = 0; n < 2; n++) {
-        const added = await api.request("POST", `${conference}/attendees`, {
-          auth: user.auth,
-          body: '<attendee><dial-in type="boolean">true</dial-in></attendee>',
+  describe("BRIDGELINE_MAX_PARTICIPANTS on one of two instances", postgresOnly, () => {
+    let database: TestDatabase;
+    let full: TestService;
+    let roomy: TestService;
+    before(async () => {
+      database = await createTestDatabase();
+      const conferences = loadConfig({}).conferences;
+      full = await startTestService({
+        databaseUrl: database.url,
+        conferences: { ...conferences, maxParticipants: 2 },
+      });
+      roomy = await startTestService({
+        databaseUrl: database.url,
+        conferences: { ...conferences, maxParticipants: null },
+      });
+    });
+    after(async () => {
+      await full?.close();
+      await roomy?.close();
+      await database?.drop();
+    });
+
+    it("an instance without room for a conference's attendees leaves it to the other", async () => {
+      const user = await createUser(full);
+      const at = new Date(Date.now() + 1000);
+      const paths: string[] = [];
+      for (let i = 0; i < 6; i++) {
+        // Three dial-in attendees: more than the limited instance takes on.
+        const path = await pendingConference(full, user, at, async (conference) => {
+          for (let n = 0; n < 3; n++) {
+            const added = await full.request("POST", `${conference}/attendees`, {
+              auth: user.auth,
+              body: '<attendee><dial-in type="boolean">true</dial-in></attendee>',
+            });
+            assert.equal(added.status, 201, added.text);
+          }
         });
-        assert.equal(added.status, 201, added.text);
+        paths.push(path);
       }
+      for (const path of paths) await waitForState(full, user.auth, path, "ended");
+      const startedBy = (instance: TestService) =>
+        instance.logs.filter((line) => line.includes('"msg":"conference started"')).length;
+      assert.equal(startedBy(full), 0, "the limited instance claimed none");
+      assert.equal(startedBy(roomy), paths.length);
     });
-    const conferenceId = Number(path.split("/").pop());
-    const reported = () =>
-      api.logs.filter(
-        (line) =>
-          line.includes("conference due but not started") && line.includes(`"conferenceId":${conferenceId}`),
-      );
-    const delayedEvents = () =>
-      api.inspect((db) =>
-        db
-          .selectFrom("events")
-          .select("reason")
-          .where("conference_id", "=", conferenceId)
-          .where("type", "=", "conference-delayed")
-          .execute(),
-      );
-    await until("the delay reported", async () => (reported().length > 0 ? true : undefined), {
-      timeoutMs: 3000,
-    });
-    // Reported once however many heartbeats follow: proven on a fake clock in schedule.test.ts.
-    assert.equal(reported().length, 1, reported().join("\n"));
-    assert.match(reported()[0] ?? "", /"attendees":2/);
-    assert.deepEqual(await delayedEvents(), [{ reason: "no instance has room for it" }]);
-    const now = new Date();
-    assert.deepEqual(
-      await api.inspect((db) =>
-        schedulerStore({ db, dialect: kind, close: async () => {} }).markDelayedConferences(now, now),
-      ),
-      [],
-      "another instance looking now marks it no more",
-    );
-    assert.equal(field(await stateOf(api, user.auth, path), "state"), "pending");
+  });
 
-    // One attendee fewer: it fits, and starts.
-    const attendees = await api.inspect((db) =>
-      db.selectFrom("attendees").select("id").where("conference_id", "=", conferenceId).execute(),
-    );
-    const removed = await api.request("DELETE", `${path}/attendees/${attendees[0]?.id}`, { auth: user.auth });
-    assert.equal(removed.status, 204, removed.text);
-    await waitForState(api, user.auth, path, "started", 3000).catch(() =>
-      waitForState(api, user.auth, path, "ended"),
-    );
-    assert.equal((await delayedEvents()).length, 1);
+  describe("a due conference no instance has room for, on each store", { concurrency: false }, () => {
+    forEachStore("a due conference no instance has room for", (kind) => {
+      let api: TestService;
+      let user: { id: number; auth: Auth };
+      before(async () => {
+        api = await startTestService(
+          { conferences: { ...loadConfig({}).conferences, maxParticipants: 1 } },
+          { store: kind, heartbeatIntervalMs: 100 },
+        );
+        user = await createUser(api);
+      });
+      after(() => api.close());
+
+      it("is reported once, in the log and as an event, stays pending, and starts once there is room", async () => {
+        // Due a minute ago, with two dial-in attendees: more than the only instance takes on.
+        const path = await pendingConference(api, user, new Date(Date.now() - 60_000), async (conference) => {
+          for (let n = 0; n < 2; n++) {
+            const added = await api.request("POST", `${conference}/attendees`, {
+              auth: user.auth,
+              body: '<attendee><dial-in type="boolean">true</dial-in></attendee>',
+            });
+            assert.equal(added.status, 201, added.text);
+          }
+        });
+        const conferenceId = Number(path.split("/").pop());
+        const reported = () =>
+          api.logs.filter(
+            (line) =>
+              line.includes("conference due but not started") &&
+              line.includes(`"conferenceId":${conferenceId}`),
+          );
+        const delayedEvents = () =>
+          api.inspect((db) =>
+            db
+              .selectFrom("events")
+              .select("reason")
+              .where("conference_id", "=", conferenceId)
+              .where("type", "=", "conference-delayed")
+              .execute(),
+          );
+        await until("the delay reported", async () => (reported().length > 0 ? true : undefined), {
+          timeoutMs: 3000,
+        });
+        // Reported once however many heartbeats follow: proven on a fake clock in schedule.test.ts.
+        assert.equal(reported().length, 1, reported().join("\n"));
+        assert.match(reported()[0] ?? "", /"attendees":2/);
+        assert.deepEqual(await delayedEvents(), [{ reason: "no instance has room for it" }]);
+        const now = new Date();
+        assert.deepEqual(
+          await api.inspect((db) =>
+            schedulerStore({ db, dialect: kind, close: async () => {} }).markDelayedConferences(now, now),
+          ),
+          [],
+          "another instance looking now marks it no more",
+        );
+        assert.equal(field(await stateOf(api, user.auth, path), "state"), "pending");
+
+        // One attendee fewer: it fits, and starts.
+        const attendees = await api.inspect((db) =>
+          db.selectFrom("attendees").select("id").where("conference_id", "=", conferenceId).execute(),
+        );
+        const removed = await api.request("DELETE", `${path}/attendees/${attendees[0]?.id}`, {
+          auth: user.auth,
+        });
+        assert.equal(removed.status, 204, removed.text);
+        await waitForState(api, user.auth, path, "started", 3000).catch(() =>
+          waitForState(api, user.auth, path, "ended"),
+        );
+        assert.equal((await delayedEvents()).length, 1);
+      });
+    });
   });
 });
