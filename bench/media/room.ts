@@ -20,9 +20,19 @@
  * `telephony.media.stats()`; the kernel's UDP receive drops at our sockets and machine-wide, and how
  * many attendees the API showed connected at the window's start and end. The run is invalid (exit
  * status 1) unless every leg was in its room for the whole window: every attendee `connected` and
- * every conference `started` (through the API) right before the window and right after it; when a
- * SIPp trunk saw a call leave its script; and, with the API load, when the API answered anything but
- * 2xx, a request failed, or the load did not cover the window.
+ * every conference `started` (through the API) right before the window and right after it; the media
+ * threads holding the same streams, one per participant and each in a mix, at both ends of the window
+ * (a call that left and came back is a new stream) and each hearing its echo (at least half of what
+ * it was sent came back); every SIPp trunk seeing every call follow its script; and, with the API
+ * load, the API answering only 2xx, no request failing and the load covering the window.
+ *
+ * One user owns every room, so the per-user limits on placed calls (toll fraud,
+ * BRIDGELINE_MAX_CALLS_IN_PROGRESS_PER_USER, default 250, and BRIDGELINE_MAX_CALLS_PER_HOUR_PER_USER,
+ * default 1000) are set by the bench to the participant count: at the defaults, a run past 250
+ * would have its 251st call refused (403 Not Called). The bench says so when it starts.
+ *
+ * BENCH_WARM_UP_SECONDS (default 2) is the wait between every call connected and the window: the
+ * suite's smoke run (test/bench/benches.test.ts) shortens it.
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { once } from "node:events";
@@ -55,8 +65,12 @@ const LEGS_PER_SIPP = 100;
 const MAX_PARTICIPANTS = 10 * LEGS_PER_SIPP;
 /** Conferences set pending per second: 10 calls each, paced so call setup stays far below its limit. */
 const CONFERENCES_PER_SECOND = 20;
-const WARM_UP_MS = 2000;
+const WARM_UP_MS = Number(process.env.BENCH_WARM_UP_SECONDS ?? 2) * 1000;
 const ANSWER_TIMEOUT_MS = 60_000;
+/** Attendee states of a call still to be placed or answered: the wait for every call goes on while any is. */
+const SETTLING_STATES = new Set(["new", "calling"]);
+/** Each leg must hear at least this share of what it was sent in the window back (SIPp echoes it). */
+const MIN_ECHOED_SHARE = 0.5;
 /** How often the API is asked whether every attendee is connected yet. */
 const ANSWER_POLL_MS = 1000;
 const TARGET_P99_MS = 5;
@@ -69,6 +83,15 @@ const LATENESS_SPAN_SECONDS = 60;
 const API_LOAD_LEAD_MS = 1500;
 const API_LOAD_EXTRA_SECONDS = 5;
 const CHILD_ENV = "BENCH_ROOM_PARTICIPANTS";
+const DEFAULT_CONFERENCES = loadConfig({}).conferences;
+
+/**
+ * The per-user limits on placed calls the bench sets: one user owns every room, and places exactly
+ * one call per participant, all in progress at once.
+ */
+function callLimitsFor(participants: number) {
+  return { maxCallsInProgressPerUser: participants, maxCallsPerHourPerUser: participants };
+}
 /** The service's RTP ports; the SIPp helper takes its ports from 30000 up. */
 const RTP_PORTS = { min: 20000, max: 29999 };
 
@@ -81,7 +104,7 @@ interface ApiLoad extends LoadOutcome {
 }
 
 /** What the child measured over the window, sent to the parent. */
-interface Measurement extends Omit<MediaFigures, "notes"> {
+interface Measurement extends MediaFigures {
   participants: number;
   /** `sip.mediaThreads` as configured (0: media on the main thread). */
   mediaThreads: number;
@@ -93,7 +116,9 @@ interface Measurement extends Omit<MediaFigures, "notes"> {
   connectedAtEnd: number;
   /** Why not every leg was connected at the window's start or end (the first few). */
   notConnected: string[];
-  /** Anything odd in the media figures (a thread replaced, legs changing), reported, not judged. */
+  /** Why not every leg was in a mix, the same stream and hearing its echo, over the window (the first few). */
+  legProblems: string[];
+  /** What the figures cover, when it is not the whole window. */
   mediaNotes: string[];
   cpuPercent: number;
   /** The SIPp trunks' CPU, in percent of one core. */
@@ -167,6 +192,8 @@ function textOf(element: unknown): string | undefined {
 interface RoomCheck {
   /** Attendees `connected` in a conference that is `started`. */
   connected: number;
+  /** Attendees whose call is still to be placed or answered (`new`, `calling`). */
+  settling: number;
   /** Every attendee not connected, and every conference not started. */
   problems: string[];
 }
@@ -194,6 +221,7 @@ async function checkRooms(api: Api, conferencePaths: readonly string[]): Promise
       if (conferenceState !== "started")
         problems.push(`${conferencePath} is ${conferenceState}, not started`);
       let connected = 0;
+      let settling = 0;
       for (const attendee of items) {
         const state = textOf(attendee.state);
         if (state === "connected") connected++;
@@ -201,12 +229,14 @@ async function checkRooms(api: Api, conferencePaths: readonly string[]): Promise
           problems.push(
             `${conferencePath}: attendee ${textOf(attendee["phone-number-subscriber-number"])} is ${state}`,
           );
+        if (state !== undefined && SETTLING_STATES.has(state)) settling++;
       }
-      return { connected: conferenceState === "started" ? connected : 0, problems };
+      return { connected: conferenceState === "started" ? connected : 0, settling, problems };
     }),
   );
   return {
     connected: rooms.reduce((sum, room) => sum + room.connected, 0),
+    settling: rooms.reduce((sum, room) => sum + room.settling, 0),
     problems: rooms.flatMap((room) => room.problems),
   };
 }
@@ -231,7 +261,6 @@ interface MediaFigures {
   packetsLost: number;
   packetsLate: number;
   framesConcealed: number;
-  notes: string[];
 }
 
 type Counter = "packetsSent" | "packetsReceived" | "packetsLost" | "packetsLate" | "framesConcealed";
@@ -247,7 +276,7 @@ const COUNTERS: Counter[] = [
  * Differences of the media threads' counters from `before` (read with `resetLateness`) to `after`;
  * lateness is the worst thread's (highest p99) since the reset. A thread's frames not sent are its
  * legs × its due ticks (run or skipped) less the packets its streams sent: every stream here is in a
- * mix (direct dial, no greeting), which the notes check.
+ * mix (direct dial, no greeting), which `legProblemsOf` checks.
  */
 function mediaFigures(before: MediaPlaneStats, after: MediaPlaneStats): MediaFigures {
   const figures: MediaFigures = {
@@ -262,14 +291,10 @@ function mediaFigures(before: MediaPlaneStats, after: MediaPlaneStats): MediaFig
     packetsLost: 0,
     packetsLate: 0,
     framesConcealed: 0,
-    notes: [],
   };
   for (const [index, end] of after.threads.entries()) {
     const start = before.threads[index];
-    if (start === undefined || end.ticks < start.ticks) {
-      figures.notes.push(`media thread ${index} was replaced during the window`);
-      continue;
-    }
+    if (start === undefined || end.ticks < start.ticks) continue;
     const ticks = end.ticks - start.ticks;
     const skipped = end.skippedTicks - start.skippedTicks;
     figures.ticks += ticks;
@@ -278,14 +303,6 @@ function mediaFigures(before: MediaPlaneStats, after: MediaPlaneStats): MediaFig
       figures.lateP50 = end.lateness.p50;
       figures.lateP99 = end.lateness.p99;
       figures.lateMax = end.lateness.max;
-    }
-    if (start.legs !== end.legs || start.mixes !== end.mixes) {
-      figures.notes.push(
-        `media thread ${index}: ${start.legs} legs in ${start.mixes} mixes at the window's start, ${end.legs} in ${end.mixes} at its end`,
-      );
-    }
-    if (end.streams.length !== end.legs) {
-      figures.notes.push(`media thread ${index}: ${end.streams.length} streams but ${end.legs} in a mix`);
     }
     const startStreams = new Map<number, StreamStats>(
       start.streams.map((stream) => [stream.streamId, stream]),
@@ -302,6 +319,53 @@ function mediaFigures(before: MediaPlaneStats, after: MediaPlaneStats): MediaFig
     figures.framesNotSent += end.legs * (ticks + skipped) - sent;
   }
   return figures;
+}
+
+/**
+ * Why not every leg was in its room for the whole window, as the media threads show it: each thread
+ * the same at both ends, `participants` streams at both ends and each in a mix, the same streams (a
+ * call that left and came back has a new one), and each stream hearing its echo back.
+ */
+function legProblemsOf(before: MediaPlaneStats, after: MediaPlaneStats, participants: number): string[] {
+  const problems: string[] = [];
+  for (const [index, end] of after.threads.entries()) {
+    const start = before.threads[index];
+    if (start === undefined || end.ticks < start.ticks)
+      problems.push(`media thread ${index} was replaced during the window`);
+  }
+  for (const [moment, stats] of [
+    ["start", before],
+    ["end", after],
+  ] as const) {
+    const legs = stats.threads.reduce((sum, thread) => sum + thread.legs, 0);
+    const streams = stats.threads.reduce((sum, thread) => sum + thread.streams.length, 0);
+    if (legs !== participants || streams !== participants)
+      problems.push(
+        `window ${moment}: ${streams} media streams, ${legs} of them in a mix, for ${participants} participants`,
+      );
+  }
+  const startStreams = new Map(
+    before.threads.flatMap((thread) => thread.streams.map((stream) => [stream.streamId, stream] as const)),
+  );
+  const endStreams = after.threads.flatMap((thread) => thread.streams);
+  const gone = new Set(startStreams.keys());
+  let unheard = 0;
+  for (const stream of endStreams) {
+    const start = startStreams.get(stream.streamId);
+    if (start === undefined) continue;
+    gone.delete(stream.streamId);
+    const sent = stream.packetsSent - start.packetsSent;
+    const received = stream.packetsReceived - start.packetsReceived;
+    if (received < MIN_ECHOED_SHARE * sent) unheard++;
+  }
+  const arrived = endStreams.length - (startStreams.size - gone.size);
+  if (gone.size > 0 || arrived > 0)
+    problems.push(`${gone.size} media streams ended during the window and ${arrived} began`);
+  if (unheard > 0)
+    problems.push(
+      `${unheard} legs heard less than ${MIN_ECHOED_SHARE * 100} % of what they were sent back (their peer stopped echoing)`,
+    );
+  return problems;
 }
 
 async function measure(
@@ -331,6 +395,7 @@ async function measure(
       logLevel: "warn",
       failedLoginLimit: 1_000_000,
       signupLimit: 1_000_000,
+      conferences: { ...DEFAULT_CONFERENCES, ...callLimitsFor(participants) },
       sip: {
         ...loadConfig({}).sip,
         bindAddress: "127.0.0.1",
@@ -383,13 +448,15 @@ async function measure(
       await response.arrayBuffer();
       await sleep(1000 / CONFERENCES_PER_SECOND);
     }
-    // Every call answered and in its room, as the API shows it.
+    // Every call answered and in its room, as the API shows it; no use waiting once every attendee's
+    // call has settled (connected, or failed, refused, unanswered: the run is invalid then).
     const answerDeadline = performance.now() + ANSWER_TIMEOUT_MS;
-    let answered = (await checkRooms(api, conferencePaths)).connected;
-    while (answered < participants && performance.now() < answerDeadline) {
+    let rooms = await checkRooms(api, conferencePaths);
+    while (rooms.connected < participants && rooms.settling > 0 && performance.now() < answerDeadline) {
       await sleep(ANSWER_POLL_MS);
-      answered = (await checkRooms(api, conferencePaths)).connected;
+      rooms = await checkRooms(api, conferencePaths);
     }
+    const answered = rooms.connected;
 
     // The API load: its own 2 s warm-up runs during ours, its measured run covers the window.
     let apiLoadOutcome: Promise<LoadOutcome> | undefined;
@@ -459,10 +526,11 @@ async function measure(
         coveredWindow: outcome.measuredFrom <= windowFrom && outcome.measuredTo >= windowTo,
       };
     }
-    const { notes, ...media } = mediaFigures(mediaBefore, mediaAfter);
-    if (SECONDS > LATENESS_SPAN_SECONDS) {
-      notes.push(`lateness covers the window's last ${LATENESS_SPAN_SECONDS} s only`);
-    }
+    const media = mediaFigures(mediaBefore, mediaAfter);
+    const mediaNotes =
+      SECONDS > LATENESS_SPAN_SECONDS
+        ? [`lateness covers the window's last ${LATENESS_SPAN_SECONDS} s only`]
+        : [];
     return {
       participants,
       mediaThreads: MEDIA_THREADS,
@@ -470,7 +538,8 @@ async function measure(
       connectedAtStart: atStart.connected,
       connectedAtEnd: atEnd.connected,
       notConnected,
-      mediaNotes: notes,
+      legProblems: legProblemsOf(mediaBefore, mediaAfter, participants),
+      mediaNotes,
       ...media,
       cpuPercent,
       sippCpuPercent,
@@ -544,9 +613,10 @@ function problemsOf(row: Row): string[] {
     ...(row.answered === row.participants
       ? []
       : [
-          `only ${row.answered} of ${row.participants} attendees connected within ${ANSWER_TIMEOUT_MS / 1000} s`,
+          `only ${row.answered} of ${row.participants} attendees connected when the wait for them ended (every call settled, or ${ANSWER_TIMEOUT_MS / 1000} s)`,
         ]),
     ...row.notConnected,
+    ...row.legProblems,
     ...row.sippFailures,
     ...(load === null || (load.non2xx === 0 && load.errors === 0)
       ? []
@@ -645,6 +715,9 @@ async function main(): Promise<void> {
       throw new Error(`BENCH_PARTICIPANTS: each count must be 1 to ${MAX_PARTICIPANTS}, got ${participants}`);
     }
   }
+  process.stdout.write(
+    `per-user call limits set by the bench to the participant count (calls in progress at once and calls an hour; the service's defaults are ${DEFAULT_CONFERENCES.maxCallsInProgressPerUser} and ${DEFAULT_CONFERENCES.maxCallsPerHourPerUser}): one user owns every room\n`,
+  );
   process.stderr.write(
     `media threads: ${MEDIA_THREADS}${MEDIA_THREADS === 0 ? " (media on the main thread)" : ""}; API load: ${API_LOAD ? "GET conference, flat out" : "none"}; load average ${os
       .loadavg()
@@ -689,7 +762,11 @@ async function main(): Promise<void> {
       largest === undefined ? "held at no count" : `held up to ${largest} participants`
     }\n`,
   );
-  if (!valid) {
+  if (valid) {
+    process.stdout.write(
+      "valid: every leg connected and in its room for the whole window (the API, the media threads and SIPp agree)\n",
+    );
+  } else {
     process.stderr.write(
       "\n*** INVALID RUN: not every leg was connected in its room for the whole window, a trunk saw a call leave its script, or the API load failed (see INVALID above) ***\n",
     );
