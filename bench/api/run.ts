@@ -1,5 +1,8 @@
 /**
- * API benchmark (`npm run bench:api`, BENCH_DURATION seconds per scenario, default 10).
+ * API benchmark (`npm run bench:api`, BENCH_DURATION seconds per scenario, default 10, after a warm-up
+ * of BENCH_WARMUP_SECONDS, default 2, with BENCH_CONNECTIONS connections, default 100). BENCH_REQUESTS
+ * makes each scenario's measured run that many requests instead of BENCH_DURATION seconds (the suite's
+ * smoke run, test/bench/benches.test.ts: its figures mean nothing, its checks all hold).
  *
  * The real service runs in this process over plain HTTP (a TLS proxy terminates in production);
  * beside it a bare Fastify route serves a constant XML document of the same size as the measured
@@ -10,136 +13,41 @@
  * created (and dropped afterwards) through BENCH_ADMIN_DATABASE_URL
  * (default postgres://postgres@127.0.0.1:5432/test).
  */
-import { type ChildProcess, fork } from "node:child_process";
 import fs from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
-import autocannon from "autocannon";
 import Fastify from "fastify";
 import pg from "pg";
 import { loadConfig } from "../../src/config.js";
 import { MAX_ATTENDEES_PER_CONFERENCE } from "../../src/domain/attendee.js";
 import { startService } from "../../src/main.js";
 import { signupXml } from "../../test/helpers/service.js";
+import {
+  CONNECTIONS,
+  type LoadJob,
+  type LoadOutcome,
+  runInLoadGenerator,
+  startLoadGenerator,
+  WARMUP_SECONDS,
+} from "./load-generator.js";
 
-const CONNECTIONS = 100;
-const WARMUP_SECONDS = 2;
-/** Forking this file with this argument makes the child a load generator (see `runInLoadGenerator`). */
-export const LOAD_GENERATOR_ARG = "--load-generator";
 const TARGET_CEILING_RATIO = 0.5;
 const TARGET_P99_MS = 20;
 /** The POST scenario gets conferences for this many times the GET conference rate. */
 const POST_CAPACITY_MARGIN = 2;
 
-/** One scenario, as sent to the load generator. */
-export interface LoadJob {
-  url: string;
-  method: "GET" | "POST";
-  headers: Record<string, string>;
-  body?: string;
-  durationSeconds: number;
-  /** For POST: the collection paths to cycle through, each taking at most `requestsPerPath`. */
-  cycle?: { paths: string[]; requestsPerPath: number };
-}
-
-export interface LoadOutcome {
-  requestsPerSecond: number;
-  p50Ms: number;
-  p99Ms: number;
-  /** Counted over warm-up and measured run: every response must succeed. */
-  non2xx: number;
-  /** Socket errors and timeouts, over warm-up and measured run. */
-  errors: number;
-  statusCodes: Record<string, number>;
-  /** True when the POST scenario issued more requests than its conferences can hold. */
-  cycleExhausted: boolean;
-  /** When the measured run (after the warm-up) started and finished, in epoch milliseconds. */
-  measuredFrom: number;
-  measuredTo: number;
-}
-
 interface ScenarioResult extends LoadOutcome {
   name: string;
 }
 
-function readDurationSeconds(raw: string | undefined): number {
-  if (raw === undefined || raw === "") return 10;
-  if (!/^\d+$/.test(raw) || Number(raw) < 1) {
-    throw new Error(`BENCH_DURATION must be a whole number of seconds (at least 1), got "${raw}"`);
+/** A whole number from the environment variable `name`, at least `least`; `fallback` when unset. */
+function readWholeNumber(name: string, fallback: number, least: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < least) {
+    throw new Error(`${name} must be a whole number, at least ${least}, got "${raw}"`);
   }
   return Number(raw);
-}
-
-// ---- Load generator (child process) ----
-
-async function runLoadJob(job: LoadJob): Promise<LoadOutcome> {
-  let built = 0;
-  const capacity = job.cycle ? job.cycle.paths.length * job.cycle.requestsPerPath : 0;
-  // autocannon builds a request before each send (and one per connection at start), so counting
-  // builds never under-counts what a conference receives.
-  const requests: autocannon.Request[] | undefined = job.cycle && [
-    {
-      setupRequest: (request) => {
-        const { paths, requestsPerPath } = job.cycle as NonNullable<LoadJob["cycle"]>;
-        const index = Math.min(Math.floor(built / requestsPerPath), paths.length - 1);
-        built += 1;
-        return { ...request, path: paths[index] };
-      },
-    },
-  ];
-  const options = {
-    url: job.url,
-    method: job.method,
-    headers: job.headers,
-    body: job.body,
-    connections: CONNECTIONS,
-    requests,
-  };
-  const warmup = await autocannon({ ...options, duration: WARMUP_SECONDS });
-  const measured = await autocannon({ ...options, duration: job.durationSeconds });
-  const statusCodes: Record<string, number> = {};
-  for (const result of [warmup, measured]) {
-    for (const [code, stats] of Object.entries(result.statusCodeStats ?? {})) {
-      statusCodes[code] = (statusCodes[code] ?? 0) + (stats.count ?? 0);
-    }
-  }
-  return {
-    requestsPerSecond: measured.requests.average,
-    p50Ms: measured.latency.p50,
-    p99Ms: measured.latency.p99,
-    non2xx: warmup.non2xx + measured.non2xx,
-    errors: warmup.errors + measured.errors,
-    statusCodes,
-    cycleExhausted: job.cycle !== undefined && built > capacity,
-    measuredFrom: new Date(measured.start).getTime(),
-    measuredTo: new Date(measured.finish).getTime(),
-  };
-}
-
-function serveLoadJobs(): void {
-  process.on("message", (job: LoadJob) => {
-    runLoadJob(job).then(
-      (outcome) => process.send?.(outcome),
-      (error: unknown) => {
-        process.stderr.write(`load generator failed: ${String(error)}\n`);
-        process.exit(1);
-      },
-    );
-  });
-}
-
-/** Sends one job to the child (this file forked with LOAD_GENERATOR_ARG) and waits for its outcome. */
-export function runInLoadGenerator(child: ChildProcess, job: LoadJob): Promise<LoadOutcome> {
-  return new Promise((resolve, reject) => {
-    const onExit = (code: number | null) => reject(new Error(`load generator exited with ${code}`));
-    child.once("exit", onExit);
-    child.once("message", (outcome) => {
-      child.off("exit", onExit);
-      resolve(outcome as LoadOutcome);
-    });
-    child.send(job);
-  });
 }
 
 // ---- Fixture set-up over the API ----
@@ -233,10 +141,17 @@ function formatTable(results: ScenarioResult[]): string {
   return [line(header), rule, ...rows.map(line)].join("\n");
 }
 
-const verdict = (met: boolean) => (met ? "met" : "NOT MET");
+const verdict = (met: boolean, judged: boolean) =>
+  !judged ? "not judged (smoke run)" : met ? "met" : "NOT MET";
 
 async function main(): Promise<void> {
-  const durationSeconds = readDurationSeconds(process.env.BENCH_DURATION);
+  const durationSeconds = readWholeNumber("BENCH_DURATION", 10, 1);
+  const warmUpSeconds = readWholeNumber("BENCH_WARMUP_SECONDS", WARMUP_SECONDS, 0);
+  const connections = readWholeNumber("BENCH_CONNECTIONS", CONNECTIONS, 1);
+  const requests = process.env.BENCH_REQUESTS ? readWholeNumber("BENCH_REQUESTS", 0, 1) : undefined;
+  // The targets are set at CONNECTIONS connections, flat out for a duration.
+  const judged = connections === CONNECTIONS && requests === undefined;
+  const perScenario = `${warmUpSeconds} s warm-up + ${requests === undefined ? `${durationSeconds} s` : `${requests} requests`}`;
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-bench-"));
   const database = process.env.BENCH_STORE === "postgres" ? await createBenchDatabase() : null;
   const service = await startService({
@@ -251,7 +166,7 @@ async function main(): Promise<void> {
     signupLimit: 1_000_000,
   });
   const ceiling = Fastify({ logger: false });
-  const loadGenerator = fork(fileURLToPath(import.meta.url), [LOAD_GENERATOR_ARG]);
+  const loadGenerator = startLoadGenerator();
   try {
     const baseUrl = `http://127.0.0.1:${service.httpPort}`;
     const email = "bench-owner@example.com";
@@ -289,8 +204,14 @@ async function main(): Promise<void> {
     const apiHeaders = { accept: "application/xml", authorization };
     const results: ScenarioResult[] = [];
     const measure = async (name: string, job: Omit<LoadJob, "durationSeconds">) => {
-      process.stderr.write(`running ${name} (${WARMUP_SECONDS} s warm-up + ${durationSeconds} s)...\n`);
-      const outcome = await runInLoadGenerator(loadGenerator, { ...job, durationSeconds });
+      process.stderr.write(`running ${name} (${perScenario})...\n`);
+      const outcome = await runInLoadGenerator(loadGenerator, {
+        ...job,
+        warmUpSeconds,
+        connections,
+        durationSeconds,
+        requests,
+      });
       results.push({ name, ...outcome });
       return outcome;
     };
@@ -313,7 +234,9 @@ async function main(): Promise<void> {
 
     // Each POST must succeed, and a conference holds a bounded number of attendees: enough fresh
     // conferences for a rate well above what GET conference reached, cycled by the load generator.
-    const expectedPosts = conferenceOutcome.requestsPerSecond * (WARMUP_SECONDS + durationSeconds);
+    const expectedPosts =
+      conferenceOutcome.requestsPerSecond * warmUpSeconds +
+      (requests ?? conferenceOutcome.requestsPerSecond * durationSeconds);
     const postPaths = await createConferences(
       client,
       userId,
@@ -334,17 +257,17 @@ async function main(): Promise<void> {
     const apiResults = results.filter((r) => !r.name.startsWith("ceiling"));
     const lines = [
       "",
-      `bridgeline API benchmark: ${CONNECTIONS} connections, ${WARMUP_SECONDS} s warm-up + ${durationSeconds} s per scenario`,
+      `bridgeline API benchmark: ${connections} connections, ${perScenario} per scenario`,
       `Node ${process.version}, ${os.cpus().length} CPU(s) (${os.cpus()[0]?.model ?? "unknown"}), plain HTTP on loopback`,
       `store: ${database ? "PostgreSQL" : "SQLite"}; load generator shares the machine with the server; POST spread over ${postPaths.length} conferences`,
       "",
       formatTable(results),
       "non-2xx and errors (socket errors, timeouts after 10 s) count warm-up and measured run",
       "",
-      `GET conference / ceiling req/s: ${(ratio * 100).toFixed(1)} % (target >= ${TARGET_CEILING_RATIO * 100} %): ${verdict(ratio >= TARGET_CEILING_RATIO)}`,
+      `GET conference / ceiling req/s: ${(ratio * 100).toFixed(1)} % (target >= ${TARGET_CEILING_RATIO * 100} %): ${verdict(ratio >= TARGET_CEILING_RATIO, judged)}`,
       ...apiResults.map(
         (r) =>
-          `p99 ${r.name}: ${r.p99Ms.toFixed(1)} ms (target < ${TARGET_P99_MS} ms at ${CONNECTIONS} connections): ${verdict(r.p99Ms < TARGET_P99_MS)}`,
+          `p99 ${r.name}: ${r.p99Ms.toFixed(1)} ms (target < ${TARGET_P99_MS} ms at ${CONNECTIONS} connections): ${verdict(r.p99Ms < TARGET_P99_MS, judged)}`,
       ),
     ];
     process.stdout.write(`${lines.join("\n")}\n`);
@@ -389,9 +312,4 @@ async function createBenchDatabase(): Promise<{ url: string; drop(): Promise<voi
   return { url: url.toString(), drop: () => admin(`drop database if exists ${name} with (force)`) };
 }
 
-// bench/media/room.ts imports the load generator's helpers: the benchmark runs only as the entry point.
-if (process.argv.includes(LOAD_GENERATOR_ARG)) {
-  serveLoadJobs();
-} else if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  await main();
-}
+await main();

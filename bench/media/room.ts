@@ -10,8 +10,9 @@
  *
  * BENCH_MEDIA_THREADS sets the service's `sip.mediaThreads` (default: the service's own default, one
  * per core; 0 runs the media on the main thread). BENCH_API_LOAD=1 runs the API benchmark's GET
- * conference load (autocannon, 100 connections, flat out, in a process of its own: bench/api/run.ts)
- * through the whole window, and reports its rate and p99 beside the media figures.
+ * conference load (autocannon, 100 connections, flat out, in a process of its own:
+ * bench/api/load-generator.ts) through the whole window, and reports its rate and p99 beside the
+ * media figures.
  *
  * Each row: CPU of the service process, of the SIPp trunks, of the API load generator and of
  * everything else on the machine (each in percent of one core), resident memory, the media threads'
@@ -49,7 +50,7 @@ import type { MediaPlaneStats } from "../../src/telephony/media/plane/media-plan
 import type { StreamStats } from "../../src/telephony/media/plane/protocol.js";
 import { signupXml } from "../../test/helpers/service.js";
 import { Sipp } from "../../test/helpers/sipp.js";
-import { LOAD_GENERATOR_ARG, type LoadOutcome, runInLoadGenerator } from "../api/run.js";
+import { type LoadOutcome, runInLoadGenerator, startLoadGenerator } from "../api/load-generator.js";
 import { childJiffies, machineJiffies, processJiffies, udpDropsAt, udpReceiveBufferErrors } from "../proc.js";
 
 const PARTICIPANTS = (process.env.BENCH_PARTICIPANTS ?? "100,200,300,500").split(",").map(Number);
@@ -382,9 +383,7 @@ async function measure(
     },
   });
   // Started first, so that its own start-up (loading the TypeScript) is over before anything is measured.
-  const loadGenerator = API_LOAD
-    ? fork(fileURLToPath(new URL("../api/run.ts", import.meta.url)), [LOAD_GENERATOR_ARG])
-    : undefined;
+  const loadGenerator = API_LOAD ? startLoadGenerator() : undefined;
   const service = await startService(
     {
       ...loadConfig({}),
