@@ -6,8 +6,9 @@
  * the flood and the users are clients at addresses of their own. First, for BENCH_BEFORE_SECONDS
  * (default 10), a signed-up user alone sends GET /current with its right password (cached after the
  * first check) at PROBE_RATE requests/s; then, for BENCH_FLOOD_SECONDS (default 30), the same while
- * FLOOD_CONNECTIONS clients from one address send wrong passwords for another user as fast as they
- * are answered (autocannon, flat out, in a process of its own).
+ * FLOOD_CONNECTIONS clients (BENCH_FLOOD_CONNECTIONS, default 1,000) from one address send wrong
+ * passwords for another user as fast as they are answered (autocannon, flat out, in a process of its
+ * own), or at BENCH_FLOOD_RATE requests/s in all when set (the suite's smoke run).
  *
  * Printed per window: the user's requests (all must be 200) and their latency p50/p99/max; what the
  * flood got (401: its passwords actually checked; 429: refused by the throttle); the media threads'
@@ -24,18 +25,20 @@ import {
   basicAuthorization,
   formatLateness,
   type Lateness,
-  LoadGenerator,
-  type LoadOutcome,
   latenessWindow,
   ROOM_SIZE,
   reportVerdict,
   startFloodService,
 } from "./api-common.js";
+import { LoadGenerator, type LoadOutcome } from "./load-generator.js";
 
 const BEFORE_SECONDS = Number(process.env.BENCH_BEFORE_SECONDS ?? 10);
 const FLOOD_SECONDS = Number(process.env.BENCH_FLOOD_SECONDS ?? 30);
 const CALLS = Number(process.env.BENCH_CALLS ?? ROOM_SIZE);
-const FLOOD_CONNECTIONS = 1000;
+const FLOOD_CONNECTIONS = Number(process.env.BENCH_FLOOD_CONNECTIONS ?? 1000);
+/** Requests per second of the whole flood; flat out when unset. */
+const FLOOD_RATE =
+  process.env.BENCH_FLOOD_RATE === undefined ? undefined : Number(process.env.BENCH_FLOOD_RATE);
 const PROBE_CONNECTIONS = 4;
 const PROBE_RATE = 50;
 const LIMIT = loadConfig({}).failedLoginLimit;
@@ -91,6 +94,7 @@ async function main(): Promise<void> {
         },
         connections: FLOOD_CONNECTIONS,
         durationSeconds: FLOOD_SECONDS,
+        overallRate: FLOOD_RATE,
       }),
       probeLoad.run(probeJob(FLOOD_SECONDS)),
     ]);
@@ -118,7 +122,7 @@ async function main(): Promise<void> {
 
     const lines = [
       `Machine load average (1 min) at the end: ${os.loadavg()[0]?.toFixed(1)} on ${os.availableParallelism()} cores`,
-      `Failed-login flood: ${FLOOD_CONNECTIONS} connections from one address, wrong passwords flat out for ${FLOOD_SECONDS} s; a user elsewhere at ${PROBE_RATE} req/s (GET /current); limit ${LIMIT} per ${loadConfig({}).throttleWindowSeconds} s; ${CALLS} live calls${CALLS === 0 ? " (none: BENCH_CALLS=0)" : ""}`,
+      `Failed-login flood: ${FLOOD_CONNECTIONS} connections from one address, wrong passwords ${FLOOD_RATE === undefined ? "flat out" : `at ${FLOOD_RATE} req/s`} for ${FLOOD_SECONDS} s; a user elsewhere at ${PROBE_RATE} req/s (GET /current); limit ${LIMIT} per ${loadConfig({}).throttleWindowSeconds} s; ${CALLS} live calls${CALLS === 0 ? " (none: BENCH_CALLS=0)" : ""}`,
       "",
       "| Window | Flood requests (req/s) | Flood 401 / 429 / unanswered | User requests, all 200 | User p50 / p99 / max | Media tick lateness p50 / p99 / max (worst thread) |",
       "| ------ | ---------------------- | --------------- | ---------------------- | -------------------- | ------------------------------------------------- |",

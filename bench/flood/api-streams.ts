@@ -2,13 +2,16 @@
  * 2,000 open event streams: `npm run bench:flood:streams` (it runs Node with --expose-gc).
  *
  * The service (bench/flood/api-common.ts: in this process, a live conference of 10 SIPp calls unless
- * BENCH_CALLS=0) has USERS users, each with a conference. A client process of its own opens
- * STREAMS_PER_USER event streams (GET /users/{id}/events, Server-Sent Events) for each: STREAMS in all.
+ * BENCH_CALLS=0) has USERS users (BENCH_USERS, default 100), each with a conference. A client
+ * process of its own (bench/flood/stream-client.ts) opens STREAMS_PER_USER event streams
+ * (BENCH_STREAMS_PER_USER, default 20; GET /users/{id}/events, Server-Sent Events) for each: STREAMS
+ * in all.
  * The service's memory is read after a full collection before and after they open: the difference
  * over STREAMS is the memory per stream. Then, for BENCH_SECONDS (default 20), an attendee is added to
  * every user's conference ROUNDS times (an attendee-added event each, to that user's 20 streams),
  * while another user sends GET /current at PROBE_RATE requests/s; the same user's requests were
- * measured for as long before the streams opened.
+ * measured for as long before the streams opened. Events are waited for until every stream has all
+ * of its user's, for at most DELIVERY_GRACE_MS after the last was made.
  *
  * Printed: memory per stream (resident and heap), events delivered (each stream must get every event
  * of its user: STREAMS x ROUNDS) and their delay from the 201 of the POST that made them to their
@@ -17,100 +20,34 @@
  * every event reached every stream of its user, every request of the user was answered 200, and every
  * call of the live room was connected before and after.
  */
-import { type ChildProcess, fork } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import http from "node:http";
 import os from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
 import {
   Api,
   formatLateness,
   type Lateness,
-  LoadGenerator,
-  type LoadOutcome,
   latenessWindow,
   ROOM_SIZE,
   reportVerdict,
   startFloodService,
 } from "./api-common.js";
+import { LoadGenerator, type LoadOutcome } from "./load-generator.js";
+import { type ClientCommand, type ClientReport, startStreamClient } from "./stream-client.js";
 
-const USERS = 100;
-const STREAMS_PER_USER = 20;
+const USERS = Number(process.env.BENCH_USERS ?? 100);
+const STREAMS_PER_USER = Number(process.env.BENCH_STREAMS_PER_USER ?? 20);
 const STREAMS = USERS * STREAMS_PER_USER;
 const ROUNDS = 5;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const CALLS = Number(process.env.BENCH_CALLS ?? ROOM_SIZE);
 const PROBE_CONNECTIONS = 4;
 const PROBE_RATE = 50;
-/** Streams the client opens at once while it sets them up. */
-const OPENING_AT_ONCE = 50;
-/** How long events are waited for after the last one was made. */
+/** How long events are waited for after the last one was made, at most. */
 const DELIVERY_GRACE_MS = 5_000;
-const STREAM_CLIENT_ARG = "--stream-client";
-
-/** From the parent to the stream client. */
-type ClientCommand =
-  | { type: "open"; baseUrl: string; users: { id: string; authorization: string }[]; perUser: number }
-  | { type: "report" };
-/** From the stream client: the streams' statuses once open; then each stream's events. */
-type ClientReport =
-  | { type: "opened"; statuses: Record<string, number> }
-  | { type: "events"; perStream: { user: string; arrivals: Record<string, number> }[] };
-
-// ---- The stream client (a child process) ----
-
-function runStreamClient(): void {
-  const streams: { user: string; arrivals: Record<string, number>; request: http.ClientRequest }[] = [];
-  const open = (baseUrl: string, user: { id: string; authorization: string }) =>
-    new Promise<number>((resolve) => {
-      const arrivals: Record<string, number> = {};
-      const request = http.get(
-        `${baseUrl}/users/${user.id}/events`,
-        { agent: false, headers: { accept: "text/event-stream", authorization: user.authorization } },
-        (response) => {
-          resolve(response.statusCode ?? 0);
-          response.setEncoding("utf8");
-          let buffer = "";
-          response.on("data", (chunk: string) => {
-            buffer += chunk;
-            for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
-              const block = buffer.slice(0, end);
-              buffer = buffer.slice(end + 2);
-              if (!block.includes("event: attendee-added")) continue;
-              const data = /^data: (.*)$/m.exec(block)?.[1];
-              const attendeeId =
-                data === undefined ? undefined : (JSON.parse(data) as { attendeeId: number }).attendeeId;
-              if (attendeeId !== undefined) arrivals[attendeeId] = Date.now();
-            }
-          });
-        },
-      );
-      request.on("error", () => resolve(0));
-      streams.push({ user: user.id, arrivals, request });
-    });
-  process.on("message", async (command: ClientCommand) => {
-    if (command.type === "open") {
-      const statuses: Record<string, number> = {};
-      const all = command.users.flatMap((user) => Array.from({ length: command.perUser }, () => user));
-      for (let i = 0; i < all.length; i += OPENING_AT_ONCE) {
-        const batch = await Promise.all(
-          all.slice(i, i + OPENING_AT_ONCE).map((user) => open(command.baseUrl, user)),
-        );
-        for (const status of batch) statuses[status] = (statuses[status] ?? 0) + 1;
-      }
-      process.send?.({ type: "opened", statuses } satisfies ClientReport);
-    } else {
-      process.send?.({
-        type: "events",
-        perStream: streams.map(({ user, arrivals }) => ({ user, arrivals })),
-      } satisfies ClientReport);
-      for (const stream of streams) stream.request.destroy();
-    }
-  });
-  process.send?.("ready");
-}
-
+/** How often the stream client is asked whether every event has arrived. */
+const DELIVERY_POLL_MS = 100;
 // ---- The parent: the service, the users, the figures ----
 
 function percentile(sorted: readonly number[], p: number): number {
@@ -134,8 +71,7 @@ async function main(): Promise<void> {
   if ((globalThis as { gc?: () => void }).gc === undefined) throw new Error("run with node --expose-gc");
   const flood = await startFloodService(CALLS, { signupLimit: USERS + 10 });
   const probeLoad = await LoadGenerator.start();
-  const client = fork(fileURLToPath(import.meta.url), [STREAM_CLIENT_ARG]);
-  await once(client, "message");
+  const client = await startStreamClient();
   const problems: string[] = [];
   try {
     const users: { id: string; api: Api; conferencePath: string }[] = [];
@@ -203,22 +139,30 @@ async function main(): Promise<void> {
     }
     const probeWith: LoadOutcome = await probing;
     const latenessWith = await readLateness?.();
-    await sleep(DELIVERY_GRACE_MS);
-    const report = await ask(client, { type: "report" });
-    const roomAfter = await flood.connectedCalls();
-
-    const delays: number[] = [];
-    let missing = 0;
-    for (const stream of report.type === "events" ? report.perStream : []) {
-      for (const [attendeeId, event] of made) {
-        if (event.user !== stream.user) continue;
-        const arrived = stream.arrivals[attendeeId];
-        if (arrived === undefined) missing++;
-        else delays.push(arrived - event.at);
-      }
-    }
-    delays.sort((a, b) => a - b);
     const expected = STREAMS * ROUNDS;
+    /** The events' delays as the stream client saw them, and how many it has not seen. */
+    const delivered = async () => {
+      const report = await ask(client, { type: "report" });
+      const delays: number[] = [];
+      let missing = 0;
+      for (const stream of report.type === "events" ? report.perStream : []) {
+        for (const [attendeeId, event] of made) {
+          if (event.user !== stream.user) continue;
+          const arrived = stream.arrivals[attendeeId];
+          if (arrived === undefined) missing++;
+          else delays.push(arrived - event.at);
+        }
+      }
+      return { delays, missing };
+    };
+    const graceEnds = performance.now() + DELIVERY_GRACE_MS;
+    let { delays, missing } = await delivered();
+    while ((missing > 0 || delays.length !== expected) && performance.now() < graceEnds) {
+      await sleep(DELIVERY_POLL_MS);
+      ({ delays, missing } = await delivered());
+    }
+    const roomAfter = await flood.connectedCalls();
+    delays.sort((a, b) => a - b);
     if (missing > 0 || delays.length !== expected)
       problems.push(`events delivered: ${delays.length} of ${expected} (${missing} missing)`);
     for (const [name, probe] of [
@@ -258,5 +202,4 @@ async function main(): Promise<void> {
   );
 }
 
-if (process.argv.includes(STREAM_CLIENT_ARG)) runStreamClient();
-else await main();
+await main();

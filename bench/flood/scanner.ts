@@ -18,7 +18,10 @@
  * (test/fixtures/sipp/uac-scanner.xml, no retransmissions): 45 requests a second from each, under the
  * 50 a second a source may send. Then BENCH_AFTER_SECONDS (default 40, past the 64*T1 = 32 s a 2xx
  * waits for its ACK) with the caller alone again, its first dial-in started as the last scanner stops.
- * BENCH_LOG_FILE names a file that gets the service's log too, to look into a failed run.
+ * BENCH_LOG_FILE names a file that gets the service's log too, to look into a failed run. An after
+ * window shorter than 64*T1 (the suite's smoke run, test/bench/benches.test.ts) ends while the
+ * scanners' last unACKed INVITEs still hold their places: the bench then says that it did not check
+ * the places given back, rather than wait 32 s.
  *
  * Printed per window: the dial-ins started in it (in the room / made, answer and room times
  * p50/p99/max), the PIN-prompt places held and answered and the SIP server transactions kept (the
@@ -51,6 +54,8 @@ const FLOOD_SECONDS = Number(process.env.BENCH_FLOOD_SECONDS ?? 180);
 const WINDOW_SECONDS = Number(process.env.BENCH_WINDOW_SECONDS ?? 30);
 const AFTER_SECONDS = Number(process.env.BENCH_AFTER_SECONDS ?? 40);
 const SCANNER_SOURCES = Number(process.env.BENCH_SCANNER_SOURCES ?? 31);
+/** How long a 2xx waits for its ACK (64*T1): the places the scanners' INVITEs took are held this long. */
+const UNACKED_HOLD_SECONDS = 32;
 /** Where the service's log goes as well, to look into a failed run; default nowhere. */
 const LOG_FILE = process.env.BENCH_LOG_FILE || undefined;
 /** Each scanner's rounds a second: three requests each (OPTIONS, REGISTER, INVITE). */
@@ -448,10 +453,15 @@ async function main(): Promise<void> {
     for (const entry of windows)
       if (entry.scan !== null) console.log(`scanners, ${entry.name}: ${describeCounts(entry.scan)}`);
     console.log(`scanners, in all: ${describeCounts(scanTotal)}`);
+    const placesChecked = AFTER_SECONDS > UNACKED_HOLD_SECONDS;
     console.log(
       `the after window's first dial-in started ${afterFirstDialMs} ms after the last scanner stopped; ` +
         `dial-ins refused at the prompt by the service: ${JSON.stringify(runtime.dialInsRefused)}; ` +
-        `places held at the end: ${placesLeft.held}`,
+        `places held at the end: ${placesLeft.held}${
+          placesChecked
+            ? ""
+            : ` (not checked: the after window, ${AFTER_SECONDS} s, ends before the scanners' unACKed INVITEs give theirs back, ${UNACKED_HOLD_SECONDS} s)`
+        }`,
     );
 
     const problems: string[] = [];
@@ -479,7 +489,8 @@ async function main(): Promise<void> {
           `the first one's hang-up, as SIPp saw it:\n${first?.sipp.messages().slice(-1200)}`,
       );
     }
-    if (placesLeft.held !== 0) problems.push(`${placesLeft.held} PIN-prompt places still held at the end`);
+    if (placesChecked && placesLeft.held !== 0)
+      problems.push(`${placesLeft.held} PIN-prompt places still held at the end`);
     if (problems.length > 0) {
       failed = true;
       console.log(`\nINVALID RUN:\n${problems.join("\n")}\nlast log lines:\n${warnings.join("\n")}`);
