@@ -4,11 +4,15 @@
  * - `kill`: SIGKILL of the compiled service mid-load, restarted on the same database, BENCH_ROUNDS
  *   times (default 3) on each store (`BENCH_STORE=sqlite|postgres` for one): writes acknowledged,
  *   requests cut, writes lost, live conferences ended with the recovery reason, calls left in
- *   progress, restart time. The scenario is test/faults/kill-scenario.ts.
- * - `postgres-restart`: ten live rooms of three SIPp-answered calls on a throwaway cluster; it stops
- *   for BENCH_OUTAGE_SECONDS (default 10) while every call hangs up and API clients keep asking.
- *   Figures: the answers during the outage (503 expected, 500 never), how soon the API serves after
- *   the cluster is back, and how soon the hang-ups and conference ends made meanwhile land, in order.
+ *   progress, restart time. The scenario is test/faults/kill-scenario.ts: BENCH_WRITERS (default 16)
+ *   writers, killed after BENCH_WRITES (default 2,000) acknowledged writes, with BENCH_ROOMS (default
+ *   5) live rooms of BENCH_CALLS_PER_ROOM (default 4) calls.
+ * - `postgres-restart`: BENCH_ROOMS (default 10) live rooms of BENCH_CALLS_PER_ROOM (default 3)
+ *   SIPp-answered calls on a throwaway cluster; it stops for BENCH_OUTAGE_SECONDS (default 10) while
+ *   every call hangs up (BENCH_HANG_UP_SECONDS, default 5, after its answer) and API clients keep
+ *   asking. Figures: the answers during the outage (503 expected, 500 never), how soon the API serves
+ *   after the cluster is back, and how soon the hang-ups and conference ends made meanwhile land, in
+ *   order.
  *
  * `npm run bench:faults [kill|postgres-restart]` (both by default); needs `npm run build:service`
  * first, sipp, and PostgreSQL (the machine's at 127.0.0.1:5432 for `kill` on PostgreSQL, its
@@ -27,6 +31,13 @@ const parts = process.argv.slice(2);
 const wanted = (part: string) => parts.length === 0 || parts.includes(part);
 const problems: string[] = [];
 
+/** A whole number of at least 1 from the environment variable `name`, or `fallback` when unset. */
+function sizeFrom(name: string, fallback: number): number {
+  const value = Number(process.env[name] ?? fallback);
+  if (!(Number.isInteger(value) && value >= 1)) throw new Error(`${name} must be 1 or more, got ${value}`);
+  return value;
+}
+
 async function withCleanups<T>(run: (cleanups: Array<() => Promise<unknown>>) => Promise<T>): Promise<T> {
   const cleanups: Array<() => Promise<unknown>> = [];
   try {
@@ -41,8 +52,12 @@ async function benchKill(): Promise<void> {
   const stores = process.env.BENCH_STORE
     ? [process.env.BENCH_STORE as "sqlite" | "postgres"]
     : (["sqlite", "postgres"] as const);
+  const writers = sizeFrom("BENCH_WRITERS", 16);
+  const writesBeforeKill = sizeFrom("BENCH_WRITES", 2000);
+  const rooms = sizeFrom("BENCH_ROOMS", 5);
+  const attendeesPerRoom = sizeFrom("BENCH_CALLS_PER_ROOM", 4);
   console.log(
-    "SIGKILL mid-load: 16 writers, killed after 2,000 acknowledged writes, 5 live rooms of 4 calls",
+    `SIGKILL mid-load: ${writers} writers, killed after ${writesBeforeKill.toLocaleString("en")} acknowledged writes, ${rooms} live rooms of ${attendeesPerRoom} calls`,
   );
   console.log(
     "store     round  acknowledged  cut  lost  rooms ended (recovery reason)  calls in progress  restart ms  serves after",
@@ -50,7 +65,7 @@ async function benchKill(): Promise<void> {
   for (const store of stores) {
     for (let round = 1; round <= rounds; round++) {
       const outcome = await withCleanups((cleanups) =>
-        killMidLoad({ store, writers: 16, writesBeforeKill: 2000, rooms: 5, attendeesPerRoom: 4 }, cleanups),
+        killMidLoad({ store, writers, writesBeforeKill, rooms, attendeesPerRoom }, cleanups),
       );
       const ended = outcome.rooms.filter(
         (room) => room.state === "ended" && room.endedReason === RECOVERY_REASON,
@@ -65,25 +80,25 @@ async function benchKill(): Promise<void> {
         outcome.notServedAfterwards !== ""
       )
         problems.push(`${store} round ${round}: recovery incomplete ${JSON.stringify(outcome.rooms)}`);
-      if (outcome.acknowledged < 2000)
+      if (outcome.acknowledged < writesBeforeKill)
         problems.push(`${store} round ${round}: only ${outcome.acknowledged} writes`);
     }
   }
 }
 
-const ROOMS = 10;
-const CALLS_PER_ROOM = 3;
-
 async function benchPostgresRestart(): Promise<void> {
   const outageMs = Number(process.env.BENCH_OUTAGE_SECONDS ?? 10) * 1000;
+  const roomCount = sizeFrom("BENCH_ROOMS", 10);
+  const callsPerRoom = sizeFrom("BENCH_CALLS_PER_ROOM", 3);
+  const hangUpMs = sizeFrom("BENCH_HANG_UP_SECONDS", 5) * 1000;
   await withCleanups(async (cleanups) => {
     const cluster = await ThrowawayPostgres.create();
     cleanups.push(() => cluster.destroy());
-    // Each call hangs up 5 s after it is answered: inside the outage, which starts once all are.
+    // Each call hangs up a while after it is answered: inside the outage, which starts once all are.
     const carrier = await Sipp.start({
       scenario: new URL("hang-up-later.xml", import.meta.url).pathname,
       calls: 100_000,
-      pauseMs: 5000,
+      pauseMs: hangUpMs,
       timeoutSeconds: 3600,
       traceMessages: false,
     });
@@ -101,9 +116,9 @@ async function benchPostgresRestart(): Promise<void> {
     });
     cleanups.push(() => api.close());
     const rooms: { path: string; owner: { id: number; auth: [string, string] } }[] = [];
-    for (let room = 0; room < ROOMS; room++) {
+    for (let room = 0; room < roomCount; room++) {
       const owner = await createUser(api);
-      rooms.push({ path: await roomOfCalls(api, owner, room), owner });
+      rooms.push({ path: await roomOfCalls(api, owner, room, callsPerRoom), owner });
     }
     // Started together, so that every call is up before the first hangs up.
     for (const { path, owner } of rooms)
@@ -116,8 +131,7 @@ async function benchPostgresRestart(): Promise<void> {
       async () => {
         for (const { path, owner } of rooms) {
           const list = await api.request("GET", `${path}/attendees`, { auth: owner.auth });
-          if ((list.text.match(/<state>connected<\/state>/g)?.length ?? 0) !== CALLS_PER_ROOM)
-            return undefined;
+          if ((list.text.match(/<state>connected<\/state>/g)?.length ?? 0) !== callsPerRoom) return undefined;
         }
         return true;
       },
@@ -184,38 +198,39 @@ async function benchPostgresRestart(): Promise<void> {
       .filter(([code]) => code !== 503 && code !== 500)
       .map(([code, n]) => `${n}×${code}`);
     console.log(
-      `PostgreSQL restarted: ${ROOMS} rooms of ${CALLS_PER_ROOM} calls, outage ${outageMs / 1000} s`,
+      `PostgreSQL restarted: ${roomCount} rooms of ${callsPerRoom} calls, each hung up ${hangUpMs / 1000} s after its answer, outage ${outageMs / 1000} s`,
     );
     console.log(
       `API during the outage: ${status(503)} answered 503, ${status(500)} answered 500${other.length > 0 ? `, ${other.join(", ")}` : ""}`,
     );
     console.log(
-      `hang-ups and ends made during the outage that landed with their own time: ${duringOutage} of ${ROOMS * (CALLS_PER_ROOM + 1)}; out of order: ${outOfOrder}`,
+      `hang-ups and ends made during the outage that landed with their own time: ${duringOutage} of ${roomCount * (callsPerRoom + 1)}; out of order: ${outOfOrder}`,
     );
     console.log(
       `after the restart: API serving in ${servingMs} ms, every waiting write landed in ${landedMs} ms`,
     );
     if (status(500) > 0 || status(503) === 0)
       problems.push("the API did not answer 503 (and only 503) during the outage");
-    if (duringOutage !== ROOMS * (CALLS_PER_ROOM + 1))
+    if (duringOutage !== roomCount * (callsPerRoom + 1))
       problems.push(`only ${duringOutage} writes made during the outage landed`);
     if (outOfOrder > 0) problems.push(`${outOfOrder} events out of order`);
   });
 }
 
-/** A conference that dials CALLS_PER_ROOM attendees direct, with no moderator, due now (not pending yet). */
+/** A conference that dials `calls` attendees direct, with no moderator, due now (not pending yet). */
 async function roomOfCalls(
   api: TestService,
   owner: { id: number; auth: [string, string] },
   room: number,
+  calls: number,
 ): Promise<string> {
   const created = await api.request("POST", `/users/${owner.id}/conferences`, {
     auth: owner.auth,
     body: `<conference><name>Outage</name><scheduled-to-start-at>${new Date().toISOString()}</scheduled-to-start-at><direct-dial type="boolean">true</direct-dial><no-moderator type="boolean">true</no-moderator><announce-attendees type="boolean">false</announce-attendees></conference>`,
   });
   const path = new URL(String(created.headers.location), "http://localhost").pathname;
-  for (let call = 0; call < CALLS_PER_ROOM; call++) {
-    const number = `604-555-${String(100 + room * CALLS_PER_ROOM + call).padStart(4, "0")}`;
+  for (let call = 0; call < calls; call++) {
+    const number = `604-555-${String(100 + room * calls + call).padStart(4, "0")}`;
     await api.request("POST", `${path}/attendees`, {
       auth: owner.auth,
       body: `<attendee><phone-number>${number}</phone-number></attendee>`,

@@ -18,8 +18,8 @@
  * - **CPU**: the CPU time the process (all its threads, user and system) had used when it answered,
  *   from /proc/<pid>/stat: what a start costs whatever else the machine is doing, where the times
  *   above grow with the machine's load;
- * - **RSS**: its resident memory (VmRSS, all threads) 5 s after it answered and BENCH_IDLE_SECONDS
- *   (default 30) after, with no other request made: V8 gives back memory once the process has been
+ * - **RSS**: its resident memory (VmRSS, all threads) BENCH_EARLY_SECONDS (default 5) after it
+ *   answered and BENCH_IDLE_SECONDS (default 30) after, with no other request made: V8 gives back memory once the process has been
  *   idle a while (its memory reducer), so the first is the start's own and the second the idle
  *   service's; **peak** is the highest it reached (VmHWM).
  * Then SIGTERM, and the next start once it has exited.
@@ -37,7 +37,11 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const RUNS = Number(process.env.BENCH_RUNS ?? 5);
 const IDLE_SECONDS = Number(process.env.BENCH_IDLE_SECONDS ?? 30);
 /** The first memory reading, seconds after the answer. */
-const EARLY_SECONDS = 5;
+const EARLY_SECONDS = Number(process.env.BENCH_EARLY_SECONDS ?? 5);
+if (!(Number.isInteger(RUNS) && RUNS >= 1 && EARLY_SECONDS >= 0 && IDLE_SECONDS >= EARLY_SECONDS))
+  throw new Error(
+    `BENCH_RUNS must be 1 or more and 0 <= BENCH_EARLY_SECONDS <= BENCH_IDLE_SECONDS, got ${RUNS}, ${EARLY_SECONDS} and ${IDLE_SECONDS}`,
+  );
 const MODES = (process.env.BENCH_MODES ?? "compiled,source").split(",");
 /** Jiffies per second in /proc/<pid>/stat (USER_HZ, 100 on Linux). */
 const CLOCK_TICKS = 100;

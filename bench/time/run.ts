@@ -3,16 +3,28 @@
  * expression over the test table (test/domain/time-expression.cases.ts), each expression read in
  * its own zone at its own fixed `now`, exactly as the API reads scheduled-to-start-at.
  *
- * The whole table is first read WARMUP_ROUNDS times (so that the JIT has compiled the reader), then
- * each expression is timed over MEASURED_ROUNDS reads; its time is the mean of those. Exits 1 when
- * the median misses the target.
+ * The whole table is first read WARMUP_ROUNDS times (BENCH_WARMUP_ROUNDS, default 50, so that the
+ * JIT has compiled the reader), then each expression is timed over MEASURED_ROUNDS reads
+ * (BENCH_ROUNDS, default 200); its time is the mean of those. Exits 1 when the median misses the
+ * target.
  */
 import { DateTime } from "luxon";
 import { parseStartTime, type TimeContext, timeZoneNamed } from "../../src/domain/time-expression.js";
 import { CASES, CONTEXTS, UNREADABLE } from "../../test/domain/time-expression.cases.js";
 
-const WARMUP_ROUNDS = 50;
-const MEASURED_ROUNDS = 200;
+const WARMUP_ROUNDS = Number(process.env.BENCH_WARMUP_ROUNDS ?? 50);
+const MEASURED_ROUNDS = Number(process.env.BENCH_ROUNDS ?? 200);
+if (
+  !(
+    Number.isInteger(WARMUP_ROUNDS) &&
+    WARMUP_ROUNDS >= 0 &&
+    Number.isInteger(MEASURED_ROUNDS) &&
+    MEASURED_ROUNDS >= 1
+  )
+)
+  throw new Error(
+    `BENCH_WARMUP_ROUNDS must be 0 or more and BENCH_ROUNDS 1 or more, got ${WARMUP_ROUNDS} and ${MEASURED_ROUNDS}`,
+  );
 const TARGET_MEDIAN_MS = 0.5;
 
 interface Timing {
@@ -53,7 +65,7 @@ const format = (timing: Timing) =>
   `${timing.milliseconds.toFixed(3)} ms  ${JSON.stringify(timing.expression)}`;
 const median = percentile(timings, 0.5);
 console.log(
-  `time expressions: ${timings.length} (${CASES.length} readable, ${UNREADABLE.length} unreadable)`,
+  `time expressions: ${timings.length} (${CASES.length} readable, ${UNREADABLE.length} unreadable), ${WARMUP_ROUNDS} warm-up rounds, ${MEASURED_ROUNDS} measured reads each`,
 );
 console.log(`median  ${format(median)}`);
 console.log(`p90     ${format(percentile(timings, 0.9))}`);
