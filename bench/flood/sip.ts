@@ -8,7 +8,7 @@
  * 127.0.0.1 dial the access number at CALLER_RATE calls/s throughout (bench/flood/caller.xml: the
  * setup time is SIPp's INVITE-to-200, -trace_rtt), first for BENCH_BEFORE_SECONDS (default 20) with
  * nothing else, then for BENCH_FLOOD_SECONDS (default 60) while SIPp on 127.0.0.2 sends FLOOD_RATE
- * INVITEs/s (test/fixtures/sipp/uac-flood.xml, no retransmissions). Then it times how long the
+ * INVITEs/s (BENCH_FLOOD_RATE, default 2,000; test/fixtures/sipp/uac-flood.xml, no retransmissions). Then it times how long the
  * flooder's address waits for an OPTIONS to be answered 200 again.
  *
  * Printed per window: what the flooder got (its INVITEs answered 200, refused 503, left unanswered, as
@@ -41,7 +41,7 @@ import { childJiffies, machineJiffies } from "../proc.js";
 
 const BEFORE_SECONDS = Number(process.env.BENCH_BEFORE_SECONDS ?? 20);
 const FLOOD_SECONDS = Number(process.env.BENCH_FLOOD_SECONDS ?? 60);
-const FLOOD_RATE = 2000;
+const FLOOD_RATE = Number(process.env.BENCH_FLOOD_RATE ?? 2000);
 const FLOODER = "127.0.0.2";
 const CALLER_RATE = 2;
 /** How long each caller stays on (at the PIN prompt) before hanging up. */

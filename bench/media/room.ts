@@ -45,10 +45,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { XMLParser } from "fast-xml-parser";
 import { loadConfig } from "../../src/config.js";
-import { startService } from "../../src/main.js";
 import type { MediaPlaneStats } from "../../src/telephony/media/plane/media-plane.js";
 import type { StreamStats } from "../../src/telephony/media/plane/protocol.js";
-import { signupXml } from "../../test/helpers/service.js";
 import { Sipp } from "../../test/helpers/sipp.js";
 import { type LoadOutcome, runInLoadGenerator, startLoadGenerator } from "../api/load-generator.js";
 import { childJiffies, machineJiffies, processJiffies, udpDropsAt, udpReceiveBufferErrors } from "../proc.js";
@@ -373,6 +371,11 @@ async function measure(
   participants: number,
   routes: { prefix: string; trunk: string }[],
 ): Promise<Measurement> {
+  // Loaded here, in the service's process alone: the parent (SIPp, the table) has no use for them.
+  const [{ startService }, { signupXml }] = await Promise.all([
+    import("../../src/main.js"),
+    import("../../test/helpers/service.js"),
+  ]);
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-bench-room-"));
   const warnings: string[] = [];
   const logStream = new Writable({

@@ -1,11 +1,12 @@
 /**
  * SRTP's cost per packet: `node --import tsx bench/media/srtp.ts`. For each suite, a stream of 20 ms
  * PCMU packets (12-byte header, 160-byte payload) is protected by an SrtpSender and opened again by an
- * SrtpReceiver, BENCH_PACKETS times (default 200,000) after an unmeasured warm-up; every packet opened
- * must equal the one sent, or the run fails. The packets are measured in BENCH_ROUNDS rounds (default
- * 20) that take the suites in turn, and each suite's best round is kept: on a VM shared with other
- * work, what the others take shows as slow rounds, which the best round leaves out, and every suite
- * is measured across the same stretch of time. Prints the time per packet each way, that against
+ * SrtpReceiver, BENCH_PACKETS times (default 200,000) after an unmeasured warm-up of
+ * BENCH_WARM_UP_PACKETS (default 20,000); every packet opened must equal the one sent, or the run
+ * fails. The packets are measured in BENCH_ROUNDS rounds (default 20) that take the suites in turn,
+ * and each suite's best round is kept: on a VM shared with other work, what the others take shows as
+ * slow rounds, which the best round leaves out, and every suite is measured across the same stretch
+ * of time. Prints the time per packet each way, that against
  * AES_CM_128_HMAC_SHA1_80's, what one call costs (50 packets a second each way) in percent of a core,
  * and the garbage collections during the suite's rounds.
  */
@@ -15,7 +16,7 @@ import { newSrtpKey, SRTP_SUITES, type SrtpSuite } from "../../src/telephony/med
 
 const PACKETS = Number(process.env.BENCH_PACKETS ?? 200_000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 20);
-const WARM_UP = 20_000;
+const WARM_UP = Number(process.env.BENCH_WARM_UP_PACKETS ?? 20_000);
 const HEADER = 12;
 const PAYLOAD = 160;
 const REFERENCE: SrtpSuite = "AES_CM_128_HMAC_SHA1_80";
