@@ -1,10 +1,10 @@
 /**
  * Every benchmark under bench/ runs once here, small, so that a guard added anywhere (a limit, a
- * throttle, a refusal) cannot take one out of service unnoticed: the room benchmark measured 250 calls
- * for a year's worth of "300" once the per-user limit of calls in progress came in. Each runs as its
- * own command would (`node --import tsx bench/...`, the environment variables and arguments it takes,
- * at their smallest: bench/README.md, "In the suite"), all at once, and each must exit as its own
- * verdict says, print its figures, and pass the checks of its own work (every call connected, every
+ * throttle, a refusal) cannot take one out of service unnoticed, as the per-user limit of calls in
+ * progress (250) did the room benchmark past 250 participants. Each runs as its own command would
+ * (`node --import tsx bench/...`, the environment variables and arguments it takes, at their
+ * smallest: bench/README.md, "In the suite"), five at a time, and each must exit as its own verdict
+ * says, print its figures, and pass the checks of its own work (every call connected, every
  * request answered, every event delivered...). No figure is judged: a benchmark whose target is a
  * speed (time, sip/calls) exits 1 when its smoke run misses it, and that is checked to match what it
  * printed. Runs the compiled service (startup, faults): `npm run build:service` first
