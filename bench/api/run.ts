@@ -142,7 +142,7 @@ function formatTable(results: ScenarioResult[]): string {
 }
 
 const verdict = (met: boolean, judged: boolean) =>
-  !judged ? "not judged (smoke run)" : met ? "met" : "NOT MET";
+  !judged ? `not judged (set at ${CONNECTIONS} connections over a duration)` : met ? "met" : "NOT MET";
 
 async function main(): Promise<void> {
   const durationSeconds = readWholeNumber("BENCH_DURATION", 10, 1);
