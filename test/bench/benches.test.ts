@@ -88,32 +88,11 @@ function assertValid(run: Run, lines: RegExp[]): void {
 const sipp = () => skipWithout("sipp");
 
 /**
- * The smoke runs, the longest first: at most CONCURRENCY at once, so that the benchmarks that check
- * real-time behaviour (SIP answers within SIPp's waits, keys typed as RFC 4733 events, echoed RTP) are
- * not starved by the others.
+ * The smoke runs, the longest first (as they took in the file on a quiet machine): at most
+ * CONCURRENCY at once, so that the benchmarks that check real-time behaviour (SIP answers within
+ * SIPp's waits, keys typed as RFC 4733 events, echoed RTP) are not starved by the others.
  */
 const SMOKES: Smoke[] = [
-  {
-    name: "SIP scanners (bench:flood:scanner)",
-    file: "bench/flood/scanner.ts",
-    env: {
-      BENCH_BEFORE_SECONDS: "1",
-      BENCH_FLOOD_SECONDS: "3",
-      BENCH_WINDOW_SECONDS: "3",
-      BENCH_AFTER_SECONDS: "1",
-      BENCH_SCANNER_SOURCES: "2",
-    },
-    skip: sipp,
-    check: (run) => {
-      assertValid(run, [
-        /^\| before \| [\d.]+ \| 1 \/ 1 \|/m,
-        /^\| flood 1 \| [\d.]+ \| 1 \/ 1 \|/m,
-        /^\| after \| [\d.]+ \| 1 \/ 1 \|/m,
-        /^scanners, in all: OPTIONS [1-9]\d*: /m,
-      ]);
-      assert.doesNotMatch(run.stdout, /INVALID RUN/, printed(run));
-    },
-  },
   {
     name: "faults (bench:faults: kill, postgres-restart)",
     file: "bench/faults/run.ts",
@@ -135,6 +114,27 @@ const SMOKES: Smoke[] = [
         /^API during the outage: [1-9]\d* answered 503, 0 answered 500$/m,
         /^hang-ups and ends made during the outage that landed with their own time: 2 of 2; out of order: 0$/m,
       ]),
+  },
+  {
+    name: "SIP scanners (bench:flood:scanner)",
+    file: "bench/flood/scanner.ts",
+    env: {
+      BENCH_BEFORE_SECONDS: "1",
+      BENCH_FLOOD_SECONDS: "3",
+      BENCH_WINDOW_SECONDS: "3",
+      BENCH_AFTER_SECONDS: "1",
+      BENCH_SCANNER_SOURCES: "2",
+    },
+    skip: sipp,
+    check: (run) => {
+      assertValid(run, [
+        /^\| before \| [\d.]+ \| 1 \/ 1 \|/m,
+        /^\| flood 1 \| [\d.]+ \| 1 \/ 1 \|/m,
+        /^\| after \| [\d.]+ \| 1 \/ 1 \|/m,
+        /^scanners, in all: OPTIONS [1-9]\d*: /m,
+      ]);
+      assert.doesNotMatch(run.stdout, /INVALID RUN/, printed(run));
+    },
   },
   {
     name: "fuzzing (bench:fuzz), the targets test/fuzz leaves out",
@@ -197,17 +197,6 @@ const SMOKES: Smoke[] = [
       ]),
   },
   {
-    name: "dial-in relay (bench:relay)",
-    file: "bench/dial-in/relay.ts",
-    env: { BENCH_CALLS: "1", BENCH_SECONDS: "1" },
-    skip: () => sipp() || skipWithout("tshark"),
-    check: (run) =>
-      assertValid(run, [
-        /^\| +1 \| +\d+ \| bridgeline \| caller→B +\| +[1-9]\d* \| +\d+\.\d\d \|/m,
-        /^\| +1 \| +\d+ \| bridgeline \| B→caller +\| +[1-9]\d* \| +\d+\.\d\d \|/m,
-      ]),
-  },
-  {
     name: "api (bench:api)",
     file: "bench/api/run.ts",
     env: { BENCH_REQUESTS: "100", BENCH_WARMUP_SECONDS: "0", BENCH_CONNECTIONS: "2" },
@@ -231,6 +220,17 @@ const SMOKES: Smoke[] = [
         // participants, media threads, SIPp processes, answered, connected at start and at end.
         /^\| +10 \| +\d+ \| +1 \| +10 \| +10 \| +10 \| +[1-9]\d* \|/m,
         /^valid: every leg connected and in its room for the whole window/m,
+      ]),
+  },
+  {
+    name: "dial-in relay (bench:relay)",
+    file: "bench/dial-in/relay.ts",
+    env: { BENCH_CALLS: "1", BENCH_SECONDS: "1" },
+    skip: () => sipp() || skipWithout("tshark"),
+    check: (run) =>
+      assertValid(run, [
+        /^\| +1 \| +\d+ \| bridgeline \| caller→B +\| +[1-9]\d* \| +\d+\.\d\d \|/m,
+        /^\| +1 \| +\d+ \| bridgeline \| B→caller +\| +[1-9]\d* \| +\d+\.\d\d \|/m,
       ]),
   },
   {
@@ -267,12 +267,6 @@ const SMOKES: Smoke[] = [
     check: (run) => assertValid(run, [/^\| 10 \| 10 \| [1-9]\d* \|/m, /^\| 10 \| 3 \| [1-9]\d* \|/m]),
   },
   {
-    name: "SRTP (bench:srtp)",
-    file: "bench/media/srtp.ts",
-    env: { BENCH_PACKETS: "1000", BENCH_ROUNDS: "1", BENCH_WARM_UP_PACKETS: "1000" },
-    check: (run) => assertValid(run, [/^\| AES_CM_128_HMAC_SHA1_80 \| \d+\.\d\d \| \d+\.\d\d \| 1\.00 \|/m]),
-  },
-  {
     name: "SIP parsing (bench:sip, first half)",
     file: "bench/sip/parse.ts",
     env: { BENCH_SECONDS: "0.1", BENCH_ROUNDS: "1" },
@@ -281,6 +275,12 @@ const SMOKES: Smoke[] = [
         /^typical INVITE with SDP \(\d+ B\) +parse +[1-9][\d,]*\/s +parse\+serialize +[1-9][\d,]*\/s$/m,
         /^valid RFC 4475 messages \(\d+\) +parse +[1-9][\d,]*\/s +parse\+serialize +[1-9][\d,]*\/s$/m,
       ]),
+  },
+  {
+    name: "SRTP (bench:srtp)",
+    file: "bench/media/srtp.ts",
+    env: { BENCH_PACKETS: "1000", BENCH_ROUNDS: "1", BENCH_WARM_UP_PACKETS: "1000" },
+    check: (run) => assertValid(run, [/^\| AES_CM_128_HMAC_SHA1_80 \| \d+\.\d\d \| \d+\.\d\d \| 1\.00 \|/m]),
   },
   {
     name: "time expressions (bench:time)",
