@@ -68,6 +68,8 @@ const WARM_UP_MS = Number(process.env.BENCH_WARM_UP_SECONDS ?? 2) * 1000;
 const ANSWER_TIMEOUT_MS = 60_000;
 /** Attendee states of a call still to be placed or answered: the wait for every call goes on while any is. */
 const SETTLING_STATES = new Set(["new", "calling"]);
+/** Conference states before its room starts: the wait goes on for their attendees too. */
+const NOT_YET_STARTED = new Set(["new", "pending"]);
 /** Each leg must hear at least this share of what it was sent in the window back (SIPp echoes it). */
 const MIN_ECHOED_SHARE = 0.5;
 /** How often the API is asked whether every attendee is connected yet. */
@@ -191,7 +193,7 @@ function textOf(element: unknown): string | undefined {
 interface RoomCheck {
   /** Attendees `connected` in a conference that is `started`. */
   connected: number;
-  /** Attendees whose call is still to be placed or answered (`new`, `calling`). */
+  /** Attendees whose call is still to be placed or answered (`new`, `calling`, or in a room not started yet). */
   settling: number;
   /** Every attendee not connected, and every conference not started. */
   problems: string[];
@@ -228,7 +230,11 @@ async function checkRooms(api: Api, conferencePaths: readonly string[]): Promise
           problems.push(
             `${conferencePath}: attendee ${textOf(attendee["phone-number-subscriber-number"])} is ${state}`,
           );
-        if (state !== undefined && SETTLING_STATES.has(state)) settling++;
+        if (
+          (state !== undefined && SETTLING_STATES.has(state)) ||
+          (conferenceState !== undefined && NOT_YET_STARTED.has(conferenceState))
+        )
+          settling++;
       }
       return { connected: conferenceState === "started" ? connected : 0, settling, problems };
     }),
