@@ -261,6 +261,32 @@ const SMOKES: Smoke[] = [
       ]),
   },
   {
+    name: "codecs per 20 ms frame (bench/media/codecs.ts)",
+    file: "bench/media/codecs.ts",
+    env: { BENCH_FRAMES: "20", BENCH_ROUNDS: "1" },
+    check: (run) =>
+      assertValid(run, [
+        /^\| G\.711 μ-law \(PCMU\) \| 8000 \| [\d.]+ \([\d.]+\) \| [\d.]+ \([\d.]+\) \|/m,
+        /^\| G\.722 \| 16000 \| [\d.]+ \([\d.]+\) \| [\d.]+ \([\d.]+\) \|/m,
+      ]),
+  },
+  {
+    name: "Opus libraries (bench/media/opus-libraries.ts)",
+    file: "bench/media/opus-libraries.ts",
+    env: { BENCH_FRAMES: "20", BENCH_ROUNDS: "1" },
+    check: (run) => assertValid(run, [/^\| @evan\/opus wasm, via codec\/opus\.ts \| 5 \| wideband \| 32 /m]),
+  },
+  {
+    name: "sample-rate conversion (bench/media/resample.ts)",
+    file: "bench/media/resample.ts",
+    env: { BENCH_FRAMES: "20", BENCH_ROUNDS: "1" },
+    check: (run) =>
+      assertValid(run, [
+        /^\| Bridgeline \(polyphase FIR, JS\) \| 16 → 8 kHz \| [\d.]+ \| [\d.]+ \| -0\.\d\d \| -(69|7\d)\.\d \| [\d.]+ \| yes \|/m,
+        /^\| Bridgeline \(polyphase FIR, JS\) \| 48 → 16 kHz \| /m,
+      ]),
+  },
+  {
     name: "mixer (bench/media/mixer.ts)",
     file: "bench/media/mixer.ts",
     env: { BENCH_SIZES: "10", BENCH_SECONDS: "0.5" },
