@@ -23,6 +23,7 @@
 import { PerformanceObserver } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createResampler, type SampleRate } from "../../src/telephony/media/resampler.js";
+import { toneAmplitude as amplitudeAt } from "../../test/helpers/audio.js";
 
 // Typed-array loops run about a quarter slower in V8 once any ArrayBuffer of the isolate has been
 // detached (the optimized code must then check for it). The media worker detaches one whenever it
@@ -140,20 +141,6 @@ function rms(samples: Int16Array): number {
   let sum = 0;
   for (const sample of samples) sum += sample * sample;
   return Math.sqrt(sum / samples.length);
-}
-
-/** Amplitude of the component of `samples` at `frequency` (Goertzel; exact for a whole number of cycles). */
-function amplitudeAt(samples: Int16Array, frequency: number, rate: number): number {
-  const coefficient = 2 * Math.cos((2 * Math.PI * frequency) / rate);
-  let previous = 0;
-  let beforePrevious = 0;
-  for (const sample of samples) {
-    const current = sample + coefficient * previous - beforePrevious;
-    beforePrevious = previous;
-    previous = current;
-  }
-  const power = previous ** 2 + beforePrevious ** 2 - coefficient * previous * beforePrevious;
-  return (2 * Math.sqrt(Math.max(0, power))) / samples.length;
 }
 
 function decibels(ratio: number): number {

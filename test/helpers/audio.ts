@@ -41,24 +41,31 @@ export function tone(frequencyHz: number, seconds: number, amplitude = 0.5): Int
 }
 
 /**
- * Level of one frequency in `samples`, in dBFS of a full-scale sine (a full-scale sine at exactly
- * that frequency reads 0), by the Goertzel algorithm over the whole buffer. -Infinity for silence.
+ * The amplitude (in sample units) of the `frequencyHz` component of `samples`, by the Goertzel
+ * algorithm over the whole buffer: exact for a whole number of cycles.
  */
-export function goertzelLevelDb(samples: Int16Array, frequencyHz: number, sampleRate = SAMPLE_RATE): number {
+export function toneAmplitude(samples: Int16Array, frequencyHz: number, sampleRate = SAMPLE_RATE): number {
   const n = samples.length;
-  if (n === 0) return Number.NEGATIVE_INFINITY;
+  if (n === 0) return 0;
   const coefficient = 2 * Math.cos((2 * Math.PI * frequencyHz) / sampleRate);
   let previous = 0;
   let beforePrevious = 0;
   for (let i = 0; i < n; i++) {
-    const current = (samples[i] as number) / 32768 + coefficient * previous - beforePrevious;
+    const current = (samples[i] as number) + coefficient * previous - beforePrevious;
     beforePrevious = previous;
     previous = current;
   }
   const power =
     previous * previous + beforePrevious * beforePrevious - coefficient * previous * beforePrevious;
-  const amplitude = (2 * Math.sqrt(Math.max(power, 0))) / n;
-  return 20 * Math.log10(amplitude);
+  return (2 * Math.sqrt(Math.max(power, 0))) / n;
+}
+
+/**
+ * Level of one frequency in `samples`, in dBFS of a full-scale sine (a full-scale sine at exactly
+ * that frequency reads 0). -Infinity for silence.
+ */
+export function goertzelLevelDb(samples: Int16Array, frequencyHz: number, sampleRate = SAMPLE_RATE): number {
+  return 20 * Math.log10(toneAmplitude(samples, frequencyHz, sampleRate) / 32768);
 }
 
 /** Root-mean-square level in dBFS (a full-scale square wave reads 0). */

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { createResampler, type SampleRate } from "../../../src/telephony/media/resampler.js";
+import { toneAmplitude as amplitudeAt } from "../../helpers/audio.js";
 
 const AMPLITUDE = 16000;
 /** The filters are designed for ±0.1 dB in the passband; the rest is room for the 16-bit rounding. */
@@ -58,20 +59,6 @@ function rms(samples: Int16Array): number {
   let sum = 0;
   for (const sample of samples) sum += sample * sample;
   return Math.sqrt(sum / samples.length);
-}
-
-/** Amplitude of the component at `frequency` (Goertzel; exact for a whole number of cycles). */
-function amplitudeAt(samples: Int16Array, frequency: number, rate: number): number {
-  const coefficient = 2 * Math.cos((2 * Math.PI * frequency) / rate);
-  let previous = 0;
-  let beforePrevious = 0;
-  for (const sample of samples) {
-    const current = sample + coefficient * previous - beforePrevious;
-    beforePrevious = previous;
-    previous = current;
-  }
-  const power = previous ** 2 + beforePrevious ** 2 - coefficient * previous * beforePrevious;
-  return (2 * Math.sqrt(Math.max(0, power))) / samples.length;
 }
 
 function decibels(ratio: number): number {

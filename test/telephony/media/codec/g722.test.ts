@@ -8,6 +8,7 @@ import {
   G722Decoder,
   G722Encoder,
 } from "../../../../src/telephony/media/codec/g722.js";
+import { toneAmplitude } from "../../../helpers/audio.js";
 
 /**
  * The reference fixtures come from scripts/g722-reference.py (its header says how they are made and
@@ -53,20 +54,6 @@ function decodeInPieces(octets: Uint8Array, sizes: number[]): Int16Array {
     start = end;
   }
   return samples;
-}
-
-/** The amplitude of the `frequency` component of `samples` at 16 kHz (Goertzel). */
-function amplitudeAt(samples: Int16Array, frequency: number): number {
-  const coefficient = 2 * Math.cos((2 * Math.PI * frequency) / 16000);
-  let previous = 0;
-  let beforePrevious = 0;
-  for (const sample of samples) {
-    const current = sample + coefficient * previous - beforePrevious;
-    beforePrevious = previous;
-    previous = current;
-  }
-  const power = previous ** 2 + beforePrevious ** 2 - coefficient * previous * beforePrevious;
-  return Math.sqrt(power) / (samples.length / 2);
 }
 
 function decibels(ratio: number): number {
@@ -170,10 +157,14 @@ describe("G.722", () => {
       const tone = sine(frequency, amplitude, 16000);
       const decoded = decodeInPieces(encodeInPieces(tone, [G722_FRAME_SAMPLES]), [G722_FRAME_BYTES]);
       const heard = decoded.subarray(1600);
-      const level = decibels(amplitudeAt(heard, frequency) / amplitudeAt(tone.subarray(1600), frequency));
+      const level = decibels(
+        toneAmplitude(heard, frequency, 16000) / toneAmplitude(tone.subarray(1600), frequency, 16000),
+      );
       assert.ok(Math.abs(level) < 1, `${frequency} Hz comes out at ${level.toFixed(2)} dB`);
       // The QMF folds each band about 4 kHz; the receive QMF must cancel the fold at 8 kHz − f.
-      const alias = decibels(amplitudeAt(heard, 8000 - frequency) / amplitudeAt(heard, frequency));
+      const alias = decibels(
+        toneAmplitude(heard, 8000 - frequency, 16000) / toneAmplitude(heard, frequency, 16000),
+      );
       assert.ok(alias < -40, `${frequency} Hz leaves ${alias.toFixed(1)} dB at ${8000 - frequency} Hz`);
     }
   });
