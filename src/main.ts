@@ -72,6 +72,18 @@ export interface ServiceOptions {
   readonly passwordCost?: number;
 }
 
+/**
+ * Closes the plain-HTTP listener once the API has closed (its event streams ended with it): their
+ * keep-alive connections are idle only then, and would otherwise hold the close until they time
+ * out (Fastify closes its own listener's idle connections, not this one's).
+ */
+function closePlainListener(plain: http.Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    plain.close(() => resolve());
+    plain.closeIdleConnections();
+  });
+}
+
 /** Wires the store, the API and the listeners; the one place that knows them all. */
 export async function startService(
   config: Config,
@@ -353,8 +365,7 @@ export async function startService(
         await conferences.close();
         await Promise.all([
           telephony.close(),
-          app.close(),
-          plain ? new Promise<void>((resolve) => plain.close(() => resolve())) : undefined,
+          app.close().then(() => (plain ? closePlainListener(plain) : undefined)),
           metricsListener?.close(),
         ]);
         await store.close();
