@@ -8,9 +8,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { loadConfig } from "../../src/config.js";
 import { createTestDatabase, postgresOnly, type TestDatabase } from "../helpers/databases.js";
 import { murmur, sippCaller } from "../helpers/dial-in-caller.js";
+import { conferenceSettings, loopbackSip } from "../helpers/dial-in-service.js";
 import {
   createUser,
   signupXml,
@@ -18,7 +18,7 @@ import {
   type TestResponse,
   type TestService,
 } from "../helpers/service.js";
-import { rtpPortRange, Sipp, skipWithout } from "../helpers/sipp.js";
+import { Sipp, skipWithout } from "../helpers/sipp.js";
 
 const ACCESS_NUMBER = "+16045550199";
 const LIMIT = 3;
@@ -42,14 +42,8 @@ describe("limits over two instances on one PostgreSQL database", postgresOnly, (
             signupLimit: LIMIT,
             // Tests stand for clients at other addresses with X-Forwarded-For.
             trustedProxies: "127.0.0.1",
-            sip: {
-              ...loadConfig({}).sip,
-              bindAddress: "127.0.0.1",
-              port: 0,
-              rtpPorts: rtpPortRange(),
-              accessNumbers: [ACCESS_NUMBER],
-            },
-            conferences: { ...loadConfig({}).conferences, wrongPinLimit: WRONG_PIN_LIMIT },
+            sip: loopbackSip({ accessNumbers: [ACCESS_NUMBER] }),
+            conferences: conferenceSettings({ wrongPinLimit: WRONG_PIN_LIMIT }),
           },
           { store: "postgres" },
         ),

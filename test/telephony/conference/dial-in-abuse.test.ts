@@ -12,12 +12,12 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { loadConfig } from "../../../src/config.js";
 import { TIMER_H } from "../../../src/telephony/sip/transaction/timers.js";
 import { murmur, sippCaller } from "../../helpers/dial-in-caller.js";
+import { conferenceSettings, loopbackSip } from "../../helpers/dial-in-service.js";
 import { FakeClock } from "../../helpers/fake-clock.js";
 import { createUser, startTestService, type TestService } from "../../helpers/service.js";
-import { rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
+import { Sipp, skipWithout } from "../../helpers/sipp.js";
 import { until } from "../../helpers/until.js";
 import { itemsOf, textOf, type XmlNode } from "../../helpers/xml.js";
 
@@ -43,18 +43,8 @@ describe("a stranger's calls to an access number", { skip, concurrency: false },
   before(async () => {
     api = await startTestService(
       {
-        sip: {
-          ...loadConfig({}).sip,
-          bindAddress: "127.0.0.1",
-          port: 0,
-          rtpPorts: rtpPortRange(),
-          accessNumbers: [ACCESS_NUMBER],
-        },
-        conferences: {
-          ...loadConfig({}).conferences,
-          pinPromptPlaces: PLACES,
-          pinPromptPlacesPerSource: PER_SOURCE,
-        },
+        sip: loopbackSip({ accessNumbers: [ACCESS_NUMBER] }),
+        conferences: conferenceSettings({ pinPromptPlaces: PLACES, pinPromptPlacesPerSource: PER_SOURCE }),
       },
       { sipClock: clock },
     );

@@ -8,8 +8,8 @@
 import assert from "node:assert/strict";
 import { createSocket, type Socket } from "node:dgram";
 import { after, describe, test } from "node:test";
-import { loadConfig } from "../../../src/config.js";
 import { createTestDatabase, postgresOnly } from "../../helpers/databases.js";
+import { loopbackSip } from "../../helpers/dial-in-service.js";
 import { FreezableProxy } from "../../helpers/freezable-proxy.js";
 import { startTestService } from "../../helpers/service.js";
 import { rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
@@ -62,14 +62,7 @@ describe("a dial-in refused for now", { skip }, () => {
       for (const socket of held) socket?.close();
     });
     const api = await startTestService({
-      sip: {
-        ...loadConfig({}).sip,
-        bindAddress: "127.0.0.1",
-        port: 0,
-        rtpPorts,
-        mediaThreads: 1,
-        accessNumbers: [ACCESS_NUMBER],
-      },
+      sip: loopbackSip({ rtpPorts, mediaThreads: 1, accessNumbers: [ACCESS_NUMBER] }),
     });
     cleanups.push(() => api.close());
 
@@ -92,13 +85,7 @@ describe("a dial-in refused for now", { skip }, () => {
       const api = await startTestService({
         databaseUrl: url.toString(),
         databaseTimeoutSeconds: 1,
-        sip: {
-          ...loadConfig({}).sip,
-          bindAddress: "127.0.0.1",
-          port: 0,
-          rtpPorts: rtpPortRange(),
-          accessNumbers: [ACCESS_NUMBER],
-        },
+        sip: loopbackSip({ accessNumbers: [ACCESS_NUMBER] }),
       });
       // Closed with the proxy forwarding again, so that its pool can say goodbye.
       cleanups.push(async () => {

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import dgram from "node:dgram";
 import { after, describe, test } from "node:test";
-import { loadConfig } from "../../../src/config.js";
+import { loopbackSip } from "../../helpers/dial-in-service.js";
 import {
   createPendingConference,
   createUser,
@@ -15,7 +15,7 @@ import {
   startTestService,
   totalOf,
 } from "../../helpers/service.js";
-import { rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
+import { Sipp, skipWithout } from "../../helpers/sipp.js";
 import { until } from "../../helpers/until.js";
 
 const skip = skipWithout("sipp");
@@ -34,16 +34,12 @@ describe("metrics during a real conference", { skip }, () => {
     );
     const api = await startTestService({
       metricsPort: 0,
-      sip: {
-        ...loadConfig({}).sip,
-        bindAddress: "127.0.0.1",
-        port: 0,
-        rtpPorts: rtpPortRange(),
+      sip: loopbackSip({
         routes: [
           { prefix: "+1604555", trunk: `sip:127.0.0.1:${answering.sipPort}` },
           { prefix: "+1778555", trunk: `sip:127.0.0.1:${busy.sipPort}` },
         ],
-      },
+      }),
     });
     cleanups.push(() => api.close());
     const before = await scrapeMetrics(api);

@@ -11,9 +11,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { loadConfig } from "../../../src/config.js";
 import { goertzelLevelDb, tone } from "../../helpers/audio.js";
 import { dtmfTones, murmur, type Segment, sippCaller } from "../../helpers/dial-in-caller.js";
+import { loopbackSip } from "../../helpers/dial-in-service.js";
 import { createUser, startTestService } from "../../helpers/service.js";
 import { rtpPortRange, skipWithout } from "../../helpers/sipp.js";
 import { until } from "../../helpers/until.js";
@@ -36,13 +36,7 @@ describe("a PIN-only conference", { skip }, () => {
   test("takes two callers who hear each other, stays open when the member leaves, ends when the moderator does", async () => {
     const rtpPorts = rtpPortRange();
     const api = await startTestService({
-      sip: {
-        ...loadConfig({}).sip,
-        bindAddress: "127.0.0.1",
-        port: 0,
-        rtpPorts,
-        accessNumbers: [ACCESS_NUMBER],
-      },
+      sip: loopbackSip({ rtpPorts, accessNumbers: [ACCESS_NUMBER] }),
     });
     cleanups.push(() => api.close());
     const owner = await createUser(api);

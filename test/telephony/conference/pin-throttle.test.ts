@@ -11,10 +11,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { loadConfig } from "../../../src/config.js";
 import { murmur, sippCaller } from "../../helpers/dial-in-caller.js";
+import { conferenceSettings, loopbackSip } from "../../helpers/dial-in-service.js";
 import { scrapeMetrics, startTestService, type TestService, totalOf } from "../../helpers/service.js";
-import { rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
+import { Sipp, skipWithout } from "../../helpers/sipp.js";
 
 const skip = skipWithout("sipp");
 const ACCESS_NUMBER = "+16045550199";
@@ -32,14 +32,8 @@ after(async () => {
 describe("wrong PINs across calls", { skip }, () => {
   test("a caller that reached the limit is refused 403 on its next call; another caller is still answered", async () => {
     const api = await startTestService({
-      sip: {
-        ...loadConfig({}).sip,
-        bindAddress: "127.0.0.1",
-        port: 0,
-        rtpPorts: rtpPortRange(),
-        accessNumbers: [ACCESS_NUMBER],
-      },
-      conferences: { ...loadConfig({}).conferences, wrongPinLimit: 2 },
+      sip: loopbackSip({ accessNumbers: [ACCESS_NUMBER] }),
+      conferences: conferenceSettings({ wrongPinLimit: 2 }),
     });
     cleanups.push(() => api.close());
     const guesser = "+16045550177";
@@ -93,14 +87,8 @@ describe("wrong PINs across calls", { skip }, () => {
   test("guessers rotating caller IDs past the service-wide rate: every new caller is refused 503 with Retry-After, counted and logged", async () => {
     const api = await startTestService({
       metricsPort: 0,
-      sip: {
-        ...loadConfig({}).sip,
-        bindAddress: "127.0.0.1",
-        port: 0,
-        rtpPorts: rtpPortRange(),
-        accessNumbers: [ACCESS_NUMBER],
-      },
-      conferences: { ...loadConfig({}).conferences, wrongPinsPerMinute: SERVICE_WRONG_PINS_PER_MINUTE },
+      sip: loopbackSip({ accessNumbers: [ACCESS_NUMBER] }),
+      conferences: conferenceSettings({ wrongPinsPerMinute: SERVICE_WRONG_PINS_PER_MINUTE }),
     });
     cleanups.push(() => api.close());
     // One wrong PIN from each of three numbers, each written its own way: no caller is near its own

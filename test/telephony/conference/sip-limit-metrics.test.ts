@@ -9,10 +9,9 @@ import { randomBytes } from "node:crypto";
 import { createSocket } from "node:dgram";
 import { connect } from "node:net";
 import { after, before, test } from "node:test";
-import { loadConfig } from "../../../src/config.js";
+import { loopbackSip } from "../../helpers/dial-in-service.js";
 import { scrapeMetrics, startTestService, type TestService, totalOf } from "../../helpers/service.js";
 import { optionsRequest } from "../../helpers/sip-options.js";
-import { rtpPortRange } from "../../helpers/sipp.js";
 import { until } from "../../helpers/until.js";
 
 const cleanups: Array<() => unknown> = [];
@@ -25,14 +24,7 @@ let api: TestService;
 before(async () => {
   api = await startTestService({
     metricsPort: 0,
-    sip: {
-      ...loadConfig({}).sip,
-      bindAddress: "127.0.0.1",
-      port: 0,
-      rtpPorts: rtpPortRange(),
-      requestRatePerSource: 1,
-      trusted: ["127.0.0.1"],
-    },
+    sip: loopbackSip({ requestRatePerSource: 1, trusted: ["127.0.0.1"] }),
   });
   cleanups.push(() => api.close());
 });
