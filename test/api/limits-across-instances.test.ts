@@ -10,7 +10,6 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { createTestDatabase, postgresOnly, type TestDatabase } from "../helpers/databases.js";
 import { murmur, sippCaller } from "../helpers/dial-in-caller.js";
-import { conferenceSettings, loopbackSip } from "../helpers/dial-in-service.js";
 import {
   createUser,
   signupXml,
@@ -18,6 +17,7 @@ import {
   type TestResponse,
   type TestService,
 } from "../helpers/service.js";
+import { conferenceSettings, loopbackSip } from "../helpers/service-settings.js";
 import { Sipp, skipWithout } from "../helpers/sipp.js";
 
 const ACCESS_NUMBER = "+16045550199";

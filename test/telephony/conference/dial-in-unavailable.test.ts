@@ -9,9 +9,9 @@ import assert from "node:assert/strict";
 import { createSocket, type Socket } from "node:dgram";
 import { after, describe, test } from "node:test";
 import { createTestDatabase, postgresOnly } from "../../helpers/databases.js";
-import { loopbackSip } from "../../helpers/dial-in-service.js";
 import { FreezableProxy } from "../../helpers/freezable-proxy.js";
 import { startTestService } from "../../helpers/service.js";
+import { loopbackSip } from "../../helpers/service-settings.js";
 import { rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
 
 const skip = skipWithout("sipp");

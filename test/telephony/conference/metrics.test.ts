@@ -7,7 +7,6 @@
 import assert from "node:assert/strict";
 import dgram from "node:dgram";
 import { after, describe, test } from "node:test";
-import { loopbackSip } from "../../helpers/dial-in-service.js";
 import {
   createPendingConference,
   createUser,
@@ -15,6 +14,7 @@ import {
   startTestService,
   totalOf,
 } from "../../helpers/service.js";
+import { loopbackSip } from "../../helpers/service-settings.js";
 import { Sipp, skipWithout } from "../../helpers/sipp.js";
 import { until } from "../../helpers/until.js";
 

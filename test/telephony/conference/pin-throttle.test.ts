@@ -12,8 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { murmur, sippCaller } from "../../helpers/dial-in-caller.js";
-import { conferenceSettings, loopbackSip } from "../../helpers/dial-in-service.js";
 import { scrapeMetrics, startTestService, type TestService, totalOf } from "../../helpers/service.js";
+import { conferenceSettings, loopbackSip } from "../../helpers/service-settings.js";
 import { Sipp, skipWithout } from "../../helpers/sipp.js";
 
 const skip = skipWithout("sipp");

@@ -9,8 +9,8 @@ import { randomBytes } from "node:crypto";
 import { createSocket } from "node:dgram";
 import { connect } from "node:net";
 import { after, before, test } from "node:test";
-import { loopbackSip } from "../../helpers/dial-in-service.js";
 import { scrapeMetrics, startTestService, type TestService, totalOf } from "../../helpers/service.js";
+import { loopbackSip } from "../../helpers/service-settings.js";
 import { optionsRequest } from "../../helpers/sip-options.js";
 import { until } from "../../helpers/until.js";
 
