@@ -49,8 +49,8 @@ export interface FuzzOptions {
   readonly mediaThreads?: number;
   /** A PostgreSQL database for the service; SQLite in its data directory without. */
   readonly databaseUrl?: string;
-  /** How the service's process is started (its module, its data directory filled first). */
-  readonly service?: Pick<ServiceSettings, "module" | "prepareDataDir">;
+  /** How the service's process is started (its data directory filled first). */
+  readonly service?: Pick<ServiceSettings, "prepareDataDir">;
   /** Progress lines. */
   readonly log?: (line: string) => void;
 }

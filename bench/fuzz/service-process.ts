@@ -28,14 +28,18 @@ export interface ServiceSettings {
   readonly mediaThreads: number;
   /** Extra environment (BRIDGELINE_*) for the service. */
   readonly env?: Record<string, string>;
-  /**
-   * The module the child runs: bench/fuzz/service.ts under tsx unless told; a JavaScript module
-   * (one over the compiled service in dist/, say) runs under plain node, without tsx's loader.
-   */
-  readonly module?: URL;
   /** Fills the fresh data directory before the service starts (a store and a certificate made once). */
   readonly prepareDataDir?: (dataDir: string) => Promise<void>;
 }
+
+/**
+ * The module the child runs, in the form this one runs in: service.ts under tsx, or service.js (the
+ * suite's build, transpiled once) under plain node, without tsx's loader.
+ */
+const SERVICE_MODULE = new URL(
+  import.meta.url.endsWith(".ts") ? "service.ts" : "service.js",
+  import.meta.url,
+);
 
 /** Lines of the service's standard error that mean what the service did not handle. */
 const UNHANDLED = /nothing handled it|fatal error, stopping/;
@@ -66,7 +70,7 @@ export class ServiceProcess {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-fuzz-"));
     await settings.prepareDataDir?.(dataDir);
     const rtpMin = 30_000 + 2_000 * Math.floor(Math.random() * 15);
-    const module = settings.module ?? new URL("service.ts", import.meta.url);
+    const module = SERVICE_MODULE;
     const child = fork(module, [], {
       execArgv: module.pathname.endsWith(".ts") ? ["--expose-gc", "--import", "tsx"] : ["--expose-gc"],
       stdio: ["ignore", "pipe", "pipe", "ipc"],

@@ -343,7 +343,8 @@ function benchEntries(): string[] {
   const parts = new Set<string>();
   for (const file of files) {
     const text = readFileSync(`${ROOT}${file}`, "utf8");
-    for (const [, target] of text.matchAll(/(?:from |import\(|new URL\()"([^"]+\.[jt]s)"/g))
+    // Any quoted module path: an import, or a module another process runs (new URL("service.ts" ...).
+    for (const [, target] of text.matchAll(/"(\.{0,2}\/?[\w/.-]+\.[jt]s)"/g))
       parts.add(posix.join(posix.dirname(file), target as string).replace(/\.js$/, ".ts"));
   }
   return [...new Set([...scripted, ...files.filter((file) => !parts.has(file))])].sort();

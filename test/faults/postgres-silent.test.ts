@@ -13,7 +13,7 @@ import { sql } from "kysely";
 import pg from "pg";
 import { openPostgresStore, unreachableReason } from "../../src/store/database.js";
 import { createTestDatabase, postgresOnly } from "../helpers/databases.js";
-import { FreezableProxy } from "../helpers/freezable-proxy.js";
+import { databaseBehindProxy } from "../helpers/freezable-proxy.js";
 import { createUser, startTestService, type TestResponse } from "../helpers/service.js";
 import { until } from "../helpers/until.js";
 import { errorMessages } from "../helpers/xml.js";
@@ -99,14 +99,10 @@ describe("PostgreSQL slow or silent", { concurrency: true }, () => {
   describe("PostgreSQL silent behind a frozen proxy", postgresOnly, () => {
     test("requests are answered 503 with Retry-After in bounded time; the pool recovers once it answers", async (t) => {
       const cleanups = cleanupsOf(t);
-      const database = await createTestDatabase();
-      cleanups.push(() => database.drop());
-      const url = new URL(database.url);
-      const proxy = await FreezableProxy.start({ host: url.hostname, port: Number(url.port || 5432) });
-      cleanups.push(() => proxy.close());
-      url.port = String(proxy.port);
+      const { url, proxy, close } = await databaseBehindProxy();
+      cleanups.push(close);
       const api = await startTestService({
-        databaseUrl: url.toString(),
+        databaseUrl: url,
         databaseTimeoutSeconds: TIMEOUT_SECONDS,
       });
       cleanups.push(() => api.close());

@@ -8,11 +8,10 @@
  * its own service, inputs and probes, and most of a run is waiting (the targets are paced, the room's
  * callers type their PIN and hear the joining prompt in real time).
  *
- * The service runs compiled (dist/, `npm run build:service` first; scripts/run-tests.sh does), on a
- * data directory filled from the tests' template.
+ * The service runs as the suite does (transpiled once by scripts/run-tests.sh, under plain node),
+ * on a data directory filled from the tests' template.
  */
 import assert from "node:assert/strict";
-import fs from "node:fs";
 import { after, before, describe, it } from "node:test";
 import {
   type FuzzReport,
@@ -32,22 +31,6 @@ const SEED = 20;
 const TARGETS = TARGET_NAMES.filter((name) => !["sip-tls", "srtp", "api-json"].includes(name));
 /** What reaches the store: API requests, and SIP to the access number (the dial-in's PIN lookups). */
 const STORE_TARGETS = ["api-xml", "sip-udp", "sip-tcp", "sdp"];
-const COMPILED_SERVICE = new URL("../helpers/compiled-fuzz-service.mjs", import.meta.url);
-
-/** Throws unless dist/ was built from the sources as they are: a stale build would be fuzzed instead. */
-function assertBuiltFromSources(): void {
-  const built = new URL("../../dist/main.js", import.meta.url);
-  if (!fs.existsSync(built)) throw new Error("no dist/main.js: `npm run build:service` first");
-  const src = new URL("../../src/", import.meta.url);
-  const newest = fs
-    .readdirSync(src, { recursive: true, encoding: "utf8" })
-    .filter((file) => file.endsWith(".ts"))
-    .map((file) => fs.statSync(new URL(file, src)).mtimeMs)
-    .reduce((a, b) => Math.max(a, b), 0);
-  if (fs.statSync(built).mtimeMs < newest)
-    throw new Error("dist/ is older than src/: `npm run build:service` first");
-}
-
 describe("fuzzing, both stores at once", { concurrency: true }, () => {
   forEachStore("fuzzing the running service (bench/fuzz, seed 20)", (kind) => {
     const targets = kind === "sqlite" ? TARGETS : TARGETS.filter((name) => STORE_TARGETS.includes(name));
@@ -55,7 +38,6 @@ describe("fuzzing, both stores at once", { concurrency: true }, () => {
     let database: TestDatabase | null = null;
 
     before(async () => {
-      assertBuiltFromSources();
       database = kind === "postgres" ? await createTestDatabase() : null;
       report = await runFuzz({
         seconds: 2,
@@ -63,7 +45,7 @@ describe("fuzzing, both stores at once", { concurrency: true }, () => {
         only: targets,
         settleSeconds: 1,
         databaseUrl: database?.url,
-        service: { module: COMPILED_SERVICE, prepareDataDir: fillDataDir },
+        service: { prepareDataDir: fillDataDir },
       });
     });
     after(() => database?.drop());

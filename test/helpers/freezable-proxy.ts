@@ -1,4 +1,5 @@
 import net from "node:net";
+import { createTestDatabase } from "./databases.js";
 
 /**
  * A TCP proxy on loopback that can be frozen: it stops forwarding in both directions and keeps
@@ -71,4 +72,32 @@ export class FreezableProxy {
     socket.on("error", () => {});
     socket.on("close", () => this.#sockets.delete(socket));
   }
+}
+
+/**
+ * A test database reached through a FreezableProxy: `url` goes through the proxy. `close` closes the
+ * proxy and drops the database (after whatever used `url` is closed).
+ */
+export async function databaseBehindProxy(): Promise<{
+  url: string;
+  proxy: FreezableProxy;
+  close(): Promise<void>;
+}> {
+  const database = await createTestDatabase();
+  const url = new URL(database.url);
+  const proxy = await FreezableProxy.start({ host: url.hostname, port: Number(url.port || 5432) }).catch(
+    async (error: unknown) => {
+      await database.drop();
+      throw error;
+    },
+  );
+  url.port = String(proxy.port);
+  return {
+    url: url.toString(),
+    proxy,
+    async close() {
+      await proxy.close();
+      await database.drop();
+    },
+  };
 }

@@ -8,8 +8,8 @@
 import assert from "node:assert/strict";
 import { createSocket, type Socket } from "node:dgram";
 import { after, describe, test } from "node:test";
-import { createTestDatabase, postgresOnly } from "../../helpers/databases.js";
-import { FreezableProxy } from "../../helpers/freezable-proxy.js";
+import { postgresOnly } from "../../helpers/databases.js";
+import { databaseBehindProxy } from "../../helpers/freezable-proxy.js";
 import { startTestService } from "../../helpers/service.js";
 import { loopbackSip } from "../../helpers/service-settings.js";
 import { rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
@@ -76,14 +76,10 @@ describe("a dial-in refused for now", { skip }, () => {
     "PostgreSQL silent: the wrong PINs cannot be read, 503 Service Unavailable with Retry-After",
     postgresOnly,
     async () => {
-      const database = await createTestDatabase();
-      cleanups.push(() => database.drop());
-      const url = new URL(database.url);
-      const proxy = await FreezableProxy.start({ host: url.hostname, port: Number(url.port || 5432) });
-      cleanups.push(() => proxy.close());
-      url.port = String(proxy.port);
+      const { url, proxy, close } = await databaseBehindProxy();
+      cleanups.push(close);
       const api = await startTestService({
-        databaseUrl: url.toString(),
+        databaseUrl: url,
         databaseTimeoutSeconds: 1,
         sip: loopbackSip({ accessNumbers: [ACCESS_NUMBER] }),
       });

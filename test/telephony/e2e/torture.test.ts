@@ -10,6 +10,7 @@ import { after, before, describe, it } from "node:test";
 import { loadConfig } from "../../../src/config.js";
 import { parseMessage } from "../../../src/telephony/sip/message/parser.js";
 import { startTestService, type TestService } from "../../helpers/service.js";
+import { optionsRequest } from "../../helpers/sip-options.js";
 import { skipWithout } from "../../helpers/sipp.js";
 import { TORTURE_CASES, tortureBytes } from "../../helpers/torture.js";
 import { WireCapture } from "../../helpers/wire.js";
@@ -39,18 +40,7 @@ async function optionsAnswer(socket: Socket, sipPort: number, callId: string): P
     }, 10_000);
     socket.on("message", answer);
   });
-  const options = [
-    `OPTIONS sip:bridgeline@127.0.0.1:${sipPort} SIP/2.0`,
-    `Via: SIP/2.0/UDP 127.0.0.1:${port};branch=z9hG4bK${callId};rport`,
-    "From: <sip:probe@127.0.0.1>;tag=1",
-    "To: <sip:bridgeline@127.0.0.1>",
-    `Call-ID: ${callId}`,
-    "CSeq: 1 OPTIONS",
-    "Max-Forwards: 70",
-    "Content-Length: 0",
-    "",
-    "",
-  ].join("\r\n");
+  const options = optionsRequest({ address: "127.0.0.1", port }, sipPort, callId);
   socket.send(Buffer.from(options), sipPort, "127.0.0.1");
   return answered;
 }
