@@ -1,28 +1,29 @@
 /**
- * The spoken voice prompts: 8 kHz 16-bit mono WAV files in assets/prompts/, made from
+ * The spoken voice prompts: 16 kHz 16-bit mono WAV files in assets/prompts/, made from
  * assets/prompts/prompts.txt by scripts/make-prompts.sh (espeak-ng and sox) and committed, so running
- * the service needs neither tool. Each file is read on first use and cached; the arrays returned are
+ * the service needs neither tool. Each file is read on first use and cached; its 8 kHz version, for
+ * narrowband rooms, is made from it once by low-pass decimation and cached too. The arrays returned are
  * shared: read them, do not change them.
  */
 
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { PromptName } from "../../domain/prompt.js";
+import { createResampler } from "./resampler.js";
 import { readWav } from "./wav.js";
 
-const SAMPLE_RATE = 8000;
+/** The rate of the files. */
+const FILE_RATE = 16000;
 const PROMPT_DIRECTORY = new URL("../../../assets/prompts/", import.meta.url);
 
-const cache = new Map<PromptName, Int16Array>();
+const wideband = new Map<PromptName, Int16Array>();
+const narrowband = new Map<PromptName, Int16Array>();
 
 function isMissingFile(error: unknown): boolean {
   return error instanceof Error && "code" in error && error.code === "ENOENT";
 }
 
-/** The samples of one prompt at 8000 Hz; throws naming the file if it is missing or not 8 kHz audio. */
-export function prompt(name: PromptName): Int16Array {
-  const cached = cache.get(name);
-  if (cached) return cached;
+function readPrompt(name: PromptName): Int16Array {
   const path = fileURLToPath(new URL(`${name}.wav`, PROMPT_DIRECTORY));
   let bytes: Buffer;
   try {
@@ -34,18 +35,49 @@ export function prompt(name: PromptName): Int16Array {
     throw error;
   }
   const { sampleRate, samples } = readWav(bytes);
-  if (sampleRate !== SAMPLE_RATE) {
-    throw new Error(`voice prompt ${path} is at ${sampleRate} Hz, not ${SAMPLE_RATE}`);
+  if (sampleRate !== FILE_RATE) {
+    throw new Error(
+      `voice prompt ${path} is at ${sampleRate} Hz, not ${FILE_RATE} (scripts/make-prompts.sh makes it)`,
+    );
   }
+  return samples;
+}
+
+/**
+ * 16 kHz samples at 8 kHz, low-passed below 4 kHz first so nothing above it folds into the band, and
+ * aligned with them: sample n is the filtered sample 2n, so the sound starts and ends where it did
+ * (the filter's delay is dropped from the front and its tail flushed with silence at the end).
+ */
+function halveRate(samples: Int16Array): Int16Array {
+  const decimator = createResampler(FILE_RATE, 8000);
+  const length = Math.ceil(samples.length / 2);
+  const input = new Int16Array(2 * (length + decimator.delay));
+  input.set(samples);
+  const output = new Int16Array(length + decimator.delay);
+  decimator.process(input, output);
+  return output.slice(decimator.delay);
+}
+
+/**
+ * The samples of one prompt at `rate` Hz; throws naming the file if it is missing or is not 16 kHz
+ * audio.
+ */
+export function prompt(name: PromptName, rate: 8000 | 16000 = 16000): Int16Array {
+  if (rate !== 8000 && rate !== 16000) throw new RangeError(`voice prompts at ${rate} Hz`);
+  const cache = rate === FILE_RATE ? wideband : narrowband;
+  let samples = cache.get(name);
+  if (samples) return samples;
+  if (rate === FILE_RATE) samples = readPrompt(name);
+  else samples = halveRate(prompt(name, FILE_RATE));
   cache.set(name, samples);
   return samples;
 }
 
-/** The prompts one after another with `gapMs` of silence between each two, as one new array. */
-export function concatPrompts(names: PromptName[], gapMs = 150): Int16Array {
+/** The prompts at `rate` one after another with `gapMs` of silence between each two, as one new array. */
+export function concatPrompts(names: PromptName[], rate: 8000 | 16000 = 16000, gapMs = 150): Int16Array {
   if (!Number.isFinite(gapMs) || gapMs < 0) throw new RangeError(`gap of ${gapMs} ms`);
-  const gap = Math.round((gapMs * SAMPLE_RATE) / 1000);
-  const parts = names.map(prompt);
+  const gap = Math.round((gapMs * rate) / 1000);
+  const parts = names.map((name) => prompt(name, rate));
   let length = Math.max(0, parts.length - 1) * gap;
   for (const part of parts) length += part.length;
   const joined = new Int16Array(length);
