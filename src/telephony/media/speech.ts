@@ -1,15 +1,15 @@
 /**
  * Speech made at run time, for sentences only known then (names of people and conferences): espeak-ng
- * speaks the text when the machine has it, and the audio is resampled to 8 kHz and normalized like the
- * static prompts. Without espeak-ng, or when it fails, `speak` gives null and the caller plays a
- * generic static prompt instead. Results are cached by text; the arrays returned are shared: read
- * them, do not change them.
+ * speaks the text when the machine has it, and the audio is resampled to 16 kHz (or 8 kHz when asked)
+ * and normalized like the static prompts. Without espeak-ng, or when it fails, `speak` gives null and
+ * the caller plays a generic static prompt instead. Results are cached by text and rate; the arrays
+ * returned are shared: read them, do not change them.
  */
 
 import { execFile } from "node:child_process";
 import { readWav } from "./wav.js";
 
-const SAMPLE_RATE = 8000;
+const DEFAULT_SAMPLE_RATE = 16000;
 const DEFAULT_TIMEOUT_MS = 5000;
 /** Longer text is cut here: a sentence naming a caller and a conference needs far less. */
 const MAX_TEXT_LENGTH = 300;
@@ -27,9 +27,14 @@ const BLACKMAN_TRANSITION_TAPS = 5.5;
 export interface SpeakOptions {
   /** How long espeak-ng may run before it is killed and null is returned; 5000 ms unless given. */
   timeoutMs?: number;
+  /** The rate of the samples given: 16000 (wideband) unless 8000 is asked. */
+  sampleRate?: 8000 | 16000;
 }
 
-/** Most recently used last: Map keeps insertion order, so a hit is deleted and set again. */
+/**
+ * Keyed by rate and text. Most recently used last: Map keeps insertion order, so a hit is deleted and
+ * set again.
+ */
 const cache = new Map<string, Promise<Int16Array | null>>();
 
 function sinc(x: number): number {
@@ -99,42 +104,43 @@ function runEspeak(text: string, timeoutMs: number): Promise<Buffer | null> {
   });
 }
 
-async function synthesize(text: string, timeoutMs: number): Promise<Int16Array | null> {
+async function synthesize(text: string, rate: number, timeoutMs: number): Promise<Int16Array | null> {
   const wav = await runEspeak(text, timeoutMs);
   if (!wav) return null;
   try {
     const { sampleRate, samples } = readWav(wav);
-    return normalize(
-      sampleRate === SAMPLE_RATE ? Float32Array.from(samples) : resample(samples, sampleRate, SAMPLE_RATE),
-    );
+    return normalize(sampleRate === rate ? Float32Array.from(samples) : resample(samples, sampleRate, rate));
   } catch {
     return null;
   }
 }
 
 /**
- * `text` spoken in US English as 8 kHz 16-bit mono samples peaking at -3 dBFS, or null (never a
- * rejection) when espeak-ng is not installed, fails or times out, or the text is blank. Text past 300
- * characters is left out. Successful results are cached by text, so speaking the same sentence again,
- * even while the first is still being made, runs espeak-ng once.
+ * `text` spoken in US English as 16-bit mono samples at `options.sampleRate` (16000 unless given)
+ * peaking at -3 dBFS, or null (never a rejection) when espeak-ng is not installed, fails or times out,
+ * or the text is blank. Text past 300 characters is left out. Successful results are cached by text and
+ * rate, so speaking the same sentence again, even while the first is still being made, runs espeak-ng
+ * once.
  */
 export async function speak(text: string, options: SpeakOptions = {}): Promise<Int16Array | null> {
+  const rate = options.sampleRate ?? DEFAULT_SAMPLE_RATE;
   const spoken = text.trim().slice(0, MAX_TEXT_LENGTH);
   if (spoken === "") return null;
-  const cached = cache.get(spoken);
+  const key = `${rate} ${spoken}`;
+  const cached = cache.get(key);
   if (cached) {
-    cache.delete(spoken);
-    cache.set(spoken, cached);
+    cache.delete(key);
+    cache.set(key, cached);
     return cached;
   }
-  const pending = synthesize(spoken, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
-  cache.set(spoken, pending);
+  const pending = synthesize(spoken, rate, options.timeoutMs ?? DEFAULT_TIMEOUT_MS);
+  cache.set(key, pending);
   if (cache.size > CACHE_ENTRIES) {
     const oldest = cache.keys().next().value;
     if (oldest !== undefined) cache.delete(oldest);
   }
   const samples = await pending;
   // A failure may be passing (a timeout on a busy machine): let the next call try again.
-  if (!samples && cache.get(spoken) === pending) cache.delete(spoken);
+  if (!samples && cache.get(key) === pending) cache.delete(key);
   return samples;
 }

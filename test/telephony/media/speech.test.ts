@@ -2,8 +2,10 @@ import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { describe, it } from "node:test";
 import { resample, speak } from "../../../src/telephony/media/speech.js";
+import { bandShareDb } from "../../helpers/spectrum.js";
 
 const SAMPLE_RATE = 8000;
+const WIDEBAND_RATE = 16000;
 const ESPEAK_RATE = 22050;
 const HAS_ESPEAK = !spawnSync("espeak-ng", ["--version"]).error;
 /** Under CI the test command installs espeak-ng, so its absence there is a failure, not a skip. */
@@ -74,11 +76,35 @@ describe("resample", () => {
 });
 
 describe("speak", { skip: SKIP_SPEECH }, () => {
-  it("speaks a sentence as 1 to 6 s of 8 kHz audio peaking near -3 dBFS", {
+  it("speaks a sentence as 1 to 6 s of 16 kHz audio peaking near -3 dBFS, with its sibilants above 4 kHz", {
     timeout: TIMEOUT_MS,
   }, async () => {
     const samples = await speak("Alice invites you to Weekly sync", { timeoutMs: TIMEOUT_MS });
     assert.ok(samples, "espeak-ng gave no audio");
+    const seconds = samples.length / WIDEBAND_RATE;
+    assert.ok(seconds >= 1 && seconds <= 6, `${seconds} s of audio`);
+    const peakDbfs = 20 * Math.log10(peak(samples) / 32767);
+    assert.ok(Math.abs(peakDbfs + 3) < 0.1, `peak at ${peakDbfs.toFixed(2)} dBFS`);
+    // The "s" and "c" of the sentence: 8 kHz speech brought up to 16 kHz would have nothing there.
+    const highShare = bandShareDb(samples, WIDEBAND_RATE, 4000, 8000);
+    assert.ok(highShare > -30, `only ${highShare.toFixed(1)} dB of the speech lies above 4 kHz`);
+    // Energy piled up near 8 kHz would be aliasing the filter let by.
+    const speechBand = [200, 300, 400, 500, 600, 800, 1000].map((f) => powerAt(samples, f, WIDEBAND_RATE));
+    const nyquistBand = [7700, 7800, 7900].map((f) => powerAt(samples, f, WIDEBAND_RATE));
+    const ratioDb = 10 * Math.log10(Math.max(...speechBand) / Math.max(...nyquistBand));
+    assert.ok(ratioDb > 20, `7.7-7.9 kHz only ${ratioDb.toFixed(1)} dB below the speech band`);
+  });
+
+  it("speaks it as 8 kHz audio when asked, as long and as loud", { timeout: TIMEOUT_MS }, async () => {
+    const text = "Alice invites you to Weekly sync";
+    const wide = await speak(text, { timeoutMs: TIMEOUT_MS });
+    const samples = await speak(text, { timeoutMs: TIMEOUT_MS, sampleRate: SAMPLE_RATE });
+    assert.ok(wide && samples, "espeak-ng gave no audio");
+    assert.notEqual(samples, wide);
+    assert.ok(
+      Math.abs(2 * samples.length - wide.length) <= 2,
+      `${samples.length} and ${wide.length} samples`,
+    );
     const seconds = samples.length / SAMPLE_RATE;
     assert.ok(seconds >= 1 && seconds <= 6, `${seconds} s of audio`);
     const peakDbfs = 20 * Math.log10(peak(samples) / 32767);
@@ -90,17 +116,22 @@ describe("speak", { skip: SKIP_SPEECH }, () => {
     assert.ok(ratioDb > 20, `3.7-3.9 kHz only ${ratioDb.toFixed(1)} dB below the speech band`);
   });
 
-  it("gives the cached array when the same text is spoken again", { timeout: TIMEOUT_MS }, async () => {
+  it("gives the cached array when the same text is spoken again at the same rate", {
+    timeout: TIMEOUT_MS,
+  }, async () => {
     const first = await speak("Bob invites you to Planning", { timeoutMs: TIMEOUT_MS });
     assert.ok(first);
     assert.equal(await speak("Bob invites you to Planning"), first);
     assert.equal(await speak("  Bob invites you to Planning\n"), first, "surrounding blanks are not text");
+    const narrow = await speak("Bob invites you to Planning", { timeoutMs: TIMEOUT_MS, sampleRate: 8000 });
+    assert.ok(narrow && narrow.length < first.length);
+    assert.equal(await speak("Bob invites you to Planning", { sampleRate: 8000 }), narrow);
   });
 
   it("speaks text that looks like options, quotes and newlines", { timeout: TIMEOUT_MS }, async () => {
     // As an option, "-v xx" would pick a voice that does not exist and espeak-ng would fail.
     const optionLike = await speak("-v xx --help", { timeoutMs: TIMEOUT_MS });
-    assert.ok(optionLike && optionLike.length > SAMPLE_RATE / 2, "option-like text was not spoken");
+    assert.ok(optionLike && optionLike.length > WIDEBAND_RATE / 2, "option-like text was not spoken");
     const quoted = await speak('Carol "the boss" O\'Neil\ninvites you to\n"Q3 review"', {
       timeoutMs: TIMEOUT_MS,
     });
