@@ -1,29 +1,32 @@
 import { type FileHandle, open } from "node:fs/promises";
 import { wavHeader } from "./wav.js";
 
-const SAMPLE_RATE = 8000;
 const BYTES_PER_SAMPLE = 2;
 const HEADER_BYTES = 44;
-const BYTES_PER_SECOND = SAMPLE_RATE * BYTES_PER_SAMPLE;
-/** A second of audio (50 frames of 20 ms) is buffered before it goes to the file. */
-const FLUSH_BYTES = BYTES_PER_SECOND;
-/** The RIFF size field is 32 bits and counts the 36 header bytes after it: about 74 hours at 8 kHz. */
+/**
+ * The RIFF size field is 32 bits and counts the 36 header bytes after it: about 74 hours at 8 kHz,
+ * 37 at 16 kHz.
+ */
 const MAX_DATA_BYTES = 0xffff_ffff - (HEADER_BYTES - 8) - 1;
 
 /**
- * Records 16-bit 8000 Hz mono audio to a WAV file while it is produced. Frames are buffered in memory
- * and appended once a second of audio has gathered, one write at a time; after each append the
- * header's RIFF and data sizes are rewritten to cover it. The samples always reach the file before
+ * Records 16-bit mono audio at one sample rate to a WAV file while it is produced. Frames are buffered
+ * in memory and appended once a second of audio has gathered, one write at a time; after each append
+ * the header's RIFF and data sizes are rewritten to cover it. The samples always reach the file before
  * the header that counts them, so a process that dies leaves a playable file of everything up to
  * the last append. Frames past the 4 GiB a WAV file can describe are dropped.
  */
 export class WavRecorder {
   readonly #file: FileHandle;
+  readonly #sampleRate: number;
+  readonly #bytesPerSecond: number;
+  /** A second of audio (50 frames of 20 ms) is buffered before it goes to the file. */
+  readonly #flushBytes: number;
   /** Frames not yet handed to the file. */
-  #pending = Buffer.alloc(2 * FLUSH_BYTES);
+  #pending: Buffer;
   #pendingBytes = 0;
   /** The buffer the running append writes from; it becomes #pending's successor. */
-  #spare = Buffer.alloc(2 * FLUSH_BYTES);
+  #spare: Buffer;
   /** Bytes accepted by write(), flushed or not. */
   #acceptedBytes = 0;
   /** Bytes in the file's data chunk that the header counts. */
@@ -36,24 +39,42 @@ export class WavRecorder {
   readonly #onFailure: (error: Error) => void;
   #closed = false;
 
-  private constructor(file: FileHandle, onFailure: (error: Error) => void) {
+  private constructor(file: FileHandle, onFailure: (error: Error) => void, sampleRate: number) {
     this.#file = file;
     this.#onFailure = onFailure;
+    this.#sampleRate = sampleRate;
+    this.#bytesPerSecond = sampleRate * BYTES_PER_SAMPLE;
+    this.#flushBytes = this.#bytesPerSecond;
+    this.#pending = Buffer.alloc(2 * this.#flushBytes);
+    this.#spare = Buffer.alloc(2 * this.#flushBytes);
   }
 
   /**
-   * Creates (or truncates) the file and writes a header for no samples yet. `onFailure` is told of
-   * the first background write that fails (the disk full, say): nothing more is written after it.
+   * Creates (or truncates) the file and writes a header for no samples yet at `sampleRate` Hz, the
+   * rate of the frames to come. `onFailure` is told of the first background write that fails (the
+   * disk full, say): nothing more is written after it.
    */
-  static async open(filePath: string, onFailure: (error: Error) => void = () => {}): Promise<WavRecorder> {
+  static async open(
+    filePath: string,
+    onFailure: (error: Error) => void = () => {},
+    sampleRate = 8000,
+  ): Promise<WavRecorder> {
+    if (!(Number.isInteger(sampleRate) && sampleRate > 0)) {
+      throw new RangeError(`recording at ${sampleRate} Hz`);
+    }
     const file = await open(filePath, "w");
     try {
-      await writeFully(file, wavHeader(SAMPLE_RATE, 0), 0);
+      await writeFully(file, wavHeader(sampleRate, 0), 0);
     } catch (error) {
       await file.close();
       throw error;
     }
-    return new WavRecorder(file, onFailure);
+    return new WavRecorder(file, onFailure, sampleRate);
+  }
+
+  /** The rate of the samples, as the file's header says. */
+  get sampleRate(): number {
+    return this.#sampleRate;
   }
 
   /** The error of the background write that failed, after which frames are dropped. */
@@ -63,10 +84,13 @@ export class WavRecorder {
 
   /** Seconds of audio recorded so far, including what is still buffered. */
   get seconds(): number {
-    return this.#acceptedBytes / BYTES_PER_SECOND;
+    return this.#acceptedBytes / this.#bytesPerSecond;
   }
 
-  /** Buffers one frame; the file is written in the background once a second has gathered. */
+  /**
+   * Buffers one frame of any length (at the recording's rate); the file is written in the background
+   * once a second has gathered.
+   */
   write(frame: Int16Array): void {
     if (this.#closed) throw new Error("the recording is closed");
     const bytes = frame.length * BYTES_PER_SAMPLE;
@@ -77,7 +101,7 @@ export class WavRecorder {
     for (let i = 0; i < frame.length; i++) offset = pending.writeInt16LE(frame[i] as number, offset);
     this.#pendingBytes = offset;
     this.#acceptedBytes += bytes;
-    if (this.#pendingBytes >= FLUSH_BYTES) this.#append();
+    if (this.#pendingBytes >= this.#flushBytes) this.#append();
   }
 
   /**
@@ -114,7 +138,7 @@ export class WavRecorder {
     try {
       while (
         this.#pendingBytes > 0 &&
-        (this.#pendingBytes >= FLUSH_BYTES || this.#fileDataBytes < this.#flushTarget)
+        (this.#pendingBytes >= this.#flushBytes || this.#fileDataBytes < this.#flushTarget)
       ) {
         const chunk = this.#pending;
         const chunkBytes = this.#pendingBytes;
@@ -123,7 +147,7 @@ export class WavRecorder {
         this.#spare = chunk;
         await writeFully(this.#file, chunk.subarray(0, chunkBytes), HEADER_BYTES + this.#fileDataBytes);
         this.#fileDataBytes += chunkBytes;
-        await writeFully(this.#file, wavHeader(SAMPLE_RATE, this.#fileDataBytes), 0);
+        await writeFully(this.#file, wavHeader(this.#sampleRate, this.#fileDataBytes), 0);
       }
     } catch (error) {
       this.#failure = error as Error;

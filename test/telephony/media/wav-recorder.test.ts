@@ -9,16 +9,25 @@ import { readWav } from "../../../src/telephony/media/wav.js";
 import { WavRecorder } from "../../../src/telephony/media/wav-recorder.js";
 import { FRAME_SAMPLES, SAMPLE_RATE, ToneGenerator } from "../../helpers/audio.js";
 
-/** Writes `seconds` of a 440 Hz sine in 20 ms frames; returns every sample written. */
-function writeSine(recorder: WavRecorder, seconds: number): Int16Array {
-  const all = new Int16Array(Math.round(seconds * SAMPLE_RATE));
-  const generator = new ToneGenerator(440);
-  const frame = new Int16Array(FRAME_SAMPLES);
-  for (let offset = 0; offset < all.length; offset += FRAME_SAMPLES) {
-    generator.fill(frame);
+/**
+ * Writes `seconds` of a 440 Hz sine in frames of `frameSamples` (20 ms at 8 kHz unless given) at
+ * `sampleRate`; returns every sample written.
+ */
+function writeSine(
+  recorder: WavRecorder,
+  seconds: number,
+  sampleRate = SAMPLE_RATE,
+  frameSamples = FRAME_SAMPLES,
+): Int16Array {
+  const all = new Int16Array(Math.round(seconds * sampleRate));
+  const generator = new ToneGenerator(440, 0.5, sampleRate);
+  const frame = new Int16Array(frameSamples);
+  for (let offset = 0; offset < all.length; offset += frameSamples) {
+    const part = frame.subarray(0, Math.min(frameSamples, all.length - offset));
+    generator.fill(part);
     // The recorder must copy the frame: the caller reuses it for the next one.
-    recorder.write(frame);
-    all.set(frame, offset);
+    recorder.write(part);
+    all.set(part, offset);
   }
   return all;
 }
@@ -70,6 +79,39 @@ describe("WavRecorder", () => {
     const wav = readWav(file);
     assert.equal(wav.sampleRate, 8000);
     assert.deepEqual(wav.samples, written);
+  });
+
+  it("records at the rate it is opened with, in frames of any length", async () => {
+    const filePath = nextPath();
+    const recorder = await WavRecorder.open(filePath, () => {}, 16000);
+    assert.equal(recorder.sampleRate, 16000);
+    assert.equal(readWav(fs.readFileSync(filePath)).sampleRate, 16000, "the header at open");
+    const wideband = writeSine(recorder, 1.5, 16000, 320);
+    assert.equal(recorder.seconds, 1.5);
+    // A second at 16 kHz has gathered: the periodic append has started.
+    const deadline = Date.now() + 10_000;
+    while (headerSizes(fs.readFileSync(filePath)).dataSize === 0) {
+      assert.ok(Date.now() < deadline, "a second of 16 kHz audio was never appended");
+      await sleep(20);
+    }
+    const odd = writeSine(recorder, 0.25, 16000, 333);
+    assert.equal(recorder.seconds, 1.75);
+    await recorder.close();
+
+    const file = fs.readFileSync(filePath);
+    assert.deepEqual(headerSizes(file), { fileBytes: 44 + 56_000, riffSize: 36 + 56_000, dataSize: 56_000 });
+    assert.equal(file.readUInt32LE(28), 32_000, "bytes per second");
+    const wav = readWav(file);
+    assert.equal(wav.sampleRate, 16000);
+    assert.deepEqual(wav.samples.subarray(0, wideband.length), wideband);
+    assert.deepEqual(wav.samples.subarray(wideband.length), odd);
+  });
+
+  it("refuses a rate that is not a whole positive number of hertz", async () => {
+    await assert.rejects(
+      WavRecorder.open(nextPath(), () => {}, 0),
+      RangeError,
+    );
   });
 
   it("leaves a playable file of everything up to the last periodic append when the process dies", async () => {
