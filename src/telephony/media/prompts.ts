@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import type { PromptName } from "../../domain/prompt.js";
-import { createResampler } from "./resampler.js";
+import { convertSampleRate } from "./resampler.js";
 import { readWav } from "./wav.js";
 
 /** The rate of the files. */
@@ -44,21 +44,6 @@ function readPrompt(name: PromptName): Int16Array {
 }
 
 /**
- * 16 kHz samples at 8 kHz, low-passed below 4 kHz first so nothing above it folds into the band, and
- * aligned with them: sample n is the filtered sample 2n, so the sound starts and ends where it did
- * (the filter's delay is dropped from the front and its tail flushed with silence at the end).
- */
-function halveRate(samples: Int16Array): Int16Array {
-  const decimator = createResampler(FILE_RATE, 8000);
-  const length = Math.ceil(samples.length / 2);
-  const input = new Int16Array(2 * (length + decimator.delay));
-  input.set(samples);
-  const output = new Int16Array(length + decimator.delay);
-  decimator.process(input, output);
-  return output.slice(decimator.delay);
-}
-
-/**
  * The samples of one prompt at `rate` Hz; throws naming the file if it is missing or is not 16 kHz
  * audio.
  */
@@ -68,7 +53,7 @@ export function prompt(name: PromptName, rate: 8000 | 16000 = 16000): Int16Array
   let samples = cache.get(name);
   if (samples) return samples;
   if (rate === FILE_RATE) samples = readPrompt(name);
-  else samples = halveRate(prompt(name, FILE_RATE));
+  else samples = convertSampleRate(prompt(name, FILE_RATE), FILE_RATE, rate);
   cache.set(name, samples);
   return samples;
 }

@@ -356,3 +356,23 @@ export function createResampler(fromRate: SampleRate, toRate: SampleRate): Resam
   }
   return fromRate > toRate ? new Decimator(fromRate, toRate) : new Interpolator(fromRate, toRate);
 }
+
+/**
+ * A whole sound at another rate (prompts, recorded names, speech: converted once, not per frame),
+ * aligned with the original: the filter's delay is taken off the start and its tail run out, so the
+ * converted sound starts and ends where the original does.
+ */
+export function convertSampleRate(samples: Int16Array, fromRate: SampleRate, toRate: SampleRate): Int16Array {
+  if (fromRate === toRate) return samples;
+  const converter = createResampler(fromRate, toRate);
+  const factor = fromRate > toRate ? fromRate / toRate : 1;
+  const ratio = toRate / fromRate;
+  // The filter's tail (delay output samples) and whole input groups for a decimator.
+  const tailInput = Math.ceil(converter.delay / ratio / factor) * factor;
+  const inputLength = Math.ceil((samples.length + tailInput) / factor) * factor;
+  const input = new Int16Array(inputLength);
+  input.set(samples);
+  const output = new Int16Array(inputLength * ratio);
+  converter.process(input, output);
+  return output.slice(converter.delay, converter.delay + Math.round(samples.length * ratio));
+}

@@ -217,10 +217,20 @@ export function holdMusic(rate: Rate = 16000): Int16Array {
 
 /** Plays a sound over and over, one frame at a time. */
 export class LoopingPlayer {
-  #position = 0;
+  #position: number;
 
-  constructor(private readonly samples: Int16Array) {
+  /** Plays `samples` in a loop from `position` (a sample of it, taken modulo its length). */
+  constructor(
+    private readonly samples: Int16Array,
+    position = 0,
+  ) {
     if (samples.length === 0) throw new RangeError("LoopingPlayer needs at least one sample");
+    this.#position = ((Math.round(position) % samples.length) + samples.length) % samples.length;
+  }
+
+  /** The sample that plays next: where the same sound at another rate goes on from, scaled. */
+  get position(): number {
+    return this.#position;
   }
 
   /**

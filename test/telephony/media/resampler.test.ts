@@ -1,6 +1,10 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { createResampler, type SampleRate } from "../../../src/telephony/media/resampler.js";
+import {
+  convertSampleRate,
+  createResampler,
+  type SampleRate,
+} from "../../../src/telephony/media/resampler.js";
 import { toneAmplitude as amplitudeAt } from "../../helpers/audio.js";
 
 const AMPLITUDE = 16000;
@@ -251,3 +255,28 @@ for (const direction of DIRECTIONS) {
     });
   });
 }
+
+describe("convertSampleRate", () => {
+  it("takes a whole sound up to 16 kHz in step with it: same duration, each sample where it was", () => {
+    const narrow = new Int16Array(801);
+    for (let n = 0; n < narrow.length; n++)
+      narrow[n] = Math.round(8000 * Math.sin((2 * Math.PI * 500 * n) / 8000));
+    const wide = convertSampleRate(narrow, 8000, 16000);
+    assert.equal(wide.length, 1602);
+    // The delay is taken off: sample 2n of the result is sample n of the original (a 500 Hz tone is
+    // well inside the passband, so only the filter's ±0.1 dB ripple is left: 90 of 8000 at most).
+    for (let n = 100; n < 700; n += 37)
+      assert.ok(Math.abs((wide[2 * n] as number) - (narrow[n] as number)) < 120, `sample ${n}`);
+  });
+
+  it("takes a whole sound down to 8 kHz in step with it, and leaves a sound at its own rate as it is", () => {
+    const wide = new Int16Array(1601);
+    for (let n = 0; n < wide.length; n++)
+      wide[n] = Math.round(8000 * Math.sin((2 * Math.PI * 500 * n) / 16000));
+    const narrow = convertSampleRate(wide, 16000, 8000);
+    assert.equal(narrow.length, 801);
+    for (let n = 50; n < 750; n += 41)
+      assert.ok(Math.abs((narrow[n] as number) - (wide[2 * n] as number)) < 120, `sample ${n}`);
+    assert.equal(convertSampleRate(wide, 16000, 16000), wide);
+  });
+});

@@ -131,3 +131,13 @@ describe("tones", () => {
     assert.throws(() => new LoopingPlayer(new Int16Array(0)), RangeError);
   });
 });
+
+it("a looping player started at a position goes on from there, wrapping at the end", () => {
+  const samples = Int16Array.from([1, 2, 3, 4, 5]);
+  const player = new LoopingPlayer(samples, 13);
+  assert.equal(player.position, 3);
+  const out = new Int16Array(4);
+  player.next(out);
+  assert.deepEqual([...out], [4, 5, 1, 2]);
+  assert.equal(player.position, 2);
+});
