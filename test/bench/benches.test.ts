@@ -290,7 +290,14 @@ const SMOKES: Smoke[] = [
     name: "mixer (bench/media/mixer.ts)",
     file: "bench/media/mixer.ts",
     env: { BENCH_SIZES: "10", BENCH_SECONDS: "0.5" },
-    check: (run) => assertValid(run, [/^\| 10 \| 10 \| [1-9]\d* \|/m, /^\| 10 \| 3 \| [1-9]\d* \|/m]),
+    // participants, rate, talking, mixed at most, ticks, own and shared frames per tick.
+    check: (run) =>
+      assertValid(run, [
+        /^\| 10 \| 8000 \| 2 \| 3 \| [1-9]\d* \| 2\.00 \| 8\.00 \|/m,
+        /^\| 10 \| 16000 \| 2 \| 3 \| [1-9]\d* \| 2\.00 \| 8\.00 \|/m,
+        /^\| 10 \| 16000 \| 10 \| 3 \| [1-9]\d* \| 3\.00 \| 7\.00 \|/m,
+        /^\| 10 \| 16000 \| 10 \| all \| [1-9]\d* \| 10\.00 \| 0\.00 \|/m,
+      ]),
   },
   {
     name: "SIP parsing (bench:sip, first half)",
