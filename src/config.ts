@@ -2,7 +2,7 @@
  * Every setting of the service: one table of environment variables (name, what it accepts, default,
  * meaning), read through zod, and the Config the rest of the service sees, shaped from it. The
  * README's table is made from this one (`npm run docs:config`); a test keeps the two the same.
- * It is long because it is that table: 71 variables, each with its meaning as the README shows it.
+ * It is long because it is that table: 72 variables, each with its meaning as the README shows it.
  */
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
@@ -17,6 +17,11 @@ import {
   SRTP_SUITES,
   type SrtpSuite,
 } from "./telephony/media/rtp/srtp-suites.js";
+import {
+  type AudioCodec,
+  audioCodecNamed,
+  WIDEBAND_AUDIO_CODECS,
+} from "./telephony/sdp/session-description.js";
 import { readTrunkUri, type Trunk, type TrunkUri, trunkOf } from "./telephony/trunk.js";
 import { parseTrunkProfiles, readCallerId, TrunkProfileError } from "./trunk-profiles.js";
 
@@ -221,6 +226,18 @@ function readSrtpSuites(text: string): SrtpSuite[] {
   return suites;
 }
 
+/** Audio codecs, preferred first, named as in an rtpmap (any case). */
+function readCodecs(text: string): AudioCodec[] {
+  const codecs = text.split(",").map((entry) => {
+    const name = entry.trim();
+    const codec = audioCodecNamed(name);
+    if (codec === undefined) throw new Refused(`"${name}" is not one of ${WIDEBAND_AUDIO_CODECS.join(", ")}`);
+    return codec;
+  });
+  if (new Set(codecs).size !== codecs.length) throw new Refused(`names a codec twice: "${text}"`);
+  return codecs;
+}
+
 const MAILBOX = /^[^\s@<>",;]+@[^\s@<>",;]+$/;
 
 /** A mailbox, bare or with a display name: `a@b.example` or `Name <a@b.example>`. */
@@ -390,6 +407,11 @@ const VARIABLES = {
     fallback: DEFAULT_SRTP_SUITES.join(","),
     meaning:
       "The SRTP suites offered and accepted, preferred first; also `AES_256_CM_HMAC_SHA1_80`, `AES_256_CM_HMAC_SHA1_32` (RFC 6188), `AEAD_AES_128_GCM`, `AEAD_AES_256_GCM` (RFC 7714)",
+  }),
+  BRIDGELINE_CODECS: variable(readBy(readCodecs), {
+    fallback: WIDEBAND_AUDIO_CODECS.join(","),
+    meaning:
+      "The audio codecs offered and accepted, preferred first, by calls taken and by calls placed through a trunk whose profile names no `codecs` ([docs/telephony.md](docs/telephony.md#codecs))",
   }),
   BRIDGELINE_PUBLIC_ADDRESS: variable(text, {
     unset: "unset",
@@ -729,6 +751,7 @@ function shape(settings: Settings, env: Env) {
         tlsHandshakeSeconds: settings.BRIDGELINE_SIP_TLS_HANDSHAKE_SECONDS,
       },
       srtpSuites: settings.BRIDGELINE_SRTP_SUITES,
+      codecs: settings.BRIDGELINE_CODECS,
     },
     mail: {
       /** null writes each message as an .eml file in dataDir/mail. */

@@ -142,6 +142,7 @@ export async function startService(
         keysOverPlainSignalling: sip.srtpKeysOverPlainSip,
         suites: sip.srtpSuites,
       },
+      codecs: sip.codecs,
       logger: logger.child({ component: "telephony" }),
       observer: metrics.calls,
     });

@@ -1,8 +1,8 @@
 // Long because it is one concern: a call's state from either side, joining its SIP session to its RTP session.
 /**
- * A telephone call as the layers above see it: signalling state as events, 20 ms frames of 8 kHz
- * audio in and out, DTMF both ways, hold, hang-up. It joins one INVITE session to one RTP session and
- * knows nothing of conferences.
+ * A telephone call as the layers above see it: signalling state as events, 20 ms frames of audio in
+ * and out at its media's rate (8 or 16 kHz, by the codecs negotiated), DTMF both ways, hold, hang-up.
+ * It joins one INVITE session to one RTP session and knows nothing of conferences.
  */
 import { EventEmitter } from "node:events";
 import type { Clock, TimerHandle } from "../domain/clock.js";
@@ -10,7 +10,7 @@ import { KEYPAD, keypadTones } from "./media/dtmf/keypad-tones.js";
 import type { PlayoutKind } from "./media/jitter-buffer.js";
 import type { MediaMix, MediaStream } from "./media/plane/media-plane.js";
 import type { MediaSound } from "./media/plane/protocol.js";
-import type { G711Codec } from "./media/rtp/rtp-stream.js";
+import type { RtpSessionConfiguration } from "./media/rtp/rtp-stream.js";
 import { newSrtpKey, type SrtpPolicy, type SrtpSuite } from "./media/rtp/srtp-suites.js";
 import {
   type AudioCodec,
@@ -19,7 +19,6 @@ import {
   createOffer,
   holdMedia,
   type LocalMedia,
-  type NegotiatedFormat,
   type NegotiatedMedia,
   nextVersion,
   resumeMedia,
@@ -64,6 +63,8 @@ export interface CallHost {
   readonly mediaAddress: string;
   /** The SRTP suites to offer and accept, preferred first. */
   readonly srtpSuites: readonly SrtpSuite[];
+  /** The codecs offered and accepted, preferred first, by calls whose options name none. */
+  readonly codecs: readonly AudioCodec[];
   readonly logger?: { warn(fields: object, message: string): void };
   /** What the call's own timers run on: the ring timeout, the pauses between keys sent. */
   readonly clock: Clock;
@@ -74,7 +75,7 @@ export interface CallHost {
 export interface CallMediaOptions {
   /** SRTP: off, or offered/answered with keys of its own; default off. */
   readonly srtp?: SrtpPolicy;
-  /** Codecs, preferred first; default PCMU, PCMA. Only MEDIA_CODECS are offered and accepted. */
+  /** Codecs offered and accepted, preferred first (a trunk profile's); default the host's. */
   readonly codecs?: readonly AudioCodec[];
   /**
    * How our keys reach the far end: RFC 4733 events (offered in our SDP; in-band tones when the peer
@@ -91,24 +92,32 @@ const KEY_MS = 100;
  */
 const NO_MEDIA_PORT_RETRY_AFTER_SECONDS = 60;
 /**
- * The codecs the media path encodes and decodes (rtp-session.ts). The SDP module negotiates G.722 and
- * Opus too, and a trunk profile may name them, but calls offer and accept these alone until the media
- * path carries the others (issue 27); a profile that names none of these gets the default.
+ * What the media is told of a negotiation: the codec we send, every format and telephone-event the
+ * far end may send (RFC 3264 §6.1 and §7: it may switch packet by packet), and for Opus what the
+ * peer's fmtp asked of our encoder (RFC 7587 §6.1).
  */
-const MEDIA_CODECS: readonly G711Codec[] = ["PCMU", "PCMA"];
-
-function isMediaCodec(codec: AudioCodec): codec is G711Codec {
-  return MEDIA_CODECS.some((carried) => carried === codec);
-}
-
-function isCarried(format: NegotiatedFormat): format is NegotiatedFormat & { readonly codec: G711Codec } {
-  return isMediaCodec(format.codec);
-}
-
-/** The codecs named that the media path carries; undefined, the default, when it carries none of them. */
-function carriedCodecs(named: readonly AudioCodec[] | undefined): readonly AudioCodec[] | undefined {
-  const carried = named?.filter(isMediaCodec);
-  return carried?.length === 0 ? undefined : carried;
+export function mediaConfiguration(media: NegotiatedMedia): RtpSessionConfiguration {
+  const opus = media.opus;
+  return {
+    codec: media.codec,
+    payloadType: media.payloadType,
+    receiveFormats: media.receiveFormats.map(({ codec, payloadType }) => ({ codec, payloadType })),
+    telephoneEventPayloadType: media.telephoneEventPayloadType,
+    receiveTelephoneEventPayloadTypes: media.telephoneEvents.map((event) => event.payloadType),
+    ...(opus === undefined
+      ? {}
+      : {
+          opus: {
+            maxAverageBitrate: opus.maxAverageBitrate,
+            useInbandFec: opus.useInbandFec,
+            maxPlaybackRate: opus.maxPlaybackRate,
+          },
+        }),
+    remoteAddress: media.remoteAddress,
+    remotePort: media.remotePort,
+    direction: media.direction,
+    srtp: media.srtp,
+  };
 }
 
 export class Call extends EventEmitter<CallEvents> {
@@ -161,7 +170,8 @@ export class Call extends EventEmitter<CallEvents> {
   }
 
   /**
-   * Sends one 20 ms frame (160 samples); the caller keeps the 20 ms pace. Ignored unless answered.
+   * Sends one 20 ms frame (160 samples at 8 kHz, 320 at 16 kHz: the media's rate, 16 kHz when G.722
+   * or Opus was negotiated); the caller keeps the 20 ms pace. Ignored unless answered.
    * Raw frames need the media on this thread (no media threads): elsewhere, play and record.
    */
   sendAudio(frame: Int16Array): void {
@@ -327,7 +337,7 @@ export class Call extends EventEmitter<CallEvents> {
       port: this.#media?.localPort ?? 0,
       sessionId: String(Date.now()),
       sessionVersion: 1,
-      codecs: carriedCodecs(this.#mediaOptions.codecs),
+      codecs: this.#mediaOptions.codecs ?? this.host.codecs,
       telephoneEvents: (this.#mediaOptions.dtmf ?? "rfc4733") === "rfc4733",
       // Fresh keys for every call, one per suite (RFC 4568 §6.1); never logged.
       ...(this.#srtp === "off"
@@ -343,20 +353,10 @@ export class Call extends EventEmitter<CallEvents> {
   }
 
   protected configureMedia(media: NegotiatedMedia): void {
-    // localMedia() offers and accepts MEDIA_CODECS alone, so nothing else can have been negotiated.
-    if (!isCarried(media))
-      throw new Error(`${media.codec} was negotiated, which the media path does not carry`);
+    // Our keys go as events only at the send codec's rate (RFC 4733 §2.1): none agreed for it (an
+    // Opus call whose peer listed telephone-event/8000 alone), and they go as tones.
     this.#telephoneEvents = media.telephoneEventPayloadType !== undefined;
-    this.#media?.configure({
-      codec: media.codec,
-      payloadType: media.payloadType,
-      receiveFormats: media.receiveFormats.filter(isCarried),
-      telephoneEventPayloadType: media.telephoneEventPayloadType,
-      remoteAddress: media.remoteAddress,
-      remotePort: media.remotePort,
-      direction: media.direction,
-      srtp: media.srtp,
-    });
+    this.#media?.configure(mediaConfiguration(media));
     this.#encrypted = media.srtp !== undefined;
   }
 

@@ -15,6 +15,7 @@ import { Call, type CallHost, type CallOrigin, IncomingCall, OutgoingCall } from
 import { type DialPlan, dialPlanOf, hopOf, locateTrunk, trunkFor, trunkServers } from "./dial-plan.js";
 import { type MediaMix, MediaPlane, type MediaStream } from "./media/plane/media-plane.js";
 import { DEFAULT_SRTP_SUITES, type SrtpPolicy, type SrtpSuite } from "./media/rtp/srtp-suites.js";
+import { type AudioCodec, WIDEBAND_AUDIO_CODECS } from "./sdp/session-description.js";
 import { destinationOf, newCallId, newTag } from "./sip/dialog/dialog.js";
 import { parseSipUri } from "./sip/message/header-values.js";
 import { ServerLocator } from "./sip/transport/server-locator.js";
@@ -128,6 +129,12 @@ export interface TelephonyOptions {
     /** The suites offered and accepted, preferred first (default both, _80 first). */
     readonly suites?: readonly SrtpSuite[];
   };
+  /**
+   * The codecs offered and accepted, preferred first, where a trunk profile names none: calls taken,
+   * calls placed through a trunk without `codecs`, calls to other instances. Default
+   * WIDEBAND_AUDIO_CODECS: Opus, G.722, PCMU, PCMA.
+   */
+  readonly codecs?: readonly AudioCodec[];
   readonly logger?: TelephonyLogger;
   /** Told of each call's course (metrics). */
   readonly observer?: CallObserver;
@@ -334,6 +341,10 @@ export class Telephony implements CallHost {
 
   get srtpSuites(): readonly SrtpSuite[] {
     return this.#options.srtp?.suites ?? DEFAULT_SRTP_SUITES;
+  }
+
+  get codecs(): readonly AudioCodec[] {
+    return this.#options.codecs ?? WIDEBAND_AUDIO_CODECS;
   }
 
   get clock(): Clock {

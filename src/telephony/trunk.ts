@@ -47,7 +47,7 @@ export interface Trunk {
   readonly privacy?: "none" | "id";
   /** Headers added to every INVITE, as the carrier asks (account codes and the like). */
   readonly headers?: readonly (readonly [string, string])[];
-  /** The codecs offered, preferred first; calls leave out those the media path lacks (call.ts MEDIA_CODECS). */
+  /** The codecs offered and accepted, preferred first, in this order; default the service's (TelephonyOptions.codecs). */
   readonly codecs?: readonly AudioCodec[];
   readonly dtmf?: DtmfMethod;
   /** SRTP for calls placed through it; default the service's. */

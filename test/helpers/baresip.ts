@@ -2,14 +2,19 @@
  * Runs baresip (https://github.com/baresip/baresip) headless on loopback as a real SIP phone for
  * end-to-end tests: it auto-answers, plays a WAV file as its microphone, records what it hears
  * (sndfile's dump-*-dec.wav), and takes commands over ctrl_tcp (netstring-framed JSON).
+ *
+ * Its audio rates, as baresip 1.0.0 does them: aufile refuses a WAV whose rate is not ausrc_srate
+ * ("must have sample-rate"), and baresip resamples between that rate and the codec's (8 kHz G.711,
+ * 16 kHz G.722, 48 kHz stereo Opus) both ways. sndfile sits between the resampler and the codec, so
+ * its dumps are at the codec's rate and channels, whatever auplay_srate says.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { readWav as decodeWav } from "../../src/telephony/media/wav.js";
-import { readWav, SAMPLE_RATE, tone, writeWav } from "./audio.js";
+import { createResampler, type SampleRate } from "../../src/telephony/media/resampler.js";
+import { ToneGenerator, writeWav } from "./audio.js";
 import { findBinary, freePorts } from "./sipp.js";
 
 export interface BaresipOptions {
@@ -23,6 +28,23 @@ export interface BaresipOptions {
   tls?: { certificate: string; cafile?: string };
   /** Media encryption (its srtp module): "srtp" offers it, "srtp-mand" insists on RTP/SAVP. */
   mediaenc?: "srtp" | "srtp-mand";
+  /** The codecs it offers and accepts, preferred first; default PCMU, PCMA. */
+  codecs?: readonly BaresipCodec[];
+}
+
+export type BaresipCodec = "PCMU" | "PCMA" | "G722" | "opus";
+
+/** Each codec as an account's audio_codecs names it (name/rate/channels unless 8000/1), and its module. */
+const CODECS: Readonly<Record<BaresipCodec, { readonly name: string; readonly module: string }>> = {
+  PCMU: { name: "PCMU", module: "g711.so" },
+  PCMA: { name: "PCMA", module: "g711.so" },
+  G722: { name: "G722/16000/1", module: "g722.so" },
+  opus: { name: "opus/48000/2", module: "opus.so" },
+};
+
+/** The phone's own audio rate, of its source WAV and of heard(): 16 kHz when it has a wideband codec. */
+function audioRateOf(codecs: readonly BaresipCodec[]): 8000 | 16000 {
+  return codecs.some((codec) => codec === "G722" || codec === "opus") ? 16000 : 8000;
 }
 
 export interface BaresipEvent {
@@ -52,6 +74,8 @@ export class Baresip {
     readonly sipPort: number,
     private readonly controlPort: number,
     readonly user: string,
+    /** Its microphone's rate and that of what heard() returns: 16000 with G.722 or Opus, else 8000. */
+    readonly sampleRate: 8000 | 16000,
     readonly exited: Promise<number | null>,
   ) {
     const collect = (chunk: Buffer) => {
@@ -104,8 +128,11 @@ export class Baresip {
     const controlPort = await freePorts();
     const rtpBase = await freePorts(9);
     const user = options.user ?? "baresip";
+    const codecs = options.codecs ?? ["PCMU", "PCMA"];
+    const sampleRate = audioRateOf(codecs);
     const source = join(dir, "source.wav");
-    writeWav(source, tone(options.toneHz, options.toneSeconds ?? 60));
+    const sourceSamples = new Int16Array(Math.round((options.toneSeconds ?? 60) * sampleRate));
+    writeWav(source, new ToneGenerator(options.toneHz, 0.5, sampleRate).fill(sourceSamples), sampleRate);
     writeFileSync(
       join(dir, "config"),
       [
@@ -114,12 +141,12 @@ export class Baresip {
         "net_interface 127.0.0.1",
         `rtp_ports ${rtpBase}-${rtpBase + 9}`,
         `audio_source aufile,${source}`,
-        "ausrc_srate 8000",
+        `ausrc_srate ${sampleRate}`,
         "ausrc_channels 1",
-        "auplay_srate 8000",
+        `auplay_srate ${sampleRate}`,
         "auplay_channels 1",
         "module_path /usr/lib/baresip/modules",
-        "module g711.so",
+        ...[...new Set(codecs.map((codec) => `module ${CODECS[codec].module}`))],
         "module aufile.so",
         "module sndfile.so",
         "module ctrl_tcp.so",
@@ -139,7 +166,7 @@ export class Baresip {
     );
     writeFileSync(
       join(dir, "accounts"),
-      `<sip:${user}@127.0.0.1>;regint=0;answermode=auto;audio_codecs=PCMU,PCMA${options.mediaenc === undefined ? "" : `;mediaenc=${options.mediaenc}`}\n`,
+      `<sip:${user}@127.0.0.1>;regint=0;answermode=auto;audio_codecs=${codecs.map((codec) => CODECS[codec].name).join(",")}${options.mediaenc === undefined ? "" : `;mediaenc=${options.mediaenc}`}\n`,
     );
 
     const child = spawn(binary, ["-4", "-f", dir], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
@@ -147,7 +174,7 @@ export class Baresip {
       child.once("error", reject);
       child.once("exit", (code) => resolve(code));
     });
-    const phone = new Baresip(child, dir, sipPort, controlPort, user, exited);
+    const phone = new Baresip(child, dir, sipPort, controlPort, user, sampleRate, exited);
     try {
       await phone.connectControl();
     } catch (error) {
@@ -258,19 +285,12 @@ export class Baresip {
     });
   }
 
-  /** What baresip heard: the decoded audio of its calls (sndfile's dump-*-dec.wav), concatenated. */
+  /**
+   * What baresip heard: the decoded audio of its calls (sndfile's dump-*-dec.wav), concatenated, at
+   * `sampleRate` (each dump converted from its codec's rate, Opus's two channels mixed to one).
+   */
   heard(): Int16Array {
-    const files = readdirSync(this.dir)
-      .filter((name) => name.endsWith("-dec.wav"))
-      .sort();
-    const parts = files.map((name) => readWav(join(this.dir, name)).samples);
-    const all = new Int16Array(parts.reduce((sum, part) => sum + part.length, 0));
-    let offset = 0;
-    for (const part of parts) {
-      all.set(part, offset);
-      offset += part.length;
-    }
-    return all;
+    return this.#dumps((bytes) => bytes);
   }
 
   /** Asks baresip to quit, kills it if it has not within 3 s, and removes its directory. */
@@ -293,21 +313,20 @@ export class Baresip {
    * as heard() reads it.
    */
   heardSoFar(): Int16Array {
+    return this.#dumps((bytes) => {
+      const data = chunkOffset(bytes, "data");
+      if (data !== undefined && bytes.readUInt32LE(data + 4) === 0)
+        bytes.writeUInt32LE(bytes.length - data - 8, data + 4);
+      return bytes;
+    });
+  }
+
+  /** Every decoded dump, each read after `prepare`, at `sampleRate`, concatenated. */
+  #dumps(prepare: (bytes: Buffer) => Buffer): Int16Array {
     const parts = readdirSync(this.dir)
       .filter((name) => name.endsWith("-dec.wav"))
       .sort()
-      .map((name) => {
-        const bytes = readFileSync(join(this.dir, name));
-        for (let offset = 12; offset + 8 <= bytes.length; ) {
-          const size = bytes.readUInt32LE(offset + 4);
-          if (bytes.toString("latin1", offset, offset + 4) === "data") {
-            if (size === 0) bytes.writeUInt32LE(bytes.length - offset - 8, offset + 4);
-            return decodeWav(bytes).samples;
-          }
-          offset += 8 + size + (size & 1);
-        }
-        return new Int16Array(0);
-      });
+      .map((name) => this.#atOwnRate(readDump(prepare(readFileSync(join(this.dir, name))))));
     const all = new Int16Array(parts.reduce((sum, part) => sum + part.length, 0));
     let offset = 0;
     for (const part of parts) {
@@ -316,6 +335,53 @@ export class Baresip {
     }
     return all;
   }
+
+  /** A dump's audio at `sampleRate`: G.711's 8 kHz raised to 16, Opus's 48 kHz lowered to 16. */
+  #atOwnRate(dump: { sampleRate: number; samples: Int16Array }): Int16Array {
+    if (dump.sampleRate === this.sampleRate) return dump.samples;
+    const resampler = createResampler(dump.sampleRate as SampleRate, this.sampleRate);
+    const factor = dump.sampleRate / this.sampleRate;
+    const input =
+      factor > 1
+        ? dump.samples.subarray(0, dump.samples.length - (dump.samples.length % factor))
+        : dump.samples;
+    const output = new Int16Array(input.length / factor);
+    resampler.process(input, output);
+    return output;
+  }
+}
+
+/** Where a RIFF chunk's header starts, if the file has the chunk. */
+function chunkOffset(bytes: Buffer, id: string): number | undefined {
+  for (let offset = 12; offset + 8 <= bytes.length; ) {
+    if (bytes.toString("latin1", offset, offset + 4) === id) return offset;
+    const size = bytes.readUInt32LE(offset + 4);
+    offset += 8 + size + (size & 1);
+  }
+  return undefined;
+}
+
+/**
+ * A sndfile dump: 16-bit PCM at the codec's rate, mono or (Opus) stereo, mixed down to mono. A dump
+ * whose header is not all written yet holds nothing.
+ */
+function readDump(bytes: Buffer): { sampleRate: number; samples: Int16Array } {
+  const format = chunkOffset(bytes, "fmt ");
+  const data = chunkOffset(bytes, "data");
+  if (format === undefined || data === undefined) return { sampleRate: 8000, samples: new Int16Array(0) };
+  const channels = bytes.readUInt16LE(format + 10);
+  const sampleRate = bytes.readUInt32LE(format + 12);
+  const bits = bytes.readUInt16LE(format + 22);
+  if (bits !== 16 || channels < 1) throw new Error(`a baresip dump of ${channels} channels of ${bits} bits`);
+  const frames = Math.floor(Math.min(bytes.readUInt32LE(data + 4), bytes.length - data - 8) / (2 * channels));
+  const samples = new Int16Array(frames);
+  for (let frame = 0; frame < frames; frame++) {
+    let sum = 0;
+    for (let channel = 0; channel < channels; channel++)
+      sum += bytes.readInt16LE(data + 8 + 2 * (frame * channels + channel));
+    samples[frame] = Math.round(sum / channels);
+  }
+  return { sampleRate, samples };
 }
 
 function netstring(message: object): Buffer {
@@ -339,7 +405,7 @@ export async function heardUntil(
     const heard = phone.heardSoFar();
     if (enough(heard)) return heard;
     if (Date.now() > deadline) {
-      const seconds = (heard.length / SAMPLE_RATE).toFixed(1);
+      const seconds = (heard.length / phone.sampleRate).toFixed(1);
       throw new Error(
         `baresip ${phone.user}: ${what} not heard within ${ms} ms, in ${seconds} s heard\n${phone.log}`,
       );

@@ -35,6 +35,7 @@ import {
   writeRtpPacket,
 } from "./rtp-packet.js";
 import {
+  type AudioCodecName,
   type G711Codec,
   isReceiving,
   isSending,
@@ -110,7 +111,13 @@ const PAYLOAD_UNKNOWN = 0;
 const PAYLOAD_PCMU = 1;
 const PAYLOAD_PCMA = 2;
 const PAYLOAD_TELEPHONE_EVENT = 3;
-const PAYLOAD_OF_CODEC: Readonly<Record<G711Codec, number>> = { PCMU: PAYLOAD_PCMU, PCMA: PAYLOAD_PCMA };
+/** G.722 and Opus are not decoded here yet (issue 27: the rtp part brings them). */
+const PAYLOAD_OF_CODEC: Readonly<Record<AudioCodecName, number>> = {
+  PCMU: PAYLOAD_PCMU,
+  PCMA: PAYLOAD_PCMA,
+  G722: PAYLOAD_UNKNOWN,
+  opus: PAYLOAD_UNKNOWN,
+};
 
 function randomUint32(): number {
   return randomBytes(4).readUInt32BE(0);

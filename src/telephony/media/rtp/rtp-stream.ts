@@ -7,19 +7,21 @@ import type { SrtpState } from "./srtp.js";
 import type { SrtpKeyMaterial } from "./srtp-suites.js";
 
 export type G711Codec = "PCMU" | "PCMA";
+/** The codecs a stream carries: the same strings as the SDP module's AudioCodec. */
+export type AudioCodecName = "PCMU" | "PCMA" | "G722" | "opus";
 
 /** SDP direction attribute of the stream (RFC 3264 §5.1), from our side. */
 export type MediaDirection = "sendrecv" | "sendonly" | "recvonly" | "inactive";
 
-/** An audio format of the stream: a G.711 law under a payload type. */
+/** An audio format of the stream: a codec under a payload type. */
 export interface AudioFormat {
-  readonly codec: G711Codec;
+  readonly codec: AudioCodecName;
   readonly payloadType: number;
 }
 
 export interface RtpSessionConfiguration {
   /** What we send. */
-  codec: G711Codec;
+  codec: AudioCodecName;
   payloadType: number;
   /**
    * Every audio format we receive: all those the answer lists that we decode (RFC 3264 §6.1 and §7:
@@ -27,8 +29,16 @@ export interface RtpSessionConfiguration {
    * received whether listed or not.
    */
   receiveFormats?: readonly AudioFormat[];
-  /** Payload type negotiated for telephone-event/8000; without it DTMF is neither sent nor received. */
+  /** The telephone-event payload type that goes with the send codec, at its RTP clock rate; without it no DTMF is sent. */
   telephoneEventPayloadType?: number;
+  /** Every telephone-event payload type we accept (any clock rate): the far end's keys may come in any of them. */
+  receiveTelephoneEventPayloadTypes?: readonly number[];
+  /** For an opus send codec: what the peer's fmtp asked for. */
+  opus?: {
+    readonly maxAverageBitrate?: number;
+    readonly useInbandFec: boolean;
+    readonly maxPlaybackRate?: number;
+  };
   remoteAddress: string;
   remotePort: number;
   /** Default remotePort + 1 (RFC 3550 §11). */
