@@ -159,6 +159,12 @@ export class Call extends EventEmitter<CallEvents> {
   #encrypted = false;
   /** Whether the far end takes RFC 4733 events (once negotiated). */
   #telephoneEvents = false;
+  #codec: AudioCodec | undefined;
+
+  /** The codec we send in, once negotiated. */
+  get codec(): AudioCodec | undefined {
+    return this.#codec;
+  }
 
   get state(): CallState {
     return this.#state;
@@ -356,6 +362,7 @@ export class Call extends EventEmitter<CallEvents> {
     // Our keys go as events only at the send codec's rate (RFC 4733 §2.1): none agreed for it (an
     // Opus call whose peer listed telephone-event/8000 alone), and they go as tones.
     this.#telephoneEvents = media.telephoneEventPayloadType !== undefined;
+    this.#codec = media.codec;
     this.#media?.configure(mediaConfiguration(media));
     this.#encrypted = media.srtp !== undefined;
   }

@@ -131,7 +131,7 @@ export interface TelephonyOptions {
   };
   /**
    * The codecs offered and accepted, preferred first, where a trunk profile names none: calls taken,
-   * calls placed through a trunk without `codecs`, calls to other instances. Default
+   * calls placed through a trunk without `codecs`, calls to other URIs (but a relayed caller's). Default
    * WIDEBAND_AUDIO_CODECS: Opus, G.722, PCMU, PCMA.
    */
   readonly codecs?: readonly AudioCodec[];
@@ -474,7 +474,8 @@ export class Telephony implements CallHost {
 
   /**
    * Calls a SIP URI directly rather than a number through a trunk (another instance of this service),
-   * with `headers` added to the INVITE. Its media opens next to `nextTo`'s, so the two can be relayed.
+   * with `headers` added to the INVITE. Its media opens next to `nextTo`'s, and it offers `nextTo`'s
+   * codec alone, so that the two can be relayed.
    */
   callUri(
     uri: string,
@@ -485,7 +486,11 @@ export class Telephony implements CallHost {
       readonly ringTimeoutMs?: number;
     } = {},
   ): OutgoingCall {
-    const call = this.#observed(new OutgoingCall(this, "outbound", uri));
+    const near = options.nextTo instanceof Call ? options.nextTo : undefined;
+    // A call relayed to this one passes its packets as they come: offered its codec alone, the
+    // other instance answers in it, whatever either prefers.
+    const codecs = near?.codec === undefined ? undefined : [near.codec];
+    const call = this.#observed(new OutgoingCall(this, "outbound", uri, { codecs }));
     this.#calls.add(call);
     const destination = destinationOf(uri);
     if (destination === undefined) {
@@ -502,7 +507,7 @@ export class Telephony implements CallHost {
           headers: options.headers,
         }),
       options.ringTimeoutMs ?? this.#options.ringTimeoutMs ?? DEFAULT_RING_TIMEOUT_MS,
-      options.nextTo instanceof Call ? options.nextTo.mediaStream : undefined,
+      near?.mediaStream,
     );
     return call;
   }

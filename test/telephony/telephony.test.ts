@@ -40,10 +40,12 @@ let incoming: (call: IncomingCall) => void = () => {};
 
 describe("telephony: placing and taking calls", () => {
   before(async () => {
+    // G.711 calls: the raw frames below are 8 kHz (160 samples), which the callee's choice makes them.
     callee = await Telephony.start({
       bindAddress: "127.0.0.1",
       sipPort: 0,
       rtpPorts: { min: 41000, max: 41199 },
+      codecs: ["PCMU", "PCMA"],
     });
     callee.onIncomingCall((call) => incoming(call));
     caller = await Telephony.start({
@@ -84,6 +86,7 @@ describe("telephony: placing and taking calls", () => {
     assert.equal(await theirs.accept(), true);
     await answered;
     assert.equal(call.state, "answered");
+    assert.deepEqual([call.codec, theirs.codec], ["PCMU", "PCMU"]);
     // Plain SIP over UDP, plain RTP: nothing is encrypted, on either side.
     assert.deepEqual(
       [call.signallingTls, call.encrypted, theirs.signallingTls, theirs.encrypted],
@@ -206,6 +209,90 @@ describe("telephony: placing and taking calls", () => {
     } finally {
       await routed.close();
       await other.close();
+    }
+  });
+
+  it("prefers Opus, then G.722, by default; the service's codecs and a trunk profile's change what is offered and taken", async () => {
+    const started: Telephony[] = [];
+    const start = async (options: Omit<Parameters<typeof Telephony.start>[0], "bindAddress" | "sipPort">) => {
+      const telephony = await Telephony.start({ bindAddress: "127.0.0.1", sipPort: 0, ...options });
+      started.push(telephony);
+      telephony.onIncomingCall((call) => void call.accept());
+      return telephony;
+    };
+    try {
+      const wideband = await start({ rtpPorts: { min: 42200, max: 42299 } });
+      const g722First = await start({ rtpPorts: { min: 42300, max: 42399 }, codecs: ["G722", "PCMU"] });
+      const dialer = await start({
+        rtpPorts: { min: 42400, max: 42499 },
+        trunk: `sip:127.0.0.1:${wideband.sipPort}`,
+        routes: [
+          { prefix: "+1778", trunk: `sip:127.0.0.1:${g722First.sipPort}` },
+          {
+            prefix: "+1604555",
+            trunk: { uri: `sip:127.0.0.1:${wideband.sipPort}`, codecs: ["PCMA", "G722"] },
+          },
+        ],
+      });
+      const codecsOf = async (number: string, callee: Telephony) => {
+        const taken = new Promise<IncomingCall>((resolve) => callee.onIncomingCall(resolve)).then(
+          async (theirs) => {
+            await theirs.accept();
+            return theirs;
+          },
+        );
+        const call = dialer.placeCall(number);
+        await once(call, "answered");
+        const theirs = await taken;
+        call.hangup();
+        return [call.codec, theirs.codec];
+      };
+      // Both sides' default: Opus.
+      assert.deepEqual(await codecsOf("+16045560140", wideband), ["opus", "opus"]);
+      // The callee's own order picks among what the default offer has.
+      assert.deepEqual(await codecsOf("+17785550140", g722First), ["G722", "G722"]);
+      // A trunk profile's codecs are all that is offered: of PCMA and G.722, the callee (Opus first) takes G.722.
+      assert.deepEqual(await codecsOf("+16045550140", wideband), ["G722", "G722"]);
+    } finally {
+      for (const telephony of started) await telephony.close();
+    }
+  });
+
+  it("the call that carries a caller to another instance offers the caller's codec alone, so that the relay passes its packets as they come", async () => {
+    const started: Telephony[] = [];
+    try {
+      const instance = await Telephony.start({
+        bindAddress: "127.0.0.1",
+        sipPort: 0,
+        rtpPorts: { min: 42500, max: 42599 },
+      });
+      started.push(instance);
+      const other = await Telephony.start({
+        bindAddress: "127.0.0.1",
+        sipPort: 0,
+        rtpPorts: { min: 42600, max: 42699 },
+      });
+      started.push(other);
+      const phone = await Telephony.start({
+        bindAddress: "127.0.0.1",
+        sipPort: 0,
+        rtpPorts: { min: 42700, max: 42799 },
+        trunk: { uri: `sip:127.0.0.1:${instance.sipPort}`, codecs: ["PCMA"] },
+      });
+      started.push(phone);
+      const caller = new Promise<IncomingCall>((resolve) => instance.onIncomingCall(resolve));
+      const carried = new Promise<IncomingCall>((resolve) => other.onIncomingCall(resolve));
+      phone.placeCall("+16045550141");
+      const taken = await caller;
+      assert.equal(await taken.accept(), true);
+      const leg = instance.callUri(other.sipUri, { nextTo: taken });
+      const theirs = await carried;
+      assert.equal(await theirs.accept(), true);
+      if (leg.state !== "answered") await once(leg, "answered");
+      // Both instances prefer Opus; offered PCMA alone, the other instance answers PCMA.
+      assert.deepEqual([taken.codec, leg.codec, theirs.codec], ["PCMA", "PCMA", "PCMA"]);
+    } finally {
+      for (const telephony of started) await telephony.close();
     }
   });
 
