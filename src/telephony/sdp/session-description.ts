@@ -135,11 +135,11 @@ const CODECS: Readonly<Record<AudioCodec, CodecDefinition>> = {
   G722: { name: "G722", clockRate: 8000, channels: 1, payloadType: 9, isStatic: true },
   opus: { name: "opus", clockRate: 48000, channels: 2, payloadType: 111, isStatic: false },
 };
-/** The codecs this service has, in its default order of preference. */
+/** G.711, PCMU first: what an offer or answer takes when its LocalMedia names no codecs. */
 export const AUDIO_CODECS: readonly AudioCodec[] = ["PCMU", "PCMA"];
 /**
- * Every codec this module negotiates, in the order dial-in and the default offer are to prefer once
- * the media path carries G.722 and Opus (issue 27): Opus, then G.722, then G.711.
+ * Every codec this module negotiates, in the order calls prefer by default (telephony.ts, which
+ * names the codecs of every call): Opus, then G.722, then G.711.
  */
 export const WIDEBAND_AUDIO_CODECS: readonly AudioCodec[] = ["opus", "G722", "PCMU", "PCMA"];
 /** The dynamic payload type our offers give telephone-event at each clock rate. */
