@@ -1,20 +1,44 @@
 /**
  * Trunk profiles on the wire: calls placed to SIPp playing a carrier, each profile setting read back
- * from the INVITE SIPp received (its message trace), and the keys of a trunk that takes them in the
- * audio sent as tones.
+ * from the INVITE SIPp received (its message trace), the keys of a trunk that takes them in the
+ * audio sent as tones, and a G.722 carrier's answer honoured (what we send captured by tshark).
  */
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, describe, test } from "node:test";
+import {
+  G722_FRAME_BYTES,
+  G722_FRAME_SAMPLES,
+  G722Decoder,
+  G722Encoder,
+} from "../../../src/telephony/media/codec/g722.js";
+import {
+  parseRtpPacket,
+  type RtpPacket,
+  rtpPacketLength,
+  writeRtpPacket,
+} from "../../../src/telephony/media/rtp/rtp-packet.js";
 import { Telephony } from "../../../src/telephony/telephony.js";
 import type { Trunk } from "../../../src/telephony/trunk.js";
-import { exchangeAudio } from "../../helpers/audio.js";
+import {
+  exchangeAudio,
+  goertzelLevelDb,
+  type PcapPacket,
+  ToneGenerator,
+  writeRtpPcap,
+} from "../../helpers/audio.js";
 import { CallRecord, rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
 import { until } from "../../helpers/until.js";
+import { WireCapture } from "../../helpers/wire.js";
 
 const skip = skipWithout("sipp");
 const running: { stop(): Promise<void> }[] = [];
+const pcapDir = mkdtempSync(join(tmpdir(), "bridgeline-g722-"));
 after(async () => {
   for (const peer of running) await peer.stop();
+  rmSync(pcapDir, { recursive: true, force: true });
 });
 
 async function sipp(options: Parameters<typeof Sipp.start>[0]): Promise<Sipp> {
@@ -84,21 +108,22 @@ describe("trunk profiles, read back from the INVITE a SIPp carrier received", {
     assert.match(invite, /^m=audio \d+ RTP\/AVP 8 0 101\r?$/m);
   });
 
-  test("G.722 and Opus, which the media path lacks yet, are left out of the offer; a profile of only those offers the default", async () => {
+  test("G.722 and Opus are offered in the profile's order, with a telephone-event at each clock rate; a trunk without codecs offers Opus, G.722, PCMU, PCMA", async () => {
     const peer = await sipp({ scenario: "uas-answer.xml" });
     const telephony = await telephonyWith({
       uri: `sip:127.0.0.1:${peer.sipPort}`,
       codecs: ["opus", "PCMA", "G722", "PCMU"],
     });
     const invite = await placedInvite(telephony, peer);
-    assert.match(invite, /^m=audio \d+ RTP\/AVP 8 0 101\r?$/m);
-    assert.doesNotMatch(invite, /opus|G722|telephone-event\/48000/);
-    const widebandPeer = await sipp({ scenario: "uas-answer.xml" });
-    const widebandOnly = await telephonyWith({
-      uri: `sip:127.0.0.1:${widebandPeer.sipPort}`,
-      codecs: ["opus", "G722"],
-    });
-    assert.match(await placedInvite(widebandOnly, widebandPeer), /^m=audio \d+ RTP\/AVP 0 8 101\r?$/m);
+    assert.match(invite, /^m=audio \d+ RTP\/AVP 111 8 9 0 110 101\r?$/m);
+    assert.match(invite, /^a=rtpmap:111 opus\/48000\/2\r?$/m);
+    assert.match(invite, /^a=fmtp:111 useinbandfec=1;maxaveragebitrate=20000\r?$/m);
+    assert.match(invite, /^a=rtpmap:9 G722\/8000\r?$/m);
+    assert.match(invite, /^a=rtpmap:110 telephone-event\/48000\r?$/m);
+    assert.match(invite, /^a=rtpmap:101 telephone-event\/8000\r?$/m);
+    const defaultPeer = await sipp({ scenario: "uas-answer.xml" });
+    const byDefault = await telephonyWith({ uri: `sip:127.0.0.1:${defaultPeer.sipPort}` });
+    assert.match(await placedInvite(byDefault, defaultPeer), /^m=audio \d+ RTP\/AVP 111 9 0 8 110 101\r?$/m);
   });
 
   test("national numbers, the trunk's own caller ID, and a withheld identity (RFC 3323)", async () => {
@@ -205,5 +230,112 @@ describe("trunk profiles, read back from the INVITE a SIPp carrier received", {
     assert.doesNotMatch(invite, /telephone-event/);
     // SIPp echoes what we send: our own tones come back and are heard as the keys, once each.
     assert.deepEqual(record.digits, ["1", "9", "#"]);
+  });
+});
+
+/** The RTP clock of G.722 is 8000 (RFC 3551 section 4.5.2), its audio 16 kHz: 160 ticks per 20 ms. */
+const G722_TICKS_PER_FRAME = 160;
+const WIDEBAND_RATE = 16000;
+
+/** `seconds` of a tone in G.722 RTP (payload type 9), one 20 ms packet every 20 ms, for play_pcap_audio. */
+function g722Tone(toneHz: number, seconds: number): PcapPacket[] {
+  const encoder = new G722Encoder();
+  const tone = new ToneGenerator(toneHz, 0.5, WIDEBAND_RATE);
+  const frame = new Int16Array(G722_FRAME_SAMPLES);
+  const packets: PcapPacket[] = [];
+  for (let i = 0; i < seconds * 50; i++) {
+    const payload = new Uint8Array(G722_FRAME_BYTES);
+    encoder.encode(tone.fill(frame), payload);
+    const header = {
+      marker: i === 0,
+      payloadType: 9,
+      sequenceNumber: 4000 + i,
+      timestamp: 16_000 + i * G722_TICKS_PER_FRAME,
+      ssrc: 0x6722c0de,
+      csrcs: [],
+    };
+    const datagram = Buffer.alloc(rtpPacketLength(header, payload.length));
+    writeRtpPacket(header, payload, datagram);
+    packets.push({ offsetMs: i * 20, datagram });
+  }
+  return packets;
+}
+
+/** The RTP packets we sent to SIPp's media port, from a stopped capture. */
+function sentTo(capture: WireCapture, port: number): RtpPacket[] {
+  return capture
+    .datagrams(({ destination }) => destination === port)
+    .map((datagram) => parseRtpPacket(datagram))
+    .filter((packet) => packet !== null);
+}
+
+describe("a trunk profile naming g722, pcmu, to a SIPp carrier that answers G.722 and plays it", {
+  skip: skip || skipWithout("tshark"),
+  concurrency: true,
+}, () => {
+  /** A call placed through such a trunk, answered, with what we send to the carrier captured. */
+  async function g722Call(toneHz: number) {
+    const pcap = join(pcapDir, `tone-${toneHz}.pcap`);
+    writeRtpPcap(pcap, g722Tone(toneHz, 5));
+    const peer = await sipp({ scenario: "uas-answer-g722-play.xml", pcap });
+    const capture = await WireCapture.start(`udp dst port ${peer.mediaPort}`);
+    running.push({ stop: () => capture.dispose() });
+    const telephony = await telephonyWith({ uri: `sip:127.0.0.1:${peer.sipPort}`, codecs: ["G722", "PCMU"] });
+    const record = new CallRecord(telephony.placeCall("+16045550123"), () => peer.report());
+    await peer.unlessFailed(record.reached("answered"));
+    const hangUp = async () => {
+      record.call.hangup();
+      await record.reached("ended");
+      await peer.expectSuccess();
+      await capture.stop();
+    };
+    return { peer, capture, record, hangUp };
+  }
+
+  test("offered G.722 then PCMU, answered G.722 (PT 9): the answer is honoured, all we send is PT 9", async () => {
+    const { peer, capture, record, hangUp } = await g722Call(5000);
+    assert.equal(record.call.codec, "G722");
+    // Played to the call alone, the media sends on its own 20 ms clock.
+    void record.call.play({ tone: "entry" });
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await hangUp();
+    assert.match(inviteReceived(peer), /^m=audio \d+ RTP\/AVP 9 0 101\r?$/m);
+    const sent = sentTo(capture, peer.mediaPort);
+    assert.ok(sent.length >= 25, `${sent.length} RTP packets sent in a second`);
+    assert.deepEqual([...new Set(sent.map((packet) => packet.payloadType))], [9]);
+  });
+
+  test("G.722 both ways: the carrier's 5 kHz tone is heard, our 6 kHz tone reaches it (neither fits in 8 kHz audio)", async () => {
+    const { peer, capture, record, hangUp } = await g722Call(5000);
+    // A G.722 call's media runs at 16 kHz: 20 ms frames of 320 samples.
+    const frame = new Int16Array(G722_FRAME_SAMPLES);
+    const ours = new ToneGenerator(6000, 0.5, WIDEBAND_RATE);
+    const frames = 100;
+    const heard = new Int16Array(frames * G722_FRAME_SAMPLES);
+    for (let i = 0; i < frames; i++) {
+      record.call.sendAudio(ours.fill(frame));
+      record.call.readAudio(heard.subarray(i * G722_FRAME_SAMPLES, (i + 1) * G722_FRAME_SAMPLES));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await hangUp();
+    const late = heard.subarray(heard.length / 2);
+    assert.ok(
+      goertzelLevelDb(late, 5000, WIDEBAND_RATE) > -20,
+      `the carrier's 5 kHz at ${goertzelLevelDb(late, 5000, WIDEBAND_RATE).toFixed(1)} dB`,
+    );
+    const sent = sentTo(capture, peer.mediaPort);
+    assert.ok(
+      sent.every((packet) => packet.payload.length === G722_FRAME_BYTES),
+      "each packet is 20 ms of G.722",
+    );
+    const decoder = new G722Decoder();
+    const wire = new Int16Array(sent.length * G722_FRAME_SAMPLES);
+    for (const [i, packet] of sent.entries())
+      decoder.decode(packet.payload, wire.subarray(i * G722_FRAME_SAMPLES));
+    const lateWire = wire.subarray(wire.length / 2);
+    assert.ok(
+      goertzelLevelDb(lateWire, 6000, WIDEBAND_RATE) > -20,
+      `our 6 kHz on the wire at ${goertzelLevelDb(lateWire, 6000, WIDEBAND_RATE).toFixed(1)} dB`,
+    );
   });
 });
