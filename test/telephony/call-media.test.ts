@@ -53,14 +53,14 @@ const baresipOpusOffer = sdp(
 );
 
 describe("a call's media configuration, from what was negotiated", () => {
-  it("answering baresip's Opus offer: Opus without telephone-event, since the offer has none at 48 kHz (RFC 4733 §2.1)", () => {
+  it("answering baresip's Opus offer: its telephone-event/8000 taken for its keys alone, none to send ours on (RFC 4733 §2.1)", () => {
     const { answer, media } = answered(baresipOpusOffer);
     assert.deepEqual(mediaConfiguration(media), {
       codec: "opus",
       payloadType: 96,
       receiveFormats: [{ codec: "opus", payloadType: 96 }],
       telephoneEventPayloadType: undefined,
-      receiveTelephoneEventPayloadTypes: [],
+      receiveTelephoneEventPayloadTypes: [101],
       // stereo=1 asks for stereo, which a mono encoder may ignore (RFC 7587 §6.1); nothing else said.
       opus: { maxAverageBitrate: undefined, useInbandFec: false, maxPlaybackRate: 48000 },
       remoteAddress: "127.0.0.1",
@@ -68,8 +68,8 @@ describe("a call's media configuration, from what was negotiated", () => {
       direction: "sendrecv",
       srtp: undefined,
     });
-    assert.match(answer, /^m=audio 30000 RTP\/AVP 96\r$/m);
-    assert.doesNotMatch(answer, /telephone-event/);
+    assert.match(answer, /^m=audio 30000 RTP\/AVP 96 101\r$/m);
+    assert.match(answer, /^a=rtpmap:101 telephone-event\/8000\r$/m);
   });
 
   it("answering an offer of every codec: Opus first, with the peer's fmtp and its telephone-event at 48 kHz", () => {

@@ -36,7 +36,8 @@ export interface LocalMedia {
   /**
    * Whether our offers list RFC 4733 telephone-events (default true), one per clock rate of the
    * codecs offered; without them a peer sends keys by SIP INFO or as tones. Answers list the one at
-   * the chosen codec's rate whenever the offer has it.
+   * the chosen codec's rate whenever the offer has it, else the offer's first (for the peer's keys
+   * alone: see answerOffer).
    */
   telephoneEvents?: boolean;
   /** What we are willing to do; default sendrecv. */
@@ -234,8 +235,8 @@ export function resumeMedia(local: LocalMedia): LocalMedia {
 /**
  * Answers an offer (RFC 3264 §6): accepts the first RTP/AVP audio stream that offers one of our
  * codecs, picking by our preference under the offer's payload type, with the offer's telephone-event
- * at that codec's clock rate, and rejects every other stream with port 0. 400 when the offer is not
- * SDP we can read, 488 when there is nothing we can accept.
+ * at that codec's clock rate (or at another, to receive keys on), and rejects every other stream with
+ * port 0. 400 when the offer is not SDP we can read, 488 when there is nothing we can accept.
  */
 export function answerOffer(offerText: string, local: LocalMedia): AnswerResult {
   const offer = parseDescription(offerText);
@@ -278,10 +279,15 @@ export function answerOffer(offerText: string, local: LocalMedia): AnswerResult 
   if (remoteAddress === undefined) {
     return { ok: false, status: 400, reason: "the audio stream has no c= line" };
   }
-  // RFC 4733 §7.1.1: the telephone-event at the rate of the codec it goes with
-  const clockRate = choice.clockRate;
-  const telephoneEvent = telephoneEventsOf(offered).find((event) => event.clockRate === clockRate);
-  const telephoneEvents = telephoneEvent === undefined ? [] : [telephoneEvent];
+  // RFC 4733 §7.1.1: the telephone-event at the rate of the codec it goes with, which our keys
+  // take. An offer with telephone-events at other rates alone (baresip 1.0 lists telephone-event/8000
+  // beside Opus) still has its first answered, for the peer's keys only: events share the audio's
+  // timestamp base whatever their rtpmap says (§2.1), and without one in the answer such a peer
+  // sends its keys no way at all. Ours go to it as tones.
+  const offeredEvents = telephoneEventsOf(offered);
+  const telephoneEvent = offeredEvents.find((event) => event.clockRate === choice.clockRate);
+  const receivedEvent = telephoneEvent ?? offeredEvents[0];
+  const telephoneEvents = receivedEvent === undefined ? [] : [receivedEvent];
   // §6.1: the answer's direction mirrors the offer's, limited by what we are willing to do
   const direction = negotiatedDirection(
     streamDirection(offered, offer),

@@ -784,16 +784,17 @@ describe("G.722 and Opus (RFC 3551 §4.5.2, RFC 7587)", () => {
     );
   });
 
-  it("answers Opus without a telephone-event when the offer has none at 48000 (RFC 4733: the codec's rate)", () => {
+  it("answers Opus with the offer's telephone-event/8000 when it has none at 48000, to receive keys on alone (ours go as tones)", () => {
     const noWideEvents = phoneOffer
       .replace(" 97 101", " 101")
       .replace("a=rtpmap:97 telephone-event/48000\r\na=fmtp:97 0-15\r\n", "");
     const { answer, media } = answered(answerOffer(noWideEvents, wideband));
     assert.equal(media.codec, "opus");
+    // RFC 4733 §2.1: events go at the rate of the codec they go with, so none of ours go on it.
     assert.equal(media.telephoneEventPayloadType, undefined);
-    assert.deepEqual(media.telephoneEvents, []);
-    assert.deepEqual(mLines(answer), ["m=audio 30000 RTP/AVP 96"]);
-    assert.doesNotMatch(answer, /telephone-event/);
+    assert.deepEqual(media.telephoneEvents, [{ payloadType: 101, clockRate: 8000 }]);
+    assert.deepEqual(mLines(answer), ["m=audio 30000 RTP/AVP 96 101"]);
+    assert.match(answer, /^a=rtpmap:101 telephone-event\/8000\r$/m);
   });
 
   it("refuses with 488 naming the codecs we support", () => {
