@@ -1,7 +1,9 @@
 /**
- * Opus (RFC 6716) for the media path, as RTP carries it (RFC 7587): 48 kHz mono 16-bit PCM in 20 ms
- * frames. The SDP names the format `opus/48000/2` whatever the stream holds; a mono stream is valid,
- * and a stereo packet from a peer is decoded to mono by libopus (RFC 7587 §3.4).
+ * Opus (RFC 6716) for the media path, as RTP carries it (RFC 7587): mono 16-bit PCM in 20 ms frames,
+ * at 48 kHz or at a lower rate libopus codes and decodes at (the media path runs it at 16 kHz, a
+ * wideband room's rate; the RTP clock stays 48 kHz whatever the rate, RFC 7587 §4.1). The SDP names
+ * the format `opus/48000/2` whatever the stream holds; a mono stream is valid, and a stereo packet
+ * from a peer is decoded to mono by libopus (RFC 7587 §3.4).
  *
  * libopus is the WebAssembly build shipped in the @evan/opus package (chosen by measurement:
  * bench/README.md, "Opus libraries"), driven through its C API directly rather than the package's
@@ -18,6 +20,8 @@ import { createRequire } from "node:module";
 export const OPUS_SAMPLE_RATE = 48_000;
 /** Samples in one 20 ms frame at 48 kHz (the `ptime` of 20 the media path offers, RFC 7587 §6.1). */
 export const OPUS_FRAME_SAMPLES = 960;
+/** The PCM rates libopus encodes from and decodes to (opus_encoder_init, opus_decoder_init). */
+export type OpusPcmRate = 8000 | 12_000 | 16_000 | 24_000 | 48_000;
 /** Samples in the longest packet a peer may send (120 ms, RFC 6716 §3.2.5): a safe decode buffer. */
 export const OPUS_MAX_FRAME_SAMPLES = 5760;
 /** Bytes of the largest single-frame packet: a 1,275-byte frame and its TOC byte (RFC 6716 §3.2.1). */
@@ -36,6 +40,7 @@ const OPUS_SET_MAX_BANDWIDTH = 4004;
 const OPUS_SET_COMPLEXITY = 4010;
 const OPUS_SET_INBAND_FEC = 4012;
 const OPUS_SET_PACKET_LOSS_PERC = 4014;
+const OPUS_RESET_STATE = 4028;
 const BANDWIDTH = {
   narrowband: 1101,
   mediumband: 1102,
@@ -95,6 +100,7 @@ interface LibopusExports {
   opus_encoder_ctl_set(state: number, request: number, value: number): number;
   opus_decoder_get_size(channels: number): number;
   opus_decoder_init(state: number, sampleRate: number, channels: number): number;
+  opus_decoder_ctl_set(state: number, request: number, value: number): number;
   opus_decode(
     state: number,
     data: number,
@@ -202,17 +208,24 @@ function checkRange(name: string, value: number, lowest: number, highest: number
   }
 }
 
-/** Encodes 48 kHz mono frames into Opus packets, in the VoIP application mode (speech first). */
+/** The settings an encoder starts with, and the PCM rate it takes (default 48,000 Hz; fixed for its life). */
+export type OpusEncoderOptions = Partial<OpusEncoderSettings> & { readonly sampleRate?: OpusPcmRate };
+
+/** Encodes mono frames into Opus packets, in the VoIP application mode (speech first). */
 export class OpusEncoder {
+  /** The rate of the PCM it takes. */
+  readonly sampleRate: OpusPcmRate;
   readonly #lib = load();
   #state: number;
 
-  constructor(settings: Partial<OpusEncoderSettings> = {}) {
+  constructor(options: OpusEncoderOptions = {}) {
+    const { sampleRate = OPUS_SAMPLE_RATE, ...settings } = options;
     const lib = this.#lib;
+    this.sampleRate = sampleRate;
     this.#state = createState(
       lib,
       lib.exports.opus_encoder_get_size(1),
-      (state) => lib.exports.opus_encoder_init(state, OPUS_SAMPLE_RATE, 1, OPUS_APPLICATION_VOIP),
+      (state) => lib.exports.opus_encoder_init(state, sampleRate, 1, OPUS_APPLICATION_VOIP),
       "opus_encoder_init",
     );
     try {
@@ -243,8 +256,8 @@ export class OpusEncoder {
   }
 
   /**
-   * Encodes one frame (`pcm.length` samples: 120, 240, 480, 960, 1920 or 2880; 960 is 20 ms) into
-   * `packet`, which bounds the packet's size; returns the packet's length in bytes.
+   * Encodes one frame (`pcm.length` samples: 2.5, 5, 10, 20, 40 or 60 ms; at 48 kHz 960 is 20 ms, at
+   * 16 kHz 320) into `packet`, which bounds the packet's size; returns the packet's length in bytes.
    */
   encode(pcm: Int16Array, packet: Uint8Array): number {
     const lib = this.#lib;
@@ -290,23 +303,30 @@ export class OpusEncoder {
   }
 }
 
-/** Decodes Opus packets to 48 kHz mono, and stands in for lost ones (FEC or concealment). */
+/** Decodes Opus packets to mono at its rate (default 48 kHz), and stands in for lost ones (FEC or concealment). */
 export class OpusDecoder {
+  /** The rate of the PCM it gives. */
+  readonly sampleRate: OpusPcmRate;
+  /** Samples in 20 ms at its rate. */
+  readonly frameSamples: number;
   readonly #lib = load();
   #state: number;
 
-  constructor() {
+  constructor(options: { readonly sampleRate?: OpusPcmRate } = {}) {
     const lib = this.#lib;
+    const sampleRate = options.sampleRate ?? OPUS_SAMPLE_RATE;
+    this.sampleRate = sampleRate;
+    this.frameSamples = sampleRate / 50;
     this.#state = createState(
       lib,
       lib.exports.opus_decoder_get_size(1),
-      (state) => lib.exports.opus_decoder_init(state, OPUS_SAMPLE_RATE, 1),
+      (state) => lib.exports.opus_decoder_init(state, sampleRate, 1),
       "opus_decoder_init",
     );
   }
 
   /**
-   * Decodes one packet into `out`, which must hold the packet's duration (OPUS_FRAME_SAMPLES for the
+   * Decodes one packet into `out`, which must hold the packet's duration (`frameSamples` for the
    * 20 ms packets negotiated; OPUS_MAX_FRAME_SAMPLES takes any); returns the samples written.
    */
   decode(packet: Uint8Array, out: Int16Array): number {
@@ -315,18 +335,28 @@ export class OpusDecoder {
   }
 
   /**
-   * Writes `samples` (default one 20 ms frame) standing in for a lost packet into `out`. Given the
-   * packet that follows the lost one, the frame is rebuilt from that packet's in-band FEC data when it
-   * has some (libopus conceals otherwise); decode that following packet normally next. Without it,
-   * the frame is concealed (PLC): extrapolated from the audio before it, fading over a long loss.
-   * Returns the samples written.
+   * Writes `samples` (default one 20 ms frame; a multiple of 2.5 ms) standing in for lost packets
+   * into `out`. Given the packet that follows the loss, its last frame's worth is rebuilt from that
+   * packet's in-band FEC data when it has some (libopus conceals the rest, and that too when there is
+   * none); decode that following packet normally next. Without it, the audio is concealed (PLC):
+   * extrapolated from the audio before it, fading over a long loss. Returns the samples written.
    */
-  decodeLost(out: Int16Array, following?: Uint8Array, samples = OPUS_FRAME_SAMPLES): number {
+  decodeLost(out: Int16Array, following?: Uint8Array, samples = this.frameSamples): number {
     if (samples > out.length || samples > OPUS_MAX_FRAME_SAMPLES) {
       throw new RangeError(`${samples} samples do not fit in ${out.length}`);
     }
     if (following === undefined || following.length === 0) return this.#decode(undefined, out, samples, 0);
     return this.#decode(following, out, samples, 1);
+  }
+
+  /** Forgets the stream decoded so far (a new source), as a new decoder would. */
+  reset(): void {
+    if (this.#state === 0) throw new Error("the Opus decoder was disposed of");
+    check(
+      this.#lib,
+      "opus_decoder_ctl",
+      this.#lib.exports.opus_decoder_ctl_set(this.#state, OPUS_RESET_STATE, 0),
+    );
   }
 
   /** Frees the decoder's state; the decoder cannot be used afterwards. Safe to call twice. */
@@ -358,4 +388,80 @@ export class OpusDecoder {
     for (let i = 0; i < samples; i++) out[i] = source[i] as number;
     return samples;
   }
+}
+
+/**
+ * Whether a packet carries in-band FEC data for the frame before it (LBRR frames, RFC 6716 §4.2.4),
+ * which `decodeLost` rebuilds that frame from. Only SILK and hybrid frames can (TOC configurations
+ * 0-15, §3.1); LBRR data rides in the packet's first frame, whose SILK layer begins with one VAD flag
+ * per 20 ms SILK frame and then the LBRR flag, and for stereo a second such set for the side channel
+ * (§4.2.3). Those flags are range coded with probability one half, which leaves them as the first
+ * bits of the frame as they are.
+ */
+export function opusPacketHasFec(packet: Uint8Array): boolean {
+  const toc = packet[0];
+  if (toc === undefined) return false;
+  const config = toc >> 3;
+  if (config >= 16) return false;
+  const start = firstFrameOffset(packet);
+  if (start < 0) return false;
+  // SILK frames per Opus frame: 10 and 20 ms hold one, 40 ms two, 60 ms three (hybrid: 10 or 20 ms).
+  const duration = config < 12 ? config & 3 : 1;
+  const silkFrames = duration === 3 ? 3 : duration === 2 ? 2 : 1;
+  const stereo = (toc & 0x04) !== 0;
+  return bitAt(packet, start, silkFrames) || (stereo && bitAt(packet, start, 2 * silkFrames + 1));
+}
+
+/** Bit `index` of the frame data at `start`, counted from the most significant bit of its first byte. */
+function bitAt(packet: Uint8Array, start: number, index: number): boolean {
+  const byte = packet[start + (index >> 3)];
+  return byte !== undefined && ((byte >> (7 - (index & 7))) & 1) === 1;
+}
+
+/** Where the first frame's data begins (RFC 6716 §3.2), or -1 when the packet has none or is malformed. */
+function firstFrameOffset(packet: Uint8Array): number {
+  const code = (packet[0] as number) & 3;
+  if (code === 0 || code === 1) return packet.length > 1 ? 1 : -1;
+  if (code === 2) return frameLengthEnd(packet, 1);
+  // Code 3: the frame count byte (§3.2.5), then padding lengths, then (VBR) the frames' lengths but the last.
+  const countByte = packet[1];
+  if (countByte === undefined) return -1;
+  const frames = countByte & 0x3f;
+  let offset = 2;
+  if ((countByte & 0x40) !== 0) {
+    // Padding: each 255 adds 254 octets and another length byte follows.
+    let byte: number | undefined;
+    do {
+      byte = packet[offset++];
+      if (byte === undefined) return -1;
+    } while (byte === 255);
+  }
+  if ((countByte & 0x80) !== 0) {
+    for (let frame = 0; frame < frames - 1 && offset >= 0; frame++) offset = frameLengthEnd(packet, offset);
+  }
+  return offset < packet.length ? offset : -1;
+}
+
+/** The offset after a frame length field (§3.2.1: one octet below 252, else two) at `offset`, or -1. */
+function frameLengthEnd(packet: Uint8Array, offset: number): number {
+  const first = packet[offset];
+  if (first === undefined) return -1;
+  const end = first < 252 ? offset + 1 : offset + 2;
+  return end < packet.length ? end : -1;
+}
+
+/** Samples per frame at 48 kHz by TOC configuration (RFC 6716 §3.1, Table 2): SILK, hybrid, CELT. */
+function frameSamplesOf(config: number): number {
+  if (config < 12) return [480, 960, 1920, 2880][config & 3] as number;
+  if (config < 16) return config & 1 ? 960 : 480;
+  return [120, 240, 480, 960][config & 3] as number;
+}
+
+/** How long a packet plays, in 48 kHz samples (RTP timestamp units, RFC 7587 §4.1); 0 when its header is malformed. */
+export function opusPacketDuration(packet: Uint8Array): number {
+  const toc = packet[0];
+  if (toc === undefined) return 0;
+  const code = toc & 3;
+  const frames = code === 0 ? 1 : code === 3 ? (packet[1] ?? 0) & 0x3f : 2;
+  return frames * frameSamplesOf(toc >> 3);
 }

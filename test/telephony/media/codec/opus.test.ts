@@ -10,6 +10,8 @@ import {
   OpusDecoder,
   OpusEncoder,
   type OpusEncoderSettings,
+  opusPacketDuration,
+  opusPacketHasFec,
 } from "../../../../src/telephony/media/codec/opus.js";
 
 /** A sine peaking at -12 dBFS (RMS -15.05 dBFS). */
@@ -312,5 +314,130 @@ describe("Opus encoder and decoder (libopus in WebAssembly)", () => {
     encoder.dispose();
     encoder.dispose();
     assert.throws(() => encoder.encode(new Int16Array(OPUS_FRAME_SAMPLES), new Uint8Array(1)), /disposed/);
+  });
+
+  describe("at 16 kHz (a wideband room's rate)", () => {
+    /** A tone at 16 kHz peaking at -12 dBFS. */
+    const tone16 = (hertz: number, frames: number) =>
+      Int16Array.from({ length: frames * 320 }, (_, n) =>
+        Math.round(8192 * Math.sin((2 * Math.PI * hertz * n) / 16000)),
+      );
+    /** Level of `hertz` in `samples` at 16 kHz (Goertzel), as a sine's amplitude. */
+    const amplitudeAt = (samples: Int16Array, hertz: number) => {
+      const coefficient = 2 * Math.cos((2 * Math.PI * hertz) / 16000);
+      let previous = 0;
+      let beforePrevious = 0;
+      for (const sample of samples) {
+        const current = sample + coefficient * previous - beforePrevious;
+        beforePrevious = previous;
+        previous = current;
+      }
+      const power = previous ** 2 + beforePrevious ** 2 - coefficient * previous * beforePrevious;
+      return (2 * Math.sqrt(Math.max(0, power))) / samples.length;
+    };
+
+    function code16(samples: Int16Array, settings: Partial<OpusEncoderSettings>): Uint8Array[] {
+      const encoder = new OpusEncoder({ ...settings, sampleRate: 16000 });
+      const packet = new Uint8Array(OPUS_MAX_PACKET_BYTES);
+      const packets: Uint8Array[] = [];
+      for (let index = 0; index * 320 < samples.length; index++) {
+        packets.push(
+          packet.slice(0, encoder.encode(samples.subarray(index * 320, (index + 1) * 320), packet)),
+        );
+      }
+      encoder.dispose();
+      return packets;
+    }
+
+    it("codes 320-sample frames, plays 960 ticks of the 48 kHz RTP clock each, and keeps a 6 kHz tone", () => {
+      const packets = code16(tone16(6000, 50), { bitrate: 24_000, maxBandwidth: "wideband" });
+      const decoder = new OpusDecoder({ sampleRate: 16000 });
+      assert.equal(decoder.frameSamples, 320);
+      const out = new Int16Array(320);
+      let last = 0;
+      for (const packet of packets) {
+        assert.equal(opusPacketDuration(packet), 960);
+        assert.equal(decoder.decode(packet, out), 320);
+        last = amplitudeAt(out, 6000);
+      }
+      decoder.dispose();
+      assert.ok(Math.abs(last / 8192 - 1) < 0.1, `the tone came out at ${last} of 8192`);
+    });
+
+    it("tells which packets carry FEC data, and only they rebuild a lost frame otherwise than concealment", () => {
+      // A voiced tune: libopus codes FEC data for what its voice detector takes for speech.
+      let phase = 0;
+      const tune = Int16Array.from({ length: 100 * 320 }, (_, n) => {
+        phase += (2 * Math.PI * ([220, 330, 260][Math.floor(n / 1280) % 3] as number)) / 16000;
+        return Math.round(5000 * (Math.sin(phase) + 0.5 * Math.sin(2 * phase) + 0.3 * Math.sin(3 * phase)));
+      });
+      for (const inbandFec of [true, false]) {
+        const packets = code16(tune, { bitrate: 24_000, inbandFec, expectedLossPercent: 10 });
+        const withFec = packets.filter((packet) => opusPacketHasFec(packet)).length;
+        // Measured: 77 of 100 (the voice detector passes over some frames).
+        if (inbandFec) assert.ok(withFec > 60, `${withFec} of 100 packets with FEC data`);
+        else assert.equal(withFec, 0);
+        for (const index of [30, 31, 60, 61]) {
+          const recovering = new OpusDecoder({ sampleRate: 16000 });
+          const concealing = new OpusDecoder({ sampleRate: 16000 });
+          const out = new Int16Array(320);
+          for (const packet of packets.slice(0, index)) {
+            recovering.decode(packet, out);
+            concealing.decode(packet, out);
+          }
+          const recovered = new Int16Array(320);
+          const concealed = new Int16Array(320);
+          recovering.decodeLost(recovered, packets[index + 1]);
+          concealing.decodeLost(concealed);
+          recovering.dispose();
+          concealing.dispose();
+          const next = packets[index + 1] as Uint8Array;
+          assert.equal(
+            recovered.some((sample, n) => sample !== concealed[n]),
+            opusPacketHasFec(next),
+            `packet ${index + 1}`,
+          );
+        }
+      }
+    });
+
+    it("finds the FEC flag behind the frame lengths of code 2 and 3 packets, and none in CELT or malformed ones", () => {
+      // A 20 ms wideband SILK TOC (config 9); the first frame's data begins with its VAD and LBRR flags.
+      const silk = 9 << 3;
+      assert.equal(opusPacketHasFec(Uint8Array.of(silk, 0b1100_0000, 1)), true);
+      assert.equal(opusPacketHasFec(Uint8Array.of(silk, 0b1000_0000, 1)), false);
+      // Stereo: the side channel's flags follow the mid channel's.
+      assert.equal(opusPacketHasFec(Uint8Array.of(silk | 4, 0b1010_0000)), false);
+      assert.equal(opusPacketHasFec(Uint8Array.of(silk | 4, 0b1001_0000)), true);
+      // 60 ms SILK (config 11): three VAD flags, then LBRR.
+      assert.equal(opusPacketHasFec(Uint8Array.of((11 << 3) | 0, 0b0001_0000)), true);
+      // Code 2: a length byte before the first frame; code 3 VBR with padding: count, padding, lengths.
+      assert.equal(opusPacketHasFec(Uint8Array.of(silk | 2, 2, 0b0100_0000, 0, 0)), true);
+      assert.equal(opusPacketHasFec(Uint8Array.of(silk | 3, 0xc2, 1, 2, 0b0100_0000, 0, 0, 0)), true);
+      assert.equal(opusPacketHasFec(Uint8Array.of(silk | 3, 0xc2, 1)), false);
+      // CELT-only (config 31) has no FEC; an empty packet has nothing.
+      assert.equal(opusPacketHasFec(Uint8Array.of(31 << 3, 0xff)), false);
+      assert.equal(opusPacketHasFec(new Uint8Array(0)), false);
+      assert.equal(opusPacketDuration(Uint8Array.of((11 << 3) | 1, 0, 0)), 2 * 2880);
+      assert.equal(opusPacketDuration(Uint8Array.of((16 << 3) | 3, 5)), 5 * 120);
+    });
+
+    it("resets a decoder to a new stream's start", () => {
+      const packets = code16(tone16(1000, 20), {});
+      const fresh = new OpusDecoder({ sampleRate: 16000 });
+      const reused = new OpusDecoder({ sampleRate: 16000 });
+      const out = new Int16Array(320);
+      for (const packet of packets.slice(10)) reused.decode(packet, out);
+      reused.reset();
+      const a = new Int16Array(320);
+      const b = new Int16Array(320);
+      for (const packet of packets.slice(0, 3)) {
+        fresh.decode(packet, a);
+        reused.decode(packet, b);
+      }
+      fresh.dispose();
+      reused.dispose();
+      assert.deepEqual(b, a);
+    });
   });
 });
