@@ -1,16 +1,17 @@
 /**
- * DTMF keys heard inside 8 kHz 16-bit linear audio, for trunks that leave the tones in the audio
- * instead of (or as well as) sending RFC 4733 telephone-events.
+ * DTMF keys heard inside 8 kHz or 16 kHz 16-bit linear audio, for trunks that leave the tones in the
+ * audio instead of (or as well as) sending RFC 4733 telephone-events.
  *
  * Analysis: a Goertzel filter at each of the eight DTMF frequencies and at their second harmonics,
- * run over a 106-sample window (13.25 ms, 75 Hz resolution) every 20 samples (2.5 ms). 106 samples put
+ * run over a 13.25 ms window (75 Hz resolution) every 2.5 ms: at 8 kHz 106 samples every 20, at 16 kHz
+ * twice as many, which measures the same (the window's response depends on its duration). 106 samples put
  * adjacent row tones (73–89 Hz apart) about one resolution step apart, near the first null of the
  * rectangular window, and keep the loss of a tone off by the allowed 1.5 % under 2 dB; a window much
  * longer would lose that tone, one much shorter would blur adjacent rows together. Overlapping windows
  * 2.5 ms apart, rather than back-to-back ones (13.25 ms steps, frames' 20 ms), measure how long a tone
  * lasts finely enough to tell the 40 ms a digit needs from a 30 ms blip, whatever the tone's alignment
- * with the frames. Cost: 8 windows per 20 ms frame, each 16 filters over 106 samples, from
- * coefficients computed once; nothing is allocated per frame.
+ * with the frames. Cost: 8 windows per 20 ms frame, each 16 filters over the window, from
+ * coefficients computed once per rate; nothing is allocated per frame.
  *
  * Each window is judged with the checks of ITU-T Q.24 style receivers: enough energy, one clear row
  * and one clear column, the twist between them within limits, most of the window's energy in those two
@@ -21,9 +22,12 @@
 
 import { COLUMN_FREQUENCIES, KEYPAD, ROW_FREQUENCIES } from "./keypad-tones.js";
 
-const SAMPLE_RATE = 8000;
-const WINDOW_LENGTH = 106;
-const HOP_LENGTH = 20;
+/** The rates the detector listens at. */
+export type DetectorRate = 8000 | 16000;
+/** The window and hop at 8 kHz; at 16 kHz twice as many samples, the same durations. */
+const NARROWBAND_WINDOW_LENGTH = 106;
+const NARROWBAND_HOP_LENGTH = 20;
+const MAX_WINDOW_LENGTH = 2 * NARROWBAND_WINDOW_LENGTH;
 
 const TONE_FREQUENCIES = [...ROW_FREQUENCIES, ...COLUMN_FREQUENCIES];
 const FILTER_FREQUENCIES = [...TONE_FREQUENCIES, ...TONE_FREQUENCIES.map((frequency) => 2 * frequency)];
@@ -69,47 +73,67 @@ const PAUSE_WINDOWS = 16;
 const FREQUENCY_TOLERANCE = 0.015;
 const NO_KEY = -1;
 
-/** Power response of a `length`-sample rectangular window to a tone `offset` Hz away, 1 at 0 Hz. */
-function windowResponse(offset: number, length: number): number {
-  const half = (Math.PI * offset) / SAMPLE_RATE;
+/** Power response of a `length`-sample rectangular window at `rate` to a tone `offset` Hz away, 1 at 0 Hz. */
+function windowResponse(offset: number, length: number, rate: number): number {
+  const half = (Math.PI * offset) / rate;
   if (Math.abs(Math.sin(half)) < 1e-12) return 1;
   const ratio = Math.sin(length * half) / (length * Math.sin(half));
   return ratio * ratio;
 }
 
-/**
- * How much of tone `toneHz` (measured by its own filter) leaks into the filter at `filterHz`, at worst
- * over the accepted frequency tolerance. A row's second harmonic lies as little as 58 Hz from a column
- * tone (2 × 697 = 1394 against 1336), so its filter hears the column tone almost as loudly as a real
- * harmonic; the harmonic check allows for that leakage instead of rejecting genuine digits.
- */
-function worstLeakage(toneHz: number, filterHz: number): number {
-  const steps = 30;
-  let worst = 0;
-  for (let step = 0; step <= steps; step++) {
-    const deviation = toneHz * FREQUENCY_TOLERANCE * ((2 * step) / steps - 1);
-    const leaked = windowResponse(toneHz + deviation - filterHz, WINDOW_LENGTH);
-    worst = Math.max(worst, leaked / windowResponse(deviation, WINDOW_LENGTH));
-  }
-  return worst;
+/** The filters and limits of the analysis at one rate, computed once. */
+interface Analysis {
+  readonly rate: DetectorRate;
+  readonly windowLength: number;
+  readonly hopLength: number;
+  readonly coefficients: Float64Array;
+  /** Amplitude leakage of column `c`'s tone into row `r`'s second-harmonic filter at [r * 4 + c], and the reverse. */
+  readonly rowHarmonicLeakage: Float64Array;
+  readonly columnHarmonicLeakage: Float64Array;
 }
 
-/** Amplitude leakage of column `c`'s tone into row `r`'s second-harmonic filter at [r * 4 + c], and the reverse. */
-const ROW_HARMONIC_LEAKAGE = new Float64Array(GROUP_SIZE * GROUP_SIZE);
-const COLUMN_HARMONIC_LEAKAGE = new Float64Array(GROUP_SIZE * GROUP_SIZE);
-for (let row = 0; row < GROUP_SIZE; row++) {
-  for (let column = 0; column < GROUP_SIZE; column++) {
-    const rowHz = ROW_FREQUENCIES[row] as number;
-    const columnHz = COLUMN_FREQUENCIES[column] as number;
-    ROW_HARMONIC_LEAKAGE[row * GROUP_SIZE + column] = Math.sqrt(worstLeakage(columnHz, 2 * rowHz));
-    COLUMN_HARMONIC_LEAKAGE[column * GROUP_SIZE + row] = Math.sqrt(worstLeakage(rowHz, 2 * columnHz));
+function analysisAt(rate: DetectorRate): Analysis {
+  const windowLength = (NARROWBAND_WINDOW_LENGTH * rate) / 8000;
+  /**
+   * How much of tone `toneHz` (measured by its own filter) leaks into the filter at `filterHz`, at
+   * worst over the accepted frequency tolerance. A row's second harmonic lies as little as 58 Hz from
+   * a column tone (2 × 697 = 1394 against 1336), so its filter hears the column tone almost as loudly
+   * as a real harmonic; the harmonic check allows for that leakage instead of rejecting genuine digits.
+   */
+  const worstLeakage = (toneHz: number, filterHz: number): number => {
+    const steps = 30;
+    let worst = 0;
+    for (let step = 0; step <= steps; step++) {
+      const deviation = toneHz * FREQUENCY_TOLERANCE * ((2 * step) / steps - 1);
+      const leaked = windowResponse(toneHz + deviation - filterHz, windowLength, rate);
+      worst = Math.max(worst, leaked / windowResponse(deviation, windowLength, rate));
+    }
+    return worst;
+  };
+  const rowHarmonicLeakage = new Float64Array(GROUP_SIZE * GROUP_SIZE);
+  const columnHarmonicLeakage = new Float64Array(GROUP_SIZE * GROUP_SIZE);
+  for (let row = 0; row < GROUP_SIZE; row++) {
+    for (let column = 0; column < GROUP_SIZE; column++) {
+      const rowHz = ROW_FREQUENCIES[row] as number;
+      const columnHz = COLUMN_FREQUENCIES[column] as number;
+      rowHarmonicLeakage[row * GROUP_SIZE + column] = Math.sqrt(worstLeakage(columnHz, 2 * rowHz));
+      columnHarmonicLeakage[column * GROUP_SIZE + row] = Math.sqrt(worstLeakage(rowHz, 2 * columnHz));
+    }
   }
+  return {
+    rate,
+    windowLength,
+    hopLength: (NARROWBAND_HOP_LENGTH * rate) / 8000,
+    coefficients: Float64Array.from(FILTER_FREQUENCIES, (hz) => 2 * Math.cos((2 * Math.PI * hz) / rate)),
+    rowHarmonicLeakage,
+    columnHarmonicLeakage,
+  };
 }
 
-const COEFFICIENTS = Float64Array.from(
-  FILTER_FREQUENCIES,
-  (hz) => 2 * Math.cos((2 * Math.PI * hz) / SAMPLE_RATE),
-);
+const ANALYSES: Readonly<Record<DetectorRate, Analysis>> = {
+  8000: analysisAt(8000),
+  16000: analysisAt(16000),
+};
 
 /** Index of the strongest of `powers[start]`…`powers[start + 3]`, or NO_KEY when another is within RELATIVE_PEAK. */
 function clearPeak(powers: Float64Array, start: number): number {
@@ -125,27 +149,48 @@ function clearPeak(powers: Float64Array, start: number): number {
 }
 
 export class InbandDtmfDetector {
-  /** The last WINDOW_LENGTH samples, oldest at `writeIndex`. */
-  private readonly history = new Float64Array(WINDOW_LENGTH);
+  private analysis: Analysis;
+  /** The last `analysis.windowLength` samples, oldest at `writeIndex`. */
+  private readonly history = new Float64Array(MAX_WINDOW_LENGTH);
   /** Per filter, the tone's mean square: a sine of amplitude A gives A²/2. */
   private readonly powers = new Float64Array(FILTER_FREQUENCIES.length);
   private writeIndex = 0;
-  private samplesUntilWindow = HOP_LENGTH;
+  private samplesUntilWindow: number;
   /** Result of the latest windows (a key index or NO_KEY) and how many in a row gave it. */
   private runKey = NO_KEY;
   private runLength = 0;
   /** The key of the press in progress, already reported. */
   private reportedKey = NO_KEY;
 
-  constructor(private readonly onDigit: (key: string) => void) {}
+  constructor(
+    private readonly onDigit: (key: string) => void,
+    sampleRate: DetectorRate = 8000,
+  ) {
+    this.analysis = ANALYSES[sampleRate];
+    this.samplesUntilWindow = this.analysis.hopLength;
+  }
 
-  /** Feeds audio in order: the first `length` samples of `frame`, any number, usually one packet's. */
-  process(frame: Int16Array, length = frame.length): void {
+  /** The rate it listens at: that of the audio last fed. */
+  get sampleRate(): DetectorRate {
+    return this.analysis.rate;
+  }
+
+  /**
+   * Feeds audio in order: the first `length` samples of `frame`, any number, usually one packet's, at
+   * `sampleRate` (default the rate of the audio before). Audio at another rate than before starts
+   * the analysis afresh (a stream that changed codec).
+   */
+  process(frame: Int16Array, length = frame.length, sampleRate: DetectorRate = this.analysis.rate): void {
+    if (sampleRate !== this.analysis.rate) {
+      this.analysis = ANALYSES[sampleRate];
+      this.reset();
+    }
+    const windowLength = this.analysis.windowLength;
     for (let i = 0; i < length; i++) {
       this.history[this.writeIndex] = frame[i] as number;
-      this.writeIndex = this.writeIndex === WINDOW_LENGTH - 1 ? 0 : this.writeIndex + 1;
+      this.writeIndex = this.writeIndex === windowLength - 1 ? 0 : this.writeIndex + 1;
       if (--this.samplesUntilWindow === 0) {
-        this.samplesUntilWindow = HOP_LENGTH;
+        this.samplesUntilWindow = this.analysis.hopLength;
         this.onWindow(this.classifyWindow());
       }
     }
@@ -155,7 +200,7 @@ export class InbandDtmfDetector {
   reset(): void {
     this.history.fill(0);
     this.writeIndex = 0;
-    this.samplesUntilWindow = HOP_LENGTH;
+    this.samplesUntilWindow = this.analysis.hopLength;
     this.runKey = NO_KEY;
     this.runLength = 0;
     this.reportedKey = NO_KEY;
@@ -180,12 +225,13 @@ export class InbandDtmfDetector {
   private classifyWindow(): number {
     const history = this.history;
     const powers = this.powers;
+    const { windowLength, rowHarmonicLeakage, columnHarmonicLeakage } = this.analysis;
     let energy = 0;
-    for (let i = 0; i < WINDOW_LENGTH; i++) {
+    for (let i = 0; i < windowLength; i++) {
       const sample = history[i] as number;
       energy += sample * sample;
     }
-    energy /= WINDOW_LENGTH;
+    energy /= windowLength;
     if (energy < ENERGY_FLOOR) return NO_KEY;
 
     // Filters group by group, each check as soon as it can be made: speech and music usually fail
@@ -210,10 +256,10 @@ export class InbandDtmfDetector {
     const harmonicShare = Math.sqrt(SECOND_HARMONIC);
     const rowHarmonicLimit =
       harmonicShare * rowAmplitude +
-      (ROW_HARMONIC_LEAKAGE[row * GROUP_SIZE + column] as number) * columnAmplitude;
+      (rowHarmonicLeakage[row * GROUP_SIZE + column] as number) * columnAmplitude;
     const columnHarmonicLimit =
       harmonicShare * columnAmplitude +
-      (COLUMN_HARMONIC_LEAKAGE[column * GROUP_SIZE + row] as number) * rowAmplitude;
+      (columnHarmonicLeakage[column * GROUP_SIZE + row] as number) * rowAmplitude;
     if (rowHarmonic > rowHarmonicLimit || columnHarmonic > columnHarmonicLimit) return NO_KEY;
 
     return row * GROUP_SIZE + column;
@@ -223,10 +269,11 @@ export class InbandDtmfDetector {
   private filter(index: number): void {
     const history = this.history;
     const start = this.writeIndex;
-    const coefficient = COEFFICIENTS[index] as number;
+    const windowLength = this.analysis.windowLength;
+    const coefficient = this.analysis.coefficients[index] as number;
     let previous = 0;
     let beforePrevious = 0;
-    for (let i = start; i < WINDOW_LENGTH; i++) {
+    for (let i = start; i < windowLength; i++) {
       const current = (history[i] as number) + coefficient * previous - beforePrevious;
       beforePrevious = previous;
       previous = current;
@@ -238,6 +285,6 @@ export class InbandDtmfDetector {
     }
     const power =
       previous * previous + beforePrevious * beforePrevious - coefficient * previous * beforePrevious;
-    this.powers[index] = (2 * power) / (WINDOW_LENGTH * WINDOW_LENGTH);
+    this.powers[index] = (2 * power) / (windowLength * windowLength);
   }
 }
