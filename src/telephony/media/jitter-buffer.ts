@@ -84,7 +84,8 @@ export class JitterBuffer {
     }
     this.slotSequence[slot] = sequence;
     this.bufferedFrames++;
-    (this.slots[slot] as Int16Array).set(frame.subarray(0, this.samplesPerFrame));
+    const stored = this.slots[slot] as Int16Array;
+    for (let i = 0; i < stored.length; i++) stored[i] = frame[i] as number;
     return true;
   }
 

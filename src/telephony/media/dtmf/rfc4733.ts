@@ -27,16 +27,21 @@ export interface TelephoneEvent {
   duration: number;
 }
 
-/** Parses a telephone-event payload; null when it is too short. Redundant trailing octets are ignored. */
-export function parseTelephoneEvent(payload: Uint8Array): TelephoneEvent | null {
+/**
+ * Parses a telephone-event payload, into `into` when given (a per-packet path that allocates
+ * nothing); null when it is too short. Redundant trailing octets are ignored.
+ */
+export function parseTelephoneEvent(
+  payload: Uint8Array,
+  into: TelephoneEvent = { event: 0, end: false, volume: 0, duration: 0 },
+): TelephoneEvent | null {
   if (payload.length < TELEPHONE_EVENT_PAYLOAD_LENGTH) return null;
   const flags = payload[1] as number;
-  return {
-    event: payload[0] as number,
-    end: (flags & 0x80) !== 0,
-    volume: flags & 0x3f,
-    duration: ((payload[2] as number) << 8) | (payload[3] as number),
-  };
+  into.event = payload[0] as number;
+  into.end = (flags & 0x80) !== 0;
+  into.volume = flags & 0x3f;
+  into.duration = ((payload[2] as number) << 8) | (payload[3] as number);
+  return into;
 }
 
 /** Writes a telephone-event payload into `out` at `offset` (R is sent as zero, §2.3.3); returns 4. */
@@ -87,12 +92,14 @@ export class TelephoneEventReceiver {
   private currentEvent = -1;
   private currentDuration = 0;
   private currentReported = true;
+  /** The packet being read, parsed in place. */
+  private readonly parsed: TelephoneEvent = { event: 0, end: false, volume: 0, duration: 0 };
 
   constructor(private readonly onDigit: (digit: ReceivedDigit) => void) {}
 
   /** Feeds one telephone-event packet: its RTP timestamp and payload. */
   receive(rtpTimestamp: number, payload: Uint8Array): void {
-    const packet = parseTelephoneEvent(payload);
+    const packet = parseTelephoneEvent(payload, this.parsed);
     if (packet === null) return;
     const timestamp = rtpTimestamp >>> 0;
     const isFirstEvent = this.currentEvent < 0;

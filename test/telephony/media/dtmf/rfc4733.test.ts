@@ -41,6 +41,14 @@ describe("telephone-event payload (RFC 4733 §2.3)", () => {
     assert.equal(parseTelephoneEvent(hex("05 0a 00")), null);
   });
 
+  it("parses into the event object given, for a path that allocates nothing per packet", () => {
+    const event = { event: 0, end: false, volume: 0, duration: 0 };
+    assert.equal(parseTelephoneEvent(hex("0b 8a 0320"), event), event);
+    assert.deepEqual(event, { event: 11, end: true, volume: 10, duration: 800 });
+    assert.equal(parseTelephoneEvent(hex("05 3f ffff"), event), event);
+    assert.deepEqual(event, { event: 5, end: false, volume: 63, duration: 65535 });
+  });
+
   it("ignores the reserved bit and writes it as zero", () => {
     assert.equal(parseTelephoneEvent(hex("01 4a 00a0"))?.volume, 10);
     assert.deepEqual(Buffer.from(payload(1, true, 160)), hex("01 8a 00a0"));
