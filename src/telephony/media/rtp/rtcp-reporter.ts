@@ -15,7 +15,6 @@ import {
   writeSenderReport,
   writeSourceDescription,
 } from "./rtcp-packet.js";
-import { TIMESTAMP_UNITS_PER_MS } from "./rtp-stream.js";
 import type { ReceptionStatistics } from "./sequence.js";
 
 /** What an SR says of our sending: the RTP timestamp now and the counts of our SSRC since it started. */
@@ -61,8 +60,11 @@ export class RtcpReporter {
     return this.#roundTripMs;
   }
 
-  /** Reads a received compound packet, `now` being when it arrived (the session's clock). */
-  receive(packets: readonly RtcpPacket[], now: number): void {
+  /**
+   * Reads a received compound packet, `now` being when it arrived (the session's clock);
+   * `clockRate` is our stream's RTP clock, whose units the remote's jitter about it is in.
+   */
+  receive(packets: readonly RtcpPacket[], now: number, clockRate: number): void {
     for (const packet of packets) {
       switch (packet.type) {
         case "SR":
@@ -72,10 +74,10 @@ export class RtcpReporter {
           });
           this.remoteSenderReportSsrc = packet.ssrc;
           this.remoteSenderReportAt = now;
-          this.readReportsAboutUs(packet.reports, now);
+          this.readReportsAboutUs(packet.reports, now, clockRate);
           break;
         case "RR":
-          this.readReportsAboutUs(packet.reports, now);
+          this.readReportsAboutUs(packet.reports, now, clockRate);
           break;
         case "BYE":
           if (!packet.ssrcs.includes(this.ssrc)) this.onBye(packet.reason);
@@ -127,11 +129,11 @@ export class RtcpReporter {
     );
   }
 
-  private readReportsAboutUs(reports: readonly ReportBlock[], now: number): void {
+  private readReportsAboutUs(reports: readonly ReportBlock[], now: number, clockRate: number): void {
     for (const block of reports) {
       if (block.ssrc !== this.ssrc) continue;
       this.#remoteFractionLost = block.fractionLost / 256;
-      this.#remoteJitterMs = block.jitter / TIMESTAMP_UNITS_PER_MS;
+      this.#remoteJitterMs = (block.jitter * 1000) / clockRate;
       if (block.lastSenderReport !== 0) {
         // §6.4.1: round trip = arrival − LSR − DLSR, all in 1/65536 s of the NTP clock.
         const arrival = ntpMiddle32(this.ntpNow(now));

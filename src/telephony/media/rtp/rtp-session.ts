@@ -1,13 +1,17 @@
 // Long because sending, receiving, relaying and handing over share one socket pair and per-packet state.
 /**
- * One call's media stream over RTP/RTCP (RFC 3550) on a pair of UDP sockets: G.711 audio in 20 ms
- * frames both ways, DTMF as RFC 4733 telephone-events, symmetric RTP towards peers behind NAT, and
- * periodic RTCP reports from which call quality is read.
+ * One call's media stream over RTP/RTCP (RFC 3550) on a pair of UDP sockets: audio in 20 ms frames
+ * both ways (G.711, G.722 or Opus out; any of the negotiated formats in, packet by packet), DTMF as
+ * RFC 4733 telephone-events, symmetric RTP towards peers behind NAT, and periodic RTCP reports from
+ * which call quality is read.
  *
- * The layer above owns the 20 ms clock: it calls `sendFrame` and `readFrame` once per tick. Received
- * audio waits in a jitter buffer until it is read.
+ * The layer above owns the 20 ms clock: it calls `sendFrame` and `readFrame` once per tick, with
+ * frames at the session's `audioRate`: 16 kHz when G.722 or Opus is sent or may be received, else
+ * 8 kHz. Audio of another rate is converted inside (G.711 packets in a 16 kHz session are upsampled;
+ * 16 kHz frames sent as G.711 are downsampled). Received audio waits in a jitter buffer until it is read.
  *
- * Beside it: what a stream is (rtp-stream.ts), DTMF sending (telephone-event-sender.ts), RTCP
+ * Beside it: what a stream is (rtp-stream.ts), decoding and Opus loss recovery (audio-receiver.ts),
+ * relaying between codecs (relay-transcoder.ts), DTMF sending (telephone-event-sender.ts), RTCP
  * reports (rtcp-reporter.ts) and the symmetric-RTP latch (symmetric-rtp.ts).
  */
 
@@ -15,16 +19,32 @@ import { randomBytes, randomUUID } from "node:crypto";
 import type dgram from "node:dgram";
 import { EventEmitter } from "node:events";
 import { performance } from "node:perf_hooks";
-import { decodeAlaw, decodeMulaw, encodeAlaw, encodeMulaw } from "../codec/g711.js";
+import {
+  type AudioEncoder,
+  type AudioRate,
+  audioRateOf,
+  createEncoder,
+  type EncoderSpec,
+  encoderKey,
+  rtpClockRateOf,
+} from "../codec/audio-codec.js";
+import { opusPacketDuration } from "../codec/opus.js";
 import {
   eventOfDtmfKey,
+  parseTelephoneEvent,
   type ReceivedDigit,
+  type TelephoneEvent,
   type TelephoneEventPacket,
   TelephoneEventReceiver,
+  writeTelephoneEvent,
 } from "../dtmf/rfc4733.js";
 import { FrameAssembler } from "../frame-assembler.js";
 import { JitterBuffer, type JitterBufferOptions, type PlayoutKind } from "../jitter-buffer.js";
+import { PrefixViews } from "../prefix-views.js";
+import { createResampler, type Resampler } from "../resampler.js";
+import { AudioReceiver, MAX_DECODED_SAMPLES } from "./audio-receiver.js";
 import type { BoundPortPair, RtpPortAllocator } from "./port-allocator.js";
+import { RelayTranscoder } from "./relay-transcoder.js";
 import { parseRtcpCompound, writeGoodbye } from "./rtcp-packet.js";
 import { RtcpReporter } from "./rtcp-reporter.js";
 import {
@@ -36,7 +56,6 @@ import {
 } from "./rtp-packet.js";
 import {
   type AudioCodecName,
-  type G711Codec,
   isReceiving,
   isSending,
   NO_DROPS,
@@ -46,8 +65,6 @@ import {
   type RtpSessionStats,
   type RtpTotals,
   remoteRtcpPort,
-  SAMPLES_PER_FRAME,
-  TIMESTAMP_UNITS_PER_MS,
 } from "./rtp-stream.js";
 import { ReceptionStatistics } from "./sequence.js";
 import { SrtpReceiver, type SrtpRefusal, SrtpSender } from "./srtp.js";
@@ -68,7 +85,8 @@ export interface RtpSessionOptions {
   rtcpIntervalMs?: number;
   /** SDES CNAME, default a random identifier as RFC 7022 recommends. */
   cname?: string;
-  jitterBuffer?: JitterBufferOptions;
+  /** The jitter buffer's delay and capacity; its frames are the session's (audioRate / 50 samples). */
+  jitterBuffer?: Omit<JitterBufferOptions, "samplesPerFrame">;
 }
 
 /** SRTP that failed authentication since the last such report (see SRTP_WARNING_INTERVAL_MS). */
@@ -102,22 +120,34 @@ export interface RtpSessionEvents {
 const SEND_BUFFER_COUNT = 8;
 const RTCP_BUFFER_LENGTH = 1500;
 const DEFAULT_RTCP_INTERVAL_MS = 5000;
-/** The most G.711 samples one datagram can carry (a 1500-byte MTU less IP, UDP and RTP headers). */
-const MAX_PAYLOAD_SAMPLES = 1500 - 20 - 8 - RTP_FIXED_HEADER_LENGTH;
+/** The largest payload one datagram carries (a 1500-byte MTU less IP, UDP and RTP headers). */
+const MAX_PAYLOAD_BYTES = 1500 - 20 - 8 - RTP_FIXED_HEADER_LENGTH;
 /** At most one report of SRTP authentication failures per this many ms. */
 const SRTP_WARNING_INTERVAL_MS = 10_000;
-/** What a received payload type carries (the index of `payloadKinds`). */
+/** What a received payload type carries (`payloadKinds`): nothing known, a telephone-event, or AUDIO_KINDS[kind - PAYLOAD_AUDIO]. */
 const PAYLOAD_UNKNOWN = 0;
-const PAYLOAD_PCMU = 1;
-const PAYLOAD_PCMA = 2;
-const PAYLOAD_TELEPHONE_EVENT = 3;
-/** G.722 and Opus are not decoded here yet (issue 27: the rtp part brings them). */
-const PAYLOAD_OF_CODEC: Readonly<Record<AudioCodecName, number>> = {
-  PCMU: PAYLOAD_PCMU,
-  PCMA: PAYLOAD_PCMA,
-  G722: PAYLOAD_UNKNOWN,
-  opus: PAYLOAD_UNKNOWN,
-};
+const PAYLOAD_TELEPHONE_EVENT = 1;
+const PAYLOAD_AUDIO = 2;
+const AUDIO_KINDS: readonly AudioCodecName[] = ["PCMU", "PCMA", "G722", "opus"];
+/** The header alone, for a packet whose payload is written in place behind it. */
+const NO_PAYLOAD = new Uint8Array(0);
+/** How relayed packets go out (see relayTo): as they came, or decoded and encoded again in our codec. */
+const RELAY_NONE = 0;
+const RELAY_PASS_THROUGH = 1;
+const RELAY_TRANSCODE = 2;
+
+/** The session's rate: wideband when anything sent or received is (G.722, Opus), else narrowband. */
+function sessionAudioRate(config: RtpSessionConfiguration): AudioRate {
+  const wide = (codec: AudioCodecName) => audioRateOf(codec) === 16000;
+  return wide(config.codec) || (config.receiveFormats ?? []).some((format) => wide(format.codec))
+    ? 16000
+    : 8000;
+}
+
+/** How many RTP ticks a payload of `codec` lasts: G.711 one a byte, G.722 one a byte (two 16 kHz samples), Opus by its TOC. */
+function payloadTicks(codec: AudioCodecName, payload: Uint8Array): number {
+  return codec === "opus" ? opusPacketDuration(payload) : payload.length;
+}
 
 function randomUint32(): number {
   return randomBytes(4).readUInt32BE(0);
@@ -127,11 +157,12 @@ const MAX_PORT = 65_535;
 
 export class RtpSession extends EventEmitter<RtpSessionEvents> {
   /**
-   * Told of each received audio packet's samples as it arrives, before the jitter buffer delays,
-   * reorders or trims anything (for in-band tone detection). The samples are the session's: read
-   * `count` of them before returning.
+   * Told of each received audio packet's samples as it arrives, at the session's `audioRate`, before
+   * the jitter buffer delays, reorders or trims anything (for in-band tone detection); Opus audio
+   * rebuilt or concealed before a packet comes first. The samples are the session's: read `count` of
+   * them before returning.
    */
-  onDecodedAudio: ((samples: Int16Array, count: number) => void) | undefined;
+  onDecodedAudio: ((samples: Int16Array, count: number, sampleRate: AudioRate) => void) | undefined;
   /** Our synchronization source, random (§8.1). */
   readonly ssrc: number;
   private readonly rtp: dgram.Socket;
@@ -141,8 +172,10 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   private readonly clock: () => number;
   private readonly rtcpIntervalMs: number;
   private readonly cname: string;
-  private readonly jitterBufferOptions: JitterBufferOptions;
+  private readonly jitterBufferOptions: Omit<JitterBufferOptions, "samplesPerFrame">;
   private config: RtpSessionConfiguration | null = null;
+  /** The PCM rate of the frames read and sent; 8000 until a configuration says otherwise. */
+  private rate: AudioRate = 8000;
   /** What each received payload type (0-127) carries, from the configuration: a PAYLOAD_ constant. */
   private readonly payloadKinds = new Uint8Array(128);
   private closing: Promise<void> | null = null;
@@ -173,15 +206,26 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   /** §5.1: the marker bit is set on the first packet of a talkspurt, here the first after (re)starting to send. */
   private markNextFrame = true;
   private readonly sendBuffers = Array.from({ length: SEND_BUFFER_COUNT }, () =>
-    Buffer.alloc(RTP_FIXED_HEADER_LENGTH + MAX_PAYLOAD_SAMPLES + SRTP_MAX_RTP_OVERHEAD),
+    Buffer.alloc(RTP_FIXED_HEADER_LENGTH + MAX_PAYLOAD_BYTES + SRTP_MAX_RTP_OVERHEAD),
+  );
+  /** Where each send buffer's payload goes, written in place (an encoder's output, a copy). */
+  private readonly sendPayloads = this.sendBuffers.map((buffer) =>
+    buffer.subarray(RTP_FIXED_HEADER_LENGTH, RTP_FIXED_HEADER_LENGTH + MAX_PAYLOAD_BYTES),
   );
   // SRTP, when negotiated: what protects what we send and opens what we receive.
   private srtpSender: SrtpSender | null = null;
   private srtpReceiver: SrtpReceiver | null = null;
   private nextSendBuffer = 0;
-  private readonly encoded = new Uint8Array(SAMPLES_PER_FRAME);
-  /** A relayed packet's payload turned into our G.711 law. */
-  private readonly transcoded = new Uint8Array(MAX_PAYLOAD_SAMPLES);
+  /** The encoder of what we send, made at configure; null before. */
+  private encoder: AudioEncoder | null = null;
+  private sendSpec: EncoderSpec | null = null;
+  private sendKey = "";
+  /** Our RTP clock (the send codec's) and its ticks per 20 ms. */
+  private sendClockRate = 8000;
+  private sendTicksPerFrame = 160;
+  /** A 16 kHz frame sent in G.711: converted to 8 kHz first. */
+  private sendDownsampler: Resampler | null = null;
+  private readonly narrowFrame = new Int16Array(160);
   private packetsSent = 0;
   private octetsSent = 0;
   private sentSinceReport = false;
@@ -189,6 +233,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   // DTMF sending, one telephone-event packet per 20 ms tick.
   private readonly dtmf = new TelephoneEventSender({
     timestamp: () => this.timestamp,
+    clockRate: () => this.sendClockRate,
     sendEventPacket: (packet) => this.sendEventPacket(packet),
   });
 
@@ -196,17 +241,27 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   // and timestamps map onto ours (the far end sees one stream from us, whoever's audio it carries).
   /** Where this session's received packets go, instead of its own playout; null when played out here. */
   private relayPeer: RtpSession | null = null;
-  /** The relayed source our offsets were taken for; null before the first relayed packet. */
+  /** How the relayed source's packets went out so far: a RELAY_ constant. */
+  private relayMode = RELAY_NONE;
+  /** The relayed source our offsets or timeline were taken for. */
   private relayedSsrc: number | null = null;
   private relaySequenceOffset = 0;
   private relayTimestampOffset = 0;
+  /** Relayed audio of another codec, into ours; made on first use after the encoder changed. */
+  private relayTranscoder: RelayTranscoder | null = null;
+  private readonly relayedEvent: TelephoneEvent = { event: 0, end: false, volume: 0, duration: 0 };
 
   // Receiving, from one remote source at a time.
-  /** Decoded samples of one packet: up to a full datagram's payload, whatever the packet length. */
-  private readonly decoded = new Int16Array(MAX_PAYLOAD_SAMPLES);
-  private readonly assembler = new FrameAssembler((frameIndex, frame) =>
-    this.jitterBuffer.push(frameIndex, frame),
+  private readonly audio = new AudioReceiver((timestamp, samples, count, sampleRate, clockRate) =>
+    this.decodedAudio(timestamp, samples, count, sampleRate, clockRate),
   );
+  /** The RTP clock of the last audio packet received: that of the telephone-events among them too. */
+  private receiveClockRate = 8000;
+  /** Narrowband audio received in a wideband session, converted. */
+  private playoutUpsampler: Resampler | null = null;
+  private readonly narrowViews = new PrefixViews(new Int16Array(MAX_DECODED_SAMPLES));
+  private readonly wideViews = new PrefixViews(new Int16Array(2 * MAX_DECODED_SAMPLES));
+  private assembler: FrameAssembler;
   private remoteSsrc: number | null = null;
   private reception: ReceptionStatistics | null = null;
   private jitterBuffer: JitterBuffer;
@@ -224,6 +279,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     packetsDuplicate: 0,
     packetsOutOfOrder: 0,
     framesConcealed: 0,
+    framesRecovered: 0,
     dropped: { ...NO_DROPS },
   };
   private lastPacketTime: number | null = null;
@@ -256,7 +312,8 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     this.cname = handover?.cname ?? options.cname ?? randomUUID();
     this.reporter = new RtcpReporter(this.ssrc, this.cname, (reason) => this.emit("bye", reason));
     this.jitterBufferOptions = options.jitterBuffer ?? {};
-    this.jitterBuffer = new JitterBuffer(this.jitterBufferOptions);
+    this.jitterBuffer = this.newJitterBuffer();
+    this.assembler = this.newAssembler();
     this.eventReceiver = this.newEventReceiver();
     this.timestampAdvancedAt = this.clock();
     if (handover !== undefined) this.carryOn(handover);
@@ -275,6 +332,16 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   /** Monotonic time (the session's clock, ms) of the last RTP or RTCP packet from the remote; null before one. */
   get lastPacketAt(): number | null {
     return this.lastPacketTime;
+  }
+
+  /** The PCM rate of the frames `readFrame` gives and `sendFrame` takes (audioRate / 50 samples each); 8000 before configure. */
+  get audioRate(): AudioRate {
+    return this.rate;
+  }
+
+  /** What an encoder of the frames we send is made from (payloads for `sendEncoded`); null before configure. */
+  get encoderSpec(): EncoderSpec | null {
+    return this.sendSpec;
   }
 
   /**
@@ -305,32 +372,98 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       this.srtpSender = config.srtp === undefined ? null : new SrtpSender(config.srtp.send);
     if (config.srtp?.receive.inline !== previous?.srtp?.receive.inline)
       this.srtpReceiver = config.srtp === undefined ? null : new SrtpReceiver(config.srtp.receive);
+    if (previous !== null && previous.payloadType !== config.payloadType) this.markNextFrame = true;
     this.config = { ...config };
-    this.payloadKinds.fill(PAYLOAD_UNKNOWN);
+    const kinds = this.payloadKinds;
+    kinds.fill(PAYLOAD_UNKNOWN);
+    for (const payloadType of config.receiveTelephoneEventPayloadTypes ?? [])
+      kinds[payloadType & 0x7f] = PAYLOAD_TELEPHONE_EVENT;
     if (config.telephoneEventPayloadType !== undefined)
-      this.payloadKinds[config.telephoneEventPayloadType & 0x7f] = PAYLOAD_TELEPHONE_EVENT;
-    for (const format of config.receiveFormats ?? [])
-      this.payloadKinds[format.payloadType & 0x7f] = PAYLOAD_OF_CODEC[format.codec];
-    this.payloadKinds[config.payloadType & 0x7f] = PAYLOAD_OF_CODEC[config.codec];
+      kinds[config.telephoneEventPayloadType & 0x7f] = PAYLOAD_TELEPHONE_EVENT;
+    const received = [...(config.receiveFormats ?? []), config];
+    for (const format of received)
+      kinds[format.payloadType & 0x7f] = PAYLOAD_AUDIO + AUDIO_KINDS.indexOf(format.codec);
+    this.audio.prepare(received.map((format) => format.codec));
+    const rate = sessionAudioRate(config);
+    if (rate !== this.rate) this.changeRate(rate);
+    this.configureSending(config);
     if (this.rtcpTimer === null) this.scheduleReport();
   }
 
+  /** Frames of another length from now on: playout starts afresh at the new rate. */
+  private changeRate(rate: AudioRate): void {
+    this.rate = rate;
+    this.foldPlayoutStats();
+    this.jitterBuffer = this.newJitterBuffer();
+    this.assembler = this.newAssembler();
+    this.playoutUpsampler = rate === 16000 ? createResampler(8000, 16000) : null;
+  }
+
+  /** An encoder for what we now send (kept when the settings are the same), and our RTP clock. */
+  private configureSending(config: RtpSessionConfiguration): void {
+    const spec: EncoderSpec =
+      config.codec === "opus" && config.opus !== undefined
+        ? { codec: config.codec, opus: config.opus }
+        : { codec: config.codec };
+    const key = encoderKey(spec);
+    if (key !== this.sendKey || this.encoder === null) {
+      this.encoder?.dispose();
+      this.encoder = createEncoder(spec);
+      this.sendSpec = spec;
+      this.sendKey = key;
+      this.relayTranscoder = null;
+      this.relayMode = RELAY_NONE;
+    }
+    this.sendClockRate = rtpClockRateOf(config.codec);
+    this.sendTicksPerFrame = this.sendClockRate / 50;
+    const encoderRate = this.encoder.sampleRate;
+    if (encoderRate === this.rate) this.sendDownsampler = null;
+    else if (this.sendDownsampler === null) this.sendDownsampler = createResampler(this.rate, encoderRate);
+  }
+
   /**
-   * Sends one 20 ms frame (160 samples) in the negotiated G.711 law. The timestamp advances even when
-   * the direction forbids sending; while a DTMF event is being sent the frame is dropped instead
-   * (RFC 4733 §2.5.1.1), the event's packets advancing the timestamp.
+   * Sends one 20 ms frame (audioRate / 50 samples) in the negotiated codec. The timestamp advances
+   * even when the direction forbids sending; while a DTMF event is being sent the frame is dropped
+   * instead (RFC 4733 §2.5.1.1), the event's packets advancing the timestamp.
    */
-  sendFrame(samples: Int16Array): void {
+  sendFrame(frame: Int16Array): void {
     if (this.closing !== null || this.dtmf.sendingEvent) return;
+    if (frame.length !== this.rate / 50) {
+      throw new RangeError(
+        `a ${this.rate} Hz session sends frames of ${this.rate / 50} samples, not ${frame.length}`,
+      );
+    }
     const config = this.config;
-    if (config !== null && isSending(config.direction)) {
-      const length =
-        config.codec === "PCMU" ? encodeMulaw(samples, this.encoded) : encodeAlaw(samples, this.encoded);
-      const payload = length === SAMPLES_PER_FRAME ? this.encoded : this.encoded.subarray(0, length);
-      this.sendRtp(config.payloadType, this.timestamp, payload, this.markNextFrame);
+    const encoder = this.encoder;
+    if (config !== null && encoder !== null && isSending(config.direction)) {
+      let input = frame;
+      if (this.sendDownsampler !== null) {
+        this.sendDownsampler.process(frame, this.narrowFrame);
+        input = this.narrowFrame;
+      }
+      const length = encoder.encode(input, this.payloadArea());
+      this.sendRtp(config.payloadType, this.timestamp, length, this.markNextFrame);
       this.markNextFrame = false;
     }
-    this.advanceTimestamp(samples.length);
+    this.advanceTimestamp(this.sendTicksPerFrame);
+  }
+
+  /**
+   * Sends one 20 ms payload made by an encoder of `encoderSpec` (one encoding shared by several
+   * sessions), as `sendFrame` would send the frame it was made from: dropped while a DTMF event is
+   * being sent, not sent when the direction forbids, the timestamp advancing 20 ms of our clock.
+   */
+  sendEncoded(payload: Uint8Array): void {
+    if (this.closing !== null || this.dtmf.sendingEvent) return;
+    if (payload.length > MAX_PAYLOAD_BYTES)
+      throw new RangeError(`a payload of ${payload.length} bytes does not fit a datagram`);
+    const config = this.config;
+    if (config !== null && isSending(config.direction)) {
+      this.payloadArea().set(payload);
+      this.sendRtp(config.payloadType, this.timestamp, payload.length, this.markNextFrame);
+      this.markNextFrame = false;
+    }
+    this.advanceTimestamp(this.sendTicksPerFrame);
   }
 
   /**
@@ -350,17 +483,23 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
 
   /**
    * Relays: every packet this session receives from now on is sent out of `peer` as `peer`'s own
-   * stream (its SSRC, its sequence numbers and timestamps carried on, its payload types; the payload
-   * as it came, or turned into the other G.711 law when the two calls use different ones), instead
-   * of being played out here. Keys and talking are then the far end's business. null stops it.
+   * stream (its SSRC and payload types), instead of being played out here. A packet in `peer`'s own
+   * codec goes as it came, its sequence numbers and timestamps carried on; one in another codec is
+   * decoded here and encoded again there in 20 ms frames, stamped on `peer`'s clock. Keys and talking
+   * are then the far end's business. null stops it.
    */
   relayTo(peer: RtpSession | null): void {
     this.relayPeer = peer;
-    if (peer !== null) peer.relayedSsrc = null;
+    if (peer !== null) peer.relayMode = RELAY_NONE;
   }
 
-  /** Writes the next 20 ms of received audio (160 samples) into `out`. */
+  /** Writes the next 20 ms of received audio (audioRate / 50 samples) into `out`. */
   readFrame(out: Int16Array): PlayoutKind {
+    if (out.length !== this.rate / 50) {
+      throw new RangeError(
+        `a ${this.rate} Hz session reads frames of ${this.rate / 50} samples, not ${out.length}`,
+      );
+    }
     return this.jitterBuffer.pull(out);
   }
 
@@ -371,7 +510,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       packetsReceived: totals.packetsReceived,
       packetsLost: totals.packetsLost,
       fractionLost: this.reporter.lastFractionLost,
-      jitterMs: (this.reception?.jitter ?? 0) / TIMESTAMP_UNITS_PER_MS,
+      jitterMs: this.reception?.jitterMs ?? 0,
       remoteFractionLost: this.reporter.remoteFractionLost,
       remoteJitterMs: this.reporter.remoteJitterMs,
       roundTripMs: this.reporter.roundTripMs,
@@ -379,6 +518,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       packetsDuplicate: totals.packetsDuplicate,
       packetsOutOfOrder: totals.packetsOutOfOrder,
       framesConcealed: totals.framesConcealed,
+      framesRecovered: totals.framesRecovered,
       dropped: totals.dropped,
     };
   }
@@ -407,6 +547,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     this.closing = new Promise((resolve) => {
       if (this.rtcpTimer !== null) clearTimeout(this.rtcpTimer);
       this.dtmf.stop();
+      this.disposeCodecs();
       let open = 2;
       const closed = () => {
         if (--open === 0) resolve();
@@ -441,15 +582,17 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     const reception = this.reception;
     const earlier = this.earlier;
     const playout = this.jitterBuffer.stats;
+    const decoding = this.audio.stats;
     return {
       packetsSent: earlier.packetsSent + this.packetsSent,
       octetsSent: earlier.octetsSent + this.octetsSent,
       packetsReceived: earlier.packetsReceived + (reception?.received ?? 0),
       packetsLost: earlier.packetsLost + (reception?.lost ?? 0),
-      packetsLate: earlier.packetsLate + playout.late,
-      packetsDuplicate: earlier.packetsDuplicate + playout.duplicate,
+      packetsLate: earlier.packetsLate + playout.late + decoding.late,
+      packetsDuplicate: earlier.packetsDuplicate + playout.duplicate + decoding.duplicate,
       packetsOutOfOrder: earlier.packetsOutOfOrder + (reception?.misordered ?? 0),
-      framesConcealed: earlier.framesConcealed + playout.concealed,
+      framesConcealed: earlier.framesConcealed + playout.concealed + decoding.concealedFrames,
+      framesRecovered: earlier.framesRecovered + decoding.recoveredFrames,
       dropped: {
         unknownPayloadType: earlier.dropped.unknownPayloadType + this.drops.unknownPayloadType,
         unknownSource: earlier.dropped.unknownSource + this.drops.unknownSource,
@@ -467,6 +610,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     this.closing = new Promise((resolve) => {
       if (this.rtcpTimer !== null) clearTimeout(this.rtcpTimer);
       this.dtmf.stop();
+      this.disposeCodecs();
       const finish = () => {
         this.rtp.close();
         this.rtcp.close();
@@ -486,19 +630,59 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     return this.closing;
   }
 
+  /** Frees the encoder and decoders (libopus's states); the session sends and receives nothing more. */
+  private disposeCodecs(): void {
+    this.encoder?.dispose();
+    this.encoder = null;
+    this.audio.dispose();
+  }
+
   private newEventReceiver(): TelephoneEventReceiver {
     return new TelephoneEventReceiver((digit) => this.emit("digit", digit));
   }
 
-  private advanceTimestamp(samples: number): void {
-    this.timestamp = (this.timestamp + samples) >>> 0;
+  private newJitterBuffer(): JitterBuffer {
+    return new JitterBuffer({ ...this.jitterBufferOptions, samplesPerFrame: this.rate / 50 });
+  }
+
+  private newAssembler(): FrameAssembler {
+    return new FrameAssembler(
+      (frameIndex, frame) => this.jitterBuffer.push(frameIndex, frame),
+      this.rate / 50,
+      this.rate,
+    );
+  }
+
+  /** Adds the playout counts to the earlier ones, before the jitter buffer is replaced. */
+  private foldPlayoutStats(): void {
+    const earlier = this.earlier;
+    const playout = this.jitterBuffer.stats;
+    earlier.packetsLate += playout.late;
+    earlier.packetsDuplicate += playout.duplicate;
+    earlier.framesConcealed += playout.concealed;
+    earlier.dropped.jitterBufferOverflow += playout.trimmed;
+  }
+
+  private advanceTimestamp(ticks: number): void {
+    this.timestampAt((this.timestamp + ticks) >>> 0);
+  }
+
+  /** Our timestamp is now `timestamp` (after relayed audio, whose timestamps are the source's carried on). */
+  private timestampAt(timestamp: number): void {
+    this.timestamp = timestamp;
     this.timestampAdvancedAt = this.clock();
   }
 
+  /** Where the next packet's payload is to be written: behind the header in the next send buffer. */
+  private payloadArea(): Uint8Array {
+    return this.sendPayloads[this.nextSendBuffer] as Uint8Array;
+  }
+
+  /** Sends the packet whose payload, `payloadLength` octets, was written to `payloadArea()`. */
   private sendRtp(
     payloadType: number,
     timestamp: number,
-    payload: Uint8Array,
+    payloadLength: number,
     marker: boolean,
     sequenceNumber = this.sequenceNumber,
   ): void {
@@ -510,11 +694,11 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     this.sequenceNumber = (sequenceNumber + 1) & 0xffff;
     const buffer = this.sendBuffers[this.nextSendBuffer] as Buffer;
     this.nextSendBuffer = (this.nextSendBuffer + 1) % SEND_BUFFER_COUNT;
-    const plainLength = writeRtpPacket(header, payload, buffer);
+    const plainLength = writeRtpPacket(header, NO_PAYLOAD, buffer) + payloadLength;
     const length = this.srtpSender === null ? plainLength : this.srtpSender.protectRtp(buffer, plainLength);
     this.rtp.send(buffer, 0, length, this.rtpRemote.port, this.rtpRemote.address);
     this.packetsSent++;
-    this.octetsSent += payload.length;
+    this.octetsSent += payloadLength;
     this.sentSinceReport = true;
   }
 
@@ -522,9 +706,10 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   private sendEventPacket(packet: TelephoneEventPacket): void {
     const config = this.config;
     if (config?.telephoneEventPayloadType !== undefined && isSending(config.direction)) {
-      this.sendRtp(config.telephoneEventPayloadType, packet.timestamp, packet.payload, packet.marker);
+      this.payloadArea().set(packet.payload);
+      this.sendRtp(config.telephoneEventPayloadType, packet.timestamp, packet.payload.length, packet.marker);
     }
-    this.advanceTimestamp(SAMPLES_PER_FRAME);
+    this.advanceTimestamp(this.sendTicksPerFrame);
   }
 
   private receiveRtp(received: Buffer, source: dgram.RemoteInfo): void {
@@ -552,7 +737,8 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       this.drops.unknownPayloadType++;
       return;
     }
-    const isAudio = kind !== PAYLOAD_TELEPHONE_EVENT;
+    const codec =
+      kind === PAYLOAD_TELEPHONE_EVENT ? null : (AUDIO_KINDS[kind - PAYLOAD_AUDIO] as AudioCodecName);
     const now = this.clock();
     if (!this.rtpRemote.latched) {
       // Symmetric RTP (RFC 4961): answer where the first valid packet came from.
@@ -578,30 +764,57 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     this.lastPacketTime = now;
     if (packet.ssrc !== this.remoteSsrc || this.reception === null)
       this.startRemoteSource(packet.ssrc, packet.sequenceNumber);
+    if (codec !== null) this.receiveClockRate = rtpClockRateOf(codec);
+    // Event packets all carry their event's start: no measure of jitter.
     (this.reception as ReceptionStatistics).onPacket(
       packet.sequenceNumber,
       packet.timestamp,
-      now * TIMESTAMP_UNITS_PER_MS,
-      isAudio,
+      now,
+      this.receiveClockRate,
+      codec !== null,
     );
     if (!isReceiving(config.direction)) return;
-    if (this.relayPeer !== null) {
-      this.relayPeer.sendRelayed(packet, isAudio, kind === PAYLOAD_PCMU ? "PCMU" : "PCMA");
+    const peer = this.relayPeer;
+    if (codec === null) {
+      // The sender suppresses audio during the event; the jitter buffer conceals the gap and fades out.
+      this.audio.pause();
+      if (peer === null) this.eventReceiver.receive(packet.timestamp, packet.payload);
+      else peer.relayEvent(packet, this.receiveClockRate);
+    } else if (peer?.config?.codec === codec) {
+      peer.relayPacket(packet, codec);
+    } else if (!this.audio.receive(codec, packet.timestamp, packet.payload, packet.marker)) {
+      // Any packet length decodes (the assembler cuts 20 ms frames by timestamp), but not this.
+      this.drops.malformed++;
+    }
+  }
+
+  /** Received audio, decoded: into the jitter buffer at our rate, or re-encoded by the relay peer. */
+  private decodedAudio(
+    timestamp: number,
+    samples: Int16Array,
+    count: number,
+    sampleRate: AudioRate,
+    clockRate: number,
+  ): void {
+    const peer = this.relayPeer;
+    if (peer !== null) {
+      peer.relayDecoded(this.remoteSsrc, timestamp, samples, count, sampleRate, clockRate);
       return;
     }
-    if (isAudio) {
-      // Any packet length: the assembler cuts the samples into 20 ms frames by timestamp.
-      if (packet.payload.length > MAX_PAYLOAD_SAMPLES) return;
-      const count =
-        kind === PAYLOAD_PCMU
-          ? decodeMulaw(packet.payload, this.decoded.subarray(0, packet.payload.length))
-          : decodeAlaw(packet.payload, this.decoded.subarray(0, packet.payload.length));
-      this.assembler.push(packet.timestamp, this.decoded, count);
-      this.onDecodedAudio?.(this.decoded, count);
-    } else {
-      // The sender suppresses audio during the event; the jitter buffer conceals the gap and fades out.
-      this.eventReceiver.receive(packet.timestamp, packet.payload);
+    let audio = samples;
+    let length = count;
+    if (sampleRate !== this.rate) {
+      // Narrowband audio (G.711) in a wideband session: twice the samples, on the same clock.
+      const upsampler = this.playoutUpsampler;
+      if (upsampler === null || sampleRate !== 8000) return;
+      const narrow = this.narrowViews.of(count);
+      for (let i = 0; i < count; i++) narrow[i] = samples[i] as number;
+      audio = this.wideViews.of(2 * count);
+      length = 2 * count;
+      upsampler.process(narrow, audio);
     }
+    this.assembler.push(timestamp, audio, length, clockRate);
+    this.onDecodedAudio?.(audio, length, this.rate);
   }
 
   /** Counts an SRTP or SRTCP packet refused, and reports authentication failures (rate-limited). */
@@ -621,54 +834,112 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     }
   }
 
-  /** Sends a packet another session received, as the next of our own stream (see relayTo). */
-  private sendRelayed(packet: RtpPacket, isAudio: boolean, codec: G711Codec): void {
+  /** Whether we may send relayed packets now; null when not, else our configuration. */
+  private relaying(): RtpSessionConfiguration | null {
     const config = this.config;
-    if (config === null || this.closing !== null || !isSending(config.direction)) return;
-    const payloadType = isAudio ? config.payloadType : config.telephoneEventPayloadType;
-    if (payloadType === undefined || packet.payload.length > MAX_PAYLOAD_SAMPLES) return;
-    let marker = packet.marker;
-    if (packet.ssrc !== this.relayedSsrc) {
-      // A new source: its numbers continue ours (§5.1), and its first packet starts a talkspurt.
-      this.relayedSsrc = packet.ssrc;
-      this.relaySequenceOffset = (this.sequenceNumber - packet.sequenceNumber) & 0xffff;
-      this.relayTimestampOffset = (this.timestamp - packet.timestamp) >>> 0;
-      marker = true;
-    }
-    let payload: Uint8Array = packet.payload;
-    if (isAudio && codec !== config.codec) {
-      const count = packet.payload.length;
-      const samples = this.decoded.subarray(0, count);
-      if (codec === "PCMU") decodeMulaw(packet.payload, samples);
-      else decodeAlaw(packet.payload, samples);
-      payload = this.transcoded.subarray(0, count);
-      if (config.codec === "PCMU") encodeMulaw(samples, payload);
-      else encodeAlaw(samples, payload);
-    }
-    const sequenceNumber = (packet.sequenceNumber + this.relaySequenceOffset) & 0xffff;
-    const timestamp = (packet.timestamp + this.relayTimestampOffset) >>> 0;
-    this.sendRtp(payloadType, timestamp, payload, marker, sequenceNumber);
-    if (isAudio) {
-      this.timestamp = (timestamp + payload.length) >>> 0;
-      this.timestampAdvancedAt = this.clock();
-    }
+    return config === null || this.closing !== null || !isSending(config.direction) ? null : config;
   }
 
-  /** A new remote SSRC (first packet, or the peer restarted): fresh statistics, playout and DTMF state. */
+  /**
+   * Sends an audio packet in our codec another session received, as it came, as the next of our own
+   * stream (see relayTo): its numbers are carried on from ours.
+   */
+  private relayPacket(packet: RtpPacket, codec: AudioCodecName): void {
+    const config = this.relaying();
+    if (config === null || packet.payload.length > MAX_PAYLOAD_BYTES) return;
+    const marker = this.passThrough(packet);
+    const sequenceNumber = (packet.sequenceNumber + this.relaySequenceOffset) & 0xffff;
+    const timestamp = (packet.timestamp + this.relayTimestampOffset) >>> 0;
+    this.payloadArea().set(packet.payload);
+    this.sendRtp(config.payloadType, timestamp, packet.payload.length, marker, sequenceNumber);
+    this.timestampAt((timestamp + payloadTicks(codec, packet.payload)) >>> 0);
+  }
+
+  /**
+   * Packets of a source passed through from here on: a new source, or one whose packets were
+   * re-encoded so far, continues our numbers (§5.1), its first packet starting a talkspurt. Returns
+   * the marker bit for the packet.
+   */
+  private passThrough(packet: RtpPacket): boolean {
+    if (packet.ssrc === this.relayedSsrc && this.relayMode === RELAY_PASS_THROUGH) return packet.marker;
+    this.relayMode = RELAY_PASS_THROUGH;
+    this.relayedSsrc = packet.ssrc;
+    this.relaySequenceOffset = (this.sequenceNumber - packet.sequenceNumber) & 0xffff;
+    this.relayTimestampOffset = (this.timestamp - packet.timestamp) >>> 0;
+    return true;
+  }
+
+  /** Sends audio of another codec that a relaying session received and decoded, re-encoded in ours (see relayTo). */
+  private relayDecoded(
+    ssrc: number | null,
+    timestamp: number,
+    samples: Int16Array,
+    count: number,
+    sampleRate: AudioRate,
+    clockRate: number,
+  ): void {
+    const encoder = this.encoder;
+    if (this.relaying() === null || encoder === null) return;
+    this.relayTranscoder ??= new RelayTranscoder(
+      encoder.sampleRate,
+      this.sendClockRate,
+      (at, frame, marker) => this.sendTranscoded(at, frame, marker),
+    );
+    if (ssrc !== this.relayedSsrc || this.relayMode !== RELAY_TRANSCODE) {
+      this.relayMode = RELAY_TRANSCODE;
+      this.relayedSsrc = ssrc;
+      this.relayTranscoder.restart(this.timestamp);
+    }
+    this.relayTranscoder.audio(timestamp, samples, count, sampleRate, clockRate);
+  }
+
+  private sendTranscoded(timestamp: number, frame: Int16Array, marker: boolean): void {
+    const config = this.config as RtpSessionConfiguration;
+    const length = (this.encoder as AudioEncoder).encode(frame, this.payloadArea());
+    this.sendRtp(config.payloadType, timestamp, length, marker);
+    this.timestampAt((timestamp + this.sendTicksPerFrame) >>> 0);
+  }
+
+  /**
+   * Sends a telephone-event another session received, on a clock of `clockRate` (its audio's), as the
+   * next of our stream: as it came beside audio passed through, else stamped and timed on our clock.
+   */
+  private relayEvent(packet: RtpPacket, clockRate: number): void {
+    const config = this.relaying();
+    const payloadType = config?.telephoneEventPayloadType;
+    if (payloadType === undefined || packet.payload.length > MAX_PAYLOAD_BYTES) return;
+    const transcoder = this.relayTranscoder;
+    if (this.relayMode !== RELAY_TRANSCODE || transcoder === null || packet.ssrc !== this.relayedSsrc) {
+      const marker = this.passThrough(packet);
+      this.payloadArea().set(packet.payload);
+      this.sendRtp(
+        payloadType,
+        (packet.timestamp + this.relayTimestampOffset) >>> 0,
+        packet.payload.length,
+        marker,
+        (packet.sequenceNumber + this.relaySequenceOffset) & 0xffff,
+      );
+      return;
+    }
+    const event = parseTelephoneEvent(packet.payload, this.relayedEvent);
+    if (event === null) return;
+    event.duration = Math.min(0xffff, transcoder.scale(event.duration, clockRate));
+    const length = writeTelephoneEvent(event, this.payloadArea());
+    this.sendRtp(payloadType, transcoder.map(packet.timestamp, clockRate), length, packet.marker);
+  }
+
+  /** A new remote SSRC (first packet, or the peer restarted): fresh statistics, playout, decoding and DTMF state. */
   private startRemoteSource(ssrc: number, sequenceNumber: number): void {
     if (this.reception !== null) {
       const earlier = this.earlier;
-      const playout = this.jitterBuffer.stats;
       earlier.packetsReceived += this.reception.received;
       earlier.packetsLost += this.reception.lost;
       earlier.packetsOutOfOrder += this.reception.misordered;
-      earlier.packetsLate += playout.late;
-      earlier.packetsDuplicate += playout.duplicate;
-      earlier.framesConcealed += playout.concealed;
-      earlier.dropped.jitterBufferOverflow += playout.trimmed;
-      this.jitterBuffer = new JitterBuffer(this.jitterBufferOptions);
+      this.foldPlayoutStats();
+      this.jitterBuffer = this.newJitterBuffer();
       this.eventReceiver = this.newEventReceiver();
       this.assembler.reset();
+      this.audio.reset();
     }
     this.remoteSsrc = ssrc;
     this.reception = new ReceptionStatistics(sequenceNumber);
@@ -686,7 +957,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     if (!this.rtcpRemote.latched) this.rtcpRemote.latch(source);
     const now = this.clock();
     this.lastPacketTime = now;
-    this.reporter.receive(packets, now);
+    this.reporter.receive(packets, now, this.sendClockRate);
   }
 
   /** §6.2: reports at randomised intervals (0.5–1.5 × the configured mean) to avoid synchronisation. */
@@ -720,10 +991,11 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   /** The head of a compound packet (§6.1): an SR when we sent RTP since the last report, else an RR. */
   private writeReport(out: Buffer): number {
     const now = this.clock();
+    // Our RTP clock now: the last timestamp moved on by the time since, at our codec's clock rate.
+    const ticksSince = Math.round(((now - this.timestampAdvancedAt) * this.sendClockRate) / 1000);
     const sent = this.sentSinceReport
       ? {
-          rtpTimestamp:
-            (this.timestamp + Math.round((now - this.timestampAdvancedAt) * TIMESTAMP_UNITS_PER_MS)) >>> 0,
+          rtpTimestamp: (this.timestamp + ticksSince) >>> 0,
           // The counts of our SSRC since it started, on whichever thread it started.
           packetCount: (this.earlier.packetsSent + this.packetsSent) >>> 0,
           octetCount: (this.earlier.octetsSent + this.octetsSent) >>> 0,

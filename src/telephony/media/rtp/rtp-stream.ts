@@ -6,9 +6,10 @@
 import type { SrtpState } from "./srtp.js";
 import type { SrtpKeyMaterial } from "./srtp-suites.js";
 
-export type G711Codec = "PCMU" | "PCMA";
-/** The codecs a stream carries: the same strings as the SDP module's AudioCodec. */
+/** The audio codecs the stream carries, named as in SDP (the sdp module's AudioCodec). */
 export type AudioCodecName = "PCMU" | "PCMA" | "G722" | "opus";
+/** The G.711 laws among them. */
+export type G711Codec = "PCMU" | "PCMA";
 
 /** SDP direction attribute of the stream (RFC 3264 §5.1), from our side. */
 export type MediaDirection = "sendrecv" | "sendonly" | "recvonly" | "inactive";
@@ -17,6 +18,16 @@ export type MediaDirection = "sendrecv" | "sendonly" | "recvonly" | "inactive";
 export interface AudioFormat {
   readonly codec: AudioCodecName;
   readonly payloadType: number;
+}
+
+/** What the peer's fmtp for an Opus format asks of what we send it (RFC 7587 §6.1). */
+export interface OpusSendParameters {
+  /** maxaveragebitrate, bit/s; absent when it did not say. */
+  readonly maxAverageBitrate?: number;
+  /** useinbandfec: its decoder uses in-band FEC, so we send it. */
+  readonly useInbandFec: boolean;
+  /** maxplaybackrate, Hz: nothing above half of it is heard; absent for 48000. */
+  readonly maxPlaybackRate?: number;
 }
 
 export interface RtpSessionConfiguration {
@@ -29,16 +40,15 @@ export interface RtpSessionConfiguration {
    * received whether listed or not.
    */
   receiveFormats?: readonly AudioFormat[];
-  /** The telephone-event payload type that goes with the send codec, at its RTP clock rate; without it no DTMF is sent. */
+  /**
+   * The telephone-event payload type at the RTP clock rate of `codec` (RFC 4733 §2.1), which our keys
+   * go out with; it is received too. Without it no DTMF is sent.
+   */
   telephoneEventPayloadType?: number;
-  /** Every telephone-event payload type we accept (any clock rate): the far end's keys may come in any of them. */
+  /** Every telephone-event payload type we accept, whatever its clock rate. */
   receiveTelephoneEventPayloadTypes?: readonly number[];
-  /** For an opus send codec: what the peer's fmtp asked for. */
-  opus?: {
-    readonly maxAverageBitrate?: number;
-    readonly useInbandFec: boolean;
-    readonly maxPlaybackRate?: number;
-  };
+  /** For an Opus `codec`: what the peer's fmtp asked for. */
+  opus?: OpusSendParameters;
   remoteAddress: string;
   remotePort: number;
   /** Default remotePort + 1 (RFC 3550 §11). */
@@ -67,8 +77,10 @@ export interface RtpSessionStats {
   packetsDuplicate: number;
   /** Packets that arrived after one with a higher sequence number (reordered or duplicated). */
   packetsOutOfOrder: number;
-  /** Playout ticks with no frame, filled by concealment. */
+  /** 20 ms frames lost and filled by concealment: the jitter buffer's, or the Opus decoder's (PLC). */
   framesConcealed: number;
+  /** Lost 20 ms Opus frames rebuilt from the in-band FEC data of the packet after them (RFC 7587 §3.3). */
+  framesRecovered: number;
   /** What was received and thrown away unheard, by reason. */
   dropped: RtpDrops;
 }
@@ -83,7 +95,7 @@ export interface RtpDrops {
   srtpAuthentication: number;
   /** SRTP or SRTCP seen before, or older than the replay window. */
   srtpReplay: number;
-  /** Too short or not RTP. */
+  /** Too short or not RTP, or a payload its decoder refused. */
   malformed: number;
   /** 20 ms frames the jitter buffer threw away because it was full (playout fell behind the arrivals). */
   jitterBufferOverflow: number;
@@ -126,13 +138,12 @@ export interface RtpTotals {
   packetsDuplicate: number;
   packetsOutOfOrder: number;
   framesConcealed: number;
+  framesRecovered: number;
   dropped: RtpDrops;
 }
 
-export const SAMPLE_RATE = 8000;
-export const TIMESTAMP_UNITS_PER_MS = SAMPLE_RATE / 1000;
+/** The length of the frames audio moves in, and of the packets we send. */
 export const FRAME_MS = 20;
-export const SAMPLES_PER_FRAME = SAMPLE_RATE / (1000 / FRAME_MS);
 
 export function remoteRtcpPort(config: RtpSessionConfiguration): number {
   return config.remoteRtcpPort ?? config.remotePort + 1;

@@ -32,6 +32,8 @@ export class ReceptionStatistics {
   /** Relative transit time of the previous packet, in timestamp units; null before the first. */
   private transit: number | null = null;
   private jitterEstimate = 0;
+  /** The clock of the timestamps measured, whose units the estimate is in; 0 before the first. */
+  private jitterClockRate = 0;
 
   /** A.1: a new source starts on probation with the sequence number of its first packet. */
   constructor(firstSequenceNumber: number) {
@@ -40,15 +42,21 @@ export class ReceptionStatistics {
   }
 
   /**
-   * Records a received packet. `arrival` is the arrival time expressed in the stream's RTP timestamp
-   * units (e.g. milliseconds × 8 for an 8 kHz clock); only differences between arrivals matter.
-   * Returns false while the source is on probation or when the packet is judged invalid (A.1), in
-   * which case it is not counted. With `measureJitter` false the packet is counted but left out of the
-   * jitter estimate: RFC 4733 event packets all carry their event's start timestamp, which reads as jitter.
+   * Records a received packet that arrived at `arrivalMs` (any clock in milliseconds; only differences
+   * matter), its timestamp on a clock of `clockRate` (its payload format's). Returns false while the
+   * source is on probation or when the packet is judged invalid (A.1), in which case it is not
+   * counted. With `measureJitter` false the packet is counted but left out of the jitter estimate:
+   * RFC 4733 event packets all carry their event's start timestamp, which reads as jitter.
    */
-  onPacket(sequenceNumber: number, rtpTimestamp: number, arrival: number, measureJitter = true): boolean {
+  onPacket(
+    sequenceNumber: number,
+    rtpTimestamp: number,
+    arrivalMs: number,
+    clockRate: number,
+    measureJitter = true,
+  ): boolean {
     if (!this.updateSequence(sequenceNumber & 0xffff)) return false;
-    if (measureJitter) this.updateJitter(rtpTimestamp, arrival);
+    if (measureJitter) this.updateJitter(rtpTimestamp, arrivalMs, clockRate);
     return true;
   }
 
@@ -79,6 +87,11 @@ export class ReceptionStatistics {
   /** A.8: interarrival jitter in timestamp units, before truncation to the report block's integer. */
   get jitter(): number {
     return this.jitterEstimate;
+  }
+
+  /** The interarrival jitter in milliseconds. */
+  get jitterMs(): number {
+    return this.jitterClockRate === 0 ? 0 : (this.jitterEstimate * 1000) / this.jitterClockRate;
   }
 
   /**
@@ -146,9 +159,18 @@ export class ReceptionStatistics {
     return true;
   }
 
-  /** A.8: J(i) = J(i-1) + (|D(i-1,i)| - J(i-1)) / 16, with 32-bit wrapping transit differences. */
-  private updateJitter(rtpTimestamp: number, arrival: number): void {
-    const transit = (arrival - rtpTimestamp) | 0;
+  /**
+   * A.8: J(i) = J(i-1) + (|D(i-1,i)| - J(i-1)) / 16, with 32-bit wrapping transit differences. A packet
+   * on another clock (the far end switched to a format with another rate) has no difference with the
+   * one before; the estimate carries on in the new clock's units.
+   */
+  private updateJitter(rtpTimestamp: number, arrivalMs: number, clockRate: number): void {
+    if (clockRate !== this.jitterClockRate) {
+      if (this.jitterClockRate !== 0) this.jitterEstimate *= clockRate / this.jitterClockRate;
+      this.jitterClockRate = clockRate;
+      this.transit = null;
+    }
+    const transit = ((arrivalMs * clockRate) / 1000 - rtpTimestamp) | 0;
     if (this.transit !== null) {
       const difference = Math.abs((transit - this.transit) | 0);
       this.jitterEstimate += (difference - this.jitterEstimate) / 16;

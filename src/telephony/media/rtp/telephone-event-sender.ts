@@ -1,10 +1,11 @@
 /**
  * Sending DTMF keys as RFC 4733 telephone-events on an RTP stream: keys queue up and go one packet
- * per 20 ms tick, each event starting at the stream's timestamp of the moment (§2.3.1).
+ * per 20 ms tick, each event starting at the stream's timestamp of the moment (§2.3.1) and counting
+ * its duration on the audio's RTP clock (§2.1: 48,000 Hz beside Opus, so 960 a packet).
  */
 
 import { dtmfDigitPackets, type TelephoneEventPacket } from "../dtmf/rfc4733.js";
-import { FRAME_MS, SAMPLE_RATE } from "./rtp-stream.js";
+import { FRAME_MS } from "./rtp-stream.js";
 
 export interface SendDigitsOptions {
   /** Tone length per key, default 100 ms. */
@@ -17,6 +18,8 @@ export interface SendDigitsOptions {
 export interface TelephoneEventStream {
   /** The stream's RTP timestamp now. */
   timestamp(): number;
+  /** The RTP clock rate of the audio the events go with. */
+  clockRate(): number;
   /** Sends one event packet (when the stream may send) and advances the timestamp by one tick. */
   sendEventPacket(packet: TelephoneEventPacket): void;
 }
@@ -108,7 +111,7 @@ export class TelephoneEventSender {
         timestamp: this.stream.timestamp(),
         durationMs: job.options.durationMs,
         volume: job.options.volume,
-        clockRate: SAMPLE_RATE,
+        clockRate: this.stream.clockRate(),
         packetIntervalMs: FRAME_MS,
       });
       this.eventPacketIndex = 0;

@@ -2,9 +2,12 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { ReceptionStatistics } from "../../../../src/telephony/media/rtp/sequence.js";
 
+/** Milliseconds of `units` of an 8 kHz clock. */
+const ms = (units: number) => units / 8;
+
 /** Feeds packets 20 ms apart that arrive exactly on time (160 timestamp units at 8 kHz). */
 function feed(stats: ReceptionStatistics, sequenceNumbers: number[]): boolean[] {
-  return sequenceNumbers.map((seq) => stats.onPacket(seq, seq * 160, seq * 160 + 400));
+  return sequenceNumbers.map((seq) => stats.onPacket(seq, seq * 160, ms(seq * 160 + 400), 8000));
 }
 
 describe("ReceptionStatistics", () => {
@@ -53,12 +56,12 @@ describe("ReceptionStatistics", () => {
 
   it("estimates interarrival jitter (A.8) for a hand-computed sequence", () => {
     const stats = new ReceptionStatistics(1);
-    stats.onPacket(1, 0, 0); // probation: not counted
+    stats.onPacket(1, 0, ms(0), 8000); // probation: not counted
     // Timestamps 160 apart; arrivals in timestamp units give transits 0, 10, 0, 20.
-    stats.onPacket(2, 160, 1160);
-    stats.onPacket(3, 320, 1330);
-    stats.onPacket(4, 480, 1480);
-    stats.onPacket(5, 640, 1660);
+    stats.onPacket(2, 160, ms(1160), 8000);
+    stats.onPacket(3, 320, ms(1330), 8000);
+    stats.onPacket(4, 480, ms(1480), 8000);
+    stats.onPacket(5, 640, ms(1660), 8000);
     // |D| = 10, 10, 20: J = 10/16 = 0.625; J += (10 - J)/16 = 1.2109375; J += (20 - J)/16 = 2.38525390625.
     assert.equal(stats.jitter, 2.38525390625);
   });
@@ -66,24 +69,39 @@ describe("ReceptionStatistics", () => {
   it("computes transit differences across 32-bit timestamp wrap", () => {
     const stats = new ReceptionStatistics(1);
     feed(stats, [1]);
-    stats.onPacket(2, 0xffffff60, 1000);
-    stats.onPacket(3, 0, 1160 + 16); // timestamp wrapped, arrival 16 units late
+    stats.onPacket(2, 0xffffff60, ms(1000), 8000);
+    stats.onPacket(3, 0, ms(1160 + 16), 8000); // timestamp wrapped, arrival 16 units late
     assert.equal(stats.jitter, 1);
   });
 
   it("counts a packet left out of the jitter estimate (RFC 4733 events share one timestamp)", () => {
     const stats = new ReceptionStatistics(1);
-    stats.onPacket(1, 0, 0);
-    stats.onPacket(2, 160, 160);
+    stats.onPacket(1, 0, ms(0), 8000);
+    stats.onPacket(2, 160, ms(160), 8000);
     // Three event packets with their event's start timestamp, arriving 20 ms apart.
     for (const [sequence, arrival] of [
       [3, 320],
       [4, 480],
       [5, 640],
     ] as const) {
-      assert.equal(stats.onPacket(sequence, 320, arrival, false), true);
+      assert.equal(stats.onPacket(sequence, 320, ms(arrival), 8000, false), true);
     }
     assert.equal(stats.received, 4);
     assert.equal(stats.jitter, 0);
+  });
+
+  it("measures jitter in each packet's clock, carrying the estimate across a change of clock", () => {
+    const stats = new ReceptionStatistics(1);
+    // Opus at 48 kHz, 20 ms packets arriving alternately on time and 2 ms late: |D| = 2 ms = 96 units.
+    for (let k = 1; k <= 200; k++) stats.onPacket(k, 960 * k, 20 * k + (k % 2) * 2, 48000);
+    assert.ok(Math.abs(stats.jitter - 96) < 0.5, `${stats.jitter} units at 48 kHz`);
+    assert.ok(Math.abs(stats.jitterMs - 2) < 0.01, `${stats.jitterMs} ms`);
+    // The far end switches to PCMU: other timestamps on an 8 kHz clock, arriving on time. No difference
+    // is taken across the switch (it would read as a jump of seconds); the estimate goes on in 8 kHz units.
+    stats.onPacket(201, 777_777, 20 * 201, 8000);
+    assert.ok(Math.abs(stats.jitterMs - 2) < 0.01, `${stats.jitterMs} ms after the switch`);
+    assert.ok(Math.abs(stats.jitter - 16) < 0.1, `${stats.jitter} units at 8 kHz`);
+    stats.onPacket(202, 777_777 + 160, 20 * 202, 8000);
+    assert.ok(stats.jitterMs < 2, "and decays while packets come on time");
   });
 });
