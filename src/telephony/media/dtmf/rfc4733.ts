@@ -171,7 +171,9 @@ export function dtmfDigitPackets(key: string, options: DtmfDigitOptions): Teleph
     const index = packets.length;
     packets.push({ marker: index === 0, timestamp, sendOffsetMs: index * packetIntervalMs, payload });
   };
-  for (let update = 1; update < updateCount; update++) push(update * intervalUnits, false);
+  // A key longer than the 16-bit duration holds (1.36 s on Opus's 48 kHz clock) reports that much:
+  // §2.5.1.3's segments are not sent.
+  for (let update = 1; update < updateCount; update++) push(Math.min(0xffff, update * intervalUnits), false);
   for (let i = 0; i < END_PACKET_COUNT; i++) push(totalDuration, true);
   return packets;
 }

@@ -13,6 +13,7 @@ import {
   opusPacketDuration,
   opusPacketHasFec,
 } from "../../../../src/telephony/media/codec/opus.js";
+import { toneAmplitude } from "../../../helpers/audio.js";
 
 /** A sine peaking at -12 dBFS (RMS -15.05 dBFS). */
 function tone(hertz: number, seconds = 1): Int16Array {
@@ -322,20 +323,6 @@ describe("Opus encoder and decoder (libopus in WebAssembly)", () => {
       Int16Array.from({ length: frames * 320 }, (_, n) =>
         Math.round(8192 * Math.sin((2 * Math.PI * hertz * n) / 16000)),
       );
-    /** Level of `hertz` in `samples` at 16 kHz (Goertzel), as a sine's amplitude. */
-    const amplitudeAt = (samples: Int16Array, hertz: number) => {
-      const coefficient = 2 * Math.cos((2 * Math.PI * hertz) / 16000);
-      let previous = 0;
-      let beforePrevious = 0;
-      for (const sample of samples) {
-        const current = sample + coefficient * previous - beforePrevious;
-        beforePrevious = previous;
-        previous = current;
-      }
-      const power = previous ** 2 + beforePrevious ** 2 - coefficient * previous * beforePrevious;
-      return (2 * Math.sqrt(Math.max(0, power))) / samples.length;
-    };
-
     function code16(samples: Int16Array, settings: Partial<OpusEncoderSettings>): Uint8Array[] {
       const encoder = new OpusEncoder({ ...settings, sampleRate: 16000 });
       const packet = new Uint8Array(OPUS_MAX_PACKET_BYTES);
@@ -358,7 +345,7 @@ describe("Opus encoder and decoder (libopus in WebAssembly)", () => {
       for (const packet of packets) {
         assert.equal(opusPacketDuration(packet), 960);
         assert.equal(decoder.decode(packet, out), 320);
-        last = amplitudeAt(out, 6000);
+        last = toneAmplitude(out, 6000, 16000);
       }
       decoder.dispose();
       assert.ok(Math.abs(last / 8192 - 1) < 0.1, `the tone came out at ${last} of 8192`);

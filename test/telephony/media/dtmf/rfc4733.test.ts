@@ -128,6 +128,17 @@ describe("dtmfDigitPackets", () => {
     );
   });
 
+  it("counts durations on the clock given, and holds a long key at the 16-bit most", () => {
+    const durations = (durationMs: number) =>
+      dtmfDigitPackets("1", { timestamp: 0, durationMs, clockRate: 48000 }).map(
+        (packet) => parseTelephoneEvent(packet.payload)?.duration,
+      );
+    assert.deepEqual(durations(60), [960, 1920, 2880, 2880, 2880]);
+    const long = durations(2000);
+    assert.equal(long[67], 65280);
+    assert.ok(long.slice(68).every((duration) => duration === 0xffff));
+  });
+
   it("is decoded by the receiver as exactly one digit", () => {
     const { receiver, digits } = collect();
     for (const packet of dtmfDigitPackets("d", { timestamp: 42, durationMs: 60, volume: 5 })) {
