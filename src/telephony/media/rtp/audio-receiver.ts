@@ -112,7 +112,7 @@ export class AudioReceiver {
       return true;
     }
     const decoded = this.#decoded;
-    // A marked packet starts a talkspurt (RFC 7587 §4.1 after DTX): the gap before it was silence.
+    // A marked packet starts a talkspurt after silence not sent (RFC 3551 §4.1, Opus DTX): no loss before it.
     if (ahead > 0 && !marker && expected !== null) this.#standInForLoss(decoder, expected, ahead, payload);
     let count: number;
     try {
