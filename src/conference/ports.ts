@@ -17,7 +17,7 @@ export type Sound =
   | { readonly prompts: readonly PromptName[] }
   /** The entry and exit chimes. */
   | { readonly tone: "entry" | "exit" }
-  /** Audio made at run time (a recorded name, a spoken invitation): 8 kHz 16-bit mono. */
+  /** Audio made at run time (a recorded name, a spoken invitation): 16 kHz 16-bit mono. */
   | { readonly samples: Int16Array };
 
 export interface CallFailure {
@@ -65,7 +65,7 @@ export interface ConferenceCall {
    * (a caller taken on to a room that runs on another instance). Both answered.
    */
   relay(other: ConferenceCall): void;
-  /** Records what the caller says for at most `maxMs` (or until stopped); resolves with the samples. */
+  /** Records what the caller says for at most `maxMs` (or until stopped); resolves with the samples (16 kHz). */
   recordVoice(maxMs: number): Promise<Int16Array>;
   /** Ends a recording early; its promise resolves with what was heard. No-op without one. */
   stopRecordingVoice(): void;

@@ -9,7 +9,7 @@ import type { Clock, TimerHandle } from "../domain/clock.js";
 import { KEYPAD, keypadTones } from "./media/dtmf/keypad-tones.js";
 import type { PlayoutKind } from "./media/jitter-buffer.js";
 import type { MediaMix, MediaStream } from "./media/plane/media-plane.js";
-import type { MediaSound } from "./media/plane/protocol.js";
+import { type MediaSound, SOUND_SAMPLE_RATE } from "./media/plane/protocol.js";
 import type { RtpSessionConfiguration } from "./media/rtp/rtp-stream.js";
 import { newSrtpKey, type SrtpPolicy, type SrtpSuite } from "./media/rtp/srtp-suites.js";
 import {
@@ -204,7 +204,7 @@ export class Call extends EventEmitter<CallEvents> {
     if (method === "info") return this.#sendKeysByInfo(keys);
     let tones: Int16Array;
     try {
-      tones = keypadTones(keys);
+      tones = keypadTones(keys, SOUND_SAMPLE_RATE);
     } catch {
       return Promise.resolve(false);
     }

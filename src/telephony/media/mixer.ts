@@ -10,18 +10,13 @@
  * sound is added or the rate changes, none per tick.
  */
 
+import type { AudioRate } from "./codec/audio-codec.js";
 import { createResampler } from "./resampler.js";
-
-/** The rates a room mixes at (the same union as AudioRate in codec/audio-codec.ts). */
-type AudioRate = 8000 | 16000;
 
 /** Samples in one 20 ms frame at `rate`. */
 export function frameSamples(rate: AudioRate): number {
   return rate / 50;
 }
-
-/** Samples in one 20 ms frame at 8 kHz (the media engine's frames until it works by rate). */
-export const FRAME_SAMPLES = frameSamples(8000);
 
 /**
  * A frame at or above this level (dBFS) is speech and its participant may be mixed. Telephone speech

@@ -9,13 +9,21 @@
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import { PROMPT_NAMES } from "../../../domain/prompt.js";
+import {
+  type AudioEncoder,
+  type AudioRate,
+  createEncoder,
+  encoderKey,
+  MAX_ENCODED_FRAME_BYTES,
+} from "../codec/audio-codec.js";
 import { DigitMerger } from "../dtmf/digit-merger.js";
 import { InbandDtmfDetector } from "../dtmf/inband-detector.js";
 import type { PlayoutKind } from "../jitter-buffer.js";
 import { MediaClock } from "../media-clock.js";
 import { MediaError, mediaErrorCode } from "../media-error.js";
-import { FRAME_SAMPLES, Mixer, type MixerSlot } from "../mixer.js";
+import { frameSamples, Mixer, type MixerSlot } from "../mixer.js";
 import { concatPrompts, prompt } from "../prompts.js";
+import { convertSampleRate, createResampler, type Resampler } from "../resampler.js";
 import { RtpPortAllocator } from "../rtp/port-allocator.js";
 import { RtpSession } from "../rtp/rtp-session.js";
 import { type MediaDirection, NO_DROPS, type RtpDrops } from "../rtp/rtp-stream.js";
@@ -34,16 +42,38 @@ import type {
   RtpTotals,
   StreamStats,
 } from "./protocol.js";
+import { SOUND_SAMPLE_RATE } from "./protocol.js";
 
 /** Media timeouts are looked for once a second. */
 const TIMEOUT_CHECK_TICKS = 50;
 
 export type PostUp = (message: MediaUp, transfer?: ArrayBuffer[]) => void;
 
-function samplesOf(sound: MediaSound): Int16Array {
-  if ("prompts" in sound) return concatPrompts([...sound.prompts]);
-  if ("tone" in sound) return sound.tone === "entry" ? entryTone() : exitTone();
-  return sound.samples;
+/**
+ * A sound as a stream or a room plays it: at the rate it is wanted at, 16 or 8 kHz, each made once
+ * (prompts and tones are kept at both rates by their modules; samples from elsewhere are converted
+ * on first need), so a stream or a room whose rate changes mid-sound goes on with the same sound.
+ */
+class RatedSound {
+  readonly #made = new Map<AudioRate, Int16Array>();
+
+  constructor(private readonly make: (rate: AudioRate) => Int16Array) {}
+
+  at(rate: AudioRate): Int16Array {
+    let samples = this.#made.get(rate);
+    if (samples === undefined) {
+      samples = this.make(rate);
+      this.#made.set(rate, samples);
+    }
+    return samples;
+  }
+}
+
+function ratedSound(sound: MediaSound): RatedSound {
+  if ("prompts" in sound) return new RatedSound((rate) => concatPrompts([...sound.prompts], rate));
+  if ("tone" in sound)
+    return new RatedSound((rate) => (sound.tone === "entry" ? entryTone(rate) : exitTone(rate)));
+  return new RatedSound((rate) => convertSampleRate(sound.samples, SOUND_SAMPLE_RATE, rate));
 }
 
 function errorText(error: unknown): string {
@@ -51,14 +81,16 @@ function errorText(error: unknown): string {
 }
 
 interface Playing {
-  readonly samples: Int16Array;
-  position: number;
+  readonly sound: RatedSound;
+  /** 20 ms frames played so far: the place in the sound whatever the rate it is played at. */
+  frames: number;
   readonly done: () => void;
 }
 
-/** What the caller says, kept for `record-voice`. */
+/** What the caller says, kept for `record-voice`, at the stream's rate when it started. */
 interface VoiceRecording {
   readonly samples: Int16Array;
+  readonly rate: AudioRate;
   length: number;
   readonly done: (samples: Int16Array) => void;
 }
@@ -83,12 +115,35 @@ class Stream {
   /** performance.now() when configured, the start of the media timeout before any packet. */
   configuredAt = 0;
   timedOut = false;
-  readonly out = new Int16Array(FRAME_SAMPLES);
-  readonly in = new Int16Array(FRAME_SAMPLES);
-  /** The mixer's view of this stream. */
+  /** The session's audio rate the buffers below are sized for (sync() follows the session). */
+  rate: AudioRate = 8000;
+  /** The session's encoder key, for the room's shared encodings; null before it is configured. */
+  encoderKey: string | null = null;
+  out = new Int16Array(frameSamples(8000));
+  in = new Int16Array(frameSamples(8000));
+  /**
+   * In a room at a higher rate than ours: what we say taken up to its rate, and what we alone hear
+   * taken down to ours. null when the rates agree.
+   */
+  #toRoom: Resampler | null = null;
+  #fromRoom: Resampler | null = null;
+  /** The mixer's view of this stream, frames at the room's rate. */
   readonly port = {
-    read: (out: Int16Array): boolean => this.hear(out) !== "silence",
-    write: (frame: Int16Array): void => this.session.sendFrame(frame),
+    read: (out: Int16Array): boolean => {
+      const toRoom = this.#toRoom;
+      if (toRoom === null) return this.hear(out) !== "silence";
+      const heard = this.hear(this.in) !== "silence";
+      if (heard) toRoom.process(this.in, out);
+      return heard;
+    },
+    write: (frame: Int16Array, shared: boolean): void => {
+      if (shared && this.mix !== null) this.mix.sendShared(this, frame);
+      else if (this.#fromRoom === null) this.session.sendFrame(frame);
+      else {
+        this.#fromRoom.process(frame, this.out);
+        this.session.sendFrame(this.out);
+      }
+    },
   };
 
   constructor(
@@ -96,13 +151,36 @@ class Stream {
     readonly session: RtpSession,
   ) {}
 
-  /** Reads the caller's next frame, keeping it when their voice is being recorded. */
+  /**
+   * Follows the session's negotiation: frames of its rate, and its encoder. A voice being recorded
+   * ends here (it is kept at one rate). Returns whether the rate changed.
+   */
+  sync(): boolean {
+    const spec = this.session.encoderSpec;
+    this.encoderKey = spec === null ? null : encoderKey(spec);
+    const rate = this.session.audioRate;
+    if (rate === this.rate) return false;
+    this.finishVoice();
+    this.rate = rate;
+    this.out = new Int16Array(frameSamples(rate));
+    this.in = new Int16Array(frameSamples(rate));
+    return true;
+  }
+
+  /** Sets the converters for a room at `roomRate` (a room is never narrower than its members). */
+  fitRoom(roomRate: AudioRate): void {
+    const converts = roomRate !== this.rate;
+    this.#toRoom = converts ? createResampler(this.rate, roomRate) : null;
+    this.#fromRoom = converts ? createResampler(roomRate, this.rate) : null;
+  }
+
+  /** Reads the caller's next frame at the stream's rate, keeping it when their voice is being recorded. */
   hear(out: Int16Array): PlayoutKind {
     const kind = this.session.readFrame(out);
     const voice = this.voice;
     if (voice !== null) {
       if (kind === "frame") voice.samples.set(out, voice.length);
-      voice.length += FRAME_SAMPLES;
+      voice.length += out.length;
       if (voice.length === voice.samples.length) this.finishVoice();
     }
     return kind;
@@ -115,11 +193,13 @@ class Stream {
     if (playing === undefined) {
       out.fill(0);
     } else {
-      const take = Math.min(FRAME_SAMPLES, playing.samples.length - playing.position);
-      out.set(playing.samples.subarray(playing.position, playing.position + take));
+      const samples = playing.sound.at(this.rate);
+      const start = playing.frames * out.length;
+      const take = Math.max(0, Math.min(out.length, samples.length - start));
+      out.set(samples.subarray(start, start + take));
       out.fill(0, take);
-      playing.position += take;
-      if (playing.position >= playing.samples.length) {
+      playing.frames++;
+      if (start + take >= samples.length) {
         this.queue.shift();
         playing.done();
       }
@@ -128,11 +208,17 @@ class Stream {
     this.hear(this.in);
   }
 
+  /** Ends the voice being recorded, answering it at the rate sounds cross the threads at. */
   finishVoice(): void {
     const voice = this.voice;
     if (voice === null) return;
     this.voice = null;
-    voice.done(voice.samples.slice(0, voice.length));
+    const heard = voice.samples.subarray(0, voice.length);
+    voice.done(
+      voice.rate === SOUND_SAMPLE_RATE
+        ? heard.slice()
+        : convertSampleRate(heard, voice.rate, SOUND_SAMPLE_RATE),
+    );
   }
 
   stopPlaying(): void {
@@ -141,36 +227,100 @@ class Stream {
   }
 }
 
+/** The shared frame of a room in one encoding, made once a tick for every listener who hears it. */
+interface SharedEncoding {
+  readonly encoder: AudioEncoder;
+  readonly payload: Uint8Array;
+  /** The payload of the tick `tick`. */
+  encoded: Uint8Array;
+  tick: number;
+}
+
 class Mix {
   readonly members = new Set<Stream>();
   hold: LoopingPlayer | null = null;
   /** Mixer ticks run: personal sounds end by this count. */
   mixerTicks = 0;
+  /** Every tick, held or mixing: what a shared encoding was made for. */
+  ticks = 0;
   recorder: WavRecorder | undefined;
   opening: Promise<WavRecorder> | undefined;
   recording = false;
   faultInjected = false;
   readonly mixer = new Mixer({
     onMix: (mix) => {
-      if (this.recording) this.recorder?.write(mix);
+      if (this.recording) this.#record(mix);
     },
   });
-  readonly #holdFrame = new Int16Array(FRAME_SAMPLES);
-  readonly #scratch = new Int16Array(FRAME_SAMPLES);
+  #holdFrame = new Int16Array(frameSamples(8000));
+  /** The shared frame at 8 kHz for narrowband listeners of a 16 kHz room, made once a tick. */
+  #narrowShared = new Int16Array(frameSamples(8000));
+  #narrowSharedTick = -1;
+  #toNarrow: Resampler | null = null;
+  /** The recording's file keeps the rate the room had when it opened; later frames are converted. */
+  #toRecording: Resampler | null = null;
+  #recordingFrame: Int16Array | null = null;
+  readonly #sharedEncodings = new Map<string, SharedEncoding>();
 
   constructor(
     readonly id: number,
     private readonly onTalking: (stream: Stream) => void,
   ) {}
 
+  get rate(): AudioRate {
+    return this.mixer.sampleRate;
+  }
+
+  /** Mixes at 16 kHz while any member is wideband, at 8 kHz otherwise. */
+  fitMembers(): void {
+    let rate: AudioRate = 8000;
+    for (const member of this.members) if (member.rate === 16000) rate = 16000;
+    const previous = this.rate;
+    if (rate !== previous) {
+      this.mixer.setSampleRate(rate);
+      this.#holdFrame = new Int16Array(frameSamples(rate));
+      this.#toNarrow = rate === 8000 ? null : createResampler(16000, 8000);
+      if (this.hold !== null)
+        this.hold = new LoopingPlayer(holdMusic(rate), (this.hold.position * rate) / previous);
+      this.#fitRecording();
+    }
+    for (const member of this.members) member.fitRoom(rate);
+  }
+
+  /** Starts recording into a file at the room's rate now. */
+  startRecording(recorder: WavRecorder): void {
+    this.recorder = recorder;
+    this.#fitRecording();
+  }
+
+  /** Sends a listener the room's shared frame (`frame`, at the room's rate) in its encoding, encoded once a tick. */
+  sendShared(stream: Stream, frame: Int16Array): void {
+    const spec = stream.session.encoderSpec;
+    const key = stream.encoderKey;
+    if (spec === null || key === null) return;
+    let shared = this.#sharedEncodings.get(key);
+    if (shared === undefined) {
+      const payload = new Uint8Array(MAX_ENCODED_FRAME_BYTES);
+      shared = { encoder: createEncoder(spec), payload, encoded: payload, tick: -1 };
+      this.#sharedEncodings.set(key, shared);
+    }
+    if (shared.tick !== this.ticks) {
+      const input = shared.encoder.sampleRate === this.rate ? frame : this.#narrow(frame);
+      shared.encoded = shared.payload.subarray(0, shared.encoder.encode(input, shared.payload));
+      shared.tick = this.ticks;
+    }
+    stream.session.sendEncoded(shared.encoded);
+  }
+
   tick(): void {
     if (this.faultInjected) throw new Error("fault injected into the mix");
+    this.ticks++;
     if (this.hold !== null) {
       // Everyone hears the music; what they say goes nowhere, but is read to keep jitter buffers drained.
       this.hold.next(this.#holdFrame);
       for (const member of this.members) {
-        member.hear(this.#scratch);
-        member.session.sendFrame(this.#holdFrame);
+        member.hear(member.in);
+        this.sendShared(member, this.#holdFrame);
       }
       return;
     }
@@ -181,6 +331,41 @@ class Mix {
       if (member.talk.update(slot.level, slot.muted)) this.onTalking(member);
       const plays = member.mixPlays;
       while (plays.length > 0 && (plays[0] as { endsAt: number }).endsAt <= ticks) plays.shift()?.done();
+    }
+  }
+
+  /** The encoders' state goes with the room. */
+  close(): void {
+    for (const shared of this.#sharedEncodings.values()) shared.encoder.dispose();
+    this.#sharedEncodings.clear();
+  }
+
+  #narrow(frame: Int16Array): Int16Array {
+    if (this.#narrowSharedTick !== this.ticks) {
+      (this.#toNarrow as Resampler).process(frame, this.#narrowShared);
+      this.#narrowSharedTick = this.ticks;
+    }
+    return this.#narrowShared;
+  }
+
+  #fitRecording(): void {
+    const recorder = this.recorder;
+    if (recorder === undefined || recorder.sampleRate === this.rate) {
+      this.#toRecording = null;
+      this.#recordingFrame = null;
+      return;
+    }
+    this.#toRecording = createResampler(this.rate, recorder.sampleRate as AudioRate);
+    this.#recordingFrame = new Int16Array(frameSamples(recorder.sampleRate as AudioRate));
+  }
+
+  #record(mix: Int16Array): void {
+    const converter = this.#toRecording;
+    if (converter === null) this.recorder?.write(mix);
+    else {
+      const frame = this.#recordingFrame as Int16Array;
+      converter.process(mix, frame);
+      this.recorder?.write(frame);
     }
   }
 }
@@ -208,8 +393,12 @@ export class MediaEngine {
     this.#allocator = new RtpPortAllocator(options.rtpPorts.min, options.rtpPorts.max);
     this.#clock = new MediaClock({ onTick: () => this.#tick() });
     // Read and made before any tick needs them: the prompt files and the hold music.
-    for (const name of PROMPT_NAMES) prompt(name);
-    holdMusic();
+    for (const name of PROMPT_NAMES) {
+      prompt(name, 16000);
+      prompt(name, 8000);
+    }
+    holdMusic(16000);
+    holdMusic(8000);
   }
 
   /** The RTP session of a stream, for an owner on this same thread that reads and writes frames itself. */
@@ -258,6 +447,7 @@ export class MediaEngine {
           handover: request.handover,
         });
         const stream = new Stream(request.streamId, session);
+        stream.sync();
         if (request.handover !== undefined)
           this.#configured(stream, request.handover.config?.direction ?? null);
         this.#listen(stream);
@@ -283,15 +473,18 @@ export class MediaEngine {
       case "play": {
         const stream = this.#streams.get(request.streamId);
         if (stream === undefined) return undefined;
-        const samples = samplesOf(request.sound);
+        const sound = ratedSound(request.sound);
         stream.driven = true;
         await new Promise<void>((done) => {
-          if (samples.length === 0) done();
-          else if (stream.slot !== null && stream.mix !== null) {
-            stream.mix.mixer.play(samples, { to: stream.slot });
-            const endsAt = stream.mix.mixerTicks + Math.ceil(samples.length / FRAME_SAMPLES);
+          const mix = stream.mix;
+          if (stream.slot !== null && mix !== null) {
+            const samples = sound.at(mix.rate);
+            if (samples.length === 0) return done();
+            mix.mixer.play(samples, { to: stream.slot });
+            const endsAt = mix.mixerTicks + Math.ceil(samples.length / frameSamples(mix.rate));
             stream.mixPlays.push({ endsAt, done });
-          } else stream.queue.push({ samples, position: 0, done });
+          } else if (sound.at(stream.rate).length === 0) done();
+          else stream.queue.push({ sound, frames: 0, done });
         });
         return undefined;
       }
@@ -302,7 +495,8 @@ export class MediaEngine {
         stream.finishVoice();
         stream.driven = true;
         return new Promise<Int16Array>((done) => {
-          stream.voice = { samples: new Int16Array(frames * FRAME_SAMPLES), length: 0, done };
+          const rate = stream.rate;
+          stream.voice = { samples: new Int16Array(frames * frameSamples(rate)), rate, length: 0, done };
         });
       }
       case "close-mix": {
@@ -318,16 +512,18 @@ export class MediaEngine {
           throw new MediaError("MEDIA_ERR_RECORDING", `the recording failed earlier: ${failure.message}`);
         if (mix.recorder === undefined) {
           mix.opening ??= mkdir(path.dirname(request.file), { recursive: true }).then(() =>
-            WavRecorder.open(request.file, (error) => this.#recordingFailed(mix, error)),
+            WavRecorder.open(request.file, (error) => this.#recordingFailed(mix, error), mix.rate),
           );
+          let recorder: WavRecorder;
           try {
-            mix.recorder = await mix.opening;
+            recorder = await mix.opening;
           } catch (error) {
             mix.opening = undefined;
             throw new MediaError("MEDIA_ERR_RECORDING", errorText(error), { cause: error });
           }
+          mix.startRecording(recorder);
           if (!this.#mixes.has(mix.id)) {
-            await mix.recorder.close();
+            await recorder.close();
             throw new MediaError("MEDIA_ERR_MIX_CLOSED", "the mix was closed");
           }
         }
@@ -354,6 +550,7 @@ export class MediaEngine {
         if (stream === undefined) return;
         stream.session.configure(command.config);
         this.#configured(stream, command.config.direction);
+        if (stream.sync()) stream.mix?.fitMembers();
         return;
       }
       case "close-stream": {
@@ -381,8 +578,9 @@ export class MediaEngine {
         // Whatever was queued for the caller alone is heard no more; its plays are over.
         for (const playing of stream.queue.splice(0)) playing.done();
         stream.mix = mix;
-        stream.slot = mix.mixer.addParticipant(stream.port, { muted: command.muted });
         mix.members.add(stream);
+        mix.fitMembers();
+        stream.slot = mix.mixer.addParticipant(stream.port, { muted: command.muted });
         return;
       }
       case "leave": {
@@ -397,13 +595,13 @@ export class MediaEngine {
       }
       case "play-mix": {
         const mix = this.#mixes.get(command.mixId);
-        if (mix !== undefined) mix.mixer.play(samplesOf(command.sound));
+        if (mix !== undefined) mix.mixer.play(ratedSound(command.sound).at(mix.rate));
         return;
       }
       case "hold": {
         const mix = this.#mixes.get(command.mixId);
         if (mix !== undefined && command.onHold !== (mix.hold !== null))
-          mix.hold = command.onHold ? new LoopingPlayer(holdMusic()) : null;
+          mix.hold = command.onHold ? new LoopingPlayer(holdMusic(mix.rate)) : null;
         return;
       }
       case "relay": {
@@ -458,6 +656,7 @@ export class MediaEngine {
   #failMix(mix: Mix, error: unknown): void {
     this.#mixes.delete(mix.id);
     for (const member of mix.members) this.#leave(member);
+    mix.close();
     void this.#closeRecording(mix);
     this.#post({ type: "mix-failed", mixId: mix.id, reason: errorText(error) });
   }
@@ -478,7 +677,7 @@ export class MediaEngine {
     const merger = new DigitMerger((key) => this.#post({ type: "digit", streamId: stream.id, key }));
     const detector = new InbandDtmfDetector((key) => merger.fromInband(key));
     stream.session.on("digit", (digit) => merger.fromTelephoneEvent(digit.key));
-    stream.session.onDecodedAudio = (samples, count) => detector.process(samples, count);
+    stream.session.onDecodedAudio = (samples, count, rate) => detector.process(samples, count, rate);
     stream.session.on("srtpAuthenticationFailed", ({ address, port, count }) =>
       this.#post({ type: "srtp-authentication-failed", streamId: stream.id, address, port, count }),
     );
@@ -514,6 +713,8 @@ export class MediaEngine {
     stream.slot?.remove();
     stream.slot = null;
     stream.mix = null;
+    stream.fitRoom(stream.rate);
+    mix.fitMembers();
     for (const play of stream.mixPlays.splice(0)) play.done();
     if (stream.talk.talking && stream.talk.update(Number.NEGATIVE_INFINITY, true)) this.#talking(stream);
   }
@@ -542,6 +743,7 @@ export class MediaEngine {
   async #closeMix(mix: Mix): Promise<void> {
     this.#mixes.delete(mix.id);
     for (const member of mix.members) this.#leave(member);
+    mix.close();
     await this.#closeRecording(mix);
     this.#stopClockWhenIdle();
   }

@@ -8,7 +8,13 @@ import type { LatenessHistogram } from "../media-clock.js";
 import type { MediaErrorCode } from "../media-error.js";
 import type { RtpDrops, RtpHandover, RtpSessionConfiguration, RtpSessionStats } from "../rtp/rtp-stream.js";
 
-/** What is played to a stream or a mix. */
+/**
+ * The rate of audio that crosses between the threads (a recorded name coming up, speech going down):
+ * 16 kHz mono, which a room or a stream at 8 kHz takes down itself.
+ */
+export const SOUND_SAMPLE_RATE = 16000;
+
+/** What is played to a stream or a mix; `samples` at SOUND_SAMPLE_RATE. */
 export type MediaSound =
   | { readonly prompts: readonly PromptName[] }
   | { readonly tone: "entry" | "exit" }
@@ -62,6 +68,7 @@ export interface MediaReplies {
   "detach-stream": { readonly port: number; readonly handover: RtpHandover };
   "send-digits": boolean;
   play: undefined;
+  /** What the caller said, at SOUND_SAMPLE_RATE. */
   "record-voice": Int16Array;
   "close-mix": undefined;
   "start-recording": undefined;

@@ -23,6 +23,7 @@ import {
   MediaPlane,
   type MediaStream,
 } from "../../../../src/telephony/media/plane/media-plane.js";
+import { SOUND_SAMPLE_RATE } from "../../../../src/telephony/media/plane/protocol.js";
 import { RtpPortAllocator } from "../../../../src/telephony/media/rtp/port-allocator.js";
 import { RtpSession } from "../../../../src/telephony/media/rtp/rtp-session.js";
 import { exchangeAudio, goertzelLevelDb, ToneGenerator } from "../../../helpers/audio.js";
@@ -147,8 +148,9 @@ describe("media plane", { concurrency: true }, () => {
 
     it("plays to a caller alone and records what they say", async () => {
       const { peer, stream } = await phone();
-      const tone = new Int16Array(8000);
-      new ToneGenerator(660).fill(tone);
+      // Sounds cross between the threads at 16 kHz; the caller's G.711 stream takes them down to 8 kHz.
+      const tone = new Int16Array(SOUND_SAMPLE_RATE / 2);
+      new ToneGenerator(660, 0.5, SOUND_SAMPLE_RATE).fill(tone);
       const [heard] = await Promise.all([
         exchangeAudio(endpoint(peer), 1.4, null),
         stream.play({ samples: tone }),
@@ -157,8 +159,12 @@ describe("media plane", { concurrency: true }, () => {
       const recording = stream.recordVoice(1000);
       await exchangeAudio(endpoint(peer), 1.2, new ToneGenerator(550));
       const voice = await recording;
-      assert.equal(voice.length, 8000);
-      assert.ok(goertzelLevelDb(voice, 550) > -20, "the recording holds the caller's voice");
+      // One second of what the caller said, brought up to 16 kHz.
+      assert.equal(voice.length, SOUND_SAMPLE_RATE);
+      assert.ok(
+        goertzelLevelDb(voice, 550, SOUND_SAMPLE_RATE) > -20,
+        "the recording holds the caller's voice",
+      );
       stream.close();
     });
 
