@@ -150,6 +150,8 @@ export class Baresip {
         "module aufile.so",
         "module sndfile.so",
         "module ctrl_tcp.so",
+        // Its Opus encoder sends in-band FEC (RFC 7587 useinbandfec) only when told to, planning for loss.
+        ...(codecs.includes("opus") ? ["opus_inbandfec yes", "opus_packet_loss 10"] : []),
         ...(options.mediaenc === undefined ? [] : ["module srtp.so"]),
         "module_app account.so",
         "module_app menu.so",

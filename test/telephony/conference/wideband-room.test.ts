@@ -90,8 +90,14 @@ async function hangUpAndHear(phones: Baresip[], seconds: number): Promise<Int16A
   });
 }
 
-const HEARD_DB = -30;
-const NOT_HEARD_DB = -50;
+const HEARD_DB = -25;
+/**
+ * What a fault would put at -6 to -20 dBFS (a phone's own tone not taken out of what it hears, a
+ * 6 kHz tone folded to 2 kHz) stays below this. Not lower: baresip's Opus stream itself carries
+ * products of its 6 kHz tone near -40 dBFS (measured in what we decode from it in a call of its own:
+ * 2 and 2.5 kHz at -40, 7 kHz at -39), which the other phones hear with it.
+ */
+const NOT_HEARD_DB = -30;
 
 function levelsOf(samples: Int16Array, rate: number, frequencies: number[]): string {
   return frequencies.map((hz) => `${hz} Hz ${goertzelLevelDb(samples, hz, rate).toFixed(1)} dBFS`).join(", ");
@@ -123,9 +129,6 @@ describe("wideband rooms with real phones", { skip, concurrency: true }, () => {
           `${who} should not hear ${hz} Hz: ${levels}`,
         );
     };
-    console.log("G722", levelsOf(wideHeard, 16000, [6000, 500, 1200, 2000, 1000, 1500]));
-    console.log("opus", levelsOf(opusHeard, 16000, [6000, 500, 1200, 2000, 1000]));
-    console.log("pcmu", levelsOf(narrowHeard, 8000, [2000, 500, 1200, 1000]));
     check("the G.722 phone", wideHeard, wide.sampleRate, [6000, 500], [1200]);
     check("the Opus phone", opusHeard, opus.sampleRate, [1200, 500], [6000]);
     // 6 kHz cannot be in 8 kHz audio; folded, it would be at 8000 - 6000 = 2000 Hz.
@@ -133,6 +136,8 @@ describe("wideband rooms with real phones", { skip, concurrency: true }, () => {
   });
 
   test("an Opus phone losing 5 % of its packets on the way in is heard with no gap over 40 ms", async () => {
+    // 3 kHz: with loss planned for, the phone's encoder narrows its band to make room for FEC, and
+    // a 6 kHz tone would be cut.
     const lossy = await phone("+16045550311", 3000, ["opus"]);
     const listener = await phone("+16045550312", 700, ["G722"]);
     // A small RTP range, so that the relay can listen on every port of it.
@@ -156,9 +161,13 @@ describe("wideband rooms with real phones", { skip, concurrency: true }, () => {
     cleanups.push(() => relay.close());
     await roomOf(api, [lossy, listener]);
     await new Promise((resolve) => setTimeout(resolve, 4000));
+    // The room rebuilt lost frames from the next packets' in-band FEC (our offer asks for it).
+    const streams = (await api.service.telephony.media.stats()).threads.flatMap((thread) => thread.streams);
+    const recovered = streams.reduce((sum, stream) => sum + stream.framesRecovered, 0);
     const [, heard] = (await hangUpAndHear([lossy, listener], 3)) as [Int16Array, Int16Array];
 
     const dropped = relay.dropped;
+    assert.ok(recovered > 0, `no frame was recovered from FEC, ${dropped} packets dropped`);
     assert.ok(opusPackets > 150, `only ${opusPackets} Opus packets went through the relay`);
     assert.ok(dropped >= opusPackets * 0.03, `only ${dropped} of ${opusPackets} Opus packets were dropped`);
     // The tone's level in each 10 ms of what the listener heard: a gap is a run of windows far below
