@@ -212,14 +212,23 @@ const SMOKES: Smoke[] = [
   {
     name: "conference media (bench/media/room.ts)",
     file: "bench/media/room.ts",
-    env: { BENCH_PARTICIPANTS: "10", BENCH_SECONDS: "1", BENCH_WARM_UP_SECONDS: "0" },
+    env: {
+      BENCH_PARTICIPANTS: "10",
+      BENCH_CODECS: "PCMA",
+      BENCH_TALKERS: "2,all",
+      BENCH_SECONDS: "1",
+      BENCH_WARM_UP_SECONDS: "0",
+    },
     skip: sipp,
     check: (run) =>
       assertValid(run, [
         /^per-user call limits set by the bench to the participant count/m,
-        // participants, media threads, SIPp processes, answered, connected at start and at end.
-        /^\| +10 \| +\d+ \| +1 \| +10 \| +10 \| +10 \| +[1-9]\d* \|/m,
-        /^valid: every leg connected and in its room for the whole window/m,
+        // participants, codec, talkers, media threads, SIPp processes (one per talker's place, one for
+        // the listeners), answered, connected at start and at end, talkers heard, ticks.
+        /^\| +10 \| +PCMA \| +2 \| +\d+ \| +3 \| +10 \| +10 \| +10 \| +2\/2 \| +[1-9]\d* \|/m,
+        /^\| +10 \| +PCMA \| +10 \| +\d+ \| +10 \| +10 \| +10 \| +10 \| +10\/10 \| +[1-9]\d* \|/m,
+        /^CPU per participant, 10 participants, PCMA: 2 talkers a room [\d.]+ %, all talking [\d.]+ %: \d+ % (less|more)$/m,
+        /^valid: every leg connected and in its room for the whole window, receiving audio, every talker heard and every listener silent/m,
       ]),
   },
   {
