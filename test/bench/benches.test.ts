@@ -215,7 +215,7 @@ const SMOKES: Smoke[] = [
     env: {
       BENCH_PARTICIPANTS: "10",
       BENCH_CODECS: "PCMA",
-      BENCH_TALKERS: "2,all",
+      BENCH_TALKERS: "2",
       BENCH_SECONDS: "1",
       BENCH_WARM_UP_SECONDS: "0",
     },
@@ -226,8 +226,6 @@ const SMOKES: Smoke[] = [
         // participants, codec, talkers, media threads, SIPp processes (one per talker's place, one for
         // the listeners), answered, connected at start and at end, talkers heard, ticks.
         /^\| +10 \| +PCMA \| +2 \| +\d+ \| +3 \| +10 \| +10 \| +10 \| +2\/2 \| +[1-9]\d* \|/m,
-        /^\| +10 \| +PCMA \| +10 \| +\d+ \| +10 \| +10 \| +10 \| +10 \| +10\/10 \| +[1-9]\d* \|/m,
-        /^CPU per participant, 10 participants, PCMA: 2 talkers a room [\d.]+ %, all talking [\d.]+ %: \d+ % (less|more)$/m,
         /^valid: every leg connected and in its room for the whole window, receiving audio, every talker heard and every listener silent/m,
       ]),
   },
