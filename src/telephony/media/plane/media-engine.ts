@@ -782,7 +782,13 @@ export class MediaEngine {
     for (const stream of this.#streams.values()) {
       if (stream.mix !== null) legs++;
       const stats = stream.session.stats();
-      streams.push({ streamId: stream.id, ...stats });
+      streams.push({
+        streamId: stream.id,
+        ...stats,
+        codec: stream.session.encoderSpec?.codec ?? null,
+        audioRate: stream.rate,
+        roomRate: stream.mix?.rate ?? null,
+      });
       rtpTotals = addTotals(rtpTotals, stats);
     }
     const lateness = this.#clock.latenessPercentiles();

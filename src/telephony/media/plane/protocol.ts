@@ -4,9 +4,16 @@
  * crosses only where it is made elsewhere: a recorded name coming up, or run-time speech going down.
  */
 import type { PromptName } from "../../../domain/prompt.js";
+import type { AudioRate } from "../codec/audio-codec.js";
 import type { LatenessHistogram } from "../media-clock.js";
 import type { MediaErrorCode } from "../media-error.js";
-import type { RtpDrops, RtpHandover, RtpSessionConfiguration, RtpSessionStats } from "../rtp/rtp-stream.js";
+import type {
+  AudioCodecName,
+  RtpDrops,
+  RtpHandover,
+  RtpSessionConfiguration,
+  RtpSessionStats,
+} from "../rtp/rtp-stream.js";
 
 /**
  * The rate of audio that crosses between the threads (a recorded name coming up, speech going down):
@@ -85,6 +92,12 @@ export interface StreamStats extends RtpSessionStats {
   readonly packetsOutOfOrder: number;
   /** Playout ticks that had no frame and were filled by concealment. */
   readonly framesConcealed: number;
+  /** What the stream sends; null before it is negotiated. */
+  readonly codec: AudioCodecName | null;
+  /** The rate of its audio: 16000 when it sends or receives G.722 or Opus. */
+  readonly audioRate: AudioRate;
+  /** The rate of the room it is in; null outside one. */
+  readonly roomRate: AudioRate | null;
 }
 
 /** Packet counts of every stream the thread has had, closed ones included (counters for metrics). */

@@ -6,6 +6,8 @@
  */
 import assert from "node:assert/strict";
 import { randomInt } from "node:crypto";
+import dgram from "node:dgram";
+import { once } from "node:events";
 import { after, describe, it } from "node:test";
 import {
   type MediaMix,
@@ -16,6 +18,7 @@ import { RtpPortAllocator } from "../../../../src/telephony/media/rtp/port-alloc
 import { RtpSession } from "../../../../src/telephony/media/rtp/rtp-session.js";
 import type { AudioCodecName } from "../../../../src/telephony/media/rtp/rtp-stream.js";
 import { goertzelLevelDb, ToneGenerator } from "../../../helpers/audio.js";
+import { until } from "../../../helpers/until.js";
 
 const base = 40000 + 2 * randomInt(1500);
 const peers = new RtpPortAllocator(base, base + 199);
@@ -116,5 +119,74 @@ describe("wideband rooms on a media thread", { concurrency: false }, () => {
     assert.ok(goertzelLevelDb(wideHeard, 1200, 16000) > -20, `the G.722 phone: ${wideLevels}`);
     assert.ok(goertzelLevelDb(wideHeard, 6000, 16000) < -50, `the G.722 phone: ${wideLevels}`);
     await closeRoom(mix, [wide.stream, narrow.stream, other.stream]);
+  });
+
+  it("encodes the listeners' shared frame once per codec: Opus listeners who joined apart get the same payloads", async () => {
+    const mix = plane.openMix();
+    const talker = await phone("G722");
+    talker.stream.join(mix, false);
+    // Listeners that send nothing: raw sockets that keep every payload they are sent.
+    const listeners = await Promise.all(
+      [0, 1, 2].map(async () => {
+        const socket = dgram.createSocket("udp4");
+        socket.bind(0, "127.0.0.1");
+        await once(socket, "listening");
+        closers.push(() => new Promise<void>((resolve) => socket.close(() => resolve())));
+        const stream = await plane.openStream(mix);
+        stream.configure({
+          codec: "opus",
+          payloadType: 111,
+          opus: { useInbandFec: true },
+          remoteAddress: "127.0.0.1",
+          remotePort: socket.address().port,
+          direction: "sendrecv",
+        });
+        const payloads = new Set<string>();
+        socket.on("message", (packet) => {
+          if (packet.length > 12 && ((packet[1] ?? 0) & 0x7f) === 111)
+            payloads.add(packet.subarray(12).toString("hex"));
+        });
+        return { stream, payloads };
+      }),
+    );
+    const [first, second, late] = listeners as [
+      (typeof listeners)[0],
+      (typeof listeners)[0],
+      (typeof listeners)[0],
+    ];
+    first.stream.join(mix, false);
+    second.stream.join(mix, false);
+    await talk([{ peer: talker.peer, toneHz: 1000 }], 0.4);
+    // An encoder of its own, started now, could not give the same packets as one that ran 400 ms.
+    late.stream.join(mix, false);
+    await talk([{ peer: talker.peer, toneHz: 1000 }], 1.2);
+    const stats = await plane.stats();
+    const figures = stats.threads.flatMap((thread) => thread.streams);
+    for (const each of [talker.stream, first.stream, late.stream]) {
+      const stream = figures.find((candidate) => candidate.streamId === each.id);
+      assert.equal(stream?.roomRate, 16000);
+    }
+    assert.ok(late.payloads.size > 40, `the late listener got ${late.payloads.size} packets`);
+    for (const listener of [first, second]) {
+      const shared = [...late.payloads].filter((payload) => listener.payloads.has(payload)).length;
+      assert.ok(shared >= late.payloads.size - 2, `${shared} of ${late.payloads.size} payloads the same`);
+    }
+    await closeRoom(mix, [talker.stream, ...listeners.map((listener) => listener.stream)]);
+  });
+
+  it("goes back to 8 kHz when its last wideband member leaves", async () => {
+    const mix = plane.openMix();
+    const wide = await phone("G722");
+    const narrow = await phone("PCMU");
+    wide.stream.join(mix, false);
+    narrow.stream.join(mix, false);
+    const roomRate = async () =>
+      (await plane.stats()).threads
+        .flatMap((thread) => thread.streams)
+        .find((stream) => stream.streamId === narrow.stream.id)?.roomRate;
+    assert.equal(await roomRate(), 16000);
+    wide.stream.leave();
+    await until("the room back at 8 kHz", async () => ((await roomRate()) === 8000 ? true : undefined));
+    await closeRoom(mix, [wide.stream, narrow.stream]);
   });
 });
