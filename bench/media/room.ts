@@ -28,8 +28,9 @@
  * and every conference `started` (through the API) right before the window and right after it; the
  * media threads holding the same streams, one per participant and each in a mix, at both ends of the
  * window (a call that left and came back is a new stream), each receiving audio (at least half of the
- * window's 20 ms frames arrived) and none dropping a packet as a payload type the negotiation did not
- * list; every talker talking and every listener silent through the window, as the service's talk
+ * window's 20 ms frames arrived), none dropping a packet as a payload type the negotiation did not
+ * list, each sending the row's codec, and each in a room mixing at 16 kHz for G.722 and Opus, 8 kHz
+ * for G.711 (the media stats name both); every talker talking and every listener silent through the window, as the service's talk
  * detector tells the events stream; every SIPp trunk seeing every call follow its script (an offer
  * without the row's codec fails the call there); and, with the API load, the API answering only 2xx,
  * no request failing and the load covering the window.
@@ -482,7 +483,12 @@ function mediaFigures(before: MediaPlaneStats, after: MediaPlaneStats): MediaFig
  * MIN_RECEIVED_SHARE of its thread's due ticks over the window) and none dropping a packet as a
  * payload type the negotiation did not list (the leg sends the codec of its answer, nothing else).
  */
-function legProblemsOf(before: MediaPlaneStats, after: MediaPlaneStats, participants: number): string[] {
+function legProblemsOf(
+  before: MediaPlaneStats,
+  after: MediaPlaneStats,
+  participants: number,
+  codec: LegCodec,
+): string[] {
   const problems: string[] = [];
   for (const [index, end] of after.threads.entries()) {
     const start = before.threads[index];
@@ -507,6 +513,10 @@ function legProblemsOf(before: MediaPlaneStats, after: MediaPlaneStats, particip
   let arrived = 0;
   let unheard = 0;
   let foreignFormat = 0;
+  let otherCodec = 0;
+  // A room with a wideband leg mixes at 16 kHz; an all-G.711 room at 8 kHz, as cheap as before.
+  const roomRate = codec === "G722" || codec === "opus" ? 16000 : 8000;
+  let otherRoomRate = 0;
   for (const [index, end] of after.threads.entries()) {
     const thread = before.threads[index];
     const dueTicks =
@@ -520,6 +530,8 @@ function legProblemsOf(before: MediaPlaneStats, after: MediaPlaneStats, particip
       gone.delete(stream.streamId);
       if (stream.packetsReceived - start.packetsReceived < MIN_RECEIVED_SHARE * dueTicks) unheard++;
       if (stream.dropped.unknownPayloadType > start.dropped.unknownPayloadType) foreignFormat++;
+      if (stream.codec !== codec) otherCodec++;
+      if (stream.roomRate !== roomRate) otherRoomRate++;
     }
   }
   if (gone.size > 0 || arrived > 0)
@@ -532,6 +544,8 @@ function legProblemsOf(before: MediaPlaneStats, after: MediaPlaneStats, particip
     problems.push(
       `${foreignFormat} legs dropped RTP of a payload type the negotiation did not list (the service did not take the answer's codec)`,
     );
+  if (otherCodec > 0) problems.push(`${otherCodec} legs sent another codec than ${codec}`);
+  if (otherRoomRate > 0) problems.push(`${otherRoomRate} legs were in rooms not mixing at ${roomRate} Hz`);
   return problems;
 }
 
@@ -862,7 +876,7 @@ async function measure(
       ).length,
       notConnected,
       legProblems: [
-        ...legProblemsOf(mediaBefore, mediaAfter, participants),
+        ...legProblemsOf(mediaBefore, mediaAfter, participants, spec.codec),
         ...talkProblems,
         ...(talk.ended === null ? [] : [`the events stream failed: ${talk.ended}`]),
         ...(playedSeconds < PLAY_SECONDS
