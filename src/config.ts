@@ -481,6 +481,11 @@ const VARIABLES = {
     meaning:
       "Worker threads that carry the calls' media (RTP, mixing, prompts, recording), each room on one; `0` keeps the media on the main thread ([docs/telephony.md](docs/telephony.md#media-threads))",
   }),
+  BRIDGELINE_MIX_TALKERS: variable(atLeastOne, {
+    fallback: "3",
+    meaning:
+      "The loudest talkers a room mixes at once, each hearing the others; everyone else hears one shared mix of them, encoded once per codec ([docs/telephony.md](docs/telephony.md#codecs))",
+  }),
   BRIDGELINE_ACCESS_NUMBERS: variable(commaList(readAccessNumber), {
     unset: "unset",
     meaning:
@@ -732,6 +737,7 @@ function shape(settings: Settings, env: Env) {
       serverTimeoutSeconds: settings.BRIDGELINE_SIP_SERVER_TIMEOUT_SECONDS,
       mediaTimeoutSeconds: settings.BRIDGELINE_MEDIA_TIMEOUT_SECONDS,
       mediaThreads: settings.BRIDGELINE_MEDIA_THREADS ?? os.availableParallelism(),
+      mixTalkers: settings.BRIDGELINE_MIX_TALKERS,
       accessNumbers: settings.BRIDGELINE_ACCESS_NUMBERS ?? [],
       tlsPort: settings.BRIDGELINE_SIP_TLS_PORT ?? null,
       tlsCertFile: settings.BRIDGELINE_SIP_TLS_CERT ?? null,

@@ -121,6 +121,7 @@ export async function startService(
       serverTimeoutMs: sip.serverTimeoutSeconds * 1000,
       mediaTimeoutMs: sip.mediaTimeoutSeconds * 1000,
       mediaThreads: sip.mediaThreads,
+      mixTalkers: sip.mixTalkers,
       requestRatePerSource: sip.requestRatePerSource,
       maxCalls: sip.maxCalls,
       connections: {

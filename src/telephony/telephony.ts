@@ -70,6 +70,8 @@ export interface TelephonyOptions {
   readonly mediaTimeoutMs?: number;
   /** Media threads (RTP, mixing, playback, recording); 0, the default, keeps the media on this thread. */
   readonly mediaThreads?: number;
+  /** The loudest talkers a room mixes at once (default 3); everyone else hears one shared mix of them. */
+  readonly mixTalkers?: number;
   /** DNS servers for locating trunks (RFC 3263), `address` or `address:port`; default the system's. */
   readonly dnsServers?: readonly string[] | null;
   /**
@@ -210,6 +212,7 @@ export class Telephony implements CallHost {
       bindAddress: options.bindAddress,
       rtpPorts: options.rtpPorts ?? { min: 10_000, max: 20_000 },
       mediaTimeoutMs: options.mediaTimeoutMs ?? DEFAULT_MEDIA_TIMEOUT_MS,
+      mixTalkers: options.mixTalkers,
       allowFaultInjection: options.allowMediaFaultInjection,
       logger: options.logger,
     });

@@ -85,6 +85,8 @@ class Instance {
         BRIDGELINE_SIP_TRUNK: trunk,
         BRIDGELINE_ACCESS_NUMBERS: ACCESS_NUMBER,
         BRIDGELINE_MEDIA_THREADS: "1",
+        // Ten callers all talk at once here, and any two must hear each other.
+        BRIDGELINE_MIX_TALKERS: "10",
       },
       stdio: ["ignore", "pipe", "pipe"],
     });

@@ -247,11 +247,7 @@ class Mix {
   opening: Promise<WavRecorder> | undefined;
   recording = false;
   faultInjected = false;
-  readonly mixer = new Mixer({
-    onMix: (mix) => {
-      if (this.recording) this.#record(mix);
-    },
-  });
+  readonly mixer: Mixer;
   #holdFrame = new Int16Array(frameSamples(8000));
   /** The shared frame at 8 kHz for narrowband listeners of a 16 kHz room, made once a tick. */
   #narrowShared = new Int16Array(frameSamples(8000));
@@ -265,7 +261,15 @@ class Mix {
   constructor(
     readonly id: number,
     private readonly onTalking: (stream: Stream) => void,
-  ) {}
+    talkers: number | undefined,
+  ) {
+    this.mixer = new Mixer({
+      talkers,
+      onMix: (mix) => {
+        if (this.recording) this.#record(mix);
+      },
+    });
+  }
 
   get rate(): AudioRate {
     return this.mixer.sampleRate;
@@ -565,7 +569,7 @@ export class MediaEngine {
         this.#streams.get(command.streamId)?.finishVoice();
         return;
       case "open-mix":
-        this.#mixes.set(command.mixId, new Mix(command.mixId, this.#talking));
+        this.#mixes.set(command.mixId, new Mix(command.mixId, this.#talking, this.#options.mixTalkers));
         this.#clock.start();
         return;
       case "join": {

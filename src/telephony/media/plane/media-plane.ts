@@ -37,6 +37,8 @@ export interface MediaPlaneOptions {
   readonly rtpPorts: { readonly min: number; readonly max: number };
   /** An answered stream with no packets for this long reports a timeout (0: never). */
   readonly mediaTimeoutMs: number;
+  /** The loudest talkers each room mixes at once; default the mixer's (3). */
+  readonly mixTalkers?: number;
   /** Lets `MediaMix.injectFault` make a mix throw (tests of fault isolation). */
   readonly allowFaultInjection?: boolean;
   readonly logger?: MediaPlaneLogger;
@@ -355,6 +357,7 @@ export class MediaPlane {
       bindAddress: this.#options.bindAddress,
       rtpPorts: { min: first, max: index === count - 1 ? max : first + 2 * share - 1 },
       mediaTimeoutMs: this.#options.mediaTimeoutMs,
+      mixTalkers: this.#options.mixTalkers,
       allowFaultInjection: this.#options.allowFaultInjection ?? false,
     };
   }

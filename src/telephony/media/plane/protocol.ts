@@ -159,5 +159,7 @@ export interface MediaThreadOptions {
   readonly rtpPorts: { readonly min: number; readonly max: number };
   /** An answered stream with no packets for this long is reported (0: never). */
   readonly mediaTimeoutMs: number;
+  /** The loudest talkers each room mixes at once; undefined: the mixer's default. */
+  readonly mixTalkers?: number;
   readonly allowFaultInjection: boolean;
 }

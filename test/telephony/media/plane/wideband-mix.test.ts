@@ -189,4 +189,49 @@ describe("wideband rooms on a media thread", { concurrency: false }, () => {
     await until("the room back at 8 kHz", async () => ((await roomRate()) === 8000 ? true : undefined));
     await closeRoom(mix, [wide.stream, narrow.stream]);
   });
+
+  it("mixes no more talkers than the plane is told: with one, two people talking hear nothing of each other, a listener hears one", async () => {
+    const single = new MediaPlane({
+      threads: 1,
+      bindAddress: "127.0.0.1",
+      rtpPorts: { min: base + 400, max: base + 459 },
+      mediaTimeoutMs: 0,
+      mixTalkers: 1,
+    });
+    closers.push(() => single.close());
+    const mix = single.openMix();
+    const phones = await Promise.all(
+      ["PCMU", "PCMU", "PCMU"].map(async () => {
+        const peer = await RtpSession.open({ allocator: peers, bindAddress: "127.0.0.1" });
+        closers.push(() => peer.close());
+        const stream = await single.openStream(mix);
+        const config = {
+          codec: "PCMU",
+          payloadType: 0,
+          remoteAddress: "127.0.0.1",
+          direction: "sendrecv",
+        } as const;
+        stream.configure({ ...config, remotePort: peer.localPort });
+        peer.configure({ ...config, remotePort: stream.localPort });
+        stream.join(mix, false);
+        return peer;
+      }),
+    );
+    const [loud, quiet, listener] = phones as [RtpSession, RtpSession, RtpSession];
+    const [loudHeard, quietHeard, listenerHeard] = (await talk(
+      [
+        { peer: loud, toneHz: 700 },
+        { peer: quiet, toneHz: 1100 },
+        { peer: listener, toneHz: null },
+      ],
+      1.5,
+    )) as [Int16Array, Int16Array, Int16Array];
+    // The two talkers are as loud as each other: the one mixed first keeps its place. Whichever it
+    // is, the listener hears it alone, and it hears nothing of the other (whom nobody hears).
+    const heard = [700, 1100].filter((hz) => goertzelLevelDb(listenerHeard, hz) > -20);
+    assert.equal(heard.length, 1, `the listener heard ${heard.join(", ")} Hz`);
+    const [mixedHeard, unmixedHz] = heard[0] === 700 ? [loudHeard, 1100] : [quietHeard, 700];
+    assert.ok(goertzelLevelDb(mixedHeard, unmixedHz) < -40, "the talker mixed hears the one not mixed");
+    await mix.close();
+  });
 });
