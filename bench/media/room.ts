@@ -13,7 +13,10 @@
  * closes the service, which hangs every call up.
  *
  * BENCH_MEDIA_THREADS sets the service's `sip.mediaThreads` (default: the service's own default, one
- * per core; 0 runs the media on the main thread). BENCH_API_LOAD=1 runs the API benchmark's GET
+ * per core; 0 runs the media on the main thread). BENCH_MIX_TALKERS sets its BRIDGELINE_MIX_TALKERS
+ * (default 3: the loudest three of a room are mixed, everyone else hears one shared mix); 10 mixes
+ * every leg of a room of 10 with its own mix and its own encode, as every room was before the
+ * shared mix. BENCH_API_LOAD=1 runs the API benchmark's GET
  * conference load (autocannon, 100 connections, flat out, in a process of its own:
  * bench/api/load-generator.ts) through the whole window, and reports its rate and p99 beside the
  * media figures.
@@ -71,6 +74,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 /** The service's media threads: BENCH_MEDIA_THREADS, read the way the service reads its own setting. */
 const MEDIA_THREADS = loadConfig({ BRIDGELINE_MEDIA_THREADS: process.env.BENCH_MEDIA_THREADS }).sip
   .mediaThreads;
+/** The service's talkers mixed at once: BENCH_MIX_TALKERS, read as the service reads its setting. */
+const MIX_TALKERS = loadConfig({ BRIDGELINE_MIX_TALKERS: process.env.BENCH_MIX_TALKERS }).sip.mixTalkers;
 const API_LOAD = process.env.BENCH_API_LOAD === "1";
 /**
  * Legs per SIPp process. SIPp 3.6.1 plays each call's pcap in a thread of its own, through a raw
@@ -698,6 +703,7 @@ async function measure(
         routes,
         rtpPorts: RTP_PORTS,
         mediaThreads: MEDIA_THREADS,
+        mixTalkers: MIX_TALKERS,
       },
     },
     logStream,
@@ -1221,7 +1227,7 @@ async function main(): Promise<void> {
     `per-user call limits set by the bench to the participant count (calls in progress at once and calls an hour; the service's defaults are ${DEFAULT_CONFERENCES.maxCallsInProgressPerUser} and ${DEFAULT_CONFERENCES.maxCallsPerHourPerUser}): one user owns every room\n`,
   );
   process.stderr.write(
-    `media threads: ${MEDIA_THREADS}${MEDIA_THREADS === 0 ? " (media on the main thread)" : ""}; API load: ${API_LOAD ? "GET conference, flat out" : "none"}; legs play ${PLAY_SECONDS} s of RTP; load average ${os
+    `media threads: ${MEDIA_THREADS}${MEDIA_THREADS === 0 ? " (media on the main thread)" : ""}; talkers mixed at once in a room: ${MIX_TALKERS}; API load: ${API_LOAD ? "GET conference, flat out" : "none"}; legs play ${PLAY_SECONDS} s of RTP; load average ${os
       .loadavg()
       .map((value) => value.toFixed(2))
       .join(" ")}\n`,

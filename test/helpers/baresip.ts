@@ -30,6 +30,12 @@ export interface BaresipOptions {
   mediaenc?: "srtp" | "srtp-mand";
   /** The codecs it offers and accepts, preferred first; default PCMU, PCMA. */
   codecs?: readonly BaresipCodec[];
+  /**
+   * Its Opus encoder plans for this much packet loss and sends in-band FEC (RFC 7587 useinbandfec),
+   * which it does only when told. With loss planned for, libopus narrows the band to make room for
+   * FEC at the same bitrate: a tone above about 4 kHz may be cut.
+   */
+  opusLossPercent?: number;
 }
 
 export type BaresipCodec = "PCMU" | "PCMA" | "G722" | "opus";
@@ -150,8 +156,9 @@ export class Baresip {
         "module aufile.so",
         "module sndfile.so",
         "module ctrl_tcp.so",
-        // Its Opus encoder sends in-band FEC (RFC 7587 useinbandfec) only when told to, planning for loss.
-        ...(codecs.includes("opus") ? ["opus_inbandfec yes", "opus_packet_loss 10"] : []),
+        ...(options.opusLossPercent === undefined
+          ? []
+          : ["opus_inbandfec yes", `opus_packet_loss ${options.opusLossPercent}`]),
         ...(options.mediaenc === undefined ? [] : ["module srtp.so"]),
         "module_app account.so",
         "module_app menu.so",

@@ -11,7 +11,12 @@ import { loadConfig } from "../../../src/config.js";
 import { goertzelLevelDb } from "../../helpers/audio.js";
 import { Baresip, type BaresipCodec } from "../../helpers/baresip.js";
 import { isRtpOfPayloadType, LossyRelay, RELAY_ADDRESS, randomShare } from "../../helpers/lossy-relay.js";
-import { createUser, startTestService, type TestService } from "../../helpers/service.js";
+import {
+  createPendingConference,
+  createUser,
+  startTestService,
+  type TestService,
+} from "../../helpers/service.js";
 import { rtpPortRange, skipWithout } from "../../helpers/sipp.js";
 import { until } from "../../helpers/until.js";
 import { textOf, type XmlNode } from "../../helpers/xml.js";
@@ -22,8 +27,13 @@ after(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-async function phone(user: string, toneHz: number, codecs: readonly BaresipCodec[]): Promise<Baresip> {
-  const started = await Baresip.start({ user, toneHz, codecs });
+async function phone(
+  user: string,
+  toneHz: number,
+  codecs: readonly BaresipCodec[],
+  opusLossPercent?: number,
+): Promise<Baresip> {
+  const started = await Baresip.start({ user, toneHz, codecs, opusLossPercent });
   cleanups.push(() => started.stop());
   return started;
 }
@@ -50,26 +60,12 @@ async function startService(
 /** A conference of the phones that dials direct, has no moderator, starts now, and has every phone connected. */
 async function roomOf(api: TestService, phones: Baresip[]): Promise<void> {
   const owner = await createUser(api);
-  const created = await api.request("POST", `/users/${owner.id}/conferences`, {
-    auth: owner.auth,
-    body: `<conference><name>Wideband</name><scheduled-to-start-at>${new Date().toISOString()}</scheduled-to-start-at>
-      <direct-dial type="boolean">true</direct-dial><no-moderator type="boolean">true</no-moderator>
-      <announce-attendees type="boolean">false</announce-attendees></conference>`,
+  const path = await createPendingConference(api, owner, {
+    name: "Wideband",
+    numbers: phones.map((each) => each.user),
+    extra: `<direct-dial type="boolean">true</direct-dial><no-moderator type="boolean">true</no-moderator>
+      <announce-attendees type="boolean">false</announce-attendees>`,
   });
-  assert.equal(created.status, 201, created.text);
-  const path = new URL(String(created.headers.location), "http://localhost").pathname;
-  for (const each of phones) {
-    const added = await api.request("POST", `${path}/attendees`, {
-      auth: owner.auth,
-      body: `<attendee><phone-number>${each.user}</phone-number></attendee>`,
-    });
-    assert.equal(added.status, 201, added.text);
-  }
-  const pending = await api.request("PUT", path, {
-    auth: owner.auth,
-    body: "<conference><state>pending</state></conference>",
-  });
-  assert.equal(pending.status, 200, pending.text);
   await until("every phone connected", async () => {
     const list = await api.request("GET", `${path}/attendees`, { auth: owner.auth });
     const items = (list.xml.attendees as { attendee?: XmlNode | XmlNode[] }).attendee ?? [];
@@ -138,7 +134,7 @@ describe("wideband rooms with real phones", { skip, concurrency: true }, () => {
   test("an Opus phone losing 5 % of its packets on the way in is heard with no gap over 40 ms", async () => {
     // 3 kHz: with loss planned for, the phone's encoder narrows its band to make room for FEC, and
     // a 6 kHz tone would be cut.
-    const lossy = await phone("+16045550311", 3000, ["opus"]);
+    const lossy = await phone("+16045550311", 3000, ["opus"], 10);
     const listener = await phone("+16045550312", 700, ["G722"]);
     // A small RTP range, so that the relay can listen on every port of it.
     const min = 20000 + 40 * Math.floor(Math.random() * 240);
