@@ -396,13 +396,11 @@ export class MediaEngine {
     this.#post = post;
     this.#allocator = new RtpPortAllocator(options.rtpPorts.min, options.rtpPorts.max);
     this.#clock = new MediaClock({ onTick: () => this.#tick() });
-    // Read and made before any tick needs them: the prompt files and the hold music.
-    for (const name of PROMPT_NAMES) {
-      prompt(name, 16000);
-      prompt(name, 8000);
-    }
+    // Read and made before any tick needs them: the prompt files and the hold music. Their 8 kHz
+    // versions are made on first use instead (a prompt in about a millisecond, the music in some 30):
+    // all of them here would hold up a new thread's first call by a third of a second of CPU.
+    for (const name of PROMPT_NAMES) prompt(name, 16000);
     holdMusic(16000);
-    holdMusic(8000);
   }
 
   /** The RTP session of a stream, for an owner on this same thread that reads and writes frames itself. */
