@@ -41,6 +41,8 @@ const DEFAULT_TALKERS = 3;
 /** Mean square of a full-scale square wave, the 0 dBFS reference. */
 const FULL_SCALE_SQUARE = 32768 * 32768;
 const SPEECH_MEAN_SQUARE = FULL_SCALE_SQUARE * 10 ** (SPEECH_THRESHOLD_DB / 10);
+/** A newcomer takes a talker's place only when this much louder in power: 6 dB. */
+const INCUMBENT_ADVANTAGE = 4;
 
 /** Where a participant's audio comes from and goes to, one frame per tick at the mixer's rate. */
 export interface MixerPort {
@@ -140,11 +142,12 @@ class Slot implements MixerSlot {
 
   /** Whether this slot should be mixed rather than `other`, both wanting a place. */
   outranks(other: Slot): boolean {
-    // On equal levels the one already mixed keeps its place.
-    return (
-      this.meanSquare > other.meanSquare ||
-      (this.meanSquare === other.meanSquare && this.talker && !other.talker)
-    );
+    // A talker keeps its place against anyone less than 6 dB louder, so that talkers of about one
+    // level do not swap places tick by tick (cutting each other's words into 20 ms pieces, and
+    // switching G.722 and Opus listeners between encoders); on equal footing the one mixed stays.
+    const mine = this.talker ? this.meanSquare * INCUMBENT_ADVANTAGE : this.meanSquare;
+    const theirs = other.talker ? other.meanSquare * INCUMBENT_ADVANTAGE : other.meanSquare;
+    return mine > theirs || (mine === theirs && this.talker && !other.talker);
   }
 }
 

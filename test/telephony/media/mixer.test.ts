@@ -146,6 +146,33 @@ describe("Mixer", () => {
     assert.equal(loud[0]?.lastFrame, listener.lastFrame);
   });
 
+  it("keeps its talkers against one a little louder, and gives a place to one 6 dB louder", () => {
+    const talkers = [1000, 1000, 1000].map((value) => new TestPort(constant(value)));
+    const listener = new TestPort(null);
+    const mixer = new Mixer({ talkers: 3 });
+    const slots = talkers.map((port) => mixer.addParticipant(port));
+    mixer.addParticipant(listener);
+    mixer.tick();
+    // A fourth voice 5 dB louder: not enough to take a place, tick after tick.
+    const newcomer = new TestPort(constant(1778));
+    const newcomerSlot = mixer.addParticipant(newcomer);
+    for (let tick = 0; tick < 5; tick++) {
+      mixer.tick();
+      assert.deepEqual(
+        [...slots, newcomerSlot].map((slot) => slot.talker),
+        [true, true, true, false],
+        `tick ${tick}`,
+      );
+    }
+    assert.deepEqual(listener.last, constant(3000));
+    // 7 dB louder: it takes the place of one of them.
+    newcomer.source = constant(2239);
+    mixer.tick();
+    assert.equal(newcomerSlot.talker, true);
+    assert.equal(mixer.talkerCount, 3);
+    assert.deepEqual(listener.last, constant(2239 + 2000));
+  });
+
   it("keeps a talker through a pause for the hangover, then lets it go", () => {
     const talker = new TestPort(constant(1000));
     const listener = new TestPort(null);

@@ -127,6 +127,9 @@ class Stream {
    */
   #toRoom: Resampler | null = null;
   #fromRoom: Resampler | null = null;
+  /** The room rate and our rate the converters were made for. */
+  #roomRate: AudioRate = 8000;
+  #fittedRate: AudioRate = 8000;
   /** The mixer's view of this stream, frames at the room's rate. */
   readonly port = {
     read: (out: Int16Array): boolean => {
@@ -167,8 +170,14 @@ class Stream {
     return true;
   }
 
-  /** Sets the converters for a room at `roomRate` (a room is never narrower than its members). */
+  /**
+   * Sets the converters for a room at `roomRate` (a room is never narrower than its members); those
+   * in place are kept (and their filters' history) while the two rates stay what they were.
+   */
   fitRoom(roomRate: AudioRate): void {
+    if (roomRate === this.#roomRate && this.rate === this.#fittedRate) return;
+    this.#roomRate = roomRate;
+    this.#fittedRate = this.rate;
     const converts = roomRate !== this.rate;
     this.#toRoom = converts ? createResampler(this.rate, roomRate) : null;
     this.#fromRoom = converts ? createResampler(roomRate, this.rate) : null;
@@ -230,11 +239,14 @@ class Stream {
 /** The shared frame of a room in one encoding, made once a tick for every listener who hears it. */
 interface SharedEncoding {
   readonly encoder: AudioEncoder;
+  /** The payload of the tick `tick`: its first `length` bytes. */
   readonly payload: Uint8Array;
-  /** The payload of the tick `tick`. */
-  encoded: Uint8Array;
+  length: number;
   tick: number;
 }
+
+/** A room's shared encoding nobody has heard for this many ticks (10 s) is let go, its encoder with it. */
+const SHARED_ENCODING_IDLE_TICKS = 500;
 
 class Mix {
   readonly members = new Set<Stream>();
@@ -275,7 +287,10 @@ class Mix {
     return this.mixer.sampleRate;
   }
 
-  /** Mixes at 16 kHz while any member is wideband, at 8 kHz otherwise. */
+  /**
+   * Mixes at 16 kHz while any member is wideband, at 8 kHz otherwise; each member's converters
+   * follow (a no-op for those already fitted).
+   */
   fitMembers(): void {
     let rate: AudioRate = 8000;
     for (const member of this.members) if (member.rate === 16000) rate = 16000;
@@ -305,20 +320,21 @@ class Mix {
     let shared = this.#sharedEncodings.get(key);
     if (shared === undefined) {
       const payload = new Uint8Array(MAX_ENCODED_FRAME_BYTES);
-      shared = { encoder: createEncoder(spec), payload, encoded: payload, tick: -1 };
+      shared = { encoder: createEncoder(spec), payload, length: 0, tick: -1 };
       this.#sharedEncodings.set(key, shared);
     }
     if (shared.tick !== this.ticks) {
       const input = shared.encoder.sampleRate === this.rate ? frame : this.#narrow(frame);
-      shared.encoded = shared.payload.subarray(0, shared.encoder.encode(input, shared.payload));
+      shared.length = shared.encoder.encode(input, shared.payload);
       shared.tick = this.ticks;
     }
-    stream.session.sendEncoded(shared.encoded);
+    stream.session.sendEncoded(shared.payload, shared.length);
   }
 
   tick(): void {
     if (this.faultInjected) throw new Error("fault injected into the mix");
     this.ticks++;
+    if (this.ticks % SHARED_ENCODING_IDLE_TICKS === 0) this.#dropIdleEncodings();
     if (this.hold !== null) {
       // Everyone hears the music; what they say goes nowhere, but is read to keep jitter buffers drained.
       this.hold.next(this.#holdFrame);
@@ -335,6 +351,15 @@ class Mix {
       if (member.talk.update(slot.level, slot.muted)) this.onTalking(member);
       const plays = member.mixPlays;
       while (plays.length > 0 && (plays[0] as { endsAt: number }).endsAt <= ticks) plays.shift()?.done();
+    }
+  }
+
+  /** Encodings no listener has had for a while (its members changed codec, or left): their encoders go. */
+  #dropIdleEncodings(): void {
+    for (const [key, shared] of this.#sharedEncodings) {
+      if (this.ticks - shared.tick < SHARED_ENCODING_IDLE_TICKS) continue;
+      shared.encoder.dispose();
+      this.#sharedEncodings.delete(key);
     }
   }
 
@@ -396,11 +421,12 @@ export class MediaEngine {
     this.#post = post;
     this.#allocator = new RtpPortAllocator(options.rtpPorts.min, options.rtpPorts.max);
     this.#clock = new MediaClock({ onTick: () => this.#tick() });
-    // Read and made before any tick needs them: the prompt files and the hold music. Their 8 kHz
-    // versions are made on first use instead (a prompt in about a millisecond, the music in some 30):
-    // all of them here would hold up a new thread's first call by a third of a second of CPU.
+    // Read and made before any tick needs them: the prompt files and the hold music at both rates
+    // (the music takes tens of ms to make). The prompts' 8 kHz versions are made on first use (about
+    // a millisecond each): all of them here would hold up a new thread's first call.
     for (const name of PROMPT_NAMES) prompt(name, 16000);
     holdMusic(16000);
+    holdMusic(8000);
   }
 
   /** The RTP session of a stream, for an owner on this same thread that reads and writes frames itself. */
@@ -657,7 +683,7 @@ export class MediaEngine {
   /** A mix whose tick threw: gone, its members out of it (hearing silence), reported. */
   #failMix(mix: Mix, error: unknown): void {
     this.#mixes.delete(mix.id);
-    for (const member of mix.members) this.#leave(member);
+    for (const member of mix.members) this.#leave(member, true);
     mix.close();
     void this.#closeRecording(mix);
     this.#post({ type: "mix-failed", mixId: mix.id, reason: errorText(error) });
@@ -708,7 +734,8 @@ export class MediaEngine {
     }
   }
 
-  #leave(stream: Stream): void {
+  /** Takes the stream out of its mix; the mix's rate follows those left unless it is going (`closing`). */
+  #leave(stream: Stream, closing = false): void {
     const mix = stream.mix;
     if (mix === null) return;
     mix.members.delete(stream);
@@ -716,7 +743,7 @@ export class MediaEngine {
     stream.slot = null;
     stream.mix = null;
     stream.fitRoom(stream.rate);
-    mix.fitMembers();
+    if (!closing) mix.fitMembers();
     for (const play of stream.mixPlays.splice(0)) play.done();
     if (stream.talk.talking && stream.talk.update(Number.NEGATIVE_INFINITY, true)) this.#talking(stream);
   }
@@ -744,7 +771,7 @@ export class MediaEngine {
 
   async #closeMix(mix: Mix): Promise<void> {
     this.#mixes.delete(mix.id);
-    for (const member of mix.members) this.#leave(member);
+    for (const member of mix.members) this.#leave(member, true);
     mix.close();
     await this.#closeRecording(mix);
     this.#stopClockWhenIdle();

@@ -407,7 +407,9 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
         : { codec: config.codec };
     const key = encoderKey(spec);
     if (key !== this.sendKey || this.encoder === null) {
+      // Gone before the new one is made: should making it throw, nothing encodes with a disposed one.
       this.encoder?.dispose();
+      this.encoder = null;
       this.encoder = createEncoder(spec);
       this.sendSpec = spec;
       this.sendKey = key;
@@ -450,17 +452,19 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
 
   /**
    * Sends one 20 ms payload made by an encoder of `encoderSpec` (one encoding shared by several
-   * sessions), as `sendFrame` would send the frame it was made from: dropped while a DTMF event is
-   * being sent, not sent when the direction forbids, the timestamp advancing 20 ms of our clock.
+   * sessions), the first `length` bytes of `payload`, as `sendFrame` would send the frame it was
+   * made from: dropped while a DTMF event is being sent, not sent when the direction forbids, the
+   * timestamp advancing 20 ms of our clock.
    */
-  sendEncoded(payload: Uint8Array): void {
+  sendEncoded(payload: Uint8Array, length = payload.length): void {
     if (this.closing !== null || this.dtmf.sendingEvent) return;
-    if (payload.length > MAX_PAYLOAD_BYTES)
-      throw new RangeError(`a payload of ${payload.length} bytes does not fit a datagram`);
+    if (length > MAX_PAYLOAD_BYTES || length > payload.length)
+      throw new RangeError(`a payload of ${length} bytes does not fit a datagram`);
     const config = this.config;
     if (config !== null && isSending(config.direction)) {
-      this.payloadArea().set(payload);
-      this.sendRtp(config.payloadType, this.timestamp, payload.length, this.markNextFrame);
+      const area = this.payloadArea();
+      for (let i = 0; i < length; i++) area[i] = payload[i] as number;
+      this.sendRtp(config.payloadType, this.timestamp, length, this.markNextFrame);
       this.markNextFrame = false;
     }
     this.advanceTimestamp(this.sendTicksPerFrame);
