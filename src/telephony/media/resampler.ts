@@ -376,3 +376,28 @@ export function convertSampleRate(samples: Int16Array, fromRate: SampleRate, toR
   converter.process(input, output);
   return output.slice(converter.delay, converter.delay + Math.round(samples.length * ratio));
 }
+
+/**
+ * A rate converter for frames that may skip ticks (a caller with nothing to say, a listener between
+ * frames of its own): after a gap the filter's history holds audio long gone, so it is run over a
+ * silent frame first and the next frame starts from silence, not from a stale tail.
+ */
+export class FrameConverter {
+  readonly #resampler: Resampler;
+  readonly #silence: Int16Array;
+  readonly #discarded: Int16Array;
+  #lastTick = Number.NEGATIVE_INFINITY;
+
+  constructor(from: 8000 | 16000, to: 8000 | 16000) {
+    this.#resampler = createResampler(from, to);
+    this.#silence = new Int16Array((from * FRAME_MS) / 1000);
+    this.#discarded = new Int16Array((to * FRAME_MS) / 1000);
+  }
+
+  /** Converts the frame of tick `tick`. */
+  process(input: Int16Array, output: Int16Array, tick: number): void {
+    if (tick !== this.#lastTick + 1) this.#resampler.process(this.#silence, this.#discarded);
+    this.#lastTick = tick;
+    this.#resampler.process(input, output);
+  }
+}

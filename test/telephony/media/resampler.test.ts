@@ -3,6 +3,7 @@ import { describe, it } from "node:test";
 import {
   convertSampleRate,
   createResampler,
+  FrameConverter,
   type SampleRate,
 } from "../../../src/telephony/media/resampler.js";
 import { toneAmplitude as amplitudeAt } from "../../helpers/audio.js";
@@ -278,5 +279,27 @@ describe("convertSampleRate", () => {
     for (let n = 50; n < 750; n += 41)
       assert.ok(Math.abs((narrow[n] as number) - (wide[2 * n] as number)) < 120, `sample ${n}`);
     assert.equal(convertSampleRate(wide, 16000, 16000), wide);
+  });
+});
+
+describe("FrameConverter", () => {
+  it("starts from silence after a skipped tick: no tail of the audio before the gap", () => {
+    const loud = new Int16Array(160).fill(20000);
+    const silent = new Int16Array(160);
+    const out = new Int16Array(320);
+    const converter = new FrameConverter(8000, 16000);
+    converter.process(loud, out, 1);
+    converter.process(silent, out, 5);
+    assert.ok(
+      out.every((sample) => sample === 0),
+      "after the gap, silence converts to silence",
+    );
+    // Tick after tick the history is kept: the loud frame's tail is in the next frame, as it should be.
+    converter.process(loud, out, 6);
+    converter.process(silent, out, 7);
+    assert.ok(
+      out.some((sample) => Math.abs(sample) > 1000),
+      "the filter's tail carries into the next tick",
+    );
   });
 });

@@ -23,7 +23,7 @@ import { MediaClock } from "../media-clock.js";
 import { MediaError, mediaErrorCode } from "../media-error.js";
 import { frameSamples, Mixer, type MixerSlot } from "../mixer.js";
 import { concatPrompts, prompt } from "../prompts.js";
-import { convertSampleRate, createResampler, type Resampler } from "../resampler.js";
+import { convertSampleRate, createResampler, FrameConverter, type Resampler } from "../resampler.js";
 import { RtpPortAllocator } from "../rtp/port-allocator.js";
 import { RtpSession } from "../rtp/rtp-session.js";
 import { type MediaDirection, NO_DROPS, type RtpDrops } from "../rtp/rtp-stream.js";
@@ -125,8 +125,8 @@ class Stream {
    * In a room at a higher rate than ours: what we say taken up to its rate, and what we alone hear
    * taken down to ours. null when the rates agree.
    */
-  #toRoom: Resampler | null = null;
-  #fromRoom: Resampler | null = null;
+  #toRoom: FrameConverter | null = null;
+  #fromRoom: FrameConverter | null = null;
   /** The room rate and our rate the converters were made for. */
   #roomRate: AudioRate = 8000;
   #fittedRate: AudioRate = 8000;
@@ -136,18 +136,23 @@ class Stream {
       const toRoom = this.#toRoom;
       if (toRoom === null) return this.hear(out) !== "silence";
       const heard = this.hear(this.in) !== "silence";
-      if (heard) toRoom.process(this.in, out);
+      if (heard) toRoom.process(this.in, out, this.#tick);
       return heard;
     },
     write: (frame: Int16Array, shared: boolean): void => {
       if (shared && this.mix !== null) this.mix.sendShared(this, frame);
       else if (this.#fromRoom === null) this.session.sendFrame(frame);
       else {
-        this.#fromRoom.process(frame, this.out);
+        this.#fromRoom.process(frame, this.out, this.#tick);
         this.session.sendFrame(this.out);
       }
     },
   };
+
+  /** The tick of the room the mixer is running (ports are read and written only then). */
+  get #tick(): number {
+    return this.mix?.ticks ?? 0;
+  }
 
   constructor(
     readonly id: number,
@@ -179,8 +184,8 @@ class Stream {
     this.#roomRate = roomRate;
     this.#fittedRate = this.rate;
     const converts = roomRate !== this.rate;
-    this.#toRoom = converts ? createResampler(this.rate, roomRate) : null;
-    this.#fromRoom = converts ? createResampler(roomRate, this.rate) : null;
+    this.#toRoom = converts ? new FrameConverter(this.rate, roomRate) : null;
+    this.#fromRoom = converts ? new FrameConverter(roomRate, this.rate) : null;
   }
 
   /** Reads the caller's next frame at the stream's rate, keeping it when their voice is being recorded. */
@@ -264,7 +269,7 @@ class Mix {
   /** The shared frame at 8 kHz for narrowband listeners of a 16 kHz room, made once a tick. */
   #narrowShared = new Int16Array(frameSamples(8000));
   #narrowSharedTick = -1;
-  #toNarrow: Resampler | null = null;
+  #toNarrow: FrameConverter | null = null;
   /** The recording's file keeps the rate the room had when it opened; later frames are converted. */
   #toRecording: Resampler | null = null;
   #recordingFrame: Int16Array | null = null;
@@ -298,7 +303,7 @@ class Mix {
     if (rate !== previous) {
       this.mixer.setSampleRate(rate);
       this.#holdFrame = new Int16Array(frameSamples(rate));
-      this.#toNarrow = rate === 8000 ? null : createResampler(16000, 8000);
+      this.#toNarrow = rate === 8000 ? null : new FrameConverter(16000, 8000);
       if (this.hold !== null)
         this.hold = new LoopingPlayer(holdMusic(rate), (this.hold.position * rate) / previous);
       this.#fitRecording();
@@ -371,7 +376,7 @@ class Mix {
 
   #narrow(frame: Int16Array): Int16Array {
     if (this.#narrowSharedTick !== this.ticks) {
-      (this.#toNarrow as Resampler).process(frame, this.#narrowShared);
+      (this.#toNarrow as FrameConverter).process(frame, this.#narrowShared, this.ticks);
       this.#narrowSharedTick = this.ticks;
     }
     return this.#narrowShared;
