@@ -18,7 +18,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import nodeDataChannel from "node-datachannel";
 import { chromium, type Page } from "playwright-core";
-import { MediaStreamTrack, RTCPeerConnection, RTCRtpCodecParameters, RtpHeader, RtpPacket } from "werift";
+import {
+  RTCPeerConnection,
+  RTCRtpCodecParameters,
+  RtpHeader,
+  RtpPacket,
+  MediaStreamTrack as WeriftTrack,
+} from "werift";
 import {
   OPUS_FRAME_SAMPLES,
   OPUS_MAX_FRAME_SAMPLES,
@@ -66,7 +72,7 @@ function weriftPeer(): NodePeer {
       ],
     },
   });
-  const sending = new MediaStreamTrack({ kind: "audio" });
+  const sending = new WeriftTrack({ kind: "audio" });
   let listener: (payload: Uint8Array) => void = () => {};
   pc.onTransceiverAdded.subscribe((transceiver) => {
     transceiver.setDirection("sendrecv");
@@ -165,7 +171,8 @@ const PAGE_CONNECT = async (id: number): Promise<void> => {
   const microphone = await page.microphone;
   page.audioContext ??= new AudioContext({ sampleRate: 48_000 });
   const context = page.audioContext;
-  const pc = new RTCPeerConnection();
+  // The browser's own, not werift's of the same name imported above.
+  const pc = new window.RTCPeerConnection();
   pc.addTrack(microphone.getAudioTracks()[0] as MediaStreamTrack, microphone);
   pc.ontrack = (event) => {
     const stream = new MediaStream([event.track]);
