@@ -16,6 +16,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { posix } from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
+import { skipWithoutChromium } from "../helpers/browser.js";
 import { skipWithout } from "../helpers/sipp.js";
 import { postgresBinaries } from "../helpers/throwaway-postgres.js";
 
@@ -265,6 +266,19 @@ const SMOKES: Smoke[] = [
       assertValid(run, [
         /^\| compiled \| first \| [1-9]\d* \| [1-9]\d* \|/m,
         /^\| compiled \| restart: median \(min-max\) \| [1-9]\d* \|/m,
+      ]),
+  },
+  {
+    name: "WebRTC libraries (bench/webrtc/libraries.ts)",
+    file: "bench/webrtc/libraries.ts",
+    env: { BENCH_SECONDS: "1", BENCH_PEERS: "1" },
+    skip: skipWithoutChromium,
+    // It exits 1 unless every call heard its tone both ways.
+    check: (run) =>
+      assertValid(run, [
+        /^werift 1 call\(s\): connect→audio ms browser→node \d+, node→browser \d+, both \(worst\) \d+; CPU /m,
+        /^node-datachannel 1 call\(s\): connect→audio ms browser→node \d+, node→browser \d+, both \(worst\) \d+; CPU /m,
+        /^heard both ways: every call$/m,
       ]),
   },
   {
