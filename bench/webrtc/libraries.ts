@@ -6,12 +6,14 @@
  * tone (the media path's OpusEncoder) that the page measures with a Web Audio analyser. Figures:
  * time from the page's "connect" to first audio each way, CPU of this process (all its threads:
  * node-datachannel's native ones too) per call at 1 and at BENCH_PEERS concurrent calls over
- * BENCH_SECONDS, memory. Exits 1 when any call did not hear its tone both ways.
+ * BENCH_SECONDS after BENCH_WARM_UP_SECONDS of audio both ways, memory; and what the browser saw of
+ * the transport (ICE-lite or not, SRTP and DTLS ciphers, the addresses of the selected pair). Exits
+ * 1 when any call did not hear its tone both ways.
  *
  * Loopback only: the Node side's only candidate is 127.0.0.1, and the browser has no ICE servers.
  *
  *   node --import tsx bench/webrtc/libraries.ts
- *   BENCH_LIBRARIES=werift BENCH_PEERS=10 BENCH_SECONDS=20
+ *   BENCH_LIBRARIES=werift BENCH_PEERS=10 BENCH_SECONDS=20 BENCH_WARM_UP_SECONDS=5
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -38,6 +40,7 @@ import { goertzelLevelDb, ToneGenerator, writeWav } from "../../test/helpers/aud
 const LIBRARIES = (process.env.BENCH_LIBRARIES ?? "werift,node-datachannel").split(",");
 const PEER_COUNTS = [1, Number(process.env.BENCH_PEERS ?? 10)].filter((n, i, all) => all.indexOf(n) === i);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
+const WARM_UP_SECONDS = Number(process.env.BENCH_WARM_UP_SECONDS ?? 5);
 const CHROMIUM = "/usr/bin/chromium";
 const BROWSER_TONE_HZ = 1000;
 const NODE_TONE_HZ = 700;
@@ -158,11 +161,13 @@ const PAGE_CONNECT = async (id: number): Promise<void> => {
   type Call = { connectAt: number; firstHeardAt: number | null; levelDb: number };
   const page = window as unknown as {
     calls: Record<number, Call>;
+    connections: Record<number, InstanceType<typeof window.RTCPeerConnection>>;
     microphone?: Promise<MediaStream>;
     audioContext?: AudioContext;
     signal(id: number, offer: string): Promise<string>;
   };
   page.calls ??= {};
+  page.connections ??= {};
   const call: Call = { connectAt: Date.now(), firstHeardAt: null, levelDb: -200 };
   page.calls[id] = call;
   page.microphone ??= navigator.mediaDevices.getUserMedia({
@@ -173,6 +178,7 @@ const PAGE_CONNECT = async (id: number): Promise<void> => {
   const context = page.audioContext;
   // The browser's own, not werift's of the same name imported above.
   const pc = new window.RTCPeerConnection();
+  page.connections[id] = pc;
   pc.addTrack(microphone.getAudioTracks()[0] as MediaStreamTrack, microphone);
   pc.ontrack = (event) => {
     const stream = new MediaStream([event.track]);
@@ -219,6 +225,8 @@ interface CallResult {
 
 interface Round {
   library: string;
+  /** What the browser saw of the first call's transport. */
+  transport: string;
   peers: number;
   calls: CallResult[];
   cpuMsPerCallSecond: number;
@@ -264,9 +272,12 @@ async function round(page: Page, library: string, peerCount: number, firstId: nu
     }
   }, 20);
 
-  await page.exposeFunction(`signal${firstId}`, (id: number, offer: string) =>
-    (peers[id - firstId] as NodePeer).answer(offer),
-  );
+  let answered = "";
+  await page.exposeFunction(`signal${firstId}`, async (id: number, offer: string) => {
+    const answer = loopbackOnly(await (peers[id - firstId] as NodePeer).answer(offer));
+    answered ||= answer;
+    return iceLiteAtSessionLevel(answer);
+  });
   await page.evaluate((name) => {
     const page = window as unknown as Record<string, unknown>;
     page.signal = page[name];
@@ -290,6 +301,9 @@ async function round(page: Page, library: string, peerCount: number, firstId: nu
     if (allHeard || Date.now() > deadline) break;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+  const transport = `library's answer: a=ice-lite ${iceLiteLevel(answered)}; ${await page.evaluate(TRANSPORT_STATS, firstId)}`;
+  // The first seconds of a round carry JIT compilation and the handshakes' own work.
+  await new Promise((resolve) => setTimeout(resolve, WARM_UP_SECONDS * 1000));
   const cpuBefore = process.cpuUsage();
   const wallBefore = performance.now();
   await new Promise((resolve) => setTimeout(resolve, SECONDS * 1000));
@@ -305,6 +319,7 @@ async function round(page: Page, library: string, peerCount: number, firstId: nu
   // The page's peer connections are left to the page's close: a new page per round.
   return {
     library,
+    transport,
     peers: peerCount,
     calls: nodeHeard.map((heard, i) => {
       const pageCall = calls[firstId + i];
@@ -321,6 +336,57 @@ async function round(page: Page, library: string, peerCount: number, firstId: nu
     heapMiB: memory.heapUsed / 2 ** 20,
   };
 }
+
+/**
+ * The answer with its candidates on 127.0.0.1 alone (werift also gathers the machine's other
+ * addresses, whatever `iceInterfaceAddresses` says): the browser's checks go to loopback only.
+ */
+function loopbackOnly(sdp: string): string {
+  return sdp
+    .split("\r\n")
+    .filter((line) => !line.startsWith("a=candidate:") || line.split(" ")[4] === "127.0.0.1")
+    .join("\r\n");
+}
+
+/**
+ * werift writes a=ice-lite in each media section, where Chromium ignores it; RFC 8839 §5.3 has it
+ * at session level only. Moved there, Chromium takes the server for the ICE-lite agent it is.
+ */
+function iceLiteAtSessionLevel(sdp: string): string {
+  if (!sdp.includes("\r\na=ice-lite\r\n")) return sdp;
+  const lines = sdp.split("\r\n").filter((line) => line !== "a=ice-lite");
+  const firstMedia = lines.findIndex((line) => line.startsWith("m="));
+  lines.splice(firstMedia, 0, "a=ice-lite");
+  return lines.join("\r\n");
+}
+
+/** Where an SDP says a=ice-lite: RFC 8839 §5.3 allows it at session level only. */
+function iceLiteLevel(sdp: string): string {
+  const firstMedia = sdp.indexOf("\r\nm=");
+  const at = sdp.indexOf("\r\na=ice-lite");
+  if (at === -1) return "absent";
+  return firstMedia !== -1 && at > firstMedia ? "in the media section" : "at session level";
+}
+
+/** In the page: what the browser negotiated for one call (its transport and selected pair). */
+const TRANSPORT_STATS = async (id: number): Promise<string> => {
+  const page = window as unknown as {
+    connections: Record<number, InstanceType<typeof window.RTCPeerConnection>>;
+  };
+  const pc = page.connections[id];
+  if (pc === undefined) return "no connection";
+  // Chromium's re-serialised view of the answer: a=ice-lite where it took it, at session level.
+  const iceLite = /^a=ice-lite/m.test(pc.remoteDescription?.sdp ?? "");
+  const stats = [...(await pc.getStats()).values()] as unknown as Record<string, unknown>[];
+  const transport = stats.find((stat) => stat.type === "transport");
+  const pair = stats.find((stat) => stat.id === transport?.selectedCandidatePairId);
+  const local = stats.find((stat) => stat.id === pair?.localCandidateId);
+  const remote = stats.find((stat) => stat.id === pair?.remoteCandidateId);
+  return (
+    `ice-lite as Chromium took it ${iceLite ? "yes" : "no"}, DTLS ${transport?.tlsVersion} ${transport?.dtlsCipher}, SRTP ${transport?.srtpCipher}, ` +
+    `pair ${local?.address}:${local?.port} (${local?.candidateType}) → ${remote?.address}:${remote?.port} (${remote?.candidateType})`
+  );
+};
 
 /** CPU of the Opus work alone (encode and decode one 20 ms frame), in ms per call-second. */
 function opusCpuMsPerCallSecond(): number {
@@ -364,6 +430,8 @@ async function main(): Promise<void> {
       "--use-fake-device-for-media-stream",
       `--use-file-for-fake-audio-capture=${toneFile}`,
       "--autoplay-policy=no-user-gesture-required",
+      // Host candidates as plain addresses, not mDNS names: nothing sent to the multicast group.
+      "--disable-features=WebRtcHideLocalIpsWithMdns",
     ],
   });
   // What this process spends with the browser up and no call: the floor under each round's figure.
@@ -410,6 +478,7 @@ async function main(): Promise<void> {
             `; rss ${result.rssMiB.toFixed(0)} MiB, heap ${result.heapMiB.toFixed(0)} MiB` +
             `; last levels node ${joins.map((c) => c.nodeLevelDb.toFixed(0)).join("/")} dBFS, page ${joins.map((c) => c.pageLevelDb.toFixed(0)).join("/")} dB`,
         );
+        console.log(`${library} transport, as the browser saw it: ${result.transport}`);
         if (worst === null) failed = true;
       }
     }

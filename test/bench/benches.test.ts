@@ -271,7 +271,7 @@ const SMOKES: Smoke[] = [
   {
     name: "WebRTC libraries (bench/webrtc/libraries.ts)",
     file: "bench/webrtc/libraries.ts",
-    env: { BENCH_SECONDS: "1", BENCH_PEERS: "1" },
+    env: { BENCH_SECONDS: "1", BENCH_PEERS: "1", BENCH_WARM_UP_SECONDS: "0" },
     skip: skipWithoutChromium,
     // It exits 1 unless every call heard its tone both ways.
     check: (run) =>
