@@ -481,6 +481,15 @@ async function main(): Promise<void> {
         console.log(`${library} transport, as the browser saw it: ${result.transport}`);
         if (worst === null) failed = true;
       }
+      const [one, many] = rounds.filter((result) => result.library === library);
+      if (one !== undefined && many !== undefined) {
+        // The process's fixed cost while calls run (timers, GC) falls on the single call; the
+        // difference between the rounds is what one more call costs.
+        const marginal =
+          (many.cpuMsPerCallSecond * many.peers - one.cpuMsPerCallSecond * one.peers) /
+          (many.peers - one.peers);
+        console.log(`${library} each further call: ${marginal.toFixed(1)} ms CPU per call-second`);
+      }
     }
   } finally {
     await browser.close();
