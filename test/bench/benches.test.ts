@@ -165,6 +165,19 @@ const SMOKES: Smoke[] = [
     },
   },
   {
+    name: "WebRTC libraries (bench:webrtc)",
+    file: "bench/webrtc/libraries.ts",
+    env: { BENCH_SECONDS: "1", BENCH_PEERS: "1", BENCH_WARM_UP_SECONDS: "0" },
+    skip: skipWithoutChromium,
+    // It exits 1 unless every call heard its tone both ways.
+    check: (run) =>
+      assertValid(run, [
+        /^werift 1 call\(s\): connect→audio ms browser→node \d+, node→browser \d+, both \(worst\) \d+; CPU /m,
+        /^node-datachannel 1 call\(s\): connect→audio ms browser→node \d+, node→browser \d+, both \(worst\) \d+; CPU /m,
+        /^heard both ways: every call$/m,
+      ]),
+  },
+  {
     name: "event streams (bench:flood:streams)",
     file: "bench/flood/api-streams.ts",
     nodeArgs: ["--expose-gc"],
@@ -266,19 +279,6 @@ const SMOKES: Smoke[] = [
       assertValid(run, [
         /^\| compiled \| first \| [1-9]\d* \| [1-9]\d* \|/m,
         /^\| compiled \| restart: median \(min-max\) \| [1-9]\d* \|/m,
-      ]),
-  },
-  {
-    name: "WebRTC libraries (bench/webrtc/libraries.ts)",
-    file: "bench/webrtc/libraries.ts",
-    env: { BENCH_SECONDS: "1", BENCH_PEERS: "1", BENCH_WARM_UP_SECONDS: "0" },
-    skip: skipWithoutChromium,
-    // It exits 1 unless every call heard its tone both ways.
-    check: (run) =>
-      assertValid(run, [
-        /^werift 1 call\(s\): connect→audio ms browser→node \d+, node→browser \d+, both \(worst\) \d+; CPU /m,
-        /^node-datachannel 1 call\(s\): connect→audio ms browser→node \d+, node→browser \d+, both \(worst\) \d+; CPU /m,
-        /^heard both ways: every call$/m,
       ]),
   },
   {
