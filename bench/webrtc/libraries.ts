@@ -8,7 +8,7 @@
  * node-datachannel's native ones too) per call at 1 and at BENCH_PEERS concurrent calls over
  * BENCH_SECONDS after BENCH_WARM_UP_SECONDS of audio both ways, memory; and what the browser saw of
  * the transport (ICE-lite or not, SRTP and DTLS ciphers, the addresses of the selected pair). Exits
- * 1 when any call did not hear its tone both ways.
+ * 1 when any call did not hear its tone both ways, from the start and still at the end.
  *
  * Loopback only: the Node side's only candidate is 127.0.0.1, and the browser has no ICE servers.
  *
@@ -46,6 +46,8 @@ const BROWSER_TONE_HZ = 1000;
 const NODE_TONE_HZ = 700;
 /** A 20 ms frame whose tone reads above this (Goertzel, dBFS) counts as heard. */
 const HEARD_DB = -30;
+/** The page's analyser reads the Node side's tone above this (dB of its FFT bin; the tone reads about -20). */
+const PAGE_HEARD_DB = -50;
 /** Chromium's payload type for opus/48000/2 in its offers. */
 const OPUS_PAYLOAD_TYPE = 111;
 const FIRST_AUDIO_TIMEOUT_MS = 10_000;
@@ -157,7 +159,7 @@ const PEERS: Record<string, () => NodePeer> = { werift: weriftPeer, "node-datach
  * In the page: a call to the Node side with the fake microphone, and a 700 Hz detector on what it
  * receives. Resolves at once; the page's `calls[id]` fills in as the call goes.
  */
-const PAGE_CONNECT = async (id: number): Promise<void> => {
+const PAGE_CONNECT = async (id: number, heardDb: number): Promise<void> => {
   type Call = { connectAt: number; firstHeardAt: number | null; levelDb: number };
   const page = window as unknown as {
     calls: Record<number, Call>;
@@ -200,7 +202,7 @@ const PAGE_CONNECT = async (id: number): Promise<void> => {
         spectrum[bin] as number,
         spectrum[bin + 1] as number,
       );
-      if (call.firstHeardAt === null && call.levelDb > -50) call.firstHeardAt = Date.now();
+      if (call.firstHeardAt === null && call.levelDb > heardDb) call.firstHeardAt = Date.now();
     }, 10);
   };
   await pc.setLocalDescription(await pc.createOffer());
@@ -284,7 +286,7 @@ async function round(page: Page, library: string, peerCount: number, firstId: nu
   }, `signal${firstId}`);
   await Promise.all(
     Array.from({ length: peerCount }, (_, i) =>
-      page.evaluate(`(${PAGE_CONNECT.toString()})(${firstId + i})`),
+      page.evaluate(`(${PAGE_CONNECT.toString()})(${firstId + i}, ${PAGE_HEARD_DB})`),
     ),
   );
   const pageCalls = async () =>
@@ -313,7 +315,6 @@ async function round(page: Page, library: string, peerCount: number, firstId: nu
   const calls = await pageCalls();
   running = false;
   clearInterval(ticker);
-  await page.evaluate("Object.keys(window.calls)");
   for (const peer of peers) peer.close();
   for (const codec of [...encoders, ...decoders]) codec.dispose();
   // The page's peer connections are left to the page's close: a new page per round.
@@ -479,7 +480,11 @@ async function main(): Promise<void> {
             `; last levels node ${joins.map((c) => c.nodeLevelDb.toFixed(0)).join("/")} dBFS, page ${joins.map((c) => c.pageLevelDb.toFixed(0)).join("/")} dB`,
         );
         console.log(`${library} transport, as the browser saw it: ${result.transport}`);
-        if (worst === null) failed = true;
+        // Heard from the start and still at the end of the window, both ways, every call.
+        const stillHeard = joins.every(
+          (call) => call.nodeLevelDb > HEARD_DB && call.pageLevelDb > PAGE_HEARD_DB,
+        );
+        if (worst === null || !stillHeard) failed = true;
       }
       const [one, many] = rounds.filter((result) => result.library === library);
       if (one !== undefined && many !== undefined) {
