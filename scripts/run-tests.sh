@@ -12,10 +12,15 @@ if (($#)); then files=("$@"); else mapfile -t files < <(find test -name '*.test.
 # The files that call real peers (SIPp, baresip, Kamailio, dnsmasq, tshark, Chromium) wait on real
 # time and on each other's CPU: they run two at a time. The rest (over fakes, inject() or a service
 # alone) mostly wait on timers and sockets: four at a time.
+# Every benchmark's smoke run (test/bench/benches.test.ts) runs four benchmarks at once, several of
+# them checking real-time behaviour: it runs alone, after the other real-peer files.
 peer_files=()
 unit_files=()
+bench_files=()
 for file in "${files[@]}"; do
-  if grep -qE 'helpers/(sipp|baresip|wire|kamailio|browser|dnsmasq)\.js' "$file"; then
+  if [[ $file == test/bench/benches.test.ts ]]; then
+    bench_files+=("$file")
+  elif grep -qE 'helpers/(sipp|baresip|wire|kamailio|browser|dnsmasq)\.js' "$file"; then
     peer_files+=("$file")
   else
     unit_files+=("$file")
@@ -53,5 +58,6 @@ run_group() {
     --test-timeout=300000 --test-force-exit "${reporters[@]}" "${@/%.ts/.js}" || status=1
 }
 run_group real-peers 2 "${peer_files[@]}"
+run_group benches 1 "${bench_files[@]}"
 run_group others 4 "${unit_files[@]}"
 exit $status

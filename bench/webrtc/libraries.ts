@@ -195,14 +195,20 @@ const PAGE_CONNECT = async (id: number, heardDb: number): Promise<void> => {
     context.createMediaStreamSource(stream).connect(analyser);
     const spectrum = new Float32Array(analyser.frequencyBinCount);
     const bin = Math.round((700 * analyser.fftSize) / context.sampleRate);
+    // The level is the loudest reading of the last half second: a reading between two late
+    // packets on a loaded machine is not the tone gone.
+    const recent: number[] = [];
     setInterval(() => {
       analyser.getFloatFrequencyData(spectrum);
-      call.levelDb = Math.max(
+      const level = Math.max(
         spectrum[bin - 1] as number,
         spectrum[bin] as number,
         spectrum[bin + 1] as number,
       );
-      if (call.firstHeardAt === null && call.levelDb > heardDb) call.firstHeardAt = Date.now();
+      recent.push(level);
+      if (recent.length > 50) recent.shift();
+      call.levelDb = Math.max(...recent);
+      if (call.firstHeardAt === null && level > heardDb) call.firstHeardAt = Date.now();
     }, 10);
   };
   await pc.setLocalDescription(await pc.createOffer());

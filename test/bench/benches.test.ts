@@ -3,7 +3,7 @@
  * throttle, a refusal) cannot take one out of service unnoticed, as the per-user limit of calls in
  * progress (250) did the room benchmark past 250 participants. Each runs as its own command would
  * (`node --import tsx bench/...`, the environment variables and arguments it takes, at their
- * smallest: bench/README.md, "In the suite"), five at a time, and each must exit as its own verdict
+ * smallest: bench/README.md, "In the suite"), four at a time, and each must exit as its own verdict
  * says, print its figures, and pass the checks of its own work (every call connected, every
  * request answered, every event delivered...). No figure is judged: a benchmark whose target is a
  * speed (time, sip/calls) exits 1 when its smoke run misses it, and that is checked to match what it
@@ -24,7 +24,7 @@ const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 /** A smoke run still going after this long is stuck: it is killed, with its peers. */
 const TIMEOUT_MS = 120_000;
 /** Benchmarks run at once (and the coverage check); each waits on real time far more than on the CPU. */
-const CONCURRENCY = 5;
+const CONCURRENCY = 4;
 
 interface Run {
   code: number | null;
@@ -168,7 +168,7 @@ const SMOKES: Smoke[] = [
     name: "WebRTC libraries (bench:webrtc)",
     file: "bench/webrtc/libraries.ts",
     // werift, the library chosen: node-datachannel aborted its process once in about 15 runs.
-    env: { BENCH_SECONDS: "1", BENCH_PEERS: "1", BENCH_WARM_UP_SECONDS: "0", BENCH_LIBRARIES: "werift" },
+    env: { BENCH_SECONDS: "2", BENCH_PEERS: "1", BENCH_WARM_UP_SECONDS: "0", BENCH_LIBRARIES: "werift" },
     skip: skipWithoutChromium,
     // It exits 1 unless every call heard its tone both ways.
     check: (run) =>
