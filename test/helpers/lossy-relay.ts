@@ -9,6 +9,7 @@
  */
 import dgram from "node:dgram";
 import { once } from "node:events";
+import { seededRandom } from "./seeded-random.js";
 
 export const RELAY_ADDRESS = "127.0.0.2";
 
@@ -89,14 +90,8 @@ export function isRtpOfPayloadType(datagram: Buffer, payloadType: number): boole
   );
 }
 
-/** A repeatable pseudo-random share: true `share` of the time (mulberry32 from `seed`). */
+/** A repeatable pseudo-random share: true `share` of the time. */
 export function randomShare(share: number, seed = 1): () => boolean {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296 < share;
-  };
+  const random = seededRandom(seed);
+  return () => random() < share;
 }

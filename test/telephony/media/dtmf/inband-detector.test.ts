@@ -5,6 +5,7 @@ import {
   type DetectorRate,
   InbandDtmfDetector,
 } from "../../../../src/telephony/media/dtmf/inband-detector.js";
+import { seededRandom } from "../../../helpers/seeded-random.js";
 
 /** The rate of the suite running: each runs every test at its rate (set in its `before`). */
 let SAMPLE_RATE: DetectorRate = 8000;
@@ -72,18 +73,6 @@ class Signal {
     for (let i = 0; i < audio.length; i += FRAME_LENGTH) frames.push(audio.subarray(i, i + FRAME_LENGTH));
     return frames;
   }
-}
-
-/** Deterministic pseudo-random numbers in [0, 1) (mulberry32). */
-function seededRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
-  };
 }
 
 /** The keys a fresh detector reports for the frames, followed by 200 ms of silence. */

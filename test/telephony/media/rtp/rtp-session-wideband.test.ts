@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { randomInt } from "node:crypto";
-import dgram from "node:dgram";
+import type dgram from "node:dgram";
 import { after, describe, it } from "node:test";
 import { createEncoder, MAX_ENCODED_FRAME_BYTES } from "../../../../src/telephony/media/codec/audio-codec.js";
 import { decodeMulaw, encodeMulaw } from "../../../../src/telephony/media/codec/g711.js";
@@ -16,11 +16,13 @@ import {
 import { RtpSession } from "../../../../src/telephony/media/rtp/rtp-session.js";
 import type { RtpSessionConfiguration } from "../../../../src/telephony/media/rtp/rtp-stream.js";
 import { ToneGenerator, toneAmplitude } from "../../../helpers/audio.js";
+import { rawSocket as rawSocketIn, waitFor } from "../../../helpers/raw-udp.js";
 
 const base = 36000 + 2 * randomInt(2000);
 const allocator = new RtpPortAllocator(base, base + 199);
 const openSessions: RtpSession[] = [];
 const rawSockets: dgram.Socket[] = [];
+const rawSocket = () => rawSocketIn(rawSockets);
 
 after(async () => {
   await Promise.all(openSessions.map((session) => session.close()));
@@ -52,24 +54,6 @@ function configuration(
     direction: "sendrecv",
     ...overrides,
   };
-}
-
-/** A plain UDP socket standing in for a peer, collecting what it receives. */
-async function rawSocket(): Promise<{ socket: dgram.Socket; port: number; received: Buffer[] }> {
-  const socket = dgram.createSocket("udp4");
-  rawSockets.push(socket);
-  const received: Buffer[] = [];
-  socket.on("message", (datagram) => received.push(datagram));
-  await new Promise<void>((resolve) => socket.bind(0, "127.0.0.1", resolve));
-  return { socket, port: socket.address().port, received };
-}
-
-async function waitFor(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
 }
 
 function send(socket: dgram.Socket, datagram: Uint8Array, port: number): Promise<void> {

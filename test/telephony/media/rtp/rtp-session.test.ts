@@ -17,11 +17,13 @@ import {
   type RtpSessionConfiguration,
 } from "../../../../src/telephony/media/rtp/rtp-stream.js";
 import { SrtpSender } from "../../../../src/telephony/media/rtp/srtp.js";
+import { rawSocket as rawSocketIn, waitFor } from "../../../helpers/raw-udp.js";
 
 const base = 26000 + 2 * randomInt(2500);
 const allocator = new RtpPortAllocator(base, base + 199);
 const openSessions: RtpSession[] = [];
 const rawSockets: dgram.Socket[] = [];
+const rawSocket = () => rawSocketIn(rawSockets);
 
 after(async () => {
   await Promise.all(openSessions.map((session) => session.close()));
@@ -58,24 +60,6 @@ async function connectedPair(
   a.configure(configuration(b.localPort, overrides));
   b.configure(configuration(a.localPort, overrides));
   return [a, b];
-}
-
-/** A plain UDP socket standing in for a peer, collecting what it receives. */
-async function rawSocket(): Promise<{ socket: dgram.Socket; port: number; received: Buffer[] }> {
-  const socket = dgram.createSocket("udp4");
-  rawSockets.push(socket);
-  const received: Buffer[] = [];
-  socket.on("message", (datagram) => received.push(datagram));
-  await new Promise<void>((resolve) => socket.bind(0, "127.0.0.1", resolve));
-  return { socket, port: socket.address().port, received };
-}
-
-async function waitFor(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }
 
 function delay(ms: number): Promise<void> {

@@ -3,23 +3,12 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { describe, it } from "node:test";
 import { parseMessage } from "../../../../src/telephony/sip/message/parser.js";
+import { seededRandom as random } from "../../../helpers/seeded-random.js";
 
 const TORTURE_DIR = new URL("../../../../../shared/sip-torture/", import.meta.url);
 const seeds = readdirSync(TORTURE_DIR)
   .filter((file) => file.endsWith(".sip"))
   .map((file) => readFileSync(new URL(file, TORTURE_DIR)));
-
-/** A small seeded PRNG (mulberry32), so that a failure can be reproduced. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ALPHABET = Buffer.from('INVITE SIP/2.0 sip:a@b;<>"\\,:=%\r\n\t 0123456789Via To From CSeq l: v:');
 
