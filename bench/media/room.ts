@@ -56,6 +56,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { XMLParser } from "fast-xml-parser";
 import { loadConfig } from "../../src/config.js";
+import { audioRateOf } from "../../src/telephony/media/codec/audio-codec.js";
 import type { MediaPlaneStats } from "../../src/telephony/media/plane/media-plane.js";
 import type { StreamStats } from "../../src/telephony/media/plane/protocol.js";
 import { SCENARIO_DIR, Sipp } from "../../test/helpers/sipp.js";
@@ -520,7 +521,7 @@ function legProblemsOf(
   let foreignFormat = 0;
   let otherCodec = 0;
   // A room with a wideband leg mixes at 16 kHz; an all-G.711 room at 8 kHz, as cheap as before.
-  const roomRate = codec === "G722" || codec === "opus" ? 16000 : 8000;
+  const roomRate = audioRateOf(codec);
   let otherRoomRate = 0;
   for (const [index, end] of after.threads.entries()) {
     const thread = before.threads[index];

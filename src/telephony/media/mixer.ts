@@ -162,6 +162,13 @@ function saturate(value: number): number {
   return Math.min(32767, Math.max(-32768, value));
 }
 
+/** Throws a RangeError unless `talkers` is a count of talkers to mix: a whole number from 1, or Infinity. */
+export function checkTalkers(talkers: number): void {
+  if (!(talkers >= 1 && (Number.isInteger(talkers) || talkers === Number.POSITIVE_INFINITY))) {
+    throw new RangeError(`talkers must be a whole number from 1, or Infinity, not ${talkers}`);
+  }
+}
+
 function checkRate(rate: AudioRate): void {
   if (rate !== 8000 && rate !== 16000) throw new RangeError(`a mixer runs at 8000 or 16000 Hz, not ${rate}`);
 }
@@ -212,9 +219,7 @@ export class Mixer {
     const rate = options.sampleRate ?? 8000;
     checkRate(rate);
     const talkers = options.talkers ?? DEFAULT_TALKERS;
-    if (!(talkers >= 1 && (Number.isInteger(talkers) || talkers === Number.POSITIVE_INFINITY))) {
-      throw new RangeError(`talkers must be a whole number from 1, or Infinity, not ${talkers}`);
-    }
+    checkTalkers(talkers);
     this.#talkers = talkers;
     this.#sampleRate = rate;
     this.#samples = frameSamples(rate);

@@ -10,6 +10,7 @@
  */
 import { isIPv6 } from "node:net";
 import { type MediaDescription, parse, parseParams, type SessionDescription, write } from "sdp-transform";
+import type { AudioCodecName } from "../media/rtp/rtp-stream.js";
 import {
   inlineKeyLength,
   SRTP_SUITES,
@@ -17,7 +18,8 @@ import {
   type SrtpSuite,
 } from "../media/rtp/srtp-suites.js";
 
-export type AudioCodec = "PCMU" | "PCMA" | "G722" | "opus";
+/** The codecs the media path carries, by their SDP encoding names. */
+export type AudioCodec = AudioCodecName;
 
 /** The direction attribute of a stream (RFC 3264 §5.1); absent means sendrecv. */
 export type Direction = "sendrecv" | "sendonly" | "recvonly" | "inactive";

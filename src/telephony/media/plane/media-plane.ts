@@ -10,6 +10,7 @@ import { EventEmitter } from "node:events";
 import { Worker } from "node:worker_threads";
 import { LATENESS_BUCKETS_MS } from "../media-clock.js";
 import { MediaError } from "../media-error.js";
+import { checkTalkers } from "../mixer.js";
 import type { RtpSession } from "../rtp/rtp-session.js";
 import { NO_DROPS, type RtpSessionConfiguration } from "../rtp/rtp-stream.js";
 import { MediaEngine } from "./media-engine.js";
@@ -236,6 +237,8 @@ export class MediaPlane {
   constructor(options: MediaPlaneOptions) {
     if (!Number.isInteger(options.threads) || options.threads < 0)
       throw new RangeError(`media threads must be a whole number, not ${options.threads}`);
+    // Here, not in each thread's first mix: a bad count would end every media thread in turn.
+    if (options.mixTalkers !== undefined) checkTalkers(options.mixTalkers);
     this.#options = options;
     const count = Math.max(1, options.threads);
     for (let index = 0; index < count; index++) {

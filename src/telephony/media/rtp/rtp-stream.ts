@@ -8,8 +8,6 @@ import type { SrtpKeyMaterial } from "./srtp-suites.js";
 
 /** The audio codecs the stream carries, named as in SDP (the sdp module's AudioCodec). */
 export type AudioCodecName = "PCMU" | "PCMA" | "G722" | "opus";
-/** The G.711 laws among them. */
-export type G711Codec = "PCMU" | "PCMA";
 
 /** SDP direction attribute of the stream (RFC 3264 §5.1), from our side. */
 export type MediaDirection = "sendrecv" | "sendonly" | "recvonly" | "inactive";

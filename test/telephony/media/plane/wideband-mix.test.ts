@@ -234,4 +234,20 @@ describe("wideband rooms on a media thread", { concurrency: false }, () => {
     assert.ok(goertzelLevelDb(mixedHeard, unmixedHz) < -40, "the talker mixed hears the one not mixed");
     await mix.close();
   });
+
+  it("refuses a count of talkers to mix that is not one (before any thread would meet it)", () => {
+    for (const mixTalkers of [0, 2.5, Number.NaN]) {
+      assert.throws(
+        () =>
+          new MediaPlane({
+            threads: 1,
+            bindAddress: "127.0.0.1",
+            rtpPorts: { min: base + 460, max: base + 469 },
+            mediaTimeoutMs: 0,
+            mixTalkers,
+          }),
+        /talkers must be a whole number from 1/,
+      );
+    }
+  });
 });
