@@ -44,7 +44,7 @@ export const HANDOFF_HEADER = "X-Bridgeline-Handoff";
 export const HANDOFF_ANSWER_TIMEOUT_MS = 5_000;
 
 /** Where a room is: here, or at another instance's SIP URI. */
-type RoomPlace = { readonly room: DialInRoom } | { readonly sipUri: string };
+export type RoomPlace = { readonly room: DialInRoom } | { readonly sipUri: string };
 
 export const PIN_TRIES = 3;
 const MAX_PIN_KEYS = 12;
@@ -150,7 +150,8 @@ export async function answerDialIn(call: IncomingConferenceCall, options: DialIn
         return;
       }
       if ("room" in place.where) place.where.room.admit(call, attendee.id, moderator, encryption);
-      else carry(call, roomUri(place.where.sipUri, conferenceId), token as string, withdraw, options);
+      else
+        carry(call, call.from, roomUri(place.where.sipUri, conferenceId), token as string, withdraw, options);
       return;
     }
     logger.info({ from: call.from }, "dial-in: three wrong PINs");
@@ -161,9 +162,9 @@ export async function answerDialIn(call: IncomingConferenceCall, options: DialIn
 }
 
 /** The room of a started conference: here, or on the instance that runs it; undefined when none. */
-async function placeOf(
+export async function placeOf(
   conferenceId: number,
-  options: DialInOptions,
+  options: Pick<DialInOptions, "roomOf" | "store">,
 ): Promise<{ where: RoomPlace; dialInLocked: boolean; encryptedOnly: boolean } | undefined> {
   const room = options.roomOf(conferenceId);
   if (room !== undefined && !room.ended) {
@@ -188,12 +189,13 @@ export function roomUri(sipUri: string, conferenceId: number): string {
  * other; an internal call that fails tells the caller the conference is not in progress, and the
  * handoff is withdrawn.
  */
-function carry(
-  call: IncomingConferenceCall,
+export function carry(
+  call: ConferenceCall,
+  from: string,
   uri: string,
   token: string,
   withdraw: () => Promise<unknown>,
-  options: DialInOptions,
+  options: Pick<DialInOptions, "logger" | "telephone">,
 ): void {
   const { logger } = options;
   const leg = options.telephone.callUri(uri, {
@@ -202,14 +204,11 @@ function carry(
     ringTimeoutMs: HANDOFF_ANSWER_TIMEOUT_MS,
   });
   leg.on("answered", () => {
-    logger.info({ from: call.from, uri }, "dial-in: caller carried to the instance running the room");
+    logger.info({ from, uri }, "dial-in: caller carried to the instance running the room");
     call.relay(leg);
   });
   leg.on("failed", (failure) => {
-    logger.warn(
-      { from: call.from, uri, status: failure.status },
-      "dial-in: the room's instance refused the caller",
-    );
+    logger.warn({ from, uri, status: failure.status }, "dial-in: the room's instance refused the caller");
     void withdraw();
     void call.play({ prompts: ["not-started", "goodbye"] }).then(() => call.hangup());
   });

@@ -306,7 +306,7 @@ export class Call extends EventEmitter<CallEvents> {
       progress: () => this.#ringing(),
       confirmed: (answer) => this.confirmed(answer),
       failed: (status, reason) => this.fail({ status, reason }),
-      ended: (by, reason) => this.#ended({ by, reason }),
+      ended: (by, reason) => this.ended({ by, reason }),
       reoffer: (remoteSdp) => this.#answerReoffer(remoteSdp),
       offer: () => this.#offerInOk(),
       refresh: () => void this.#refreshByReinvite(),
@@ -316,17 +316,19 @@ export class Call extends EventEmitter<CallEvents> {
   }
 
   protected async openMedia(near?: MediaMix | MediaStream): Promise<MediaStream> {
-    if (this.#media === undefined) {
-      const media = await this.host.openMedia(near);
-      media.on("digit", (key) => this.emit("digit", key));
-      media.on("talking", (talking) => this.emit("talking", talking));
-      media.on("timeout", () => this.#endForMediaTimeout());
-      media.on("failed", (reason) => this.#mediaFailed(reason));
-      this.#media = media;
-      // A call that ended while its media opened closes it at once.
-      if (this.#finished) media.close();
-    }
-    return this.#media;
+    if (this.#media === undefined) this.adoptMedia(await this.host.openMedia(near));
+    return this.#media as MediaStream;
+  }
+
+  /** Takes `media` as the call's media stream, its events as the call's. */
+  protected adoptMedia(media: MediaStream): void {
+    media.on("digit", (key) => this.emit("digit", key));
+    media.on("talking", (talking) => this.emit("talking", talking));
+    media.on("timeout", () => this.#endForMediaTimeout());
+    media.on("failed", (reason) => this.#mediaFailed(reason));
+    this.#media = media;
+    // A call that ended while its media opened closes it at once.
+    if (this.#finished) media.close();
   }
 
   #localSession() {
@@ -384,7 +386,7 @@ export class Call extends EventEmitter<CallEvents> {
   #endForMediaTimeout(): void {
     if (this.#state !== "answered" || this.#held) return;
     this.host.logger?.warn({ number: this.remoteNumber }, "call ended: no media");
-    this.#ended({ by: "media-timeout", reason: "no media" });
+    this.ended({ by: "media-timeout", reason: "no media" });
     this.session?.bye();
   }
 
@@ -392,7 +394,7 @@ export class Call extends EventEmitter<CallEvents> {
   #mediaFailed(reason: string): void {
     this.host.logger?.warn({ number: this.remoteNumber, reason }, "call ended: its media failed");
     if (this.#state === "answered") {
-      this.#ended({ by: "media-failed", reason });
+      this.ended({ by: "media-failed", reason });
       this.session?.bye();
     } else this.hangup();
   }
@@ -403,7 +405,7 @@ export class Call extends EventEmitter<CallEvents> {
     this.emit("ringing");
   }
 
-  #ended(end: CallEnd): void {
+  protected ended(end: CallEnd): void {
     if (this.#state === "calling" || this.#state === "ringing") {
       // A session that ends before the call was answered (our 2xx never ACKed, RFC 3261 section
       // 13.3.1.4) is a call that failed: said so, so that whoever waits on it (accept) is told.
@@ -648,5 +650,55 @@ export class IncomingCall extends Call {
 
   protected override abandon(status: number, reason: string): void {
     this.reject(status === 487 ? 480 : status, status === 487 ? "Temporarily Unavailable" : reason);
+  }
+}
+
+/**
+ * A browser's call (the join page, WebRTC): answered as it is made, with the answer to the page's
+ * offer; its media is DTLS-SRTP. It ends when the page leaves (DTLS closed, ICE failed), when no
+ * media comes for the media timeout, or when hung up here.
+ */
+export class BrowserCall extends Call {
+  readonly #signallingTls: boolean;
+
+  /**
+   * Answers the page's offer, its media next to `near` (the room it joins); rejects with a
+   * MediaError for an offer that cannot be answered (MEDIA_ERR_OFFER) or no port free.
+   */
+  static async answer(
+    host: CallHost & {
+      openWebRtcMedia(
+        offer: string,
+        near?: MediaMix | MediaStream,
+      ): Promise<{ stream: MediaStream; answer: string }>;
+    },
+    offer: string,
+    options: { readonly signallingTls: boolean; readonly near?: MediaMix },
+  ): Promise<{ call: BrowserCall; answer: string }> {
+    const { stream, answer } = await host.openWebRtcMedia(offer, options.near);
+    const call = new BrowserCall(host, options.signallingTls);
+    call.adoptMedia(stream);
+    stream.on("closed", (reason) => call.ended({ by: "remote", reason }));
+    call.confirmed(undefined);
+    return { call, answer };
+  }
+
+  private constructor(host: CallHost, signallingTls: boolean) {
+    super(host, "inbound", "browser");
+    this.#signallingTls = signallingTls;
+  }
+
+  /** Its offer and answer went over HTTPS (or not: a page on plain HTTP). */
+  override get signallingTls(): boolean {
+    return this.#signallingTls;
+  }
+
+  /** DTLS-SRTP, always (RFC 8827). */
+  override get encrypted(): boolean {
+    return true;
+  }
+
+  override hangup(): void {
+    if (this.state === "answered") this.ended({ by: "local", reason: "hung up" });
   }
 }

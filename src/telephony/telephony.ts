@@ -11,7 +11,7 @@ import { networkInterfaces } from "node:os";
 import { systemClock } from "../clock.js";
 import type { Clock } from "../domain/clock.js";
 import { normalizeNanpNumber } from "../domain/phone.js";
-import { Call, type CallHost, type CallOrigin, IncomingCall, OutgoingCall } from "./call.js";
+import { BrowserCall, Call, type CallHost, type CallOrigin, IncomingCall, OutgoingCall } from "./call.js";
 import { type DialPlan, dialPlanOf, hopOf, locateTrunk, trunkFor, trunkServers } from "./dial-plan.js";
 import { type MediaMix, MediaPlane, type MediaStream } from "./media/plane/media-plane.js";
 import { DEFAULT_SRTP_SUITES, type SrtpPolicy, type SrtpSuite } from "./media/rtp/srtp-suites.js";
@@ -372,6 +372,22 @@ export class Telephony implements CallHost {
     return this.#media.openMix();
   }
 
+  /**
+   * Answers a browser's WebRTC offer (the join page): a call answered at once, its media next to
+   * `room`'s. Rejects with a MediaError: MEDIA_ERR_OFFER for an offer that cannot be answered.
+   */
+  async answerBrowser(
+    offer: string,
+    options: { readonly signallingTls: boolean; readonly room?: MediaMix },
+  ): Promise<{ call: BrowserCall; answer: string }> {
+    const answered = await BrowserCall.answer(this, offer, {
+      signallingTls: options.signallingTls,
+      near: options.room,
+    });
+    if (answered.call.state === "answered") this.#calls.add(answered.call);
+    return answered;
+  }
+
   /** Calls in progress (placed or taken, not yet failed or ended). */
   get activeCalls(): number {
     return this.#calls.size;
@@ -563,6 +579,14 @@ export class Telephony implements CallHost {
 
   openMedia(near?: MediaMix | MediaStream): Promise<MediaStream> {
     return this.#media.openStream(near);
+  }
+
+  /** A browser's media: its one host candidate is the address phones' media is reached at. */
+  openWebRtcMedia(
+    offer: string,
+    near?: MediaMix | MediaStream,
+  ): Promise<{ stream: MediaStream; answer: string }> {
+    return this.#media.openWebRtcStream(offer, [this.mediaAddress], near);
   }
 
   callFinished(call: Call): void {

@@ -11,6 +11,9 @@ export const MEDIA_ERRORS = {
   MEDIA_ERR_MIX_CLOSED: "the mix closed while the request was being carried out",
   MEDIA_ERR_RECORDING: "the recording's file could not be made or written, now or earlier",
   MEDIA_ERR_THREAD_FAILED: "the media thread died (said by the main thread, to what was waiting on it)",
+  MEDIA_ERR_NOT_MOVABLE:
+    "the stream cannot move to another thread (a WebRTC peer's transport stays where it began)",
+  MEDIA_ERR_OFFER: "a WebRTC offer that cannot be answered (not SDP, or no audio in Opus)",
   MEDIA_ERR_INTERNAL: "anything else: a bug, or a part of the installation missing (a prompt file)",
 } as const;
 

@@ -556,7 +556,7 @@ function formatOf(media: MediaDescription, payloadType: number): NegotiatedForma
 }
 
 /** The peer's Opus fmtp (RFC 7587 §6.1); names are case-insensitive (RFC 4855 §3), unknown ones ignored. */
-function opusParametersOf(media: MediaDescription, payloadType: number): OpusParameters {
+export function opusParametersOf(media: MediaDescription, payloadType: number): OpusParameters {
   const config = media.fmtp.find((fmtp) => fmtp.payload === payloadType)?.config;
   const parameters = new Map(
     Object.entries(config === undefined ? {} : parseParams(config)).map(([name, value]) => [

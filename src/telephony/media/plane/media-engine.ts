@@ -30,6 +30,7 @@ import { type MediaDirection, NO_DROPS, type RtpDrops } from "../rtp/rtp-stream.
 import { TalkDetector } from "../talk-detector.js";
 import { entryTone, exitTone, holdMusic, LoopingPlayer } from "../tones.js";
 import { WavRecorder } from "../wav-recorder.js";
+import { WebRtcPeer } from "../webrtc/webrtc-peer.js";
 import type {
   MediaCommand,
   MediaDown,
@@ -74,6 +75,10 @@ function ratedSound(sound: MediaSound): RatedSound {
   if ("tone" in sound)
     return new RatedSound((rate) => (sound.tone === "entry" ? entryTone(rate) : exitTone(rate)));
   return new RatedSound((rate) => convertSampleRate(sound.samples, SOUND_SAMPLE_RATE, rate));
+}
+
+function closeSocket(socket: { close(closed: () => void): void }): Promise<void> {
+  return new Promise((closed) => socket.close(closed));
 }
 
 function errorText(error: unknown): string {
@@ -487,6 +492,43 @@ export class MediaEngine {
         this.#streams.set(stream.id, stream);
         this.#clock.start();
         return { port: session.localPort };
+      }
+      case "open-webrtc-stream": {
+        // The port is the allocator's like any stream's: werift binds it, and it comes back once
+        // werift's socket has closed.
+        const pair = await this.#allocator.bindPair(this.#options.bindAddress);
+        await Promise.all([closeSocket(pair.rtp), closeSocket(pair.rtcp)]);
+        let peer: WebRtcPeer;
+        try {
+          peer = await WebRtcPeer.answer({
+            offer: request.offer,
+            bindAddress: this.#options.bindAddress,
+            port: pair.port,
+            candidateAddresses: request.candidateAddresses,
+            released: () => this.#allocator.release(pair.port),
+          });
+        } catch (error) {
+          this.#allocator.release(pair.port);
+          throw error;
+        }
+        const session = await RtpSession.open({
+          allocator: this.#allocator,
+          bindAddress: this.#options.bindAddress,
+          carried: peer.ports,
+        });
+        const stream = new Stream(request.streamId, session);
+        session.configure(peer.configuration);
+        stream.sync();
+        this.#configured(stream, peer.configuration.direction);
+        this.#listen(stream);
+        peer.on("closed", (reason) => {
+          if (this.#streams.get(stream.id) !== stream) return;
+          void this.#closeStream(stream);
+          this.#post({ type: "peer-closed", streamId: stream.id, reason });
+        });
+        this.#streams.set(stream.id, stream);
+        this.#clock.start();
+        return { port: pair.port, answer: peer.answer };
       }
       case "detach-stream": {
         const stream = this.#stream(request.streamId);

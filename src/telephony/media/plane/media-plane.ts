@@ -270,6 +270,34 @@ export class MediaPlane {
     }
   }
 
+  /**
+   * Answers a browser's WebRTC offer with a stream on the thread of what it will work with (it cannot
+   * move later: its peer's transport stays where it began).
+   */
+  async openWebRtcStream(
+    offer: string,
+    candidateAddresses: readonly string[],
+    near?: MediaMix | MediaStream,
+  ): Promise<{ stream: MediaStream; answer: string }> {
+    const thread = near !== undefined && !near.thread.failed ? near.thread : this.#leastLoaded();
+    const stream = new MediaStream(this.#nextId++, thread, this);
+    thread.streams.set(stream.id, stream);
+    this.#streams.set(stream.id, stream);
+    try {
+      const { port, answer } = await thread.request({
+        type: "open-webrtc-stream",
+        streamId: stream.id,
+        offer,
+        candidateAddresses,
+      });
+      stream.opened(port);
+      return { stream, answer };
+    } catch (error) {
+      this.forget(stream);
+      throw error;
+    }
+  }
+
   /** A new mix on the least loaded thread. */
   openMix(): MediaMix {
     const thread = this.#leastLoaded();
@@ -310,6 +338,9 @@ export class MediaPlane {
         return;
       case "stream-failed":
         this.#streams.get(message.streamId)?.failed(message.reason);
+        return;
+      case "peer-closed":
+        this.#streams.get(message.streamId)?.peerClosed(message.reason);
         return;
       case "mix-failed":
         this.#options.logger?.error({ mixId: message.mixId, reason: message.reason }, "a mix failed");
@@ -397,6 +428,8 @@ export interface MediaStreamEvents {
   timeout: [];
   /** The stream's media broke (its thread died): it carries nothing more. */
   failed: [reason: string];
+  /** The far end closed the stream's transport (a browser that left): it carries nothing more. */
+  closed: [reason: string];
 }
 
 /** One call's RTP stream on a media thread. */
@@ -489,6 +522,13 @@ export class MediaStream extends EventEmitter<MediaStreamEvents> {
     this.#closed = true;
     this.#command({ type: "close-stream", streamId: this.id });
     void (this.#moving ?? Promise.resolve()).then(() => this.plane.forget(this));
+  }
+
+  peerClosed(reason: string): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.plane.forget(this);
+    this.emit("closed", reason);
   }
 
   failed(reason: string): void {

@@ -56,6 +56,17 @@ export type MediaRequest =
       readonly port?: number;
       readonly handover?: RtpHandover;
     }
+  /**
+   * A browser's call: answers its WebRTC offer with an ICE-lite peer on a port of the thread's range,
+   * whose RTP the stream's session sends and receives. Such a stream stays on this thread.
+   */
+  | {
+      readonly type: "open-webrtc-stream";
+      readonly streamId: number;
+      readonly offer: string;
+      /** The addresses the browser may reach us at (our host candidates). */
+      readonly candidateAddresses: readonly string[];
+    }
   /** Stops the stream and closes its sockets, answering what another thread needs to carry it on. */
   | { readonly type: "detach-stream"; readonly streamId: number }
   | { readonly type: "send-digits"; readonly streamId: number; readonly keys: string }
@@ -72,6 +83,7 @@ export type MediaDown = MediaCommand | (MediaRequest & { readonly requestId: num
 /** What each request is answered with. */
 export interface MediaReplies {
   "open-stream": { readonly port: number };
+  "open-webrtc-stream": { readonly port: number; readonly answer: string };
   "detach-stream": { readonly port: number; readonly handover: RtpHandover };
   "send-digits": boolean;
   play: undefined;
@@ -149,6 +161,8 @@ export type MediaUp =
       readonly port: number;
       readonly count: number;
     }
+  /** A browser's call ended at its end (DTLS closed, ICE failed): the stream carries nothing more. */
+  | { readonly type: "peer-closed"; readonly streamId: number; readonly reason: string }
   /** The stream's playback threw during a tick: it is closed. */
   | { readonly type: "stream-failed"; readonly streamId: number; readonly reason: string };
 

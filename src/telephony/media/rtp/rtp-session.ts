@@ -40,10 +40,11 @@ import {
 } from "../dtmf/rfc4733.js";
 import { FrameAssembler } from "../frame-assembler.js";
 import { JitterBuffer, type JitterBufferOptions, type PlayoutKind } from "../jitter-buffer.js";
+import { MediaError } from "../media-error.js";
 import { PrefixViews } from "../prefix-views.js";
 import { createResampler, type Resampler } from "../resampler.js";
 import { AudioReceiver, MAX_DECODED_SAMPLES } from "./audio-receiver.js";
-import type { BoundPortPair, RtpPortAllocator } from "./port-allocator.js";
+import type { RtpPortAllocator } from "./port-allocator.js";
 import { RelayTranscoder } from "./relay-transcoder.js";
 import { parseRtcpCompound, writeGoodbye } from "./rtcp-packet.js";
 import { RtcpReporter } from "./rtcp-reporter.js";
@@ -72,11 +73,39 @@ import { SRTP_MAX_RTP_OVERHEAD } from "./srtp-suites.js";
 import { RelatchGuard, RemoteEndpoint } from "./symmetric-rtp.js";
 import { type SendDigitsOptions, TelephoneEventSender } from "./telephone-event-sender.js";
 
+/**
+ * A port a session sends and receives datagrams on: a UDP socket, or another transport that carries
+ * RTP and RTCP for it (a WebRTC peer's DTLS-SRTP).
+ */
+export interface DatagramPort {
+  send(
+    buffer: Buffer,
+    offset: number,
+    length: number,
+    port: number,
+    address: string,
+    sent?: () => void,
+  ): void;
+  on(event: "message", listener: (datagram: Buffer, source: dgram.RemoteInfo) => void): unknown;
+  on(event: "error", listener: (error: Error) => void): unknown;
+  close(closed?: () => void): void;
+}
+
+/** The RTP and RTCP ports of a session that another transport carries (not bound from the allocator). */
+export interface CarriedPorts {
+  readonly rtp: DatagramPort;
+  readonly rtcp: DatagramPort;
+  /** Told once the session has closed both ports. */
+  released(): void;
+}
+
 export interface RtpSessionOptions {
   allocator: RtpPortAllocator;
   bindAddress: string;
   /** Bind this port pair instead of the allocator's next free one (a stream carried on from elsewhere). */
   port?: number;
+  /** Send and receive through these instead of a UDP pair (the session cannot be handed over then). */
+  carried?: CarriedPorts;
   /** Carries on a stream another session sent and received until now. */
   handover?: RtpHandover;
   /** Monotonic milliseconds; default performance.now. */
@@ -165,10 +194,12 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   onDecodedAudio: ((samples: Int16Array, count: number, sampleRate: AudioRate) => void) | undefined;
   /** Our synchronization source, random (§8.1). */
   readonly ssrc: number;
-  private readonly rtp: dgram.Socket;
-  private readonly rtcp: dgram.Socket;
+  private readonly rtp: DatagramPort;
+  private readonly rtcp: DatagramPort;
   private readonly port: number;
-  private readonly allocator: RtpPortAllocator;
+  /** Gives the port pair back: to the allocator, or to the transport that carries the session. */
+  private readonly release: () => void;
+  private readonly carried: boolean;
   private readonly clock: () => number;
   private readonly rtcpIntervalMs: number;
   private readonly cname: string;
@@ -291,19 +322,29 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
 
   /** Binds an RTP/RTCP port pair from the allocator. */
   static async open(options: RtpSessionOptions): Promise<RtpSession> {
+    const carried = options.carried;
+    if (carried !== undefined)
+      return new RtpSession({ rtp: carried.rtp, rtcp: carried.rtcp, port: 0 }, options, () =>
+        carried.released(),
+      );
     const pair =
       options.port === undefined
         ? await options.allocator.bindPair(options.bindAddress)
         : await options.allocator.bindExactPair(options.bindAddress, options.port);
-    return new RtpSession(pair, options);
+    return new RtpSession(pair, options, () => options.allocator.release(pair.port));
   }
 
-  private constructor(pair: BoundPortPair, options: RtpSessionOptions) {
+  private constructor(
+    pair: { rtp: DatagramPort; rtcp: DatagramPort; port: number },
+    options: RtpSessionOptions,
+    release: () => void,
+  ) {
     super();
     this.rtp = pair.rtp;
     this.rtcp = pair.rtcp;
     this.port = pair.port;
-    this.allocator = options.allocator;
+    this.release = release;
+    this.carried = options.carried !== undefined;
     this.clock = options.clock ?? (() => performance.now());
     this.rtcpIntervalMs = options.rtcpIntervalMs ?? DEFAULT_RTCP_INTERVAL_MS;
     const handover = options.handover;
@@ -533,6 +574,8 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
    * this allocator until `release`d by whoever ends the stream.
    */
   async handOver(): Promise<RtpHandover> {
+    if (this.carried)
+      throw new MediaError("MEDIA_ERR_NOT_MOVABLE", "a stream another transport carries stays on its thread");
     const handover: RtpHandover = {
       ssrc: this.ssrc,
       sequenceNumber: this.sequenceNumber,
@@ -560,7 +603,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       this.rtcp.close(closed);
     });
     await this.closing;
-    this.allocator.release(this.port);
+    this.release();
     return handover;
   }
 
@@ -618,7 +661,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       const finish = () => {
         this.rtp.close();
         this.rtcp.close();
-        this.allocator.release(this.port);
+        this.release();
         resolve();
       };
       if (this.config === null) {
