@@ -22,6 +22,9 @@ command -v baresip >/dev/null || apt_install baresip-core
 command -v kamailio >/dev/null || apt_install kamailio
 # Its TLS module, for the TLS trunk test (test/telephony/e2e/tls-trunk.test.ts).
 dpkg -s kamailio-tls-modules >/dev/null 2>&1 || apt_install kamailio-tls-modules
+# coturn, the TURN server of deploy/coturn, for its test (test/deploy/coturn.test.ts), which runs
+# its own turnserver on free loopback ports.
+command -v turnserver >/dev/null || apt_install coturn
 # dnsmasq serves the NAPTR and SRV records of the trunk failover tests (dnsmasq-base: no service).
 command -v dnsmasq >/dev/null || apt_install dnsmasq-base
 # tshark proves what is on the wire (the audio sent to SIPp callers, which record nothing).

@@ -2,7 +2,7 @@
  * Every setting of the service: one table of environment variables (name, what it accepts, default,
  * meaning), read through zod, and the Config the rest of the service sees, shaped from it. The
  * README's table is made from this one (`npm run docs:config`); a test keeps the two the same.
- * It is long because it is that table: 72 variables, each with its meaning as the README shows it.
+ * It is long because it is that table: 77 variables, each with its meaning as the README shows it.
  */
 import { readFileSync } from "node:fs";
 import { isIP } from "node:net";
@@ -238,6 +238,68 @@ function readCodecs(text: string): AudioCodec[] {
   return codecs;
 }
 
+/**
+ * The web listener's base URL as people reach it: an http(s) origin, kept without a trailing slash
+ * so that links are `${url}/join?...`.
+ */
+function readPublicUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text.trim());
+  } catch {
+    url = new URL("invalid:");
+  }
+  if (
+    (url.protocol !== "https:" && url.protocol !== "http:") ||
+    url.pathname !== "/" ||
+    url.search !== "" ||
+    url.hash !== "" ||
+    url.username !== "" ||
+    url.password !== ""
+  )
+    throw new Refused(
+      `must be an https:// (or http://) URL with no path, such as https://conference.example.com, got "${text}"`,
+    );
+  return url.origin;
+}
+
+/** `https://<address>[:port]`: the web listener's URL when BRIDGELINE_PUBLIC_URL is unset. */
+function fallbackPublicUrl(address: string, httpsPort: number): string {
+  const host = isIP(address) === 6 ? `[${address}]` : address;
+  const url = `https://${host}${httpsPort === 443 ? "" : `:${httpsPort}`}`;
+  try {
+    return readPublicUrl(url);
+  } catch (error) {
+    if (!(error instanceof Refused)) throw error;
+    throw new ConfigError(
+      "BRIDGELINE_PUBLIC_URL",
+      `is unset, and ${url} made in its place is not a URL: set it`,
+    );
+  }
+}
+
+/**
+ * A STUN or TURN server URI as browsers take it in RTCIceServer.urls (RFC 7064, RFC 7065):
+ * `stun:host[:port]`, `turn:host[:port][?transport=udp|tcp]`, `turns:host[:port][?transport=tcp]`.
+ */
+function readIceServerUrl(entry: string): string {
+  const match =
+    /^(stun|turns?):(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(?::(\d{1,5}))?(?:\?transport=(udp|tcp))?$/.exec(
+      entry,
+    );
+  const [, scheme, host = "", port, transport] = match ?? [];
+  if (
+    match === null ||
+    (host.startsWith("[") && isIP(host.slice(1, -1)) !== 6) ||
+    (port !== undefined && (Number(port) < 1 || Number(port) > 65535)) ||
+    (transport !== undefined && scheme === "stun")
+  )
+    throw new Refused(
+      `each entry must be a stun:, turn: or turns: URI such as turn:turn.example.com:3478?transport=udp; got "${entry}"`,
+    );
+  return entry;
+}
+
 const MAILBOX = /^[^\s@<>",;]+@[^\s@<>",;]+$/;
 
 /** A mailbox, bare or with a display name: `a@b.example` or `Name <a@b.example>`. */
@@ -295,6 +357,11 @@ const VARIABLES = {
   BRIDGELINE_HTTP_PORT: variable(port, {
     unset: "unset",
     meaning: "Plain-HTTP listener, only when set (behind a TLS-terminating proxy)",
+  }),
+  BRIDGELINE_PUBLIC_URL: variable(readBy(readPublicUrl), {
+    unset: "`https://<BRIDGELINE_PUBLIC_ADDRESS, else the hostname>:<BRIDGELINE_HTTPS_PORT>` (no `:443`)",
+    meaning:
+      "The base URL people reach the web listener at, e.g. `https://conference.example.com` (behind a proxy: the proxy's); the join links in notification e-mails are made from it ([docs/browser.md](docs/browser.md))",
   }),
   BRIDGELINE_METRICS_PORT: variable(port, {
     unset: "unset",
@@ -417,6 +484,24 @@ const VARIABLES = {
     unset: "unset",
     meaning:
       "Address written into Via, Contact and SDP when the service is behind NAT; unset: the bind address",
+  }),
+  BRIDGELINE_TURN_URLS: variable(commaList(readIceServerUrl), {
+    unset: "unset (none)",
+    meaning:
+      "STUN/TURN servers given to browser participants as ICE servers, comma-separated `stun:`, `turn:` or `turns:` URIs, e.g. `turn:turn.example.com:3478?transport=udp,turns:turn.example.com:5349?transport=tcp` ([docs/browser.md](docs/browser.md#nat-and-turn), [deploy/coturn](deploy/coturn/README.md)); `turn:` and `turns:` need `BRIDGELINE_TURN_SECRET`",
+  }),
+  BRIDGELINE_TURN_SECRET: variable(text, {
+    unset: "unset",
+    meaning:
+      "The TURN server's shared secret (coturn's `static-auth-secret`): each browser gets a user name `<expiry>:bridgeline` and its HMAC-SHA1 under this secret as the password (the TURN REST API scheme). Unset: the URLs are given without credentials, which only `stun:` servers take, so `turn:` URLs are refused at start",
+  }),
+  // An hour: the page asks for the servers when it joins, and the TURN server checks a user name's
+  // expiry when the allocation is made, not while it is refreshed; a credential read off one page
+  // lends the relay to others for at most that long.
+  BRIDGELINE_TURN_TTL_SECONDS: variable(atLeastOne, {
+    fallback: "3600",
+    meaning:
+      "How long a browser's TURN credentials are good for making an allocation (an allocation made in time lasts the whole call)",
   }),
   BRIDGELINE_SIP_TRUNKS_FILE: variable(file, {
     unset: "unset",
@@ -610,6 +695,24 @@ function pair(settings: Settings, first: Variable, second: Variable): void {
     );
 }
 
+/** The ICE servers browsers are given: `turn:` and `turns:` servers ask for credentials, made from the secret. */
+function browserTurn(settings: Settings): { urls: string[]; secret: string | null; ttlSeconds: number } {
+  const urls = settings.BRIDGELINE_TURN_URLS ?? [];
+  const secret = settings.BRIDGELINE_TURN_SECRET ?? null;
+  const relays = urls.filter((url) => !url.startsWith("stun:"));
+  if (secret === null && relays.length > 0)
+    throw new ConfigError(
+      "BRIDGELINE_TURN_URLS",
+      `${relays.join(", ")} needs credentials: set BRIDGELINE_TURN_SECRET to the TURN server's static-auth-secret (see deploy/coturn), or give only stun: URLs`,
+    );
+  if (secret !== null && relays.length === 0)
+    throw new ConfigError(
+      "BRIDGELINE_TURN_SECRET",
+      "is set but BRIDGELINE_TURN_URLS names no turn: or turns: server to use it with",
+    );
+  return { urls, secret, ttlSeconds: settings.BRIDGELINE_TURN_TTL_SECONDS };
+}
+
 /** Settings the trunk profile file replaces: one place says what a trunk is. */
 const TRUNK_VARIABLES = [
   "BRIDGELINE_SIP_TRUNK",
@@ -721,6 +824,12 @@ function shape(settings: Settings, env: Env) {
     throttleWindowSeconds: settings.BRIDGELINE_THROTTLE_WINDOW_SECONDS,
     maxConnections: settings.BRIDGELINE_MAX_CONNECTIONS,
     maxEventStreams: settings.BRIDGELINE_MAX_EVENT_STREAMS,
+    /** Where people reach the web listener, e.g. `https://conference.example.com` (no trailing slash). */
+    publicUrl:
+      settings.BRIDGELINE_PUBLIC_URL ??
+      fallbackPublicUrl(settings.BRIDGELINE_PUBLIC_ADDRESS ?? os.hostname(), settings.BRIDGELINE_HTTPS_PORT),
+    /** The STUN/TURN servers browser participants are given (src/api/ice-servers.ts). */
+    turn: browserTurn(settings),
     /** Must stay the same across this instance's restarts. */
     instanceId: settings.BRIDGELINE_INSTANCE_ID ?? `${os.hostname()}:${dataDir}`,
     sip: {

@@ -30,6 +30,8 @@ describe("loadConfig", () => {
       throttleWindowSeconds: 900,
       maxConnections: 10_000,
       maxEventStreams: 5_000,
+      publicUrl: new URL(`https://${os.hostname()}:8443`).origin,
+      turn: { urls: [], secret: null, ttlSeconds: 3600 },
       instanceId: `${os.hostname()}:${path.resolve("./data")}`,
       sip: {
         bindAddress: "0.0.0.0",
@@ -93,6 +95,10 @@ describe("loadConfig", () => {
         "BRIDGELINE_HOST",
         "BRIDGELINE_HTTPS_PORT",
         "BRIDGELINE_HTTP_PORT",
+        "BRIDGELINE_PUBLIC_URL",
+        "BRIDGELINE_TURN_URLS",
+        "BRIDGELINE_TURN_SECRET",
+        "BRIDGELINE_TURN_TTL_SECONDS",
         "BRIDGELINE_TRUSTED_PROXIES",
         "BRIDGELINE_TLS_CERT",
         "BRIDGELINE_TLS_KEY",
@@ -172,6 +178,11 @@ describe("loadConfig", () => {
       BRIDGELINE_DATABASE_WAIT_SECONDS: "90",
       BRIDGELINE_DATABASE_TIMEOUT_SECONDS: "3",
       BRIDGELINE_METRICS_PORT: "9464",
+      BRIDGELINE_PUBLIC_URL: "https://Conference.Example.com/",
+      BRIDGELINE_TURN_URLS:
+        "stun:turn.example.com, turn:turn.example.com:3478?transport=udp,turns:[2001:db8::3]:5349?transport=tcp",
+      BRIDGELINE_TURN_SECRET: "coturn-shared-secret",
+      BRIDGELINE_TURN_TTL_SECONDS: "600",
       BRIDGELINE_DENIED_NUMBERS: "+1876, +1 (809)",
       BRIDGELINE_SIP_ADDRESS: "10.0.0.5",
       BRIDGELINE_SIP_PORT: "5080",
@@ -245,6 +256,16 @@ describe("loadConfig", () => {
       throttleWindowSeconds: 60,
       maxConnections: 500,
       maxEventStreams: 200,
+      publicUrl: "https://conference.example.com",
+      turn: {
+        urls: [
+          "stun:turn.example.com",
+          "turn:turn.example.com:3478?transport=udp",
+          "turns:[2001:db8::3]:5349?transport=tcp",
+        ],
+        secret: "coturn-shared-secret",
+        ttlSeconds: 600,
+      },
       instanceId: "bridgeline-2",
       sip: {
         bindAddress: "10.0.0.5",
@@ -318,7 +339,56 @@ describe("loadConfig", () => {
     });
   });
 
+  it("makes the public URL from the public address and the HTTPS port when it is unset", () => {
+    const publicUrl = (env: Record<string, string>) => loadConfig(env).publicUrl;
+    assert.equal(publicUrl({ BRIDGELINE_PUBLIC_ADDRESS: "203.0.113.7" }), "https://203.0.113.7:8443");
+    assert.equal(
+      publicUrl({ BRIDGELINE_PUBLIC_ADDRESS: "conference.example.com", BRIDGELINE_HTTPS_PORT: "443" }),
+      "https://conference.example.com",
+    );
+    assert.equal(publicUrl({ BRIDGELINE_PUBLIC_ADDRESS: "2001:db8::7" }), "https://[2001:db8::7]:8443");
+    assert.equal(
+      publicUrl({ BRIDGELINE_PUBLIC_URL: "http://127.0.0.1:8080", BRIDGELINE_PUBLIC_ADDRESS: "203.0.113.7" }),
+      "http://127.0.0.1:8080",
+    );
+  });
+
+  it("takes stun: URLs without a secret, given without credentials", () => {
+    assert.deepEqual(loadConfig({ BRIDGELINE_TURN_URLS: "stun:stun.example.com:3478" }).turn, {
+      urls: ["stun:stun.example.com:3478"],
+      secret: null,
+      ttlSeconds: 3600,
+    });
+  });
+
+  it("refuses turn: URLs without a secret at start, saying which setting is missing", () => {
+    assert.throws(
+      () => loadConfig({ BRIDGELINE_TURN_URLS: "stun:turn.example.com,turn:turn.example.com" }),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        error.variable === "BRIDGELINE_TURN_URLS" &&
+        error.message.includes("turn:turn.example.com needs credentials") &&
+        error.message.includes("BRIDGELINE_TURN_SECRET"),
+    );
+  });
+
   const badValues: Array<[Record<string, string>, string]> = [
+    [{ BRIDGELINE_PUBLIC_URL: "conference.example.com" }, "BRIDGELINE_PUBLIC_URL"],
+    [{ BRIDGELINE_PUBLIC_URL: "ftp://conference.example.com" }, "BRIDGELINE_PUBLIC_URL"],
+    [{ BRIDGELINE_PUBLIC_URL: "https://conference.example.com/bridgeline" }, "BRIDGELINE_PUBLIC_URL"],
+    [{ BRIDGELINE_PUBLIC_URL: "https://conference.example.com/?a=b" }, "BRIDGELINE_PUBLIC_URL"],
+    [{ BRIDGELINE_PUBLIC_URL: "https://user:pass@conference.example.com" }, "BRIDGELINE_PUBLIC_URL"],
+    [{ BRIDGELINE_TURN_URLS: "turn.example.com:3478" }, "BRIDGELINE_TURN_URLS"],
+    [{ BRIDGELINE_TURN_URLS: "https://turn.example.com" }, "BRIDGELINE_TURN_URLS"],
+    [{ BRIDGELINE_TURN_URLS: "stun:stun.example.com?transport=udp" }, "BRIDGELINE_TURN_URLS"],
+    [{ BRIDGELINE_TURN_URLS: "turn:turn.example.com:99999" }, "BRIDGELINE_TURN_URLS"],
+    [{ BRIDGELINE_TURN_URLS: "turns:turn.example.com" }, "BRIDGELINE_TURN_URLS"],
+    [{ BRIDGELINE_TURN_SECRET: "coturn-shared-secret" }, "BRIDGELINE_TURN_SECRET"],
+    [
+      { BRIDGELINE_TURN_SECRET: "coturn-shared-secret", BRIDGELINE_TURN_URLS: "stun:stun.example.com" },
+      "BRIDGELINE_TURN_SECRET",
+    ],
+    [{ BRIDGELINE_TURN_TTL_SECONDS: "0" }, "BRIDGELINE_TURN_TTL_SECONDS"],
     [{ BRIDGELINE_HTTPS_PORT: "abc" }, "BRIDGELINE_HTTPS_PORT"],
     [{ BRIDGELINE_SMTP_URL: "mail.example.com" }, "BRIDGELINE_SMTP_URL"],
     [{ BRIDGELINE_SMTP_URL: "http://mail.example.com" }, "BRIDGELINE_SMTP_URL"],

@@ -13,6 +13,8 @@ export interface MessageSettings {
   /** The From header, `Name <address>` or a bare address. */
   from: string;
   accessNumbers: readonly string[];
+  /** Where people reach the web listener (BRIDGELINE_PUBLIC_URL): the join links start with it. */
+  publicUrl: string;
   supportEmail: string;
   supportPhone: string | null;
 }
@@ -63,8 +65,15 @@ function startTime(facts: NotificationFacts): string {
   return `${start.toFormat("cccc, LLLL d, yyyy 'at' h:mm a ZZZZ")} (${zone.name})`;
 }
 
-/** One paragraph or list of the message, rendered once as text and once as HTML. */
-type Block = { paragraph: string } | { heading: string; items: string[] };
+/** The join page with the conference filled in: a browser joins there with the PIN. */
+function joinUrl(settings: MessageSettings, conferenceId: number): string {
+  const url = new URL("/join", settings.publicUrl);
+  url.searchParams.set("conference", String(conferenceId));
+  return url.href;
+}
+
+/** One paragraph, list or link of the message, rendered once as text and once as HTML. */
+type Block = { paragraph: string } | { heading: string; items: string[] } | { label: string; url: string };
 
 function supportBlock(settings: MessageSettings): Block {
   return {
@@ -119,6 +128,7 @@ function blocks(facts: NotificationFacts, settings: MessageSettings): Block[] {
     { paragraph: `When: ${when}` },
     { paragraph: joining },
     { heading: "Access numbers", items: access },
+    { label: "Join from a browser", url: joinUrl(settings, conference.id) },
     { heading: "PINs", items: pins },
     { heading: "Keypad commands during the call", items: keypad },
     support,
@@ -130,7 +140,9 @@ function asText(content: Block[]): string {
     .map((block) =>
       "paragraph" in block
         ? block.paragraph
-        : `${block.heading}:\n${block.items.map((item) => `  ${item}`).join("\n")}`,
+        : "url" in block
+          ? `${block.label}: ${block.url}`
+          : `${block.heading}:\n${block.items.map((item) => `  ${item}`).join("\n")}`,
     )
     .join("\n\n")}\n`;
 }
@@ -140,9 +152,11 @@ function asHtml(content: Block[], title: string): string {
     .map((block) =>
       "paragraph" in block
         ? `<p>${escapeHtml(block.paragraph)}</p>`
-        : `<h2>${escapeHtml(block.heading)}</h2>\n<ul>${block.items
-            .map((item) => `<li>${escapeHtml(item)}</li>`)
-            .join("")}</ul>`,
+        : "url" in block
+          ? `<p>${escapeHtml(block.label)}: <a href="${escapeHtml(block.url)}">${escapeHtml(block.url)}</a></p>`
+          : `<h2>${escapeHtml(block.heading)}</h2>\n<ul>${block.items
+              .map((item) => `<li>${escapeHtml(item)}</li>`)
+              .join("")}</ul>`,
     )
     .join("\n");
   return `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)}</title></head>\n<body>\n${body}\n</body></html>\n`;
@@ -167,10 +181,11 @@ function calendar(facts: NotificationFacts, settings: MessageSettings, descripti
     end: new Date(start.getTime() + CALENDAR_EVENT_MINUTES * 60_000),
     summary: facts.conference.name,
     description,
-    location:
+    location: `${
       settings.accessNumbers.length > 0
         ? `Telephone ${settings.accessNumbers.map(formatNumber).join(", ")}`
-        : "Telephone conference",
+        : "Telephone conference"
+    }; browser ${joinUrl(settings, facts.conference.id)}`,
     status: cancelled ? ICalEventStatus.CANCELLED : ICalEventStatus.CONFIRMED,
     organizer: { name: facts.conference.ownerName, email: addressOf(settings.from) },
     attendees: [{ email: facts.recipient.email, name: facts.recipient.name ?? undefined }],

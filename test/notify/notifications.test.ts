@@ -15,6 +15,7 @@ import { until } from "../helpers/until.js";
 const START = "2027-04-01T16:00:00Z";
 const ACCESS_NUMBERS = ["+16045550199", "+12125550188"];
 const SUPPORT = "help@bridgeline.example";
+const PUBLIC_URL = "https://conference.bridgeline.example";
 const CREDENTIALS = { user: "mailer", pass: "s3cret word" };
 
 type Auth = [string, string];
@@ -130,6 +131,7 @@ interface CalendarEvent {
   start: string;
   status: string;
   summary: string;
+  location: string;
 }
 
 /** Parses the message's text/calendar part with ical.js (a calendar parser nobody here wrote). */
@@ -150,11 +152,31 @@ function calendarOf(mail: ReceivedMail): CalendarEvent {
     start: vevent.startDate.toJSDate().toISOString(),
     status: String(event.getFirstPropertyValue("status")),
     summary: vevent.summary,
+    location: vevent.location,
   };
 }
 
 function textAndHtml(mail: ReceivedMail): string {
   return `${mail.parsed.text ?? ""}\n${mail.parsed.html || ""}`;
+}
+
+/**
+ * Checks that the message carries the conference's join link beside the access numbers: a line of
+ * its text, a link of its HTML, and the calendar event's location.
+ */
+function assertJoinLink(mail: ReceivedMail, conference: string, to: string): void {
+  const link = `${PUBLIC_URL}/join?conference=${conference.split("/").pop()}`;
+  const text = mail.parsed.text ?? "";
+  assert.ok(text.includes(`\nJoin from a browser: ${link}\n`), `${to}: the join link, a line of the text`);
+  assert.ok(
+    text.indexOf("Access numbers:") < text.indexOf("Join from a browser:"),
+    `${to}: after the access numbers`,
+  );
+  assert.ok(
+    (mail.parsed.html || "").includes(`Join from a browser: <a href="${link}">${link}</a>`),
+    `${to}: the join link, a link of the HTML`,
+  );
+  assert.ok(calendarOf(mail).location.endsWith(`browser ${link}`), `${to}: the calendar's location`);
 }
 
 async function pins(api: TestService, conference: string, auth: Auth) {
@@ -201,6 +223,7 @@ describe("notifications", { concurrency: true }, () => {
       mailbox = await Mailbox.start({ auth: CREDENTIALS });
       api = await startTestService({
         ...mailConfig(mailbox.url(CREDENTIALS)),
+        publicUrl: PUBLIC_URL,
         sip: { ...(await defaultSip()), accessNumbers: ACCESS_NUMBERS },
       });
     });
@@ -230,6 +253,7 @@ describe("notifications", { concurrency: true }, () => {
           assert.ok(body.includes(number), `${to}: access number`);
         assert.ok(body.includes(SUPPORT) && body.includes("+1 604 555 0111"), `${to}: support details`);
         assert.ok(body.includes("*6") && body.includes("mute or unmute yourself"), `${to}: keypad map`);
+        assertJoinLink(mail, conference, to);
         const event = calendarOf(mail);
         assert.equal(event.method, "REQUEST");
         assert.equal(event.start, new Date(START).toISOString());
@@ -287,8 +311,9 @@ describe("notifications", { concurrency: true }, () => {
           ),
         ),
       );
-      for (const mail of updates.values()) {
+      for (const [to, mail] of updates) {
         assert.match(mail.parsed.subject ?? "", /^Updated: Weekly sync/);
+        assertJoinLink(mail, conference, to);
         const event = calendarOf(mail);
         assert.deepEqual(
           [event.method, event.uid, event.sequence, event.start],
