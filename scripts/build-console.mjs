@@ -1,6 +1,7 @@
 /**
  * Builds the moderator console into console/dist: console.js (Preact app, bundled and minified),
- * console.css and index.html, which the service serves at /console. Run by `npm install` (prepare).
+ * console.css and index.html, which the service serves at /console; and the join page (join.js,
+ * join.css, join.html), which it serves at /join. Run by `npm install` (prepare).
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -13,19 +14,21 @@ const dist = join(root, "dist");
 mkdirSync(dist, { recursive: true });
 
 const common = { bundle: true, minify: true, legalComments: "none", logLevel: "warning" };
-await build({
+const app = {
   ...common,
-  entryPoints: [join(root, "src/main.tsx")],
-  outfile: join(dist, "console.js"),
   format: "esm",
   target: ["es2020", "chrome90", "firefox90", "safari15"],
   jsx: "automatic",
   jsxImportSource: "preact",
-});
+};
+await build({ ...app, entryPoints: [join(root, "src/main.tsx")], outfile: join(dist, "console.js") });
 await build({ ...common, entryPoints: [join(root, "src/console.css")], outfile: join(dist, "console.css") });
 writeFileSync(join(dist, "index.html"), readFileSync(join(root, "index.html")));
+await build({ ...app, entryPoints: [join(root, "src/join.tsx")], outfile: join(dist, "join.js") });
+await build({ ...common, entryPoints: [join(root, "src/join.css")], outfile: join(dist, "join.css") });
+writeFileSync(join(dist, "join.html"), readFileSync(join(root, "join.html")));
 
-for (const file of ["index.html", "console.js", "console.css"]) {
+for (const file of ["index.html", "console.js", "console.css", "join.html", "join.js", "join.css"]) {
   const bytes = readFileSync(join(dist, file));
   console.log(`console/dist/${file}: ${bytes.length} bytes, ${gzipSync(bytes, { level: 9 }).length} gzipped`);
 }

@@ -219,6 +219,21 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
         {moment("Started", conference.startedAt)}
         {moment("Ended", conference.endedAt)}
       </dl>
+      {started && conference.moderatorPin !== null && (
+        <p>
+          {/* A link, not a button: it opens the join page, with the moderator PIN filled in. */}
+          <a
+            id="join-from-browser"
+            class="button"
+            href={`/join?conference=${conference.id}&pin=${encodeURIComponent(conference.moderatorPin)}`}
+            target="_blank"
+            rel="noopener noreferrer"
+          >
+            Join from this browser
+          </a>{" "}
+          <span class="hint">(opens a new tab, as moderator)</span>
+        </p>
+      )}
       {loadError !== "" && (
         <p class="error" role="alert">
           {loadError}

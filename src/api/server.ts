@@ -16,6 +16,7 @@ import { type Store, unreachableReason } from "../store/database.js";
 import { userExists } from "../store/users.js";
 import type { DestinationPolicy } from "../webhooks/destination.js";
 import { Authenticator } from "./authentication.js";
+import type { BrowserJoins } from "./browser-joins.js";
 import { EventFeed } from "./event-feed.js";
 import { answerFor, type ErrorAnswer, fastifyClientError, HttpError, MAX_BODY_BYTES } from "./http-errors.js";
 import { PASSWORD_COST } from "./passwords.js";
@@ -30,6 +31,7 @@ import { consoleRoutes } from "./routes/console.js";
 import { contactRoutes } from "./routes/contacts.js";
 import { eventRoutes } from "./routes/events.js";
 import { healthRoutes, type ReadinessChecks } from "./routes/health.js";
+import { DEFAULT_JOINS_PER_MINUTE, type IceServer, joinRoutes } from "./routes/join.js";
 import { liveControlRoutes } from "./routes/live-control.js";
 import { recordingRoutes } from "./routes/recordings.js";
 import { userRoutes } from "./routes/users.js";
@@ -65,6 +67,16 @@ export interface ApiOptions {
   onRequestDone?: (route: string, method: string, status: number, seconds: number) => void;
   /** scrypt's cost for new password hashes; default PASSWORD_COST (only tests lower it). */
   passwordCost?: number;
+  /**
+   * Joining conferences from a browser (the join page at /join and its calls). Absent (the API
+   * alone, without conferences to join), the service has no /join: a page that could only fail
+   * would tell the person who opened it less than a 404.
+   */
+  browserJoins?: BrowserJoins;
+  /** The STUN/TURN servers the join page is given, asked for each page; default none. */
+  iceServers?: () => readonly IceServer[];
+  /** Joins from the browser one client address may attempt per minute; default DEFAULT_JOINS_PER_MINUTE. */
+  browserJoinsPerMinute?: number;
 }
 
 /** What every route plugin is registered with (its options). */
@@ -224,6 +236,15 @@ export async function buildApi(options: ApiOptions) {
   });
   void app.register(healthRoutes, { checks: options.readiness ?? {} });
   void app.register(consoleRoutes(context, authenticator));
+  if (options.browserJoins !== undefined)
+    void app.register(
+      joinRoutes(context, {
+        joins: options.browserJoins,
+        iceServers: options.iceServers ?? (() => []),
+        joinsPerMinute: options.browserJoinsPerMinute ?? DEFAULT_JOINS_PER_MINUTE,
+        feed,
+      }),
+    );
   return app;
 }
 

@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { USER_TIME_ZONES } from "../../domain/reference-data.js";
 import { getUser } from "../../store/users.js";
 import { type Authenticator, SESSION_COOKIE } from "../authentication.js";
@@ -17,7 +17,7 @@ import { type ApiContext, boundedMessage, describeError } from "../server.js";
 /** Where `npm install` (prepare: build:console) writes the console. */
 export const CONSOLE_DIST = fileURLToPath(new URL("../../../console/dist/", import.meta.url));
 
-const JSON_TYPE = "application/json; charset=utf-8";
+export const JSON_TYPE = "application/json; charset=utf-8";
 const CONTENT_TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
   ".js": "text/javascript; charset=utf-8",
@@ -29,7 +29,7 @@ const CONTENT_TYPES: Record<string, string> = {
   ".woff2": "font/woff2",
 };
 const ASSET_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
-const SECURITY_HEADERS = {
+export const SECURITY_HEADERS = {
   "content-security-policy":
     "default-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'",
   "x-content-type-options": "nosniff",
@@ -45,13 +45,7 @@ export function consoleRoutes(
   distDir = CONSOLE_DIST,
 ): FastifyPluginAsync {
   return async (scope) => {
-    scope.addContentTypeParser("application/json", { parseAs: "buffer" }, (request, body, done) => {
-      try {
-        done(null, readJsonBody(body as Buffer, request.headers["content-type"]));
-      } catch (error) {
-        done(error as Error);
-      }
-    });
+    acceptJsonBodies(scope);
     scope.addHook("onSend", async (_request, reply) => {
       reply.headers(SECURITY_HEADERS);
     });
@@ -128,6 +122,17 @@ export function consoleRoutes(
   };
 }
 
+/** Lets a plugin's routes take JSON bodies (read by readJsonBody), beside the API's XML. */
+export function acceptJsonBodies(scope: FastifyInstance): void {
+  scope.addContentTypeParser("application/json", { parseAs: "buffer" }, (request, body, done) => {
+    try {
+      done(null, readJsonBody(body as Buffer, request.headers["content-type"]));
+    } catch (error) {
+      done(error as Error);
+    }
+  });
+}
+
 /**
  * A JSON body: UTF-8 (else 415 or 400) whose strings, once their escapes are read (\u0000, a lone
  * \ud800), hold only characters XML 1.0 allows, like every other text the service takes in.
@@ -160,7 +165,7 @@ function refuseNonXmlStrings(value: unknown): void {
 }
 
 /** A file of the built console, with an ETag so browsers revalidate cheaply (no-cache). */
-async function sendFile(
+export async function sendFile(
   request: FastifyRequest,
   reply: FastifyReply,
   distDir: string,
@@ -171,7 +176,7 @@ async function sendFile(
     content = await readFile(path.join(distDir, file));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-    if (file === "index.html")
+    if (path.extname(file) === ".html")
       return reply.status(503).type("text/plain; charset=utf-8").send("console not built: run npm install");
     throw new HttpError("BL_ERR_NO_SUCH_FILE");
   }

@@ -75,12 +75,18 @@ function lastEventIdOf(request: FastifyRequest): number | undefined {
   return typeof value === "string" && /^\d{1,15}$/.test(value.trim()) ? Number(value) : undefined;
 }
 
-async function stream(
+/**
+ * Streams the events of `scope` on `reply` until the client leaves, the feed closes or `endsAfter`
+ * says so: for the events routes here, and for the join page's participant (routes/join.ts).
+ */
+export async function stream(
   api: ApiContext,
   feed: EventFeed,
   request: FastifyRequest,
   reply: FastifyReply,
   scope: EventScope,
+  /** The event after which the stream ends (a participant's own call ending); none by default. */
+  endsAfter: (event: ConferenceEvent) => boolean = () => false,
 ): Promise<void> {
   const response = reply.raw;
   /** Events up to this id are the client's already (or, on a first connection, from before it). */
@@ -109,8 +115,10 @@ async function stream(
     }
     response.write(chunk);
   };
-  const send = (event: ConferenceEvent) =>
+  const send = (event: ConferenceEvent) => {
     write(`id: ${event.id}\nevent: ${event.type}\ndata: ${eventData(event)}\n\n`);
+    if (endsAfter(event)) end();
+  };
 
   unsubscribe = await subscribe(feed, {
     scope,
