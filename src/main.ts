@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net";
 import path from "node:path";
 import type { DestinationStream } from "pino";
 import { EventFeed } from "./api/event-feed.js";
+import { browserIceServers } from "./api/ice-servers.js";
 import { limitListener } from "./api/listener-limits.js";
 import { buildApi } from "./api/server.js";
 import { systemClock } from "./clock.js";
@@ -213,6 +214,7 @@ export async function startService(
     settings: {
       from: mail.from,
       accessNumbers: sip.accessNumbers,
+      publicUrl: config.publicUrl,
       supportEmail: mail.supportEmail,
       supportPhone: mail.supportPhone,
     },
@@ -254,6 +256,13 @@ export async function startService(
     onRequestDone: metrics.requestDone,
     passwordCost: options.passwordCost,
     webhookDestinations,
+    browserJoins: {
+      join: (request) => conferences.joinFromBrowser(request),
+      participant: (token) => conferences.browserParticipant(token),
+      leave: (token) => conferences.leaveBrowser(token),
+    },
+    // Fresh TURN credentials for each page.
+    iceServers: () => browserIceServers(config.turn, new Date()),
     readiness: {
       database: async () => {
         try {

@@ -194,6 +194,11 @@ export class ConferenceRoom {
     return this.#conference;
   }
 
+  /** The room's audio: a caller's media opens next to it. */
+  get media(): RoomMedia {
+    return this.#media;
+  }
+
   get state(): ConferenceRoomState {
     return this.#state;
   }

@@ -3,6 +3,13 @@
  * (attendees added or deleted through the API, the conference deleted), and the callers who dial an
  * access number. The rooms' audio is the telephone's: nothing here is ticked.
  */
+
+import type {
+  BrowserJoined,
+  BrowserJoinRefusal,
+  BrowserJoinRequest,
+  BrowserParticipant,
+} from "../domain/browser-join.js";
 import type { Clock, TimerHandle } from "../domain/clock.js";
 import type { Conference, EmptyConferencePeriods } from "../domain/conference.js";
 import {
@@ -11,6 +18,7 @@ import {
   normalizeNanpNumber,
   OPEN_CALLING_POLICY,
 } from "../domain/phone.js";
+import { BrowserParticipants, joinFromBrowser } from "./browser-join.js";
 import { ConferenceRoom, type RoomLogger } from "./conference-room.js";
 import { answerDialIn, HANDOFF_HEADER } from "./dial-in.js";
 import { PinPromptPlaces, type PlaceRefusal } from "./pin-prompt-places.js";
@@ -82,6 +90,8 @@ export class ConferenceRuntime {
   readonly #serviceWrongPins: { readonly limit: number; readonly windowMs: number };
   /** Callers from the call's arrival until they are in a room or gone. */
   readonly #pinPrompt: PinPromptPlaces;
+  /** Callers joined from browsers here, by their pages' tokens. */
+  readonly #browsers = new BrowserParticipants();
   #refreshing = false;
   #dialIns = 0;
   #wrongPinCount = 0;
@@ -223,48 +233,30 @@ export class ConferenceRuntime {
    * asked for a PIN.
    */
   async #dialIn(call: IncomingConferenceCall): Promise<void> {
-    const { logger, attempts } = this.#options;
+    const { logger } = this.#options;
     const { source, callId } = call.origin;
     // The caller's number however written; a caller ID that is no number is counted by its source.
     const key = `wrong-pin:${callerNumberKey(call.from) ?? `source:${source}`}`;
-    let wrongPins: Awaited<ReturnType<AttemptCounts["read"]>>;
-    let serviceWrongPins: Awaited<ReturnType<AttemptCounts["read"]>>;
-    const readAt = this.#now();
-    try {
-      [wrongPins, serviceWrongPins] = await Promise.all([
-        attempts.read(key, readAt),
-        attempts.read(SERVICE_WRONG_PINS_KEY, readAt),
-      ]);
-    } catch (error) {
-      logger.warn({ err: error, from: call.from }, "dial-in: wrong PINs could not be read; call refused");
+    const throttle = await this.#wrongPinThrottle(key);
+    if (throttle === "unreadable") {
+      logger.warn({ from: call.from }, "dial-in: wrong PINs could not be read; call refused");
       call.reject(503, "Service Unavailable", WRONG_PINS_UNREAD_RETRY_AFTER_SECONDS);
       return;
     }
-    if (wrongPins !== undefined && wrongPins.count >= this.#pinFailures.limit) {
-      this.#refused["caller-wrong-pins"]++;
+    if (throttle?.refused === "too-many-wrong-pins") {
       logger.warn(
-        {
-          from: call.from,
-          source,
-          callId,
-          retryAfterSeconds: Math.ceil((wrongPins.endsAt - this.#options.clock.now()) / 1000),
-        },
+        { from: call.from, source, callId, retryAfterSeconds: throttle.retryAfterSeconds },
         "dial-in: call refused, too many wrong PINs from this caller",
       );
       call.reject(403, "Forbidden");
       return;
     }
-    if (serviceWrongPins !== undefined && serviceWrongPins.count >= this.#serviceWrongPins.limit) {
-      this.#refused["service-wrong-pins"]++;
-      const retryAfterSeconds = Math.max(
-        1,
-        Math.ceil((serviceWrongPins.endsAt - this.#options.clock.now()) / 1000),
-      );
+    if (throttle?.refused === "service-wrong-pins") {
       logger.warn(
-        { from: call.from, source, callId, retryAfterSeconds },
+        { from: call.from, source, callId, retryAfterSeconds: throttle.retryAfterSeconds },
         "dial-in: call refused, too many wrong PINs to the service",
       );
-      call.reject(503, "Service Unavailable", retryAfterSeconds);
+      call.reject(503, "Service Unavailable", throttle.retryAfterSeconds);
       return;
     }
     // The caller may have given up while the counts were read.
@@ -272,16 +264,7 @@ export class ConferenceRuntime {
     call.ring();
     this.#dialIns++;
     await answerDialIn(call, {
-      onWrongPin: () => {
-        this.#wrongPinCount++;
-        const now = this.#now();
-        Promise.all([
-          attempts.count(key, this.#pinFailures.windowMs, now),
-          attempts.count(SERVICE_WRONG_PINS_KEY, this.#serviceWrongPins.windowMs, now),
-        ]).catch((error: unknown) => {
-          logger.warn({ err: error, from: call.from }, "dial-in: a wrong PIN could not be counted");
-        });
-      },
+      onWrongPin: () => this.#countWrongPin(key),
       store: this.#options.store,
       logger,
       clock: this.#options.clock,
@@ -291,6 +274,93 @@ export class ConferenceRuntime {
       logger.warn({ err: error, from: call.from }, "dial-in failed");
       call.hangup();
     });
+  }
+
+  /**
+   * Whether a caller (by `key`) may try a PIN: refused while it, or the service as a whole, has no
+   * wrong PINs left in the window (counted by every instance); "unreadable" when the store cannot say.
+   */
+  async #wrongPinThrottle(
+    key: string,
+  ): Promise<
+    | { refused: "too-many-wrong-pins" | "service-wrong-pins"; retryAfterSeconds: number }
+    | "unreadable"
+    | undefined
+  > {
+    const { attempts } = this.#options;
+    const readAt = this.#now();
+    let wrongPins: Awaited<ReturnType<AttemptCounts["read"]>>;
+    let serviceWrongPins: Awaited<ReturnType<AttemptCounts["read"]>>;
+    try {
+      [wrongPins, serviceWrongPins] = await Promise.all([
+        attempts.read(key, readAt),
+        attempts.read(SERVICE_WRONG_PINS_KEY, readAt),
+      ]);
+    } catch {
+      return "unreadable";
+    }
+    const secondsUntil = (endsAt: number) =>
+      Math.max(1, Math.ceil((endsAt - this.#options.clock.now()) / 1000));
+    if (wrongPins !== undefined && wrongPins.count >= this.#pinFailures.limit) {
+      this.#refused["caller-wrong-pins"]++;
+      return { refused: "too-many-wrong-pins", retryAfterSeconds: secondsUntil(wrongPins.endsAt) };
+    }
+    if (serviceWrongPins !== undefined && serviceWrongPins.count >= this.#serviceWrongPins.limit) {
+      this.#refused["service-wrong-pins"]++;
+      return { refused: "service-wrong-pins", retryAfterSeconds: secondsUntil(serviceWrongPins.endsAt) };
+    }
+    return undefined;
+  }
+
+  /** A wrong PIN typed: counted under the caller's key and the service's, by every instance. */
+  #countWrongPin(key: string): void {
+    this.#wrongPinCount++;
+    const now = this.#now();
+    Promise.all([
+      this.#options.attempts.count(key, this.#pinFailures.windowMs, now),
+      this.#options.attempts.count(SERVICE_WRONG_PINS_KEY, this.#serviceWrongPins.windowMs, now),
+    ]).catch((error: unknown) => {
+      this.#options.logger.warn({ err: error, key }, "a wrong PIN could not be counted");
+    });
+  }
+
+  /**
+   * A browser joining by PIN (the join page): the same PINs, lock and wrong-PIN throttle as dial-in
+   * (counted by the page's address), its call answered next to the room and admitted.
+   */
+  async joinFromBrowser(request: BrowserJoinRequest): Promise<BrowserJoined | BrowserJoinRefusal> {
+    if (this.#closed)
+      return { refused: "unavailable", retryAfterSeconds: WRONG_PINS_UNREAD_RETRY_AFTER_SECONDS };
+    try {
+      return await joinFromBrowser(request, this.#browsers, {
+        store: this.#options.store,
+        logger: this.#options.logger,
+        clock: this.#options.clock,
+        telephone: this.#options.telephone,
+        roomOf: (conferenceId) => this.#rooms.get(conferenceId),
+        throttled: async (key) => {
+          const throttle = await this.#wrongPinThrottle(key);
+          return throttle === "unreadable"
+            ? { refused: "unavailable", retryAfterSeconds: WRONG_PINS_UNREAD_RETRY_AFTER_SECONDS }
+            : throttle;
+        },
+        wrongPin: (key) => this.#countWrongPin(key),
+      });
+    } catch (error) {
+      // The store unreachable, or no media port free: the page may try again shortly.
+      this.#options.logger.warn({ err: error, source: request.source }, "browser join failed");
+      return { refused: "unavailable", retryAfterSeconds: WRONG_PINS_UNREAD_RETRY_AFTER_SECONDS };
+    }
+  }
+
+  /** The participant a join page's token names while its call lasts. */
+  browserParticipant(token: string): BrowserParticipant | undefined {
+    return this.#browsers.get(token);
+  }
+
+  /** Hangs up the call a join page's token names; false when unknown or over. */
+  leaveBrowser(token: string): boolean {
+    return this.#browsers.leave(token);
   }
 
   /**

@@ -17,7 +17,11 @@ import type { ConferenceCall, ConferenceStore, IncomingConferenceCall, Telephone
 export interface DialInRoom {
   readonly conferenceId: number;
   readonly ended: boolean;
-  readonly conference: { readonly dialInLocked: boolean; readonly encryptedOnly: boolean };
+  readonly conference: {
+    readonly userId: number;
+    readonly dialInLocked: boolean;
+    readonly encryptedOnly: boolean;
+  };
   admit(call: ConferenceCall, attendeeId: number, moderator: boolean, encryption: CallEncryption): void;
 }
 
@@ -165,17 +169,17 @@ export async function answerDialIn(call: IncomingConferenceCall, options: DialIn
 export async function placeOf(
   conferenceId: number,
   options: Pick<DialInOptions, "roomOf" | "store">,
-): Promise<{ where: RoomPlace; dialInLocked: boolean; encryptedOnly: boolean } | undefined> {
+): Promise<{ where: RoomPlace; userId: number; dialInLocked: boolean; encryptedOnly: boolean } | undefined> {
   const room = options.roomOf(conferenceId);
   if (room !== undefined && !room.ended) {
-    const { dialInLocked, encryptedOnly } = room.conference;
-    return { where: { room }, dialInLocked, encryptedOnly };
+    const { userId, dialInLocked, encryptedOnly } = room.conference;
+    return { where: { room }, userId, dialInLocked, encryptedOnly };
   }
   const location = await options.store.roomLocation(conferenceId);
   // A room not here, or recorded as here but gone: it has just ended.
   if (location === undefined || location.sipUri === null || room !== undefined) return undefined;
-  const { dialInLocked, encryptedOnly } = location;
-  return { where: { sipUri: location.sipUri }, dialInLocked, encryptedOnly };
+  const { userId, dialInLocked, encryptedOnly } = location;
+  return { where: { sipUri: location.sipUri }, userId, dialInLocked, encryptedOnly };
 }
 
 /** The internal call's Request-URI: the instance's SIP URI, naming the conference. */

@@ -131,6 +131,14 @@ export interface Telephone {
       readonly ringTimeoutMs?: number;
     },
   ): ConferenceCall;
+  /**
+   * Answers a browser's WebRTC offer (the join page) with a call answered at once, its media next to
+   * `room`'s; `refused` says why an offer cannot be answered.
+   */
+  answerBrowser(
+    offer: string,
+    options: { readonly signallingTls: boolean; readonly room?: RoomMedia },
+  ): Promise<{ readonly call: ConferenceCall; readonly answer: string } | { readonly refused: string }>;
   /** Who takes the calls that reach us; without a handler they are refused. */
   onIncomingCall(handler: (call: IncomingConferenceCall) => void): void;
 }
@@ -196,6 +204,8 @@ export interface AdmittedCaller {
 
 /** Where a started conference's room takes calls. */
 export interface RoomLocation {
+  /** Whose conference it is. */
+  readonly userId: number;
   /** The runner's SIP URI; null when it did not record one. */
   readonly sipUri: string | null;
   readonly dialInLocked: boolean;

@@ -118,13 +118,14 @@ export async function admitCaller(
 export async function roomLocation(store: Store, conferenceId: number): Promise<RoomLocation | undefined> {
   const row = await store.db
     .selectFrom("conferences")
-    .select(["runner_sip_uri", "dial_in_locked", "encrypted_only"])
+    .select(["user_id", "runner_sip_uri", "dial_in_locked", "encrypted_only"])
     .where("id", "=", conferenceId)
     .where("state", "=", "started")
     .executeTakeFirst();
   return row === undefined
     ? undefined
     : {
+        userId: row.user_id,
         sipUri: row.runner_sip_uri,
         dialInLocked: Boolean(row.dial_in_locked),
         encryptedOnly: Boolean(row.encrypted_only),

@@ -13,6 +13,7 @@ import type { Clock } from "../domain/clock.js";
 import { normalizeNanpNumber } from "../domain/phone.js";
 import { BrowserCall, Call, type CallHost, type CallOrigin, IncomingCall, OutgoingCall } from "./call.js";
 import { type DialPlan, dialPlanOf, hopOf, locateTrunk, trunkFor, trunkServers } from "./dial-plan.js";
+import { MediaError } from "./media/media-error.js";
 import { type MediaMix, MediaPlane, type MediaStream } from "./media/plane/media-plane.js";
 import { DEFAULT_SRTP_SUITES, type SrtpPolicy, type SrtpSuite } from "./media/rtp/srtp-suites.js";
 import { type AudioCodec, WIDEBAND_AUDIO_CODECS } from "./sdp/session-description.js";
@@ -374,16 +375,22 @@ export class Telephony implements CallHost {
 
   /**
    * Answers a browser's WebRTC offer (the join page): a call answered at once, its media next to
-   * `room`'s. Rejects with a MediaError: MEDIA_ERR_OFFER for an offer that cannot be answered.
+   * `room`'s; `refused` says why an offer cannot be answered (no port free rejects).
    */
   async answerBrowser(
     offer: string,
     options: { readonly signallingTls: boolean; readonly room?: MediaMix },
-  ): Promise<{ call: BrowserCall; answer: string }> {
-    const answered = await BrowserCall.answer(this, offer, {
-      signallingTls: options.signallingTls,
-      near: options.room,
-    });
+  ): Promise<{ call: BrowserCall; answer: string } | { refused: string }> {
+    let answered: { call: BrowserCall; answer: string };
+    try {
+      answered = await BrowserCall.answer(this, offer, {
+        signallingTls: options.signallingTls,
+        near: options.room,
+      });
+    } catch (error) {
+      if (error instanceof MediaError && error.code === "MEDIA_ERR_OFFER") return { refused: error.message };
+      throw error;
+    }
     if (answered.call.state === "answered") this.#calls.add(answered.call);
     return answered;
   }

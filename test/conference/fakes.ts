@@ -296,6 +296,24 @@ export class FakeTelephone implements Telephone {
     return call;
   }
 
+  /** Browsers' calls answered, each with the room its media opened next to. */
+  readonly browserCalls: { call: FakeCall; offer: string; room: RoomMedia | undefined }[] = [];
+  /** What the next browser offer is refused with, when set. */
+  refuseOffer: string | undefined;
+
+  async answerBrowser(
+    offer: string,
+    options: { readonly signallingTls: boolean; readonly room?: RoomMedia },
+  ): Promise<{ call: FakeCall; answer: string } | { refused: string }> {
+    if (this.refuseOffer !== undefined) return { refused: this.refuseOffer };
+    const call = new FakeCall("inbound", "browser", "browser", this.clock);
+    call.signallingTls = options.signallingTls;
+    call.encrypted = true;
+    call.answer();
+    this.browserCalls.push({ call, offer, room: options.room });
+    return { call, answer: `answer to ${offer}` };
+  }
+
   onIncomingCall(handler: (call: IncomingConferenceCall) => void): void {
     this.#incoming = handler;
   }

