@@ -14,7 +14,7 @@ import type { Browser, Page } from "playwright-core";
 import { loadConfig } from "../../src/config.js";
 import { goertzelLevelDb, SAMPLE_RATE } from "../helpers/audio.js";
 import { Baresip } from "../helpers/baresip.js";
-import { launchChromium, openPage, skipWithoutChromium } from "../helpers/browser.js";
+import { launchChromium, openPage, signIn, skipWithoutChromium } from "../helpers/browser.js";
 import { testAuthority } from "../helpers/certificates.js";
 import { createUser, startTestService, type TestService } from "../helpers/service.js";
 import { rtpPortRange, skipWithout } from "../helpers/sipp.js";
@@ -81,12 +81,6 @@ async function startService(routes: Array<{ prefix: string; trunk: string }> = [
 }
 
 /** Signs in through the page's form. */
-async function signIn(page: Page, auth: Auth, password = auth[1]): Promise<void> {
-  await page.goto("/console/");
-  await page.getByLabel("E-mail address").fill(auth[0]);
-  await page.getByLabel("Password").fill(password);
-  await page.getByRole("button", { name: "Sign in" }).click();
-}
 
 /** A started conference of the owner (the moderator) with the attendees, dialled at once. */
 async function startConference(

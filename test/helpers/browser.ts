@@ -48,3 +48,11 @@ export async function openPage(
   });
   return { page, problems, close: () => context.close() };
 }
+
+/** Signs in to the console at /console/ with the credentials (a wrong `password` to see it refused). */
+export async function signIn(page: Page, auth: [string, string], password = auth[1]): Promise<void> {
+  await page.goto("/console/");
+  await page.getByLabel("E-mail address").fill(auth[0]);
+  await page.getByLabel("Password").fill(password);
+  await page.getByRole("button", { name: "Sign in" }).click();
+}

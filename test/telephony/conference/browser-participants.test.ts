@@ -12,7 +12,8 @@ import type { Page } from "playwright-core";
 import { loadConfig } from "../../../src/config.js";
 import { goertzelLevelDb } from "../../helpers/audio.js";
 import { Baresip, type BaresipCodec } from "../../helpers/baresip.js";
-import { skipWithoutChromium } from "../../helpers/browser.js";
+import { openPage, signIn, skipWithoutChromium } from "../../helpers/browser.js";
+import { EventStream } from "../../helpers/event-stream.js";
 import {
   createPendingConference,
   createUser,
@@ -51,6 +52,8 @@ async function startService(phones: Baresip[]): Promise<TestService> {
   const service = await startTestService({
     sip: {
       ...loadConfig({}).sip,
+      // Every tone mixed: the default mixes the three loudest talkers, and four play at once below.
+      mixTalkers: 10,
       bindAddress: "127.0.0.1",
       port: 0,
       callerId: "+16045550000",
@@ -130,6 +133,15 @@ describe("browser participants", { skip, concurrency: false }, () => {
     const deskPhone = await phone("+16045550401", 700, ["opus"]);
     const api = await startService([deskPhone]);
     const room = await roomOf(api, [deskPhone]);
+    const events = await EventStream.open(`${api.httpUrl}${room.path}/events`, { auth: room.owner.auth });
+    cleanups.push(async () => events.close());
+    const consolePage = await openPage(chromium.browser, api.httpsUrl);
+    cleanups.push(consolePage.close);
+    await signIn(consolePage.page, room.owner.auth);
+    await consolePage.page.getByRole("link", { name: "Browsers" }).click();
+    const consoleRows = consolePage.page.locator("tbody tr").filter({ hasText: "connected" });
+    await consoleRows.first().waitFor();
+    assert.equal(await consoleRows.count(), 1, "the console lists the phone alone before the browser joins");
 
     const page = await joinPage(chromium, api, room.memberPin, 700);
     await until("the page to hear the phone's 700 Hz", async () =>
@@ -139,9 +151,24 @@ describe("browser participants", { skip, concurrency: false }, () => {
       lastSecondLevel(deskPhone, 1000) > HEARD_DB ? true : undefined,
     );
 
-    // In the API's list as a dial-in attendee, connected, its call TLS-less but SRTP (plain HTTP page).
+    // In the API's list as a dial-in attendee, connected; in the event stream; in the console's live view.
     const states = await attendeeStates(api, room.owner, room.path);
     assert.deepEqual(states.sort(), ["connected", "connected"]);
+    // The stream began after the phone connected: the browser is the attendee added and connected since.
+    const browserAdded = await events.waitFor(
+      "the browser added",
+      (event) => event.type === "attendee-added",
+    );
+    const browserConnected = await events.waitFor(
+      "the browser connected",
+      (event) =>
+        event.type === "attendee-connected" && event.data.attendeeId === browserAdded.data.attendeeId,
+    );
+    // The page's call is DTLS-SRTP; its signalling came over plain HTTP.
+    assert.equal(browserConnected.data.encryption, "srtp");
+    await until("the console to list the browser", async () =>
+      (await consoleRows.count()) === 2 ? true : undefined,
+    );
 
     await page.locator("#mute").click();
     await page.locator('#mute[aria-pressed="true"]').waitFor();
@@ -151,6 +178,11 @@ describe("browser participants", { skip, concurrency: false }, () => {
     // The muted browser still hears the room.
     assert.ok((await pageToneLevel(page)) > PAGE_HEARD_DB, "the muted page still hears the phone");
 
+    await events.waitFor(
+      "the browser muted",
+      (event) =>
+        event.type === "attendee-muted" && event.data.attendeeId === browserConnected.data.attendeeId,
+    );
     await page.locator("#leave").click();
     await until("the browser's attendee to be disconnected", async () => {
       const now = await attendeeStates(api, room.owner, room.path);
@@ -184,5 +216,46 @@ describe("browser participants", { skip, concurrency: false }, () => {
     await page.locator("#join").click();
     await page.locator('#status[data-state="refused"]').waitFor();
     assert.match(String(await page.locator("#problem").textContent()), /Too many wrong PINs/);
+  });
+
+  test("two browsers and two phones in one wideband room all hear each other", async () => {
+    const secondChromium = await launchToneBrowser(1500);
+    cleanups.push(() => secondChromium.close());
+    const opusPhone = await phone("+16045550421", 700, ["opus"]);
+    const widePhone = await phone("+16045550422", 400, ["G722"]);
+    const api = await startService([opusPhone, widePhone]);
+    const room = await roomOf(api, [opusPhone, widePhone]);
+    // Each page measures one phone; together they cover both phones and each other.
+    const first = await joinPage(chromium, api, room.memberPin, 400);
+    const second = await joinPage(secondChromium, api, room.memberPin, 1000);
+    await until("the first page to hear the G.722 phone", async () =>
+      (await pageToneLevel(first)) > PAGE_HEARD_DB ? true : undefined,
+    );
+    await until("the second page to hear the first browser", async () =>
+      (await pageToneLevel(second)) > PAGE_HEARD_DB ? true : undefined,
+    );
+    for (const [who, listener] of [
+      ["the Opus phone", opusPhone],
+      ["the G.722 phone", widePhone],
+    ] as const)
+      await until(`${who} to hear both browsers`, async () =>
+        lastSecondLevel(listener, 1000) > HEARD_DB && lastSecondLevel(listener, 1500) > HEARD_DB
+          ? true
+          : undefined,
+      );
+    await until("the phones to hear each other", async () =>
+      lastSecondLevel(opusPhone, 400) > HEARD_DB && lastSecondLevel(widePhone, 700) > HEARD_DB
+        ? true
+        : undefined,
+    );
+    // And the pages hear the rest: measured again for the other tones.
+    await measurePageTone(first, 1500, "#remote-audio");
+    await measurePageTone(second, 700, "#remote-audio");
+    await until("the first page to hear the second browser", async () =>
+      (await pageToneLevel(first)) > PAGE_HEARD_DB ? true : undefined,
+    );
+    await until("the second page to hear the Opus phone", async () =>
+      (await pageToneLevel(second)) > PAGE_HEARD_DB ? true : undefined,
+    );
   });
 });
