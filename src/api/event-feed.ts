@@ -17,6 +17,11 @@ export interface EventScope {
   readonly userId: number;
   /** Only this conference's events; all of the user's when undefined. */
   readonly conferenceId?: number;
+  /**
+   * Opened by a browser participant's join page, not by the user: one per call in the user's room,
+   * counted against the service's limit only (the user's would shut the owner's console out).
+   */
+  readonly participant?: boolean;
 }
 
 export interface Subscription {
@@ -99,18 +104,21 @@ export class EventFeed {
    */
   async subscribe(subscription: Subscription): Promise<() => void> {
     if (this.#closed) throw new Error("the event feed is closed");
-    const { userId } = subscription.scope;
+    const { userId, participant = false } = subscription.scope;
     const userStreams = this.#streamsByUser.get(userId) ?? 0;
-    if (userStreams >= MAX_STREAMS_PER_USER) throw new StreamLimitReached("user", userStreams);
+    if (!participant && userStreams >= MAX_STREAMS_PER_USER)
+      throw new StreamLimitReached("user", userStreams);
     if (this.#subscriptions.size >= this.#maxStreams)
       throw new StreamLimitReached("all", this.#subscriptions.size);
     this.#subscriptions.add(subscription);
-    this.#streamsByUser.set(userId, userStreams + 1);
+    if (!participant) this.#streamsByUser.set(userId, userStreams + 1);
     const unsubscribe = () => {
       if (!this.#subscriptions.delete(subscription)) return;
-      const left = (this.#streamsByUser.get(userId) ?? 1) - 1;
-      if (left === 0) this.#streamsByUser.delete(userId);
-      else this.#streamsByUser.set(userId, left);
+      if (!participant) {
+        const left = (this.#streamsByUser.get(userId) ?? 1) - 1;
+        if (left === 0) this.#streamsByUser.delete(userId);
+        else this.#streamsByUser.set(userId, left);
+      }
       if (this.#subscriptions.size === 0) this.#stop();
     };
     try {

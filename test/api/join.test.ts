@@ -19,6 +19,7 @@ import type {
   BrowserJoins,
   BrowserParticipant,
 } from "../../src/api/browser-joins.js";
+import { MAX_STREAMS_PER_USER } from "../../src/api/event-feed.js";
 import { CONSOLE_DIST } from "../../src/api/routes/console.js";
 import type { IceServer } from "../../src/api/routes/join.js";
 import { buildApi } from "../../src/api/server.js";
@@ -429,6 +430,32 @@ describe("join routes", () => {
       stream.events.every((e) => e.data.conferenceId === conferenceId),
       "only the token's conference",
     );
+  });
+
+  it("counts participants' streams against the service, not against the owner's own", async () => {
+    const { conferenceId } = await conferenceWithAttendee();
+    const opened: EventStream[] = [];
+    for (let index = 0; index <= MAX_STREAMS_PER_USER; index++) {
+      const { token } = joins.admit({
+        userId: owner.id,
+        conferenceId,
+        attendeeId: 600 + index,
+        moderator: false,
+      });
+      const participantStream = await EventStream.open(`${url}/join/calls/${token}/events`);
+      streams.push(participantStream);
+      opened.push(participantStream);
+    }
+    assert.deepEqual(
+      opened.map((each) => each.status),
+      opened.map(() => 200),
+      "more participants' streams than a user may open",
+    );
+    const own = await EventStream.open(`${url}/users/${owner.id}/conferences/${conferenceId}/events`, {
+      auth: ["owner@example.com", "correct horse"],
+    });
+    streams.push(own);
+    assert.equal(own.status, 200, "the owner's console still gets its stream");
   });
 
   it("ends the participant's call on DELETE, and knows no unknown or ended token", async () => {

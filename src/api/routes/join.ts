@@ -291,7 +291,7 @@ export function joinRoutes(api: ApiContext, options: JoinRouteOptions) {
         GET: async (request, reply) => {
           const { participant } = participantOf(request);
           const { userId, conferenceId, attendeeId } = participant;
-          await stream(api, feed, request, reply, { userId, conferenceId }, (event) =>
+          await stream(api, feed, request, reply, { userId, conferenceId, participant: true }, (event) =>
             endsParticipantCall(event, attendeeId),
           );
         },
