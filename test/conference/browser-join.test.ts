@@ -428,3 +428,29 @@ test("a store that cannot answer makes the page try again shortly", async () => 
   assert.equal(telephone.browserCalls.length, 0);
   await conferences.close();
 });
+
+test("a store that fails once the offer is answered hangs the page's call up and takes back what it admitted", async () => {
+  const { telephone, store, conferences } = await runtime();
+  const withdrawals = spyWithdrawals(store);
+  const admitCaller = store.admitCaller.bind(store);
+  store.admitCaller = () => Promise.reject(new Error("connection lost"));
+  assert.deepEqual(await join(conferences, "1111"), { refused: "unavailable", retryAfterSeconds: 5 });
+  assert.equal(lastBrowserCall(telephone).hungUp, true, "no call left answered for a page told to retry");
+  assert.deepEqual(withdrawals, [], "nothing was admitted");
+
+  // Admitted, then the handoff to the room's instance cannot be written.
+  let added: number | undefined;
+  store.admitCaller = async (...args) => {
+    const admitted = await admitCaller(...args);
+    added = admitted?.attendee.id;
+    return admitted;
+  };
+  store.createHandoff = () => Promise.reject(new Error("connection lost"));
+  assert.deepEqual(await join(conferences, "4444"), { refused: "unavailable", retryAfterSeconds: 5 });
+  assert.equal(lastBrowserCall(telephone).hungUp, true);
+  assert.notEqual(added, undefined);
+  assert.deepEqual(withdrawals, [{ token: undefined, attendeeId: added }]);
+  assert.equal(store.attendees.length, 2, "the attendee added for it is withdrawn");
+  assert.equal(telephone.calls.length, 0, "no internal call placed");
+  await conferences.close();
+});
