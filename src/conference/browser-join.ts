@@ -19,7 +19,7 @@ import type { Clock } from "../domain/clock.js";
 import { admittedByEncryption, callEncryption } from "../domain/encryption.js";
 import type { RoomLogger } from "./conference-room.js";
 import { carry, type DialInRoom, placeOf, roomUri } from "./dial-in.js";
-import type { ConferenceCall, ConferenceStore, RoomMedia, Telephone } from "./ports.js";
+import type { AdmittedCaller, ConferenceCall, ConferenceStore, RoomMedia, Telephone } from "./ports.js";
 
 /** What a browser's join needs of a running room: a phone's, and its audio to open the call next to. */
 export interface BrowserJoinRoom extends DialInRoom {
@@ -114,25 +114,33 @@ export async function joinFromBrowser(
   });
   if ("refused" in answered) return { refused: "bad-offer", reason: answered.refused };
   const { call } = answered;
-  const admitted = await store.admitCaller(conferenceId, null, moderator, now());
+  let admitted: AdmittedCaller | undefined;
+  let handoff: string | undefined;
+  // A page that does not reach the room leaves no attendee (nor handoff) behind it.
+  const withdraw = () =>
+    store
+      .withdrawAdmission(handoff, admitted?.added === true ? admitted.attendee.id : null, now())
+      .catch((error: unknown) =>
+        logger.warn({ err: error, conferenceId }, "browser join: the admission could not be withdrawn"),
+      );
+  try {
+    admitted = await store.admitCaller(conferenceId, null, moderator, now());
+    if (admitted !== undefined && here === undefined)
+      handoff = await store.createHandoff(
+        { conferenceId, attendeeId: admitted.attendee.id, moderator, encryption },
+        now(),
+      );
+  } catch (error) {
+    // The page is told to try again: its answered call is not left running, nor its admission kept.
+    call.hangup();
+    if (admitted !== undefined) void withdraw();
+    throw error;
+  }
   if (admitted === undefined) {
     call.hangup();
     return { refused: "full" };
   }
   const { attendee } = admitted;
-  let handoff: string | undefined;
-  // A page that does not reach the room leaves no attendee (nor handoff) behind it.
-  const withdraw = () =>
-    store
-      .withdrawAdmission(handoff, admitted.added ? attendee.id : null, now())
-      .catch((error: unknown) =>
-        logger.warn({ err: error, conferenceId }, "browser join: the admission could not be withdrawn"),
-      );
-  if (here === undefined)
-    handoff = await store.createHandoff(
-      { conferenceId, attendeeId: attendee.id, moderator, encryption },
-      now(),
-    );
   // The page may have closed, or the room ended, while the store answered.
   if (call.state !== "answered" || here?.ended === true) {
     const roomEnded = call.state === "answered";
