@@ -264,6 +264,7 @@ describe("join routes", () => {
       [{ refused: "not-started" }, 409, undefined],
       [{ refused: "locked" }, 409, undefined],
       [{ refused: "full" }, 409, undefined],
+      [{ refused: "encrypted-only" }, 403, undefined],
       [{ refused: "bad-offer", reason: "no audio m-line with Opus" }, 400, undefined],
       [{ refused: "unavailable", retryAfterSeconds: 30 }, 503, "30"],
     ];
@@ -276,7 +277,13 @@ describe("join routes", () => {
       assert.equal(refused.json.error, refusal.refused);
       assert.ok((refused.json.message as string).length > 0, refusal.refused);
       assert.equal(refused.headers["retry-after"], retryAfter, refusal.refused);
-      assert.deepEqual(joins.requests.at(-1), { pin: "0042", offer: OFFER, source: address });
+      // Over plain HTTP here: the call's signalling is not TLS.
+      assert.deepEqual(joins.requests.at(-1), {
+        pin: "0042",
+        offer: OFFER,
+        source: address,
+        signallingTls: false,
+      });
     }
     joins.answer = async () => ({ refused: "bad-offer", reason: "no audio m-line with Opus" });
     const reason = await postJoin({ pin: "0042", offer: OFFER });
