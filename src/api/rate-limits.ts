@@ -55,7 +55,12 @@ export function sharedRateLimits(counts: AttemptCounts): RateLimitPluginOptions 
  * is counted, so that each limit has keys of its own in the shared table.
  */
 export function byClientAddress(what: string): (request: FastifyRequest) => string {
-  return (request) => `${what}:${normalizeIP(clientAddress(request))}`;
+  return (request) => `${what}:${clientSource(request)}`;
+}
+
+/** The client as limits count it: its address, an IPv6 address by its /64. */
+export function clientSource(request: FastifyRequest): string {
+  return normalizeIP(clientAddress(request));
 }
 
 /**

@@ -32,10 +32,18 @@ export interface BrowserJoinOptions {
   readonly clock: Clock;
   readonly telephone: Pick<Telephone, "answerBrowser" | "callUri">;
   readonly roomOf: (conferenceId: number) => BrowserJoinRoom | undefined;
-  /** The wrong-PIN throttle, shared with dial-in: a refusal while this source or the service may not try. */
-  readonly throttled: (key: string) => Promise<BrowserJoinRefusal | undefined>;
-  /** Counts a wrong PIN under this source's key and the service's. */
-  readonly wrongPin: (key: string) => void;
+  /**
+   * Takes one PIN try under this source's key and the service's (the limits dial-in has): counted
+   * before the PIN is looked up, so that tries sent at once cannot all pass a count read before any
+   * of them was made; refused past either limit. A right PIN gives its try back.
+   */
+  readonly takePinTry: (key: string) => Promise<BrowserJoinRefusal | PinTry>;
+}
+
+/** A PIN try taken: the PIN was right (the try is given back) or wrong (it stays counted). */
+export interface PinTry {
+  right(): void;
+  wrong(): void;
 }
 
 /** The calls joined from browsers on this instance, by their pages' tokens. */
@@ -90,15 +98,16 @@ export async function joinFromBrowser(
   const { store, logger, telephone } = options;
   const now = () => new Date(options.clock.now());
   const key = browserWrongPinKey(request.source);
-  const throttled = await options.throttled(key);
-  if (throttled !== undefined) return throttled;
+  const pinTry = await options.takePinTry(key);
+  if ("refused" in pinTry) return pinTry;
   const target = await store.findPinTarget(request.pin);
   if (target === undefined) {
     // Warned with the source address: the line fail2ban-style tools match, as for dial-in.
     logger.warn({ source: request.source }, "browser join: wrong PIN");
-    options.wrongPin(key);
+    pinTry.wrong();
     return { refused: "wrong-pin" };
   }
+  pinTry.right();
   const conferenceId = target.conferenceId;
   const place = conferenceId === undefined ? undefined : await placeOf(conferenceId, options);
   if (conferenceId === undefined || place === undefined) return { refused: "not-started" };

@@ -18,7 +18,7 @@ import {
   normalizeNanpNumber,
   OPEN_CALLING_POLICY,
 } from "../domain/phone.js";
-import { BrowserParticipants, joinFromBrowser } from "./browser-join.js";
+import { BrowserParticipants, joinFromBrowser, type PinTry } from "./browser-join.js";
 import { ConferenceRoom, type RoomLogger } from "./conference-room.js";
 import { answerDialIn, HANDOFF_HEADER } from "./dial-in.js";
 import { PinPromptPlaces, type PlaceRefusal } from "./pin-prompt-places.js";
@@ -325,6 +325,48 @@ export class ConferenceRuntime {
   }
 
   /**
+   * One PIN try of a join page's, counted under its key and the service's before the PIN is looked
+   * up (see BrowserJoinOptions.takePinTry); a refused try is given back at once.
+   */
+  async #takePinTry(key: string): Promise<BrowserJoinRefusal | PinTry> {
+    const { attempts, logger } = this.#options;
+    const now = this.#now();
+    let mine: { readonly count: number; readonly endsAt: number };
+    let service: { readonly count: number; readonly endsAt: number };
+    try {
+      [mine, service] = await Promise.all([
+        attempts.count(key, this.#pinFailures.windowMs, now),
+        attempts.count(SERVICE_WRONG_PINS_KEY, this.#serviceWrongPins.windowMs, now),
+      ]);
+    } catch (error) {
+      logger.warn({ err: error, key }, "browser join: wrong PINs could not be counted");
+      return { refused: "unavailable", retryAfterSeconds: WRONG_PINS_UNREAD_RETRY_AFTER_SECONDS };
+    }
+    const giveBack = () => {
+      const at = this.#now();
+      Promise.all([attempts.uncount(key, at), attempts.uncount(SERVICE_WRONG_PINS_KEY, at)]).catch(
+        (error: unknown) => logger.warn({ err: error, key }, "a PIN try could not be given back"),
+      );
+    };
+    const secondsUntil = (endsAt: number) =>
+      Math.max(1, Math.ceil((endsAt - this.#options.clock.now()) / 1000));
+    if (mine.count > this.#pinFailures.limit) {
+      giveBack();
+      return { refused: "too-many-wrong-pins", retryAfterSeconds: secondsUntil(mine.endsAt) };
+    }
+    if (service.count > this.#serviceWrongPins.limit) {
+      giveBack();
+      return { refused: "service-wrong-pins", retryAfterSeconds: secondsUntil(service.endsAt) };
+    }
+    return {
+      right: giveBack,
+      wrong: () => {
+        this.#wrongPinCount++;
+      },
+    };
+  }
+
+  /**
    * A browser joining by PIN (the join page): the same PINs, lock and wrong-PIN throttle as dial-in
    * (counted by the page's address), its call answered next to the room and admitted.
    */
@@ -338,13 +380,7 @@ export class ConferenceRuntime {
         clock: this.#options.clock,
         telephone: this.#options.telephone,
         roomOf: (conferenceId) => this.#rooms.get(conferenceId),
-        throttled: async (key) => {
-          const throttle = await this.#wrongPinThrottle(key);
-          return throttle === "unreadable"
-            ? { refused: "unavailable", retryAfterSeconds: WRONG_PINS_UNREAD_RETRY_AFTER_SECONDS }
-            : throttle;
-        },
-        wrongPin: (key) => this.#countWrongPin(key),
+        takePinTry: (key) => this.#takePinTry(key),
       });
     } catch (error) {
       // The store unreachable, or no media port free: the page may try again shortly.

@@ -288,7 +288,13 @@ export interface ConferenceStore {
 /** Attempts counted per key in fixed windows, shared by the instances (wrong PINs at dial-in). */
 export interface AttemptCounts {
   /** Counts one attempt under `key` at `now`: in its open window, or in a new one of `windowMs`. */
-  count(key: string, windowMs: number, now: Date): Promise<unknown>;
+  count(
+    key: string,
+    windowMs: number,
+    now: Date,
+  ): Promise<{ readonly count: number; readonly endsAt: number }>;
+  /** Takes back one attempt of `key`'s open window (counted first, found harmless after). */
+  uncount(key: string, now: Date): Promise<void>;
   /** The window of `key` open at `now` (its count, and its end in ms since the epoch); undefined when none. */
   read(key: string, now: Date): Promise<{ readonly count: number; readonly endsAt: number } | undefined>;
 }

@@ -454,3 +454,19 @@ test("a store that fails once the offer is answered hangs the page's call up and
   assert.equal(telephone.calls.length, 0, "no internal call placed");
   await conferences.close();
 });
+
+test("wrong PINs sent at once from one page's address pass the limit no faster than one after another", async () => {
+  const { conferences } = await runtime({}, { pinFailures: { limit: 3, windowMs: 60_000 } });
+  const results = await Promise.all(
+    Array.from({ length: 20 }, () =>
+      conferences.joinFromBrowser({ pin: "9999", offer: "offer", source: PAGE, signallingTls: true }),
+    ),
+  );
+  await flush();
+  const refusals = results.map((result) => ("refused" in result ? result.refused : "joined"));
+  assert.equal(refusals.filter((refused) => refused === "wrong-pin").length, 3, refusals.join(", "));
+  assert.equal(refusals.filter((refused) => refused === "too-many-wrong-pins").length, 17);
+  // A right PIN from another address is no wrong try: it neither counts nor is refused.
+  for (let attempt = 0; attempt < 5; attempt++)
+    joined(await join(conferences, "1111", { source: "198.51.100.8" }));
+});

@@ -17,7 +17,7 @@ import { lastEventId, talkingEvents } from "../../store/events.js";
 import type { BrowserJoinRefusal, BrowserJoins, BrowserParticipant } from "../browser-joins.js";
 import type { EventFeed } from "../event-feed.js";
 import { HttpError } from "../http-errors.js";
-import { byClientAddress } from "../rate-limits.js";
+import { byClientAddress, clientSource } from "../rate-limits.js";
 import { type ApiContext, boundedMessage, describeError, resource } from "../server.js";
 import { acceptJsonBodies, CONSOLE_DIST, JSON_TYPE, SECURITY_HEADERS, sendFile } from "./console.js";
 import { stream } from "./events.js";
@@ -40,8 +40,8 @@ export interface JoinRouteOptions {
 }
 
 /**
- * Each join sets up a WebRTC peer (DTLS, ICE, a leg on a media thread) before any PIN is known to be
- * right, so attempts are limited per address beside the wrong-PIN throttle, which is the port's.
+ * Each join reads the store and, with a right PIN, sets up a WebRTC peer (DTLS, ICE, a leg on a media
+ * thread), so attempts are limited per address beside the wrong-PIN throttle, which is the port's.
  * Per minute rather than the sign-up window: an office behind one address joining a 10 o'clock call
  * comes in a burst, and a minute's limit lets the next burst in soon after.
  */
@@ -220,7 +220,7 @@ export function joinRoutes(api: ApiContext, options: JoinRouteOptions) {
             outcome = await joins.join({
               pin,
               offer,
-              source: request.ip,
+              source: clientSource(request),
               signallingTls: request.protocol === "https",
             });
           } finally {
