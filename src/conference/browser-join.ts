@@ -53,6 +53,8 @@ export class BrowserParticipants {
   /** Keeps the participant until its call ends; returns its page's token. */
   add(participant: BrowserParticipant, call: ConferenceCall): string {
     const token = randomBytes(24).toString("base64url");
+    // A call already over (ended as it was admitted) has had its end: kept, it would never go.
+    if (call.state !== "answered") return token;
     this.#byToken.set(token, { ...participant, call });
     const forget = () => this.#byToken.delete(token);
     call.on("ended", forget);

@@ -698,6 +698,11 @@ export class BrowserCall extends Call {
     return true;
   }
 
+  /** Opus, always: a call carrying it to another instance offers Opus alone, relayed as it comes. */
+  override get codec(): AudioCodec {
+    return "opus";
+  }
+
   override hangup(): void {
     if (this.state === "answered") this.ended({ by: "local", reason: "hung up" });
   }

@@ -4,6 +4,7 @@
  * candidates, and ICE-lite said at session level. What the stream is told of the negotiation is read
  * from the two descriptions as for a telephone call.
  */
+import { isIPv6 } from "node:net";
 import { type MediaDescription, parse, type SessionDescription, write } from "sdp-transform";
 import type { RtpSessionConfiguration } from "../media/rtp/rtp-stream.js";
 import { opusParametersOf } from "./session-description.js";
@@ -29,6 +30,10 @@ export function offeredAudio(offer: string): MediaDescription {
   if (audio === undefined) throw new WebRtcOfferError("the offer has no audio");
   if (!audio.rtp.some((format) => format.codec.toLowerCase() === "opus" && format.rate === 48000))
     throw new WebRtcOfferError("the offer's audio has no Opus");
+  // A page without a microphone would be hung up by the media timeout: refused now, with the reason.
+  const direction = audio.direction ?? session.direction ?? "sendrecv";
+  if (direction !== "sendrecv" && direction !== "sendonly")
+    throw new WebRtcOfferError("the offer sends no audio (the page needs a microphone)");
   if (
     (audio.iceUfrag ?? session.iceUfrag) === undefined ||
     (audio.fingerprint ?? session.fingerprint) === undefined
@@ -50,7 +55,8 @@ export function browserAnswer(answer: string, addresses: readonly string[], port
     delete (media as { icelite?: string }).icelite;
     if (media.port === 0) continue;
     media.port = port;
-    media.connection = { version: 4, ip: addresses[0] ?? "0.0.0.0" };
+    const first = addresses[0] ?? "0.0.0.0";
+    media.connection = { version: isIPv6(first) ? 6 : 4, ip: first };
     media.candidates = addresses.map((ip, index) => ({
       foundation: String(index + 1),
       component: 1,

@@ -35,7 +35,8 @@ export interface WebRtcPeerOptions {
 
 /** Chromium's and Firefox's payload types: an answer keeps the offer's (RFC 3264 §6.1). */
 const OPUS_PAYLOAD_TYPE = 111;
-const TELEPHONE_EVENT_PAYLOAD_TYPE = 110;
+/** telephone-event at Opus's clock (Chromium) and at 8000 (Chromium picks it too; Firefox offers only it). */
+const TELEPHONE_EVENT_PAYLOAD_TYPES = { 48000: 110, 8000: 126 } as const;
 const OPUS_CLOCK_RATE = 48000;
 
 /** Where received packets say they came from: the session wants a source; the transport knows it. */
@@ -109,11 +110,14 @@ export class WebRtcPeer extends EventEmitter<WebRtcPeerEvents> {
             channels: 2,
             payloadType: OPUS_PAYLOAD_TYPE,
           }),
-          new RTCRtpCodecParameters({
-            mimeType: "audio/telephone-event",
-            clockRate: OPUS_CLOCK_RATE,
-            payloadType: TELEPHONE_EVENT_PAYLOAD_TYPE,
-          }),
+          ...Object.entries(TELEPHONE_EVENT_PAYLOAD_TYPES).map(
+            ([clockRate, payloadType]) =>
+              new RTCRtpCodecParameters({
+                mimeType: "audio/telephone-event",
+                clockRate: Number(clockRate),
+                payloadType,
+              }),
+          ),
         ],
       },
       headerExtensions: { audio: [], video: [] },
@@ -135,7 +139,9 @@ export class WebRtcPeer extends EventEmitter<WebRtcPeerEvents> {
       const local = pc.localDescription?.sdp;
       if (local === undefined || transceiver === undefined)
         throw new MediaError("MEDIA_ERR_OFFER", "werift made no answer with audio");
-      const answer = browserAnswer(local, options.candidateAddresses, options.port);
+      // The port werift bound (the pair's first, or its second when the first was taken meanwhile).
+      const port = boundPort(local) ?? options.port;
+      const answer = browserAnswer(local, options.candidateAddresses, port);
       const configuration = browserMediaConfiguration(options.offer, answer);
       return new WebRtcPeer(pc, transceiver, received, answer, configuration, options);
     } catch (error) {
@@ -195,4 +201,10 @@ export class WebRtcPeer extends EventEmitter<WebRtcPeerEvents> {
     }
     return this.#closing;
   }
+}
+
+/** The port of the first candidate werift gathered: the one its socket is bound to. */
+function boundPort(sdp: string): number | undefined {
+  const candidate = /^a=candidate:\S+ \d+ udp \d+ \S+ (\d+) typ host/im.exec(sdp);
+  return candidate === null ? undefined : Number(candidate[1]);
 }
