@@ -170,6 +170,20 @@ describe("browser participants", { skip, concurrency: false }, () => {
       (await consoleRows.count()) === 2 ? true : undefined,
     );
 
+    // The page's token opens its event stream: the request log never shows it.
+    const joinUrls = await page.evaluate(() =>
+      performance.getEntriesByType("resource").map((entry) => entry.name),
+    );
+    const token = /\/join\/calls\/([^/?]+)/.exec(
+      joinUrls.find((url) => url.includes("/join/calls/")) ?? "",
+    )?.[1];
+    assert.ok(token !== undefined, `the page asked for its room: ${joinUrls.join(", ")}`);
+    assert.ok(
+      api.logs.some((line) => line.includes('"/join/calls/[Redacted]')),
+      "requests with a token are logged",
+    );
+    assert.ok(!api.logs.some((line) => line.includes(token)), "no log line holds the page's token");
+
     await page.locator("#mute").click();
     await page.locator('#mute[aria-pressed="true"]').waitFor();
     await until("the phone to stop hearing the muted browser", async () =>
