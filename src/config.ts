@@ -485,6 +485,11 @@ const VARIABLES = {
     meaning:
       "Address written into Via, Contact and SDP when the service is behind NAT; unset: the bind address",
   }),
+  BRIDGELINE_BROWSER_JOIN: variable(yesNo, {
+    fallback: "true",
+    meaning:
+      "`true`: callers may join from a browser at `/join` ([docs/browser.md](docs/browser.md)), so a started conference waits for callers as it does with access numbers (`BRIDGELINE_EMPTY_GRACE_SECONDS`, `BRIDGELINE_NO_SHOW_MINUTES`); `false`: no join page, and without access numbers a conference ends once nobody is on a call",
+  }),
   BRIDGELINE_TURN_URLS: variable(commaList(readIceServerUrl), {
     unset: "unset (none)",
     meaning:
@@ -828,6 +833,8 @@ function shape(settings: Settings, env: Env) {
     publicUrl:
       settings.BRIDGELINE_PUBLIC_URL ??
       fallbackPublicUrl(settings.BRIDGELINE_PUBLIC_ADDRESS ?? os.hostname(), settings.BRIDGELINE_HTTPS_PORT),
+    /** Whether callers may join from a browser (the join page and its routes). */
+    browserJoin: settings.BRIDGELINE_BROWSER_JOIN,
     /** The STUN/TURN servers browser participants are given (src/api/ice-servers.ts). */
     turn: browserTurn(settings),
     /** Must stay the same across this instance's restarts. */

@@ -172,6 +172,7 @@ export async function startService(
     speak,
     dataDir: config.dataDir,
     accessNumbers: sip.accessNumbers,
+    acceptsBrowsers: config.browserJoin,
     callingPolicy,
     emptyPeriods: {
       emptyGraceMs: config.conferences.emptyGraceSeconds * 1000,
@@ -256,11 +257,13 @@ export async function startService(
     onRequestDone: metrics.requestDone,
     passwordCost: options.passwordCost,
     webhookDestinations,
-    browserJoins: {
-      join: (request) => conferences.joinFromBrowser(request),
-      participant: (token) => conferences.browserParticipant(token),
-      leave: (token) => conferences.leaveBrowser(token),
-    },
+    browserJoins: config.browserJoin
+      ? {
+          join: (request) => conferences.joinFromBrowser(request),
+          participant: (token) => conferences.browserParticipant(token),
+          leave: (token) => conferences.leaveBrowser(token),
+        }
+      : undefined,
     // Fresh TURN credentials for each page.
     iceServers: () => browserIceServers(config.turn, new Date()),
     readiness: {

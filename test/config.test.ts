@@ -31,6 +31,7 @@ describe("loadConfig", () => {
       maxConnections: 10_000,
       maxEventStreams: 5_000,
       publicUrl: new URL(`https://${os.hostname()}:8443`).origin,
+      browserJoin: true,
       turn: { urls: [], secret: null, ttlSeconds: 3600 },
       instanceId: `${os.hostname()}:${path.resolve("./data")}`,
       sip: {
@@ -96,6 +97,7 @@ describe("loadConfig", () => {
         "BRIDGELINE_HTTPS_PORT",
         "BRIDGELINE_HTTP_PORT",
         "BRIDGELINE_PUBLIC_URL",
+        "BRIDGELINE_BROWSER_JOIN",
         "BRIDGELINE_TURN_URLS",
         "BRIDGELINE_TURN_SECRET",
         "BRIDGELINE_TURN_TTL_SECONDS",
@@ -179,6 +181,7 @@ describe("loadConfig", () => {
       BRIDGELINE_DATABASE_TIMEOUT_SECONDS: "3",
       BRIDGELINE_METRICS_PORT: "9464",
       BRIDGELINE_PUBLIC_URL: "https://Conference.Example.com/",
+      BRIDGELINE_BROWSER_JOIN: "false",
       BRIDGELINE_TURN_URLS:
         "stun:turn.example.com, turn:turn.example.com:3478?transport=udp,turns:[2001:db8::3]:5349?transport=tcp",
       BRIDGELINE_TURN_SECRET: "coturn-shared-secret",
@@ -257,6 +260,7 @@ describe("loadConfig", () => {
       maxConnections: 500,
       maxEventStreams: 200,
       publicUrl: "https://conference.example.com",
+      browserJoin: false,
       turn: {
         urls: [
           "stun:turn.example.com",

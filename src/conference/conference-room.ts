@@ -66,7 +66,7 @@ export interface RoomOptions {
   readonly clock: Clock;
   /** Recordings go to `<dataDir>/recordings/`. */
   readonly dataDir: string;
-  /** Callers can dial in (access numbers are configured). */
+  /** Callers can join by PIN: access numbers are configured, or the join page is served. */
   readonly acceptsDialIn: boolean;
   /** Which numbers may be dialled (toll fraud). */
   readonly callingPolicy: CallingPolicy;

@@ -33,6 +33,8 @@ export interface ConferenceRuntimeOptions {
   readonly clock: Clock;
   /** Recordings go to `<dataDir>/recordings/`. */
   readonly dataDir: string;
+  /** Whether callers join from browsers (the join page is served): rooms then wait for callers as for dial-in. */
+  readonly acceptsBrowsers?: boolean;
   /** The numbers callers dial in on (E.164); calls to other numbers are refused 404. */
   readonly accessNumbers: readonly string[];
   /** Which numbers attendees' calls may go to (toll fraud); default the fixed rules alone. */
@@ -198,7 +200,7 @@ export class ConferenceRuntime {
       logger: this.#options.logger,
       clock: this.#options.clock,
       dataDir: this.#options.dataDir,
-      acceptsDialIn: this.#accessNumbers.size > 0,
+      acceptsDialIn: this.#accessNumbers.size > 0 || this.#options.acceptsBrowsers === true,
       callingPolicy: this.#options.callingPolicy ?? OPEN_CALLING_POLICY,
       reserved: Math.max(1, attendees),
       emptyPeriods: this.#options.emptyPeriods,

@@ -94,6 +94,8 @@ export async function startTestService(
     failedLoginLimit: 1000,
     signupLimit: 1000,
     instanceId: `test:${dataDir}`,
+    // Off unless a test asks: with it, a room that empties waits for callers (the grace period).
+    browserJoin: false,
     sip: { ...loadConfig({}).sip, bindAddress: "127.0.0.1", port: 0 },
     ...overrides,
   };

@@ -13,6 +13,7 @@ import { loadConfig } from "../../../src/config.js";
 import { goertzelLevelDb } from "../../helpers/audio.js";
 import { Baresip, type BaresipCodec } from "../../helpers/baresip.js";
 import { openPage, signIn, skipWithoutChromium } from "../../helpers/browser.js";
+import { createTestDatabase, postgresOnly } from "../../helpers/databases.js";
 import { EventStream } from "../../helpers/event-stream.js";
 import {
   createPendingConference,
@@ -50,6 +51,7 @@ async function phone(user: string, toneHz: number, codecs: readonly BaresipCodec
 
 async function startService(phones: Baresip[]): Promise<TestService> {
   const service = await startTestService({
+    browserJoin: true,
     sip: {
       ...loadConfig({}).sip,
       // Every tone mixed: the default mixes the three loudest talkers, and four play at once below.
@@ -107,7 +109,17 @@ async function joinPage(chromium: ToneBrowser, api: TestService, pin: string, to
   await page.goto("/join");
   await page.locator("#pin").fill(pin);
   await page.locator("#join").click();
-  await page.locator('#status[data-state="in-room"]').waitFor();
+  await page
+    .locator('#status[data-state="in-room"]')
+    .waitFor()
+    .catch(async (error: unknown) => {
+      const status = await page.locator("#status").textContent();
+      const problem = await page
+        .locator("#problem")
+        .textContent()
+        .catch(() => "");
+      throw new Error(`the page is not in the room: ${status} ${problem}`, { cause: error });
+    });
   await measurePageTone(page, toneHz, "#remote-audio");
   return page;
 }
@@ -122,13 +134,14 @@ function lastSecondLevel(phone: Baresip, toneHz: number): number {
   );
 }
 
-describe("browser participants", { skip, concurrency: false }, () => {
-  let chromium: ToneBrowser;
-  before(async () => {
-    chromium = await launchToneBrowser(1000);
-    cleanups.push(() => chromium.close());
-  });
+let chromium: ToneBrowser;
+before(async () => {
+  if (skip) return;
+  chromium = await launchToneBrowser(1000);
+  cleanups.push(() => chromium.close());
+});
 
+describe("browser participants", { skip, concurrency: false }, () => {
   test("a browser joins by PIN beside a phone: each hears the other, and mute silences the browser", async () => {
     const deskPhone = await phone("+16045550401", 700, ["opus"]);
     const api = await startService([deskPhone]);
@@ -271,5 +284,56 @@ describe("browser participants", { skip, concurrency: false }, () => {
     await until("the second page to hear the Opus phone", async () =>
       (await pageToneLevel(second)) > PAGE_HEARD_DB ? true : undefined,
     );
+  });
+});
+
+describe("browsers on two instances", { skip: skip || postgresOnly.skip }, () => {
+  test("a conference with no attendees: a browser on the instance that does not run it is carried there, and hears one on the one that does", async () => {
+    const database = await createTestDatabase();
+    cleanups.push(() => database.drop());
+    const instances: TestService[] = [];
+    for (let index = 0; index < 2; index++) {
+      const service = await startTestService({
+        browserJoin: true,
+        databaseUrl: database.url,
+        sip: { ...loadConfig({}).sip, bindAddress: "127.0.0.1", port: 0, rtpPorts: rtpPortRange() },
+      });
+      cleanups.push(() => service.close());
+      instances.push(service);
+    }
+    const first = instances[0] as TestService;
+    const owner = await createUser(first);
+    // No attendees at all: only the browsers will be in it.
+    const path = await createPendingConference(first, owner, {
+      name: "Across",
+      numbers: [],
+      extra: '<no-moderator type="boolean">true</no-moderator>',
+    });
+    const conference = await first.request("GET", path, { auth: owner.auth });
+    const memberPin = textOf(conference.xml.conference as XmlNode, "member-pin") ?? assert.fail("no PIN");
+    const running = await until("one instance to run the conference", async () =>
+      instances.find((each) => each.logs.some((line) => line.includes('"msg":"conference started"'))),
+    );
+    const other = instances.find((each) => each !== running) as TestService;
+    const secondChromium = await launchToneBrowser(1500);
+    cleanups.push(() => secondChromium.close());
+    const here = await joinPage(chromium, running, memberPin, 1500).catch((error: Error) => {
+      throw new Error(
+        `${error.message}\n${running.logs.filter((line) => line.includes("onferen")).join("\n")}`,
+      );
+    });
+    const carried = await joinPage(secondChromium, other, memberPin, 1000);
+    await until("the page on the room's instance to hear the carried browser", async () =>
+      (await pageToneLevel(here)) > PAGE_HEARD_DB ? true : undefined,
+    );
+    await until("the carried page to hear the other browser", async () =>
+      (await pageToneLevel(carried)) > PAGE_HEARD_DB ? true : undefined,
+    );
+    assert.ok(
+      other.logs.some((line) => line.includes("dial-in: caller carried to the instance running the room")),
+      "the other instance carried its browser over an internal call",
+    );
+    const states = await attendeeStates(first, owner, path);
+    assert.deepEqual(states, ["connected", "connected"]);
   });
 });
