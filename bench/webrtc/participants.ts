@@ -18,13 +18,15 @@
  * hears the room's 700 Hz (a Web Audio analyser on the page's #remote-audio stream, its bin at or
  * above test/helpers/webrtc-browser.ts's PAGE_HEARD_DB) and the room hears the browser (the service's
  * talk detector tells the events stream the browser's attendee is talking: its decoded audio above
- * -40 dBFS for 60 ms). Also shown: the answer to POST /join/calls and the page's "in the room" (ICE
- * and DTLS connected). Goal: under 2 s on loopback; the worst join is judged and the verdict printed.
+ * -40 dBFS for 60 ms). Also shown: the page's POST /join/calls sent (microphone, offer, ICE
+ * gathering), its answer, and the page's "in the room" (ICE and DTLS connected). Goal: under 2 s on loopback; the worst join is judged and the verdict printed.
  *
- * CPU: after every leg is in and BENCH_WARM_UP_SECONDS (default 2), the service's CPU (all threads,
- * process.cpuUsage() in its process) over BENCH_SECONDS (default 20), as a share of one core and as
- * CPU milliseconds per participant-second (every leg of the room, the room tone phone included), for
- * each room, and the browser room's per participant over the phone room's.
+ * CPU: the service's CPU (all threads, process.cpuUsage() in its process) over BENCH_SECONDS (default
+ * 20), each time after BENCH_WARM_UP_SECONDS (default 2): first with the room tone phone alone (the
+ * baseline: the service idling, its media threads ticking, one leg), then with every measured leg in.
+ * Shown as a share of one core, as CPU milliseconds per participant-second (every leg of the room,
+ * the room tone phone included), and as what each measured leg added to the baseline (CPU ms per
+ * leg-second); and the browsers' figures over the phones'.
  *
  * The run is invalid (exit 1) unless what it measures happened: every join answered and heard both
  * ways within JOIN_TIMEOUT_MS; every attendee `connected` (the API) right before the window and right
@@ -74,7 +76,7 @@ const ROOM_TONE_AMPLITUDE = 0.5;
 const MIN_RECEIVED_SHARE = 0.9;
 /** How long each SIPp leg plays: past the longest a run can take to its window's end. */
 const PLAY_SECONDS = Math.ceil(
-  (ANSWER_TIMEOUT_MS + MAX_BROWSERS * JOIN_TIMEOUT_MS + WARM_UP_MS) / 1000 + SECONDS + 60,
+  (2 * ANSWER_TIMEOUT_MS + BROWSERS * JOIN_TIMEOUT_MS + 2 * WARM_UP_MS) / 1000 + 2 * SECONDS + 60,
 );
 const CHILD_ENV = "BENCH_BROWSERS_SERVICE_ROUTES";
 
@@ -325,6 +327,8 @@ class TalkWatch {
 /** One page's join, its moments in ms after the click (null: not reached). */
 interface Join {
   attendeeId: number | null;
+  /** The page's POST /join/calls sent: microphone, offer and ICE gathering done. */
+  offerMs: number | null;
   answerMs: number | null;
   inRoomMs: number | null;
   pageHearsMs: number | null;
@@ -415,6 +419,7 @@ async function pageLevel(page: Page): Promise<number> {
 async function joinOnePage(page: Page, pin: string, talk: TalkWatch): Promise<Join> {
   const join: Join = {
     attendeeId: null,
+    offerMs: null,
     answerMs: null,
     inRoomMs: null,
     pageHearsMs: null,
@@ -429,6 +434,11 @@ async function joinOnePage(page: Page, pin: string, talk: TalkWatch): Promise<Jo
     (response) => response.url().endsWith("/join/calls") && response.request().method() === "POST",
     { timeout: JOIN_TIMEOUT_MS },
   );
+  let offeredAt: number | null = null;
+  page.on("request", (request) => {
+    if (offeredAt === null && request.method() === "POST" && request.url().endsWith("/join/calls"))
+      offeredAt = Date.now();
+  });
   await page.locator("#join").click();
   const deadline = Date.now() + JOIN_TIMEOUT_MS;
   try {
@@ -443,6 +453,7 @@ async function joinOnePage(page: Page, pin: string, talk: TalkWatch): Promise<Jo
     join.attendeeId = attendeeId;
     let marks = await pageMarks(page);
     const clickedAt = marks.clickedAt ?? Number.NaN;
+    join.offerMs = offeredAt === null ? null : offeredAt - clickedAt;
     join.answerMs = answeredAt - clickedAt;
     while (
       Date.now() < deadline &&
@@ -543,6 +554,10 @@ interface RoomResult {
   cpuPercent: number;
   /** CPU ms of the service per participant-second. */
   cpuMsPerParticipantSecond: number;
+  /** The service's CPU with the room tone phone alone, percent of one core. */
+  baselineCpuPercent: number;
+  /** What each measured leg added to the baseline: CPU ms per leg-second. */
+  cpuMsPerAddedLegSecond: number;
   /** Chromium's processes (all of them), percent of one core; null in the phone room. */
   chromiumCpuPercent: number | null;
   /** Everything else on the machine (SIPp, this driver, other work), percent of one core. */
@@ -630,24 +645,27 @@ async function runRoom(kind: RoomKind, files: Files, chromium: ToneBrowser | nul
     const roomToneId = await attendeePath("+1 604 555 9999");
     /** The attendees sending the 1 kHz: the phone legs, or the browsers once joined. */
     const legIds: number[] = [];
-    if (kind === "phones")
-      for (let leg = 0; leg < measured; leg++)
-        legIds.push(await attendeePath(`+1 604 555 10${String(leg).padStart(2, "0")}`));
     await (
       await api.request("PUT", conferencePath, "<conference><state>pending</state></conference>", 200)
     ).arrayBuffer();
-    const phones = kind === "phones" ? participants : 1;
-    const answerDeadline = Date.now() + ANSWER_TIMEOUT_MS;
-    let states = await roomStates(api, conferencePath);
-    const connected = () => [...states.attendees.values()].filter((state) => state === "connected").length;
-    while (connected() < phones && Date.now() < answerDeadline) {
-      await sleep(250);
-      states = await roomStates(api, conferencePath);
+    await untilConnected(api, conferencePath, 1);
+    // The page hears the room's tone once the phone's pcap is in the mix: wait for it to be talking.
+    const toneDeadline = Date.now() + 10_000;
+    while (!talk.talking.has(roomToneId) && Date.now() < toneDeadline) await sleep(50);
+    if (!talk.talking.has(roomToneId)) throw new Error("the room tone phone was not heard talking");
+    await sleep(WARM_UP_MS);
+    // The service with the room tone phone alone: what the measured legs add is the rest.
+    const baselineBefore = await service.snapshot();
+    await sleep(SECONDS * 1000);
+    const baselineAfter = await service.snapshot();
+    const baselineCpuPercent = cpuPercentBetween(baselineBefore, baselineAfter);
+
+    if (kind === "phones") {
+      // Added to the started conference, each is dialled at once.
+      for (let leg = 0; leg < measured; leg++)
+        legIds.push(await attendeePath(`+1 604 555 10${String(leg).padStart(2, "0")}`));
+      await untilConnected(api, conferencePath, participants);
     }
-    if (connected() < phones)
-      throw new Error(
-        `only ${connected()} of ${phones} phones connected within ${ANSWER_TIMEOUT_MS / 1000} s`,
-      );
 
     const joins: Join[] = [];
     const pages: Page[] = [];
@@ -656,9 +674,6 @@ async function runRoom(kind: RoomKind, files: Files, chromium: ToneBrowser | nul
       const conference = (await api.get(conferencePath)) as { conference?: Record<string, unknown> };
       const pin = textOf(conference.conference?.["member-pin"]);
       if (pin === undefined) throw new Error("the conference has no member PIN");
-      // The page hears the room's tone once the phone's pcap is in the mix: wait for it to be talking.
-      const talkDeadline = Date.now() + 10_000;
-      while (!talk.talking.has(roomToneId) && Date.now() < talkDeadline) await sleep(50);
       for (let index = 0; index < measured; index++) {
         const context = await chromium.browser.newContext({ baseURL: api.baseUrl });
         contexts.push(context);
@@ -697,7 +712,7 @@ async function runRoom(kind: RoomKind, files: Files, chromium: ToneBrowser | nul
     const atEnd = await roomStates(api, conferencePath);
 
     const wallMs = after.wallMs - before.wallMs;
-    const cpuPercent = ((after.cpuMicros - before.cpuMicros) / 1000 / wallMs) * 100;
+    const cpuPercent = cpuPercentBetween(before, after);
     const coreJiffies = (machine.total - machineBefore.total) / os.cpus().length;
     const machinePercent = ((machine.busy - machineBefore.busy) / coreJiffies) * 100;
     const chromiumCpuPercent = browserPid === null ? null : (chromiumJiffies / coreJiffies) * 100;
@@ -750,6 +765,8 @@ async function runRoom(kind: RoomKind, files: Files, chromium: ToneBrowser | nul
       joins,
       cpuPercent,
       cpuMsPerParticipantSecond: (cpuPercent * 10) / participants,
+      baselineCpuPercent,
+      cpuMsPerAddedLegSecond: ((cpuPercent - baselineCpuPercent) * 10) / measured,
       chromiumCpuPercent,
       othersCpuPercent: Math.max(0, machinePercent - cpuPercent - (chromiumCpuPercent ?? 0)),
       connectedAtStart: countConnected(atStart),
@@ -772,6 +789,24 @@ async function runRoom(kind: RoomKind, files: Files, chromium: ToneBrowser | nul
         );
       await trunk.stop();
     }
+  }
+}
+
+/** The service's CPU between two snapshots, percent of one core. */
+function cpuPercentBetween(before: Snapshot, after: Snapshot): number {
+  return ((after.cpuMicros - before.cpuMicros) / 1000 / (after.wallMs - before.wallMs)) * 100;
+}
+
+/** Waits until `count` attendees are connected, or throws after ANSWER_TIMEOUT_MS. */
+async function untilConnected(api: Api, conferencePath: string, count: number): Promise<void> {
+  const deadline = Date.now() + ANSWER_TIMEOUT_MS;
+  for (;;) {
+    const { attendees } = await roomStates(api, conferencePath);
+    const connected = [...attendees.values()].filter((state) => state === "connected").length;
+    if (connected >= count) return;
+    if (Date.now() > deadline)
+      throw new Error(`only ${connected} of ${count} phones connected within ${ANSWER_TIMEOUT_MS / 1000} s`);
+    await sleep(250);
   }
 }
 
@@ -810,6 +845,7 @@ function streamProblems(before: Snapshot, after: Snapshot, participants: number,
 function joinTable(joins: Join[]): string {
   const header = [
     "browser",
+    "offer sent ms",
     "answer ms",
     "in the room ms",
     "page hears room ms",
@@ -819,6 +855,7 @@ function joinTable(joins: Join[]): string {
   const cell = (value: number | null) => (value === null ? "-" : String(value));
   const rows = joins.map((join, index) => [
     String(index + 1),
+    cell(join.offerMs),
     cell(join.answerMs),
     cell(join.inRoomMs),
     cell(join.pageHearsMs),
@@ -915,8 +952,10 @@ async function main(): Promise<void> {
         "connected end",
         "1 kHz legs talking",
         "pages hearing start/end",
+        "service CPU % alone",
         "service CPU %",
         "CPU ms per participant-s",
+        "CPU ms per added leg-s",
         "Chromium CPU %",
         "others CPU %",
       ],
@@ -927,17 +966,24 @@ async function main(): Promise<void> {
         String(room.connectedAtEnd),
         `${room.talkingThroughout}/${BROWSERS}`,
         room.kind === "browsers" ? `${room.hearingAtStart}/${room.hearingAtEnd}` : "-",
+        room.baselineCpuPercent.toFixed(1),
         room.cpuPercent.toFixed(1),
         room.cpuMsPerParticipantSecond.toFixed(2),
+        room.cpuMsPerAddedLegSecond.toFixed(2),
         room.chromiumCpuPercent?.toFixed(0) ?? "-",
         room.othersCpuPercent.toFixed(0),
       ]),
     )}\n`,
   );
-  if (browserRoom !== undefined && phoneRoom !== undefined)
+  if (browserRoom !== undefined && phoneRoom !== undefined) {
+    const ratio = (browser: number, phone: number) => `${(browser / phone).toFixed(1)}x`;
     process.stdout.write(
-      `CPU per participant: browser room ${browserRoom.cpuMsPerParticipantSecond.toFixed(2)} ms/s, phone room ${phoneRoom.cpuMsPerParticipantSecond.toFixed(2)} ms/s: ${(browserRoom.cpuMsPerParticipantSecond / phoneRoom.cpuMsPerParticipantSecond).toFixed(1)}x\n`,
+      `CPU per participant (every leg of the room): browser room ${browserRoom.cpuMsPerParticipantSecond.toFixed(2)} ms/s, phone room ${phoneRoom.cpuMsPerParticipantSecond.toFixed(2)} ms/s: ${ratio(browserRoom.cpuMsPerParticipantSecond, phoneRoom.cpuMsPerParticipantSecond)}\n`,
     );
+    process.stdout.write(
+      `CPU per added leg (over the room tone phone alone): browser ${browserRoom.cpuMsPerAddedLegSecond.toFixed(2)} ms/s, phone ${phoneRoom.cpuMsPerAddedLegSecond.toFixed(2)} ms/s: ${ratio(browserRoom.cpuMsPerAddedLegSecond, phoneRoom.cpuMsPerAddedLegSecond)}\n`,
+    );
+  }
   if (valid) {
     process.stdout.write(
       "valid: every leg connected and in its room for the whole window, receiving audio, every 1 kHz leg heard talking, every page hearing the room's tone at the window's start and end\n",
