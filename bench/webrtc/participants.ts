@@ -10,7 +10,8 @@
  *
  * - the phone room: BENCH_BROWSERS more SIPp legs (Opus, test/fixtures/sipp/bench-room-leg.xml, as
  *   bench/media/room.ts uses), each playing a 1 kHz tone, dialled with it;
- * - the browser room: BENCH_BROWSERS pages of one headless Chromium (a context each), whose fake
+ * - the browser room: BENCH_BROWSERS (default 5: ten pages of Chromium alone kept both cores of the
+ *   2-vCPU machine busy, load average 40-50) pages of one headless Chromium (a context each), whose fake
  *   microphone plays a 1 kHz tone at half scale, joining one after another through the real join
  *   page at /join by the member PIN.
  *
@@ -60,7 +61,7 @@ import { launchToneBrowser, PAGE_HEARD_DB, type ToneBrowser } from "../../test/h
 import { LEG_FORMATS, writeLegPcap } from "../media/leg-audio.js";
 import { machineJiffies, procStat } from "../proc.js";
 
-const BROWSERS = Number(process.env.BENCH_BROWSERS ?? 10);
+const BROWSERS = Number(process.env.BENCH_BROWSERS ?? 5);
 const MAX_BROWSERS = 50;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const WARM_UP_MS = Number(process.env.BENCH_WARM_UP_SECONDS ?? 2) * 1000;
