@@ -961,7 +961,7 @@ async function main(): Promise<void> {
         "others CPU %",
       ],
       rooms.map((room) => [
-        `${BROWSERS} ${room.kind} + room tone phone`,
+        `${room.kind}: ${BROWSERS} + room tone phone`,
         String(room.participants),
         String(room.connectedAtStart),
         String(room.connectedAtEnd),
