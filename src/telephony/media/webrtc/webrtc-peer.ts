@@ -98,6 +98,8 @@ export class WebRtcPeer extends EventEmitter<WebRtcPeerEvents> {
     const { RTCPeerConnection, RTCRtpCodecParameters } = await werift;
     const pc = new RTCPeerConnection({
       iceLite: true,
+      // werift's default asks Google's STUN server for a reflexive candidate: none here, we say ours.
+      iceServers: [],
       iceUseIpv6: false,
       // werift wants a range of two or more: the pair reserved (it binds the first it can).
       icePortRange: [options.port, options.port + 1],
