@@ -62,6 +62,7 @@ import type { StreamStats } from "../../src/telephony/media/plane/protocol.js";
 import { SCENARIO_DIR, Sipp } from "../../test/helpers/sipp.js";
 import { type LoadOutcome, runInLoadGenerator, startLoadGenerator } from "../api/load-generator.js";
 import { childJiffies, machineJiffies, processJiffies } from "../proc.js";
+import { TalkWatch } from "../talk-watch.js";
 import { LEG_CODECS, LEG_FORMATS, type LegCodec, TALKER_TONES_HZ, writeLegPcap } from "./leg-audio.js";
 
 const PARTICIPANTS = (process.env.BENCH_PARTICIPANTS ?? "100,200,300,500").split(",").map(Number);
@@ -553,77 +554,6 @@ function legProblemsOf(
   if (otherCodec > 0) problems.push(`${otherCodec} legs sent another codec than ${codec}`);
   if (otherRoomRate > 0) problems.push(`${otherRoomRate} legs were in rooms not mixing at ${roomRate} Hz`);
   return problems;
-}
-
-/**
- * Who is talking, as the service tells its owner on the events stream (`GET /users/<id>/events`:
- * talking-started and talking-stopped, the talk detector's verdict on each leg's decoded audio), read
- * from before the first call on.
- */
-class TalkWatch {
-  /** Attendees talking now. */
-  readonly talking = new Set<number>();
-  /** Attendees whose talking changed since `mark()`. */
-  readonly changed = new Set<number>();
-  /** Why the stream ended before `close()`, once it has. */
-  ended: string | null = null;
-  readonly #abort = new AbortController();
-
-  private constructor() {}
-
-  static async open(baseUrl: string, ownerPath: string, authorization: string): Promise<TalkWatch> {
-    const watch = new TalkWatch();
-    const response = await fetch(`${baseUrl}${ownerPath}/events`, {
-      headers: { accept: "text/event-stream", authorization },
-      signal: watch.#abort.signal,
-    });
-    if (response.status !== 200 || response.body === null)
-      throw new Error(`GET ${ownerPath}/events answered ${response.status}: ${await response.text()}`);
-    void watch.#read(response.body).catch((error: unknown) => {
-      if (!watch.#abort.signal.aborted) watch.ended = String(error);
-    });
-    return watch;
-  }
-
-  /** Starts a span: `changed` forgets what came before. */
-  mark(): void {
-    this.changed.clear();
-  }
-
-  close(): void {
-    this.#abort.abort();
-  }
-
-  async #read(body: ReadableStream<Uint8Array>): Promise<void> {
-    const decoder = new TextDecoder();
-    let text = "";
-    for await (const chunk of body) {
-      text += decoder.decode(chunk, { stream: true });
-      let end = text.indexOf("\n\n");
-      while (end !== -1) {
-        this.#event(text.slice(0, end));
-        text = text.slice(end + 2);
-        end = text.indexOf("\n\n");
-      }
-    }
-    if (!this.#abort.signal.aborted) this.ended = "the events stream ended";
-  }
-
-  /** One event of the stream (its `event:` and `data:` lines), if it is about talking. */
-  #event(block: string): void {
-    const field = (name: string) =>
-      block
-        .split("\n")
-        .find((line) => line.startsWith(`${name}: `))
-        ?.slice(name.length + 2);
-    const type = field("event");
-    if (type !== "talking-started" && type !== "talking-stopped") return;
-    const { attendeeId } = JSON.parse(field("data") ?? "{}") as { attendeeId?: number };
-    if (attendeeId === undefined) return;
-    if (type === "talking-started") this.talking.add(attendeeId);
-    else this.talking.delete(attendeeId);
-    this.changed.add(attendeeId);
-  }
 }
 
 /** The attendees of one part, talkers or listeners, by id, with their numbers for the messages. */

@@ -60,6 +60,7 @@ import { rtpPortRange, SCENARIO_DIR, Sipp } from "../../test/helpers/sipp.js";
 import { launchToneBrowser, PAGE_HEARD_DB, type ToneBrowser } from "../../test/helpers/webrtc-browser.js";
 import { LEG_FORMATS, writeLegPcap } from "../media/leg-audio.js";
 import { machineJiffies, procStat } from "../proc.js";
+import { TalkWatch } from "../talk-watch.js";
 
 const BROWSERS = Number(process.env.BENCH_BROWSERS ?? 5);
 const MAX_BROWSERS = 50;
@@ -260,69 +261,6 @@ async function roomStates(
   for (const item of ([] as unknown[]).concat(list ?? []) as { id?: unknown; state?: unknown }[])
     attendees.set(Number(textOf(item.id)), textOf(item.state) ?? "");
   return { conference: textOf(conference.conference?.state) ?? "", attendees };
-}
-
-/** Talking, as the owner's events stream tells it: who talks now, and when each first started. */
-class TalkWatch {
-  readonly talking = new Set<number>();
-  /** Attendees whose talking changed since `mark()`. */
-  readonly changed = new Set<number>();
-  /** When (Date.now()) each attendee was first told talking. */
-  readonly firstTalking = new Map<number, number>();
-  ended: string | null = null;
-  readonly #abort = new AbortController();
-
-  static async open(api: Api, ownerPath: string): Promise<TalkWatch> {
-    const watch = new TalkWatch();
-    const response = await fetch(`${api.baseUrl}${ownerPath}/events`, {
-      headers: { accept: "text/event-stream", authorization: api.authorization },
-      signal: watch.#abort.signal,
-    });
-    if (response.status !== 200 || response.body === null)
-      throw new Error(`GET ${ownerPath}/events answered ${response.status}`);
-    void watch.#read(response.body).catch((error: unknown) => {
-      if (!watch.#abort.signal.aborted) watch.ended = String(error);
-    });
-    return watch;
-  }
-
-  mark(): void {
-    this.changed.clear();
-  }
-
-  close(): void {
-    this.#abort.abort();
-  }
-
-  async #read(body: ReadableStream<Uint8Array>): Promise<void> {
-    const decoder = new TextDecoder();
-    let text = "";
-    for await (const chunk of body) {
-      text += decoder.decode(chunk, { stream: true });
-      for (let end = text.indexOf("\n\n"); end !== -1; end = text.indexOf("\n\n")) {
-        this.#event(text.slice(0, end));
-        text = text.slice(end + 2);
-      }
-    }
-    if (!this.#abort.signal.aborted) this.ended = "the events stream ended";
-  }
-
-  #event(block: string): void {
-    const field = (name: string) =>
-      block
-        .split("\n")
-        .find((line) => line.startsWith(`${name}: `))
-        ?.slice(name.length + 2);
-    const type = field("event");
-    if (type !== "talking-started" && type !== "talking-stopped") return;
-    const { attendeeId } = JSON.parse(field("data") ?? "{}") as { attendeeId?: number };
-    if (attendeeId === undefined) return;
-    if (type === "talking-started") {
-      this.talking.add(attendeeId);
-      if (!this.firstTalking.has(attendeeId)) this.firstTalking.set(attendeeId, Date.now());
-    } else this.talking.delete(attendeeId);
-    this.changed.add(attendeeId);
-  }
 }
 
 /** One page's join, its moments in ms after the click (null: not reached). */
@@ -628,7 +566,7 @@ async function runRoom(kind: RoomKind, files: Files, chromium: ToneBrowser | nul
     const { signupXml } = await import("../../test/helpers/service.js");
     const ownerPath = await api.create("/users", signupXml(email, password));
     api.authorization = `Basic ${Buffer.from(`${email}:${password}`).toString("base64")}`;
-    talk = await TalkWatch.open(api, ownerPath);
+    talk = await TalkWatch.open(api.baseUrl, ownerPath, api.authorization);
     const startsAt = new Date().toISOString().replace(/\.\d+Z$/, "Z");
     const conferencePath = await api.create(
       `${ownerPath}/conferences`,
