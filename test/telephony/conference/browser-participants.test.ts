@@ -71,6 +71,7 @@ interface Room {
   path: string;
   owner: { id: number; auth: [string, string] };
   memberPin: string;
+  moderatorPin: string;
 }
 
 /** A conference of the phones, dialled direct, no moderator, started now, every phone connected. */
@@ -90,8 +91,9 @@ async function roomOf(api: TestService, phones: Baresip[]): Promise<Room> {
   });
   const conference = await api.request("GET", path, { auth: owner.auth });
   const memberPin = textOf(conference.xml.conference as XmlNode, "member-pin");
-  if (memberPin === null) throw new Error(`no member PIN: ${conference.text}`);
-  return { path, owner, memberPin };
+  const moderatorPin = textOf(conference.xml.conference as XmlNode, "moderator-pin");
+  if (memberPin === null || moderatorPin === null) throw new Error(`no PINs: ${conference.text}`);
+  return { path, owner, memberPin, moderatorPin };
 }
 
 async function attendeeStates(api: TestService, owner: Room["owner"], path: string): Promise<string[]> {
@@ -142,7 +144,7 @@ before(async () => {
 });
 
 describe("browser participants", { skip, concurrency: false }, () => {
-  test("a browser joins by PIN beside a phone: each hears the other, and mute silences the browser", async () => {
+  test("the owner joins from the console's live view beside a phone: each hears the other, and mute silences the browser", async () => {
     const deskPhone = await phone("+16045550401", 700, ["opus"]);
     const api = await startService([deskPhone]);
     const room = await roomOf(api, [deskPhone]);
@@ -156,7 +158,17 @@ describe("browser participants", { skip, concurrency: false }, () => {
     await consoleRows.first().waitFor();
     assert.equal(await consoleRows.count(), 1, "the console lists the phone alone before the browser joins");
 
-    const page = await joinPage(chromium, api, room.memberPin, 700);
+    // The live view's link opens the join page in a new tab, the moderator PIN filled in, over HTTPS.
+    const [page] = await Promise.all([
+      consolePage.page.context().waitForEvent("page"),
+      consolePage.page.getByRole("link", { name: "Join from this browser" }).click(),
+    ]);
+    page.setDefaultTimeout(15_000);
+    await page.locator("#pin").waitFor();
+    assert.equal(await page.locator("#pin").inputValue(), room.moderatorPin);
+    await page.locator("#join").click();
+    await page.locator('#status[data-state="in-room"]').waitFor();
+    await measurePageTone(page, 700, "#remote-audio");
     await until("the page to hear the phone's 700 Hz", async () =>
       (await pageToneLevel(page)) > PAGE_HEARD_DB ? true : undefined,
     );
@@ -177,8 +189,8 @@ describe("browser participants", { skip, concurrency: false }, () => {
       (event) =>
         event.type === "attendee-connected" && event.data.attendeeId === browserAdded.data.attendeeId,
     );
-    // The page's call is DTLS-SRTP; its signalling came over plain HTTP.
-    assert.equal(browserConnected.data.encryption, "srtp");
+    // The page's call is DTLS-SRTP, its signalling HTTPS.
+    assert.equal(browserConnected.data.encryption, "tls+srtp");
     await until("the console to list the browser", async () =>
       (await consoleRows.count()) === 2 ? true : undefined,
     );
