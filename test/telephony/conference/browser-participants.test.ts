@@ -335,11 +335,20 @@ describe("browsers on two instances", { skip: skip || postgresOnly.skip }, () =>
       );
     });
     const carried = await joinPage(secondChromium, other, memberPin, 1000);
-    await until("the page on the room's instance to hear the carried browser", async () =>
-      (await pageToneLevel(here)) > PAGE_HEARD_DB ? true : undefined,
+    // What the instances said of the two callers, for a failure's message.
+    const detail = () =>
+      instances
+        .flatMap((each) => each.logs.filter((line) => /dial-in|browser|handoff|internal call/.test(line)))
+        .join("\n");
+    await until(
+      "the page on the room's instance to hear the carried browser",
+      async () => ((await pageToneLevel(here)) > PAGE_HEARD_DB ? true : undefined),
+      { detail },
     );
-    await until("the carried page to hear the other browser", async () =>
-      (await pageToneLevel(carried)) > PAGE_HEARD_DB ? true : undefined,
+    await until(
+      "the carried page to hear the other browser",
+      async () => ((await pageToneLevel(carried)) > PAGE_HEARD_DB ? true : undefined),
+      { detail },
     );
     assert.ok(
       other.logs.some((line) => line.includes("dial-in: caller carried to the instance running the room")),

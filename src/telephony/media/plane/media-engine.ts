@@ -30,7 +30,7 @@ import { type MediaDirection, NO_DROPS, type RtpDrops } from "../rtp/rtp-stream.
 import { TalkDetector } from "../talk-detector.js";
 import { entryTone, exitTone, holdMusic, LoopingPlayer } from "../tones.js";
 import { WavRecorder } from "../wav-recorder.js";
-import { WebRtcPeer } from "../webrtc/webrtc-peer.js";
+import { checkOffer, WebRtcPeer } from "../webrtc/webrtc-peer.js";
 import type {
   MediaCommand,
   MediaDown,
@@ -494,6 +494,8 @@ export class MediaEngine {
         return { port: session.localPort };
       }
       case "open-webrtc-stream": {
+        // An offer that cannot be answered takes no port.
+        checkOffer(request.offer);
         // The port is the allocator's like any stream's: werift binds it, and it comes back once
         // werift's socket has closed.
         const pair = await this.#allocator.bindPair(this.#options.bindAddress);
@@ -532,6 +534,12 @@ export class MediaEngine {
       }
       case "detach-stream": {
         const stream = this.#stream(request.streamId);
+        // Refused before anything is undone: the stream goes on here.
+        if (!stream.session.movable)
+          throw new MediaError(
+            "MEDIA_ERR_NOT_MOVABLE",
+            `stream ${stream.id} is a WebRTC peer's: it stays here`,
+          );
         this.#unrelay(stream);
         this.#leave(stream);
         stream.stopPlaying();

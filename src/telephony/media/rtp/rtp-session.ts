@@ -178,6 +178,10 @@ function payloadTicks(codec: AudioCodecName, payload: Uint8Array): number {
   return codec === "opus" ? opusPacketDuration(payload) : payload.length;
 }
 
+function notMovable(): MediaError {
+  return new MediaError("MEDIA_ERR_NOT_MOVABLE", "a stream another transport carries stays on its thread");
+}
+
 function randomUint32(): number {
   return randomBytes(4).readUInt32BE(0);
 }
@@ -363,6 +367,11 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     const onSocketError = (error: Error) => this.emit("socketError", error);
     this.rtp.on("error", onSocketError);
     this.rtcp.on("error", onSocketError);
+  }
+
+  /** Whether it can be handed over to another thread: not when another transport carries it. */
+  get movable(): boolean {
+    return !this.carried;
   }
 
   /** The local RTP port; RTCP is on the port above. */

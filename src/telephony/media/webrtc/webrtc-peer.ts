@@ -42,6 +42,16 @@ const OPUS_CLOCK_RATE = 48000;
 /** Where received packets say they came from: the session wants a source; the transport knows it. */
 const BROWSER_SOURCE: dgram.RemoteInfo = { address: "0.0.0.0", port: 9, family: "IPv4", size: 0 };
 
+/** Throws MEDIA_ERR_OFFER, with the reason, for an offer a browser's call cannot be made of. */
+export function checkOffer(offer: string): void {
+  try {
+    offeredAudio(offer);
+  } catch (error) {
+    if (error instanceof WebRtcOfferError) throw new MediaError("MEDIA_ERR_OFFER", error.message);
+    throw error;
+  }
+}
+
 type Werift = typeof import("werift");
 let werift: Promise<Werift> | undefined;
 
@@ -87,12 +97,7 @@ export class WebRtcPeer extends EventEmitter<WebRtcPeerEvents> {
 
   /** Answers the browser's offer; throws MEDIA_ERR_OFFER for one that cannot be answered. */
   static async answer(options: WebRtcPeerOptions): Promise<WebRtcPeer> {
-    try {
-      offeredAudio(options.offer);
-    } catch (error) {
-      if (error instanceof WebRtcOfferError) throw new MediaError("MEDIA_ERR_OFFER", error.message);
-      throw error;
-    }
+    checkOffer(options.offer);
     // Loaded on the first browser call: most threads never carry one.
     werift ??= import("werift");
     const { RTCPeerConnection, RTCRtpCodecParameters } = await werift;

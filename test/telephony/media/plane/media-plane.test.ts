@@ -12,6 +12,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { after, describe, it } from "node:test";
+import { RTCPeerConnection } from "werift";
 import { createLogger } from "../../../../src/log.js";
 import {
   MEDIA_ERRORS,
@@ -262,8 +263,8 @@ describe("media plane", { concurrency: true }, () => {
   });
 
   it("answers every failed request with its code, which the main thread's error carries", async () => {
-    // One port pair, on one worker thread: the second stream finds none.
-    const coded = newPlane(1, { min: base + 660, max: base + 661 });
+    // Two port pairs, on one worker thread: a phone's stream and a browser's take them, the third finds none.
+    const coded = newPlane(1, { min: base + 660, max: base + 663 });
     const thread = coded.threads[0] as MediaPlane["threads"][number];
     const scratch = await mkdtemp(path.join(tmpdir(), "media-errors-"));
     const reached = new Map<MediaErrorCode, string>();
@@ -276,6 +277,20 @@ describe("media plane", { concurrency: true }, () => {
       reached.set(error.code, error.message);
     };
     const stream = await coded.openStream();
+    // A browser's offer (made by werift as a page would): its stream cannot move to another thread.
+    const page = new RTCPeerConnection({ iceServers: [] });
+    page.addTransceiver("audio", { direction: "sendrecv" });
+    await page.setLocalDescription(await page.createOffer());
+    const browser = await coded.openWebRtcStream(page.localDescription?.sdp ?? "", ["127.0.0.1"]);
+    await failure(() => thread.request({ type: "detach-stream", streamId: browser.stream.id }));
+    await failure(() =>
+      thread.request({
+        type: "open-webrtc-stream",
+        streamId: 9003,
+        offer: "v=0\r\n",
+        candidateAddresses: [],
+      }),
+    );
     await failure(() => coded.openStream());
     // Its own port, asked for again (as a stream moving here would).
     await failure(() => thread.request({ type: "open-stream", streamId: 9001, port: stream.localPort }));
@@ -298,6 +313,7 @@ describe("media plane", { concurrency: true }, () => {
     const waiting = thread.request({ type: "record-voice", streamId: stream.id, maxMs: 60_000 });
     thread.kill();
     await failure(() => waiting);
+    await page.close();
     assert.deepEqual([...reached.keys()].sort(), Object.keys(MEDIA_ERRORS).sort());
     assert.match(reached.get("MEDIA_ERR_NO_FREE_PORT") ?? "", /^no free RTP port pair in /);
     assert.match(reached.get("MEDIA_ERR_MIX_CLOSED") ?? "", /the mix was closed/);
