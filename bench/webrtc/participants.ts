@@ -63,6 +63,8 @@ import { machineJiffies, procStat } from "../proc.js";
 import { TalkWatch } from "../talk-watch.js";
 
 const BROWSERS = Number(process.env.BENCH_BROWSERS ?? 5);
+/** The rooms measured, in order: the phones' (for the comparison) and the browsers'. */
+const ROOMS = (process.env.BENCH_ROOMS ?? "phones,browsers").split(",").map((room) => room.trim());
 const MAX_BROWSERS = 50;
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const WARM_UP_MS = Number(process.env.BENCH_WARM_UP_SECONDS ?? 2) * 1000;
@@ -827,6 +829,8 @@ function loadAverage(): string {
 async function main(): Promise<void> {
   if (!(Number.isInteger(BROWSERS) && BROWSERS >= 1 && BROWSERS <= MAX_BROWSERS))
     throw new Error(`BENCH_BROWSERS must be 1 to ${MAX_BROWSERS}, got ${process.env.BENCH_BROWSERS}`);
+  if (ROOMS.length === 0 || ROOMS.some((room) => room !== "phones" && room !== "browsers"))
+    throw new Error(`BENCH_ROOMS must list phones and/or browsers, got ${process.env.BENCH_ROOMS}`);
   process.stderr.write(
     `${BROWSERS} phone legs, then ${BROWSERS} browsers, each beside a room tone phone; ${SECONDS} s measured after ${WARM_UP_MS / 1000} s; load average ${loadAverage()}\n`,
   );
@@ -838,12 +842,13 @@ async function main(): Promise<void> {
   };
   writeOpusScenario(files.scenario);
   writeRoomTonePcap(files.roomTone, PLAY_SECONDS);
-  writeLegPcap(files.legTone, "opus", LEG_TONE_HZ, PLAY_SECONDS);
+  // The phone legs' tone: only the phones' room has them.
+  if (ROOMS.includes("phones")) writeLegPcap(files.legTone, "opus", LEG_TONE_HZ, PLAY_SECONDS);
   const rooms: RoomResult[] = [];
   let valid = true;
   let chromium: ToneBrowser | null = null;
   try {
-    for (const kind of ["phones", "browsers"] as const) {
+    for (const kind of (["phones", "browsers"] as const).filter((room) => ROOMS.includes(room))) {
       process.stderr.write(`${kind} room: setting up...\n`);
       if (kind === "browsers") chromium = await launchToneBrowser(LEG_TONE_HZ);
       const room = await runRoom(kind, files, chromium).catch((error: unknown) => {

@@ -583,8 +583,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
    * this allocator until `release`d by whoever ends the stream.
    */
   async handOver(): Promise<RtpHandover> {
-    if (this.carried)
-      throw new MediaError("MEDIA_ERR_NOT_MOVABLE", "a stream another transport carries stays on its thread");
+    if (!this.movable) throw notMovable();
     const handover: RtpHandover = {
       ssrc: this.ssrc,
       sequenceNumber: this.sequenceNumber,
