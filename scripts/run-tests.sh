@@ -12,7 +12,7 @@ if (($#)); then files=("$@"); else mapfile -t files < <(find test -name '*.test.
 # The files that call real peers (SIPp, baresip, Kamailio, dnsmasq, tshark, Chromium) wait on real
 # time and on each other's CPU: they run two at a time. The rest (over fakes, inject() or a service
 # alone) mostly wait on timers and sockets: four at a time.
-# Every benchmark's smoke run (test/bench/benches.test.ts) runs four benchmarks at once, several of
+# Every benchmark's smoke run (test/bench/benches.test.ts) runs three benchmarks at once, several of
 # them checking real-time behaviour: it runs alone, after the other real-peer files.
 peer_files=()
 unit_files=()
