@@ -40,9 +40,9 @@ export interface BrowserJoinOptions {
   readonly takePinTry: (key: string) => Promise<BrowserJoinRefusal | PinTry>;
 }
 
-/** A PIN try taken: the PIN was right (the try is given back) or wrong (it stays counted). */
+/** A PIN try taken: given back (the PIN was right, or could not be looked up), or wrong (it stays counted). */
 export interface PinTry {
-  right(): void;
+  giveBack(): void;
   wrong(): void;
 }
 
@@ -102,14 +102,21 @@ export async function joinFromBrowser(
   const key = browserWrongPinKey(request.source);
   const pinTry = await options.takePinTry(key);
   if ("refused" in pinTry) return pinTry;
-  const target = await store.findPinTarget(request.pin);
+  let target: Awaited<ReturnType<ConferenceStore["findPinTarget"]>>;
+  try {
+    target = await store.findPinTarget(request.pin);
+  } catch (error) {
+    // Not looked up, so neither right nor wrong: the page may try again.
+    pinTry.giveBack();
+    throw error;
+  }
   if (target === undefined) {
     // Warned with the source address: the line fail2ban-style tools match, as for dial-in.
     logger.warn({ source: request.source }, "browser join: wrong PIN");
     pinTry.wrong();
     return { refused: "wrong-pin" };
   }
-  pinTry.right();
+  pinTry.giveBack();
   const conferenceId = target.conferenceId;
   const place = conferenceId === undefined ? undefined : await placeOf(conferenceId, options);
   if (conferenceId === undefined || place === undefined) return { refused: "not-started" };

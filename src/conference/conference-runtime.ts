@@ -361,7 +361,7 @@ export class ConferenceRuntime {
       return { refused: "service-wrong-pins", retryAfterSeconds: secondsUntil(service.endsAt) };
     }
     return {
-      right: giveBack,
+      giveBack,
       wrong: () => {
         this.#wrongPinCount++;
       },

@@ -470,3 +470,18 @@ test("wrong PINs sent at once from one page's address pass the limit no faster t
   for (let attempt = 0; attempt < 5; attempt++)
     joined(await join(conferences, "1111", { source: "198.51.100.8" }));
 });
+
+test("a PIN the store could not look up is no wrong try: the page may try again", async () => {
+  const { store, conferences } = await runtime({}, { pinFailures: { limit: 1, windowMs: 60_000 } });
+  const findPinTarget = store.findPinTarget.bind(store);
+  store.findPinTarget = async () => {
+    throw new Error("the store is unreachable");
+  };
+  const failed = await join(conferences, "9999");
+  assert.equal("refused" in failed && failed.refused, "unavailable");
+  store.findPinTarget = findPinTarget;
+  // The limit is one wrong PIN: the lookup that failed did not spend it.
+  assert.deepEqual(await join(conferences, "9999"), { refused: "wrong-pin" });
+  const after = await join(conferences, "9999");
+  assert.equal("refused" in after && after.refused, "too-many-wrong-pins");
+});
