@@ -15,11 +15,8 @@
  *   node --import tsx bench/webrtc/libraries.ts
  *   BENCH_LIBRARIES=werift BENCH_PEERS=10 BENCH_SECONDS=20 BENCH_WARM_UP_SECONDS=5
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import nodeDataChannel from "node-datachannel";
-import { chromium, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import {
   RTCPeerConnection,
   RTCRtpCodecParameters,
@@ -35,13 +32,13 @@ import {
   OpusDecoder,
   OpusEncoder,
 } from "../../src/telephony/media/codec/opus.js";
-import { goertzelLevelDb, ToneGenerator, writeWav } from "../../test/helpers/audio.js";
+import { goertzelLevelDb, ToneGenerator } from "../../test/helpers/audio.js";
+import { launchToneBrowser } from "../../test/helpers/webrtc-browser.js";
 
 const LIBRARIES = (process.env.BENCH_LIBRARIES ?? "werift,node-datachannel").split(",");
 const PEER_COUNTS = [1, Number(process.env.BENCH_PEERS ?? 10)].filter((n, i, all) => all.indexOf(n) === i);
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 20);
 const WARM_UP_SECONDS = Number(process.env.BENCH_WARM_UP_SECONDS ?? 5);
-const CHROMIUM = "/usr/bin/chromium";
 const BROWSER_TONE_HZ = 1000;
 const NODE_TONE_HZ = 700;
 /** A 20 ms frame whose tone reads above this (Goertzel, dBFS) counts as heard. */
@@ -422,25 +419,8 @@ function ms(at: number | null, from: number): string {
 }
 
 async function main(): Promise<void> {
-  const folder = mkdtempSync(join(tmpdir(), "bench-webrtc-"));
-  const toneFile = join(folder, "tone-1khz-48k.wav");
-  writeWav(
-    toneFile,
-    new ToneGenerator(BROWSER_TONE_HZ, 0.5, OPUS_SAMPLE_RATE).fill(new Int16Array(OPUS_SAMPLE_RATE * 10)),
-    OPUS_SAMPLE_RATE,
-  );
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--no-sandbox",
-      "--use-fake-ui-for-media-stream",
-      "--use-fake-device-for-media-stream",
-      `--use-file-for-fake-audio-capture=${toneFile}`,
-      "--autoplay-policy=no-user-gesture-required",
-      // Host candidates as plain addresses, not mDNS names: nothing sent to the multicast group.
-      "--disable-features=WebRtcHideLocalIpsWithMdns",
-    ],
-  });
+  const toneBrowser = await launchToneBrowser(BROWSER_TONE_HZ);
+  const browser = toneBrowser.browser;
   // What this process spends with the browser up and no call: the floor under each round's figure.
   const idleBefore = process.cpuUsage();
   const idleWall = performance.now();
@@ -503,8 +483,7 @@ async function main(): Promise<void> {
       }
     }
   } finally {
-    await browser.close();
-    rmSync(folder, { recursive: true, force: true });
+    await toneBrowser.close();
   }
   console.log(
     `Opus alone (encode + decode + Goertzel of one frame each 20 ms): ${opusCpuMsPerCallSecond().toFixed(1)} ms per call-second`,
