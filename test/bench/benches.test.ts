@@ -41,6 +41,8 @@ interface Smoke {
   nodeArgs?: string[];
   env: Record<string, string>;
   skip?: () => string | false;
+  /** Runs before the others, with none beside it: its own check is on real-time answers under its flood. */
+  alone?: boolean;
   check(run: Run): void;
 }
 
@@ -119,6 +121,9 @@ const SMOKES: Smoke[] = [
   {
     name: "SIP scanners (bench:flood:scanner)",
     file: "bench/flood/scanner.ts",
+    // Beside two other smoke runs on a 2-core machine, one of its 20 INVITEs was answered too late
+    // for the scanner (19 of 20 taken) in three runs of four; alone it takes all 20.
+    alone: true,
     // Six seconds of flood: on a loaded 2-core machine a call took up to 4 s to be answered, and
     // within 3 s the scanners' INVITEs that had filled their places were not all answered yet.
     env: {
@@ -397,12 +402,20 @@ function benchEntries(): string[] {
   return [...new Set([...scripted, ...files.filter((file) => !parts.has(file))])].sort();
 }
 
-describe("every benchmark, once, small", { concurrency: CONCURRENCY }, () => {
+describe("the benchmarks that run alone, once, small", { concurrency: 1 }, () => {
+  for (const smoke of SMOKES.filter((each) => each.alone === true)) {
+    it(smoke.name, { skip: smoke.skip?.() ?? false }, async () => {
+      smoke.check(await runBench(smoke));
+    });
+  }
+});
+
+describe("every other benchmark, once, small", { concurrency: CONCURRENCY }, () => {
   it("has a smoke run here for every benchmark", () => {
     assert.deepEqual([...new Set(SMOKES.map((smoke) => smoke.file))].sort(), benchEntries());
   });
 
-  for (const smoke of SMOKES) {
+  for (const smoke of SMOKES.filter((each) => each.alone !== true)) {
     it(smoke.name, { skip: smoke.skip?.() ?? false }, async () => {
       smoke.check(await runBench(smoke));
     });
