@@ -282,7 +282,9 @@ describe("media plane", { concurrency: true }, () => {
     page.addTransceiver("audio", { direction: "sendrecv" });
     await page.setLocalDescription(await page.createOffer());
     const browser = await coded.openWebRtcStream(page.localDescription?.sdp ?? "", ["127.0.0.1"]);
+    // At once: a peer no page reaches may end (its ICE giving up on a loaded machine) and free its port.
     await failure(() => thread.request({ type: "detach-stream", streamId: browser.stream.id }));
+    await failure(() => coded.openStream());
     await failure(() =>
       thread.request({
         type: "open-webrtc-stream",
@@ -291,7 +293,6 @@ describe("media plane", { concurrency: true }, () => {
         candidateAddresses: [],
       }),
     );
-    await failure(() => coded.openStream());
     // Its own port, asked for again (as a stream moving here would).
     await failure(() => thread.request({ type: "open-stream", streamId: 9001, port: stream.localPort }));
     await failure(() => thread.request({ type: "detach-stream", streamId: 9002 }));
