@@ -92,7 +92,7 @@ export class WebRtcPeer extends EventEmitter<WebRtcPeerEvents> {
   /** What the session sends and receives through. */
   readonly ports: CarriedPorts;
   readonly #pc: RTCPeerConnection;
-  #closed = false;
+  /** Set once the peer is closing (by either end): its packets are no longer passed on. */
   #closing: Promise<void> | undefined;
 
   /** Answers the browser's offer; throws MEDIA_ERR_OFFER for one that cannot be answered. */
@@ -180,7 +180,7 @@ export class WebRtcPeer extends EventEmitter<WebRtcPeerEvents> {
     // The session's RTCP stays here (werift reports on the transport itself).
     const rtcp = new CarriedPort(() => {});
     received.listener = (packet) => {
-      if (!this.#closed) rtp.emit("message", packet.serialize(), BROWSER_SOURCE);
+      if (this.#closing === undefined) rtp.emit("message", packet.serialize(), BROWSER_SOURCE);
     };
     pc.connectionStateChange.subscribe((state) => {
       if (state === "failed") this.#end("the browser could not be reached (ICE failed)");
@@ -202,7 +202,6 @@ export class WebRtcPeer extends EventEmitter<WebRtcPeerEvents> {
   /** Closes the peer once, telling why; resolves once its socket is closed. */
   #end(reason: string): Promise<void> {
     if (this.#closing === undefined) {
-      this.#closed = true;
       this.#closing = this.#pc.close().catch(() => undefined);
       this.emit("closed", reason);
     }
