@@ -596,6 +596,21 @@ const VARIABLES = {
     meaning:
       "Participants one instance takes on: it claims a due conference only while it has room for its attendees ([docs/deployment.md](docs/deployment.md))",
   }),
+  BRIDGELINE_CONFERENCE_LEASE_SECONDS: variable(atLeastOne, {
+    fallback: "6",
+    meaning:
+      "How long the instance running a conference may be silent (dead, paused, cut off from the database) before another instance takes the conference over and calls its attendees back; renewed every quarter of it ([docs/deployment.md](docs/deployment.md#when-an-instance-dies))",
+  }),
+  BRIDGELINE_TAKE_OVER_WITHIN_MINUTES: variable(atLeastOne, {
+    fallback: "5",
+    meaning:
+      "A conference whose instance was last heard of longer ago than this (every instance was down meanwhile) is ended when found, not taken over: nobody is called back that late",
+  }),
+  BRIDGELINE_HAND_OVER_ON_STOP: variable(yesNo, {
+    unset: "unset: `true` on PostgreSQL, `false` on SQLite",
+    meaning:
+      "`true`: an instance stopped with SIGTERM while another is alive hands its conferences over (the other calls their attendees back) instead of ending them",
+  }),
   BRIDGELINE_DENIED_NUMBERS: variable(commaList(readDeniedPrefix), {
     unset: "unset",
     meaning:
@@ -891,6 +906,9 @@ function shape(settings: Settings, env: Env) {
       noShowMinutes: settings.BRIDGELINE_NO_SHOW_MINUTES,
       /** null: no limit. */
       maxParticipants: settings.BRIDGELINE_MAX_PARTICIPANTS ?? null,
+      leaseSeconds: settings.BRIDGELINE_CONFERENCE_LEASE_SECONDS,
+      takeOverWithinMinutes: settings.BRIDGELINE_TAKE_OVER_WITHIN_MINUTES,
+      handOverOnStop: settings.BRIDGELINE_HAND_OVER_ON_STOP ?? settings.BRIDGELINE_DATABASE_URL !== undefined,
       wrongPinLimit: settings.BRIDGELINE_WRONG_PIN_LIMIT,
       wrongPinWindowMinutes: settings.BRIDGELINE_WRONG_PIN_WINDOW_MINUTES,
       wrongPinsPerMinute: settings.BRIDGELINE_WRONG_PINS_PER_MINUTE,

@@ -188,6 +188,10 @@ export async function startService(
       perSource: config.conferences.pinPromptPlacesPerSource,
     },
     attempts: attemptCounts(store),
+    // Where another instance may take a conference over, its room falls silent once its lease is
+    // not renewed in time.
+    fenceAudio: store.dialect === "postgres",
+    onTakeOverHeard: (seconds) => metrics.takeOverHeard(seconds),
     logger: logger.child({ component: "conferences" }),
     clock: systemClock,
   });
@@ -200,11 +204,16 @@ export async function startService(
     // A caller carried here from another instance comes from that instance's address.
     onOtherInstances: (sipUris) => telephony.trustInstances(sipUris),
     heartbeatIntervalMs: options.heartbeatIntervalMs,
+    leaseMs: config.conferences.leaseSeconds * 1000,
+    takeOverWithinMs: config.conferences.takeOverWithinMinutes * 60_000,
     room: () => {
       const limit = config.conferences.maxParticipants;
       return limit === null ? null : limit - conferences.participants;
     },
-    startConference: (conference, attendees) => conferences.run(conference, attendees),
+    startConference: (conference, attendees, lease) => conferences.run(conference, attendees, lease),
+    takeOverConference: ({ conference, attendees, lease, callBack, recovery }) =>
+      conferences.takeOver(conference, attendees, lease, { callBack, recovery }),
+    onLeases: (held, validForMs) => conferences.leasesRenewed(held, validForMs),
   });
   const mail = config.mail;
   const notifications = notificationWorker({
@@ -297,6 +306,24 @@ export async function startService(
       return httpsServer;
     },
   });
+  /**
+   * Ends the conferences running here, or, with another instance alive and hand-over on, hands them
+   * over (their leases released first, so that this room's writes are refused from then on) and
+   * hangs up here: the other instance calls the attendees back.
+   */
+  const stopConferences = async () => {
+    const leases = conferences.leases;
+    if (config.conferences.handOverOnStop && scheduler.otherInstances > 0 && leases.length > 0) {
+      try {
+        await scheduler.handOver(leases);
+        await conferences.handOver();
+        return;
+      } catch (error) {
+        logger.warn({ err: error }, "conferences could not be handed over; ending them");
+      }
+    }
+    await conferences.close();
+  };
   let metricsListener: Awaited<ReturnType<typeof listenForScrapes>> | undefined;
   try {
     await app.listen({ port: config.httpsPort, host: config.host });
@@ -376,7 +403,7 @@ export async function startService(
       },
       async close() {
         await Promise.all([scheduler.stop(), notifications.stop(), webhooks.stop()]);
-        await conferences.close();
+        await stopConferences();
         await Promise.all([
           telephony.close(),
           app.close().then(() => (plain ? closePlainListener(plain) : undefined)),

@@ -124,6 +124,17 @@ export class ServiceMetrics {
     "Callers at the PIN prompt now, by state (answering: answered, not yet ACKed; answered)",
     ["state"],
   );
+  readonly #takeOvers = this.#counter(
+    "bridgeline_conference_take_overs_total",
+    "Conferences this instance took over from another, by cause (runner-silent: it fell silent past its lease; handed-over: it stopped and handed them over)",
+    ["cause"],
+  );
+  readonly #takeOverSilence = new Histogram({
+    name: "bridgeline_take_over_silence_seconds",
+    help: "For each conference taken over here: from its old runner's last heartbeat to the first attendee joined in the new room (the time nobody could talk in it)",
+    buckets: SETUP_BUCKETS,
+    registers: [this.registry],
+  });
   readonly #eventStreams = this.#gauge("bridgeline_event_streams", "Open event streams (SSE clients)");
   readonly #pool = this.#gauge(
     "bridgeline_database_pool_connections",
@@ -210,6 +221,11 @@ export class ServiceMetrics {
     this.#requestSeconds.observe({ route, method }, seconds);
   };
 
+  /** Told once per conference taken over here, when it is first heard again. */
+  readonly takeOverHeard = (silentSeconds: number): void => {
+    this.#takeOverSilence.observe(silentSeconds);
+  };
+
   /** Told of every webhook attempt: give it to the webhook worker. */
   readonly webhookAttempt = (result: string, seconds: number): void => {
     this.#webhookAttempts.inc({ result });
@@ -243,6 +259,8 @@ export class ServiceMetrics {
     setCounter(this.#wrongPins, {}, conferences.wrongPins);
     for (const [reason, count] of Object.entries(conferences.dialInsRefused))
       setCounter(this.#dialInsRefused, { reason }, count);
+    for (const [cause, count] of Object.entries(conferences.takeOvers))
+      setCounter(this.#takeOvers, { cause }, count);
     const atPinPrompt = conferences.atPinPrompt;
     this.#atPinPrompt.set({ state: "answering" }, atPinPrompt.held - atPinPrompt.answered);
     this.#atPinPrompt.set({ state: "answered" }, atPinPrompt.answered);

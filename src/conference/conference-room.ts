@@ -15,7 +15,8 @@
  *      │                 │                     │
  *      └─────────────────┴──► ending ◄─────────┘               (API end request, *9: 2.5 s announcement)
  *   any of them ──► ended                                       (moderator left, empty for good, deleted,
- *                                                               stopping, the room's audio failed)
+ *                                                               stopping, the room's audio failed,
+ *                                                               its lease lost: abandoned, nothing written)
  *
  * It waits for its moderator (on hold) while the conference has a moderator attendee and no
  * moderator has joined nor had their call fail.
@@ -74,6 +75,17 @@ export interface RoomOptions {
   readonly emptyPeriods: EmptyConferencePeriods;
   /** Participants reserved for the room on its instance (its attendees when claimed, at least one). */
   readonly reserved: number;
+  /** The lease the room runs its conference under: every write it makes carries it (store/leases.ts). */
+  readonly lease: number;
+  /**
+   * A room that took its conference over from an instance that went: these attendees (the service had
+   * called them) are called back, told they are being reconnected, and joined without the greeting.
+   */
+  readonly takenOver?: {
+    readonly callBack: readonly number[];
+    /** Told when the first attendee joins the new room. */
+    readonly onFirstJoined: () => void;
+  };
   /** Told once the conference has ended, its calls are hung up and its writes done. */
   readonly onEnded: (room: ConferenceRoom) => void;
 }
@@ -103,6 +115,8 @@ export class ConferenceRoom {
   readonly #dialled = new Set<number>();
   /** The API's call-again requests this room has taken, by attendee, so that each is acted on once. */
   readonly #callRequestsTaken = new Map<number, string>();
+  /** Attendees to call back after a take-over, until a refresh dials them. */
+  readonly #toCallBack: Set<number>;
   readonly #writes: OrderedWrites;
   readonly #recording: RoomRecording;
   readonly #announcements: Announcements;
@@ -112,8 +126,10 @@ export class ConferenceRoom {
   #roster: readonly Attendee[] = [];
   /** How the moderator's call went: once joined, a later failure changes nothing. */
   #moderatorCall: "awaited" | "joined" | "unreachable" = "awaited";
-  /** Someone has been in the room. */
+  /** Someone has been in the conference (in this room, or before it was taken over). */
   #anyoneJoined = false;
+  /** Someone has been in this room. */
+  #anyoneJoinedHere = false;
   readonly #openedAt: Date;
   /** When the last person left, while nobody is on a call since. */
   #emptiedAt: Date | undefined;
@@ -126,11 +142,20 @@ export class ConferenceRoom {
     this.#conference = conference;
     this.#options = options;
     this.#openedAt = this.#now();
+    this.#toCallBack = new Set(options.takenOver?.callBack);
+    // People were in it before the take-over: empty now, it ends after the grace period, not the no-show one.
+    this.#anyoneJoined = options.takenOver !== undefined;
     this.#media = options.telephone.openRoom();
     this.#writes = new OrderedWrites({
       clock: options.clock,
-      onError: (error) =>
-        options.logger.warn({ err: error, conferenceId: this.#conference.id }, "conference state not saved"),
+      onError: (error) => {
+        if (options.store.leaseLost(error)) this.abandon("a write was refused: its lease is lost");
+        else
+          options.logger.warn(
+            { err: error, conferenceId: this.#conference.id },
+            "conference state not saved",
+          );
+      },
       retryable: (error) => options.store.unreachable(error),
       onRetrying: (error) =>
         options.logger.warn(
@@ -227,9 +252,14 @@ export class ConferenceRoom {
     return count;
   }
 
-  /** What the room's writes and events are about. */
+  /** The lease the room runs its conference under. */
+  get lease(): number {
+    return this.#options.lease;
+  }
+
+  /** What the room's writes and events are about, and the lease they are made under. */
   get #scope(): RoomScope {
-    return { userId: this.#conference.userId, conferenceId: this.#conference.id };
+    return { userId: this.#conference.userId, conferenceId: this.#conference.id, lease: this.#options.lease };
   }
 
   /** Calls every attendee that is not dial-in, and starts the recording if the conference asks for one. */
@@ -246,10 +276,14 @@ export class ConferenceRoom {
     if (this.#state === "ended") return;
     const writesBefore = this.#writes.stateWrites;
     await this.#writes.settled();
-    const { conference, attendees, endRequestedAt, callRequests } = await this.#options.store.loadRoom(
+    const { conference, attendees, endRequestedAt, callRequests, lease } = await this.#options.store.loadRoom(
       this.#conference.id,
     );
     if (this.ended) return;
+    if (conference !== undefined && lease !== this.#options.lease) {
+      this.abandon("another instance runs the conference now: its lease is lost");
+      return;
+    }
     if (conference === undefined || conference.state !== "started") {
       this.#end(conference === undefined ? "conference deleted" : `conference ${conference.state}`);
       return;
@@ -286,6 +320,13 @@ export class ConferenceRoom {
       )
         toDial.set(attendee.id, attendee);
     }
+    const callBack = new Set<number>();
+    for (const attendee of attendees) {
+      if (!this.#toCallBack.delete(attendee.id) || this.#legs.has(attendee.id) || this.#state === "ending")
+        continue;
+      callBack.add(attendee.id);
+      toDial.set(attendee.id, attendee);
+    }
     for (const attendee of attendees) {
       const requestedAt = callRequests.get(attendee.id);
       if (requestedAt === undefined || this.#callRequestsTaken.get(attendee.id) === requestedAt) continue;
@@ -297,7 +338,7 @@ export class ConferenceRoom {
       )
         toDial.set(attendee.id, attendee);
     }
-    await this.#dialAll([...toDial.values()]);
+    await this.#dialAll([...toDial.values()], callBack);
     this.#settle();
     this.#endIfEmpty();
   }
@@ -439,7 +480,7 @@ export class ConferenceRoom {
    * Calls these attendees, as far as the calling policy allows: numbers it refuses and calls past the
    * owner's limits are never placed, and the attendee fails with the reason (toll fraud).
    */
-  async #dialAll(attendees: readonly Attendee[]): Promise<void> {
+  async #dialAll(attendees: readonly Attendee[], callBack: ReadonlySet<number>): Promise<void> {
     const { callingPolicy } = this.#options;
     const refusals = new Map<Attendee, string>();
     const callable: Attendee[] = [];
@@ -466,6 +507,7 @@ export class ConferenceRoom {
         for (const attendee of callable) {
           this.#dialled.delete(attendee.id);
           this.#callRequestsTaken.delete(attendee.id);
+          if (callBack.has(attendee.id)) this.#toCallBack.add(attendee.id);
         }
         throw error;
       } finally {
@@ -476,14 +518,15 @@ export class ConferenceRoom {
         const allowance = allowances.get(attendee.id);
         if (allowance === undefined) continue;
         if ("refused" in allowance) refusals.set(attendee, allowance.refused);
-        else this.#dial(attendee, allowance.placedCallId);
+        else this.#dial(attendee, allowance.placedCallId, callBack.has(attendee.id));
       }
     }
     // After the calls placed, so that the room is not found empty in between.
     for (const [attendee, reason] of refusals) this.#notReached(attendee, 403, `Not Called: ${reason}`);
   }
 
-  #dial(attendee: Attendee, placedCallId: number): void {
+  /** Calls an attendee; one `calledBack` after a take-over is joined on answering, told why. */
+  #dial(attendee: Attendee, placedCallId: number, calledBack: boolean): void {
     const conferenceId = this.#conference.id;
     const number = `+${attendee.phoneNumberCountryCode ?? "1"}${attendee.phoneNumberSubscriberNumber ?? ""}`;
     const encrypted = this.#conference.encryptedOnly;
@@ -511,6 +554,12 @@ export class ConferenceRoom {
       const extension = attendee.phoneNumberExtension;
       // "w" (wait for the far end's prompt) is taken as a pause, as "," is.
       const dialled = extension ? call.sendDigits(extension.replace(/w/gi, ",")) : Promise.resolve(true);
+      // Called back after a take-over: they had accepted the call already, so no greeting again.
+      if (calledBack) {
+        void call.play({ prompts: ["reconnecting"] });
+        this.#join(leg);
+        return;
+      }
       if (this.#conference.directDial) {
         this.#join(leg);
         return;
@@ -583,6 +632,8 @@ export class ConferenceRoom {
     leg.call.join(this.#media, { muted });
     leg.joined = true;
     leg.muted = muted;
+    if (!this.#anyoneJoinedHere) this.#options.takenOver?.onFirstJoined();
+    this.#anyoneJoinedHere = true;
     this.#anyoneJoined = true;
     if (leg.moderator) this.#moderatorCall = "joined";
     this.#record(leg.attendeeId, { kind: "connected", muted, encryption: leg.encryption });
@@ -681,8 +732,27 @@ export class ConferenceRoom {
     if (end.at <= now) this.#end(end.reason);
   }
 
-  #end(reason: string): void {
+  /**
+   * The conference is not this room's any more (its lease lost: another instance took it over, or it
+   * is handed over as this one stops): every call hung up at once, the audio closed, and nothing
+   * written (the conference goes on in the other room; its writes would be refused anyway).
+   */
+  abandon(reason: string): void {
     if (this.#state === "ended") return;
+    this.#hangUpAll();
+    const conferenceId = this.#conference.id;
+    this.#options.logger.warn(
+      { conferenceId, lease: this.#options.lease, reason },
+      "conference room given up",
+    );
+    this.#media.close().catch((error: unknown) => {
+      this.#options.logger.warn({ err: error, conferenceId }, "conference audio did not close");
+    });
+    this.#options.onEnded(this);
+  }
+
+  /** Ended: every call out of the room and hung up, the recording finished. */
+  #hangUpAll(): void {
     this.#transition("ended");
     this.#options.clock.clearTimeout(this.#endingTimer);
     for (const leg of this.#legs.values()) {
@@ -690,13 +760,19 @@ export class ConferenceRoom {
       this.#keypads.get(leg)?.detach();
       leg.call.hangup();
     }
-    const conferenceId = this.#conference.id;
-    this.#options.logger.info({ conferenceId, reason }, "conference ended");
-    // The hung-up legs' own "ended" events come after this; endConference disconnects them all.
+    // The hung-up legs' own "ended" events come after this, and find them gone.
     this.#legs.clear();
     this.#keypads.clear();
-    // The recording is complete before the conference is stored as ended.
     this.#recording.close();
+  }
+
+  #end(reason: string): void {
+    if (this.#state === "ended") return;
+    // The recording is complete (its media closed below) before the conference is stored as ended;
+    // endConference disconnects the calls hung up here.
+    this.#hangUpAll();
+    const conferenceId = this.#conference.id;
+    this.#options.logger.info({ conferenceId, reason }, "conference ended");
     const media = this.#media;
     this.#writes.append(() =>
       media.close().catch((error: unknown) => {

@@ -12,6 +12,7 @@ import type {
 } from "../domain/browser-join.js";
 import type { Clock, TimerHandle } from "../domain/clock.js";
 import type { Conference, EmptyConferencePeriods } from "../domain/conference.js";
+import type { RecoveryDetails } from "../domain/event.js";
 import {
   type CallingPolicy,
   callerNumberKey,
@@ -60,6 +61,16 @@ export interface ConferenceRuntimeOptions {
   readonly pinPrompt?: { readonly total: number; readonly perSource: number };
   /** How often rooms re-read their conference and attendees (and check whether empty ones end). */
   readonly refreshIntervalMs?: number;
+  /**
+   * Whether a room's audio stops when its lease is not renewed in time (another instance may take
+   * the conference over then): on where several instances share the store.
+   */
+  readonly fenceAudio?: boolean;
+  /**
+   * Told, once per conference taken over, when someone is first heard in its new room: the seconds
+   * since its old runner was last heard of (the time nobody could talk in it).
+   */
+  readonly onTakeOverHeard?: (silentSeconds: number) => void;
 }
 
 const DEFAULT_REFRESH_INTERVAL_MS = 500;
@@ -97,6 +108,7 @@ export class ConferenceRuntime {
   #refreshing = false;
   #dialIns = 0;
   #wrongPinCount = 0;
+  readonly #takeOvers: Record<RecoveryDetails["cause"], number> = { "runner-silent": 0, "handed-over": 0 };
   readonly #refused: Record<DialInRefusal, number> = {
     "prompt-full": 0,
     "source-full": 0,
@@ -190,8 +202,75 @@ export class ConferenceRuntime {
     return total;
   }
 
-  /** Runs a conference the scheduler has just started, with its attendee count when claimed. */
-  run(conference: Conference, attendees = 0): void {
+  /** Runs a conference the scheduler has just started, with its attendee count when claimed and its lease. */
+  run(conference: Conference, attendees: number, lease: number): void {
+    this.#open(conference, attendees, lease);
+  }
+
+  /**
+   * Runs a conference taken over from an instance that went: its room calls back the attendees the
+   * other had called. A room of an earlier lease still here (this instance paused past its lease and
+   * then took the conference back) is given up first.
+   */
+  takeOver(
+    conference: Conference,
+    attendees: number,
+    lease: number,
+    taken: { readonly callBack: readonly number[]; readonly recovery: RecoveryDetails },
+  ): void {
+    this.#rooms.get(conference.id)?.abandon("the conference was taken over again under a new lease");
+    this.#takeOvers[taken.recovery.cause]++;
+    const silentSince = this.#options.clock.now() - taken.recovery.gapSeconds * 1000;
+    this.#open(conference, attendees, lease, {
+      callBack: taken.callBack,
+      onFirstJoined: () => this.#options.onTakeOverHeard?.((this.#options.clock.now() - silentSince) / 1000),
+    });
+  }
+
+  /** Conferences taken over by this instance since start, by cause. */
+  get takeOvers(): Readonly<Record<RecoveryDetails["cause"], number>> {
+    return this.#takeOvers;
+  }
+
+  /**
+   * After a renewal of the leases: the rooms whose lease is no longer held are given up at once (another
+   * instance runs their conference), the others' audio goes on for `validForMs` (when fenced).
+   */
+  leasesRenewed(held: readonly { conferenceId: number; lease: number }[], validForMs: number): void {
+    const leases = new Map(held.map(({ conferenceId, lease }) => [conferenceId, lease]));
+    for (const room of [...this.#rooms.values()]) {
+      if (room.ended) continue;
+      if (leases.get(room.conferenceId) !== room.lease)
+        room.abandon("its lease is lost: another instance took the conference over");
+      else if (this.#options.fenceAudio) this.#fence(room, validForMs);
+    }
+  }
+
+  /** TODO(lead): room.media.sendFor(validForMs) once the media plane has it. */
+  #fence(_room: ConferenceRoom, _validForMs: number): void {}
+
+  /** The leases of the rooms running here (to hand them over). */
+  get leases(): { conferenceId: number; lease: number }[] {
+    return [...this.#rooms.values()]
+      .filter((room) => !room.ended)
+      .map((room) => ({ conferenceId: room.conferenceId, lease: room.lease }));
+  }
+
+  /**
+   * Gives up every room, writing nothing (their leases handed over: another instance calls the
+   * attendees back), then stops as close() does.
+   */
+  async handOver(): Promise<void> {
+    for (const room of [...this.#rooms.values()]) room.abandon("handed over: the service is stopping");
+    await this.close();
+  }
+
+  #open(
+    conference: Conference,
+    attendees: number,
+    lease: number,
+    takenOver?: { readonly callBack: readonly number[]; readonly onFirstJoined: () => void },
+  ): void {
     if (this.#rooms.has(conference.id)) return;
     const room = new ConferenceRoom(conference, {
       telephone: this.#options.telephone,
@@ -203,6 +282,8 @@ export class ConferenceRuntime {
       acceptsDialIn: this.#accessNumbers.size > 0 || this.#options.acceptsBrowsers === true,
       callingPolicy: this.#options.callingPolicy ?? OPEN_CALLING_POLICY,
       reserved: Math.max(1, attendees),
+      lease,
+      ...(takenOver !== undefined && { takenOver }),
       emptyPeriods: this.#options.emptyPeriods,
       onEnded: (ended) => {
         if (this.#rooms.get(ended.conferenceId) === ended) this.#rooms.delete(ended.conferenceId);

@@ -167,6 +167,11 @@ export type Speak = (text: string) => Promise<Int16Array | null>;
 export interface RoomScope {
   readonly userId: number;
   readonly conferenceId: number;
+  /**
+   * The lease the room runs the conference under (its fencing token): a write made with a lease the
+   * conference no longer has is refused (ConferenceStore.leaseLost tells such a failure).
+   */
+  readonly lease?: number;
 }
 
 /** A running conference as its runner sees it, with what the API asked of the room. */
@@ -178,6 +183,8 @@ export interface RoomState {
   endRequestedAt: string | null;
   /** Attendee id to when the API last asked the room to call it again (or now). */
   callRequests: Map<number, string>;
+  /** The conference's lease now (its runner's generation): another than the room's, it is lost. */
+  lease: number | undefined;
 }
 
 /** How an attendee's call goes, as the room records it. */
@@ -228,6 +235,8 @@ export interface ConferenceStore {
    * may pass with time, so the room tries the write again.
    */
   unreachable(error: unknown): boolean;
+  /** Whether a write failed because the room's lease is lost: another instance runs its conference. */
+  leaseLost(error: unknown): boolean;
   loadRoom(conferenceId: number): Promise<RoomState>;
   ownerName(userId: number): Promise<string | undefined>;
   recordAttendeeCall(

@@ -7,6 +7,8 @@ export const CONFERENCE_EVENT_TYPES = [
   "conference-ended",
   /** Due but not started: no instance has room for it (each at BRIDGELINE_MAX_PARTICIPANTS). */
   "conference-delayed",
+  /** Taken over by another instance after its runner fell silent (or handed over on stopping). */
+  "conference-recovered",
   "attendee-calling",
   "attendee-connected",
   "attendee-disconnected",
@@ -41,12 +43,29 @@ export interface ConferenceEvent {
   readonly reason: string | null;
   /** How the call is protected, on attendee-connected events; null on the others. */
   readonly encryption: CallEncryption | null;
+  /** What the take-over was, on conference-recovered events; null on the others. */
+  readonly recovery: RecoveryDetails | null;
   /** ISO 8601 UTC, to the millisecond. */
   readonly at: string;
 }
 
+/** A conference taken over from the instance that ran it. */
+export interface RecoveryDetails {
+  /** The instance that ran it (its BRIDGELINE_INSTANCE_ID), and the one that runs it now. */
+  readonly previousInstance: string | null;
+  readonly instance: string;
+  /** From the previous runner's last heartbeat to the take-over: the time nobody ran the room. */
+  readonly gapSeconds: number;
+  /** The attendees the new room calls back. */
+  readonly calledBack: number;
+  /** Why: the runner fell silent, or handed its rooms over as it stopped. */
+  readonly cause: "runner-silent" | "handed-over";
+}
+
 /** An event to append: the id and time are the store's. */
-export type NewConferenceEvent = Omit<ConferenceEvent, "id" | "at">;
+export type NewConferenceEvent = Omit<ConferenceEvent, "id" | "at" | "recovery"> & {
+  readonly recovery?: RecoveryDetails;
+};
 
 /** The conference options whose changes live views are told. */
 export interface LiveControls {
@@ -91,6 +110,7 @@ export function eventData(event: ConferenceEvent): string {
     at: event.at,
     ...(event.reason !== null && { reason: event.reason }),
     ...(event.encryption !== null && { encryption: event.encryption }),
+    ...(event.recovery !== null && { recovery: event.recovery }),
   });
 }
 

@@ -32,6 +32,7 @@ export const PROMPT_NAMES = [
   "recording-started",
   "recording-stopped",
   "conference-ending",
+  "reconnecting",
   "participants",
   "number-0",
   "number-1",

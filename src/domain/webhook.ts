@@ -236,6 +236,7 @@ export function webhookPayload(event: ConferenceEvent): string {
       attendeeId: event.attendeeId,
       ...(event.reason !== null && { reason: event.reason }),
       ...(event.encryption !== null && { encryption: event.encryption }),
+      ...(event.recovery !== null && { recovery: event.recovery }),
     },
   });
 }

@@ -1,15 +1,34 @@
 /**
  * What the scheduler needs of the store, in its own types: claiming due conferences so that exactly
- * one instance starts each, the running instance's heartbeat, the due conferences no instance had
- * room for, the conferences of instances that died, and the instances alive (store/scheduler-store.ts
- * implements it).
+ * one instance starts each, the running instance's leases, the due conferences no instance had room
+ * for, taking over the conferences of instances that died or stopped, and the instances alive
+ * (store/scheduler-store.ts implements it).
  */
 import type { Conference } from "../domain/conference.js";
+import type { RecoveryDetails } from "../domain/event.js";
 
 /** A conference just claimed, with how many attendees it has (the room it takes). */
 export interface ClaimedConference {
   readonly conference: Conference;
   readonly attendees: number;
+  /** The lease it is run under: the generation its room writes with (store/leases.ts). */
+  readonly lease: number;
+}
+
+/** A conference taken over from an instance that fell silent or handed it over. */
+export interface TakenOverConference extends ClaimedConference {
+  /**
+   * The attendees the service had called that were connected or being called when the runner went:
+   * the new room calls them back. (Callers who dialled in call again.)
+   */
+  readonly callBack: readonly number[];
+  readonly recovery: RecoveryDetails;
+}
+
+/** A lease this instance still holds, as the store says. */
+export interface HeldLease {
+  readonly conferenceId: number;
+  readonly lease: number;
 }
 
 /** Who claims a conference. */
@@ -47,16 +66,27 @@ export interface SchedulerStore {
    * after each scheduled start; returns those marked now.
    */
   markDelayedConferences(dueBefore: Date, now: Date): Promise<DelayedConference[]>;
-  /** The running instance says it still runs its conferences. */
-  renewHeartbeat(runner: string, now: Date): Promise<void>;
   /**
-   * Ends the started conferences whose runner is gone: this instance before a restart (`ownRunner`)
-   * or any runner silent since `staleBefore`.
+   * The running instance says it still runs its conferences (their leases run on from `now`), and
+   * learns which it still holds: a conference taken over meanwhile is not among them.
    */
-  recoverAbandonedConferences(
-    abandoned: { ownRunner?: string; staleBefore: Date },
+  renewLeases(runner: string, now: Date): Promise<HeldLease[]>;
+  /**
+   * Takes over the started conferences whose runner is gone, one at a time, as far as `claimant`'s
+   * room allows: this instance's own before a restart (`ownRunner`), those handed over, and (with
+   * `silentBefore`) those whose runner has been silent since then. One whose runner was last heard of
+   * before `endBefore` is ended instead (its calls long gone, nobody is called back).
+   */
+  takeOverConferences(
+    claimant: Claimant,
+    gone: { readonly ownRunner?: string; readonly silentBefore?: Date; readonly endBefore: Date },
     now: Date,
-  ): Promise<RecoveredConference[]>;
+  ): Promise<{ takenOver: TakenOverConference[]; ended: RecoveredConference[] }>;
+  /**
+   * Hands these conferences of `runner`'s over (it is stopping): another instance takes them at
+   * once. Their leases end here, so the rooms' own writes are refused from now on.
+   */
+  releaseLeases(runner: string, leases: readonly HeldLease[], now: Date): Promise<void>;
   /**
    * Records that `instance` is alive at its SIP URI, forgets the instances silent since `staleBefore`,
    * and returns the SIP URIs of the other instances alive.

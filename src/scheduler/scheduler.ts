@@ -1,13 +1,27 @@
 /**
  * Starts conferences on time. The schedule is the database itself: every poll claims the pending
  * conferences that are due (so a restart, a reschedule or a delete takes effect at the next poll),
- * each claimed by exactly one instance. It also keeps this instance's heartbeat on the conferences it
- * runs and among the instances alive, ends the conferences of instances that died, and reports the
- * due conferences that no instance had room to start.
+ * each claimed by exactly one instance. It also renews this instance's leases on the conferences it
+ * runs (its heartbeat) and its place among the instances alive, takes over the conferences of
+ * instances that fell silent past the lease or handed theirs over, and reports the due conferences
+ * that no instance had room to start.
+ *
+ * The lease: a runner's conferences are its own while it renews them; silent for `leaseMs`, they
+ * are another's to take. The runner itself counts its lease from when it asked for the renewal, so
+ * it knows its lease over before any other instance can think so (onLeases' validForMs), whatever
+ * happened to it meanwhile (paused, cut off from the database). An instance takes over others'
+ * conferences only once it has itself renewed without a break for a whole lease: after an outage of
+ * the database every runner alive has renewed before anyone judges it silent.
  */
 import type { Clock, TimerHandle } from "../domain/clock.js";
 import type { Conference } from "../domain/conference.js";
-import type { DelayedConference, RecoveredConference, SchedulerStore } from "./ports.js";
+import type {
+  DelayedConference,
+  HeldLease,
+  RecoveredConference,
+  SchedulerStore,
+  TakenOverConference,
+} from "./ports.js";
 
 export interface SchedulerLogger {
   info(fields: object, message: string): void;
@@ -34,17 +48,36 @@ export interface SchedulerOptions {
   readonly logger: SchedulerLogger;
   /** What the polls and heartbeats run on, and what now is. */
   readonly clock: Clock;
-  /** Runs a conference this instance has just claimed (state started), with its attendee count. */
-  readonly startConference: (conference: Conference, attendees: number) => void;
+  /**
+   * Runs a conference this instance has just claimed (state started), with its attendee count and the
+   * lease it runs under.
+   */
+  readonly startConference: (conference: Conference, attendees: number, lease: number) => void;
+  /** Runs a conference this instance has just taken over: its room calls back `callBack`. */
+  readonly takeOverConference: (conference: TakenOverConference) => void;
+  /**
+   * Told after each renewal the leases this instance still holds, and for how long from now they are
+   * surely its own (the lease counted from when the renewal was asked for).
+   */
+  readonly onLeases?: (held: readonly HeldLease[], validForMs: number) => void;
   /** How often due conferences are looked for; a conference starts at most this late. */
   readonly pollIntervalMs?: number;
+  /** How often the leases are renewed; a quarter of the lease by default. */
   readonly heartbeatIntervalMs?: number;
-  /** A runner silent for this long is taken for dead and its conferences ended. */
+  /** A runner silent this long has lost its conferences: another instance takes them over. */
+  readonly leaseMs?: number;
+  /**
+   * A conference whose runner was last heard of longer ago than this is ended when found, not taken
+   * over: its callers are long gone (every instance was down meanwhile).
+   */
+  readonly takeOverWithinMs?: number;
+  /** An instance silent this long is no longer among the instances alive (their SIP addresses). */
   readonly staleAfterMs?: number;
 }
 
 const DEFAULT_POLL_INTERVAL_MS = 250;
-const DEFAULT_HEARTBEAT_INTERVAL_MS = 5_000;
+export const DEFAULT_LEASE_MS = 6_000;
+const DEFAULT_TAKE_OVER_WITHIN_MS = 5 * 60_000;
 const DEFAULT_STALE_AFTER_MS = 30_000;
 /**
  * A conference still pending this long after its time was left by every instance polling (each
@@ -58,22 +91,47 @@ export class Scheduler {
   #heartbeatTimer: TimerHandle | undefined;
   #running: Promise<void> | undefined;
   #stopped = false;
+  /** Since when this instance has renewed its leases without a break; undefined after a failure. */
+  #renewingSince: number | undefined;
+  #otherInstances = 0;
+  #takeOvers = 0;
 
   constructor(options: SchedulerOptions) {
     this.#options = options;
   }
 
-  /** Ends what an earlier run of this instance left started, then starts polling. */
+  /** The instances alive besides this one, as the last heartbeat found them. */
+  get otherInstances(): number {
+    return this.#otherInstances;
+  }
+
+  /** Conferences this instance has taken over since start. */
+  get takeOvers(): number {
+    return this.#takeOvers;
+  }
+
+  get #leaseMs(): number {
+    return this.#options.leaseMs ?? DEFAULT_LEASE_MS;
+  }
+
+  /** Takes over what an earlier run of this instance left started, then starts polling. */
   async start(): Promise<void> {
     const now = this.#now();
-    const recovered = await this.#options.store.recoverAbandonedConferences(
-      { ownRunner: this.#options.runner, staleBefore: this.#staleBefore(now) },
-      now,
-    );
-    this.#logRecovered(recovered);
+    this.#renewingSince = now.getTime();
+    await this.#takeOver({ ownRunner: this.#options.runner }, now);
     await this.#renewInstance(now);
     this.#schedulePoll(0);
     this.#scheduleBeat();
+  }
+
+  /**
+   * Hands these conferences over (this instance is stopping and another is alive): another instance
+   * takes them over at once; their rooms here can write nothing more.
+   */
+  async handOver(leases: readonly HeldLease[]): Promise<void> {
+    await this.#options.store.releaseLeases(this.#options.runner, leases, this.#now());
+    for (const { conferenceId } of leases)
+      this.#options.logger.info({ conferenceId }, "conference handed over to the other instances");
   }
 
   /** Stops polling; a claim in progress finishes first. */
@@ -108,7 +166,7 @@ export class Scheduler {
         const { conference, attendees } = claimed;
         logger.info({ conferenceId: conference.id }, "conference started");
         try {
-          this.#options.startConference(conference, attendees);
+          this.#options.startConference(conference, attendees, claimed.lease);
         } catch (error) {
           logger.error({ err: error, conferenceId: conference.id }, "conference could not be run");
         }
@@ -121,24 +179,56 @@ export class Scheduler {
   /** The next heartbeat, one interval on (each on time, whether the last has finished or not). */
   #scheduleBeat(): void {
     if (this.#stopped) return;
-    this.#heartbeatTimer = this.#options.clock.setTimeout(() => {
-      this.#scheduleBeat();
-      void this.#beat();
-    }, this.#options.heartbeatIntervalMs ?? DEFAULT_HEARTBEAT_INTERVAL_MS);
+    this.#heartbeatTimer = this.#options.clock.setTimeout(
+      () => {
+        this.#scheduleBeat();
+        void this.#beat();
+      },
+      this.#options.heartbeatIntervalMs ?? this.#leaseMs / 4,
+    );
   }
 
   async #beat(): Promise<void> {
-    const { store, runner, logger } = this.#options;
+    const { store, runner, logger, clock } = this.#options;
     const now = this.#now();
     try {
-      await store.renewHeartbeat(runner, now);
+      const held = await store.renewLeases(runner, now);
+      if (this.#stopped) return;
+      this.#options.onLeases?.(held, this.#leaseMs - (clock.now() - now.getTime()));
+      this.#renewingSince ??= now.getTime();
       await this.#renewInstance(now);
       this.#logDelayed(await store.markDelayedConferences(new Date(now.getTime() - DELAYED_AFTER_MS), now));
-      this.#logRecovered(
-        await store.recoverAbandonedConferences({ staleBefore: this.#staleBefore(now) }, now),
-      );
+      // Others' conferences only after a whole lease of renewals: see the lease above.
+      const judges = now.getTime() - this.#renewingSince >= this.#leaseMs;
+      await this.#takeOver(judges ? { silentBefore: new Date(now.getTime() - this.#leaseMs) } : {}, now);
     } catch (error) {
+      this.#renewingSince = undefined;
       logger.warn({ err: error }, "conference heartbeat failed; trying again");
+    }
+  }
+
+  /** Takes over the conferences `gone` names and those handed over; ends those gone too long. */
+  async #takeOver(gone: { ownRunner?: string; silentBefore?: Date }, now: Date): Promise<void> {
+    const { store, runner, logger } = this.#options;
+    const claimant = { runner, sipUri: this.#options.sipUri ?? null, room: this.#options.room?.() ?? null };
+    const endBefore = new Date(
+      now.getTime() - (this.#options.takeOverWithinMs ?? DEFAULT_TAKE_OVER_WITHIN_MS),
+    );
+    const { takenOver, ended } = await store.takeOverConferences(claimant, { ...gone, endBefore }, now);
+    this.#logRecovered(ended);
+    for (const conference of takenOver) {
+      this.#takeOvers++;
+      logger.warn(
+        { conferenceId: conference.conference.id, ...conference.recovery },
+        conference.recovery.cause === "handed-over"
+          ? "conference taken over: its instance handed it over as it stopped; calling its attendees back"
+          : "conference taken over: the instance running it fell silent; calling its attendees back",
+      );
+      try {
+        this.#options.takeOverConference(conference);
+      } catch (error) {
+        logger.error({ err: error, conferenceId: conference.conference.id }, "conference could not be run");
+      }
     }
   }
 
@@ -147,6 +237,7 @@ export class Scheduler {
     const { store, runner, sipUri, onOtherInstances } = this.#options;
     if (sipUri === undefined || sipUri === null) return;
     const others = await store.renewSipInstance({ runner, sipUri }, this.#staleBefore(now), now);
+    this.#otherInstances = others.length;
     onOtherInstances?.(others);
   }
 
@@ -180,7 +271,7 @@ export class Scheduler {
           runner: conference.runner,
           disconnectedAttendees: conference.disconnectedAttendees,
         },
-        "conference ended: the instance running it stopped; its calls were marked disconnected",
+        "conference ended: the instance running it stopped too long ago to call anyone back; its calls were marked disconnected",
       );
     }
   }

@@ -19,7 +19,8 @@ import {
   takeHandoff,
   withdrawAdmission,
 } from "./dial-in.js";
-import { appendEvent, appendEvents } from "./events.js";
+import { appendEvents } from "./events.js";
+import { checkLease, LeaseLost } from "./leases.js";
 import { roomEvent } from "./live-events.js";
 import { endPlacedCall, reservePlacedCalls } from "./placed-calls.js";
 import { setRecordingFile } from "./recordings.js";
@@ -29,6 +30,7 @@ import { connectedDurationSql, flag, nextLockVersion, readFlag, timestamp } from
 export function conferenceStore(store: Store): ConferenceStore {
   return {
     unreachable: (error) => unreachableReason(error) !== undefined,
+    leaseLost: (error) => error instanceof LeaseLost,
     loadRoom: (conferenceId) => loadRoom(store, conferenceId),
     ownerName: (userId) => ownerName(store, userId),
     recordAttendeeCall: (scope, attendeeId, event, at) =>
@@ -41,7 +43,11 @@ export function conferenceStore(store: Store): ConferenceStore {
     reservePlacedCalls: (scope, attendeeIds, policy, at) =>
       reservePlacedCalls(store, scope, attendeeIds, policy, at),
     endPlacedCall: (placedCallId, at) => endPlacedCall(store, placedCallId, at),
-    appendEvent: (scope, attendeeId, type, at) => appendEvent(store, roomEvent(scope, type, attendeeId), at),
+    appendEvent: (scope, attendeeId, type, at) =>
+      store.db.transaction().execute(async (trx) => {
+        await checkLease(trx, store.dialect, scope);
+        await appendEvents(trx, [roomEvent(scope, type, attendeeId)], at);
+      }),
     setRecordingFile: (conferenceId, fileName) => setRecordingFile(store, conferenceId, fileName),
     findPinTarget: (pin) => findPinTarget(store, pin),
     admitCaller: (conferenceId, caller, moderator, at) =>
@@ -72,6 +78,7 @@ async function loadRoom(store: Store, conferenceId: number): Promise<RoomState> 
     attendees: attendees.map(toAttendee),
     endRequestedAt: conference?.end_requested_at ?? null,
     callRequests,
+    lease: conference === undefined ? undefined : Number(conference.runner_generation),
   };
 }
 
@@ -94,6 +101,7 @@ function recordAttendeeCall(
   now: Date,
 ): Promise<boolean> {
   return store.db.transaction().execute(async (trx) => {
+    await checkLease(trx, store.dialect, scope);
     const updated = await updateAttendeeCall(trx, store.dialect, attendeeId, event, now);
     if (updated) {
       const reason = event.kind === "failed" || event.kind === "disconnected" ? event.result : null;
@@ -158,6 +166,7 @@ async function recordAttendeeControls(
   now: Date,
 ): Promise<void> {
   await store.db.transaction().execute(async (trx) => {
+    await checkLease(trx, store.dialect, scope);
     const before = await trx
       .selectFrom("attendees")
       .select(["muted", "hand_up"])
@@ -198,6 +207,7 @@ async function recordConferenceControls(
   reason: string | null = null,
 ): Promise<void> {
   await store.db.transaction().execute(async (trx) => {
+    await checkLease(trx, store.dialect, scope);
     const before = await trx
       .selectFrom("conferences")
       .select(["dial_in_locked", "lecture_mode", "record_audio", "encrypted_only"])
@@ -246,6 +256,7 @@ async function endConference(
   const at = timestamp(now);
   const conferenceId = scope.conferenceId;
   await store.db.transaction().execute(async (trx) => {
+    await checkLease(trx, store.dialect, scope);
     const disconnected = await trx
       .updateTable("attendees")
       .set({

@@ -5,7 +5,12 @@
  */
 import type { Kysely, Selectable } from "kysely";
 import { readCallEncryption } from "../domain/encryption.js";
-import type { ConferenceEvent, ConferenceEventType, NewConferenceEvent } from "../domain/event.js";
+import type {
+  ConferenceEvent,
+  ConferenceEventType,
+  NewConferenceEvent,
+  RecoveryDetails,
+} from "../domain/event.js";
 import type { Store } from "./database.js";
 import type { Database, EventTable } from "./schema.js";
 import { queueWebhookDeliveries } from "./webhook-outbox.js";
@@ -22,6 +27,7 @@ function toEvent(row: Selectable<EventTable>): ConferenceEvent {
     type: row.type as ConferenceEventType,
     reason: row.reason,
     encryption: readCallEncryption(row.encryption),
+    recovery: row.details === null ? null : (JSON.parse(row.details) as RecoveryDetails),
     at: new Date(row.created_at).toISOString(),
   };
 }
@@ -48,17 +54,13 @@ export async function appendEvents(
         type: event.type,
         reason: event.reason,
         encryption: event.encryption,
+        details: event.recovery === undefined ? null : JSON.stringify(event.recovery),
         created_at: at,
       })),
     )
     .returningAll()
     .execute();
   await queueWebhookDeliveries(db, rows.sort((a, b) => a.id - b.id).map(toEvent), now);
-}
-
-/** Appends one event on its own (talking started and stopped, which change no other row). */
-export function appendEvent(store: Store, event: NewConferenceEvent, now: Date): Promise<void> {
-  return appendEvents(store.db, [event], now);
 }
 
 /** The highest event id committed so far (0 when there is none). */

@@ -457,6 +457,25 @@ function sipInstances(dialect: StoreDialect): Migration {
     },
   };
 }
+/**
+ * Conferences that outlive their instance (store/leases.ts): the runner's lease generation (the
+ * fencing token) and hand-over, the recording's later parts, and the take-over's details on its event.
+ */
+function conferenceLeases(dialect: StoreDialect): Migration {
+  const t = columnTypes(dialect);
+  return {
+    async up(db: AnyDb) {
+      await db.schema
+        .alterTable("conferences")
+        .addColumn("runner_generation", "integer", (c) => c.notNull().defaultTo(0))
+        .execute();
+      await db.schema.alterTable("conferences").addColumn("runner_released_at", t.timestamp).execute();
+      await db.schema.alterTable("conferences").addColumn("recording_parts", "text").execute();
+      await db.schema.alterTable("events").addColumn("details", "text").execute();
+    },
+  };
+}
+
 export function migrationProvider(dialect: StoreDialect): MigrationProvider {
   return {
     async getMigrations() {
@@ -472,6 +491,7 @@ export function migrationProvider(dialect: StoreDialect): MigrationProvider {
         "0009_attempt_counts": attemptCounts(dialect),
         "0010_call_encryption": callEncryption(dialect),
         "0011_sip_instances": sipInstances(dialect),
+        "0012_conference_leases": conferenceLeases(dialect),
       };
     },
   };

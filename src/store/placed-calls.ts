@@ -13,6 +13,7 @@ import {
   type PlacedCallCounts,
 } from "../domain/phone.js";
 import type { Store } from "./database.js";
+import { checkLease } from "./leases.js";
 import type { Database } from "./schema.js";
 import { timestamp } from "./values.js";
 
@@ -48,13 +49,14 @@ export function placedCallCounts(store: Store, userId: number, now: Date): Promi
  */
 export async function reservePlacedCalls(
   store: Store,
-  scope: { userId: number; conferenceId: number },
+  scope: { userId: number; conferenceId: number; lease?: number },
   attendeeIds: readonly number[],
   policy: CallingPolicy,
   now: Date,
 ): Promise<Map<number, PlacedCallAllowance>> {
   const at = timestamp(now);
   return store.db.transaction().execute(async (trx) => {
+    await checkLease(trx, store.dialect, scope);
     await lockUser(trx, store, scope.userId);
     await sweepPlacedCalls(trx, scope.userId, now);
     const counts = await countPlacedCalls(trx, scope.userId, now);

@@ -1,21 +1,26 @@
 /**
  * The store side of the scheduler (the SchedulerStore of scheduler/ports.ts): claiming due
- * conferences so that exactly one instance starts each, the running instance's heartbeat, the due
- * conferences no instance had room for, and recovery of conferences whose instance died; each change
- * with its events for live views, in its transaction.
+ * conferences so that exactly one instance starts each, the running instance's leases, the due
+ * conferences no instance had room for, and the take-over of conferences whose instance died or
+ * stopped; each change with its events for live views, in its transaction.
  */
+import { type Kysely, sql } from "kysely";
 import { CALL_IN_PROGRESS } from "../domain/attendee.js";
+import type { RecoveryDetails } from "../domain/event.js";
 import type {
   Claimant,
   ClaimedConference,
   DelayedConference,
+  HeldLease,
   RecoveredConference,
   SchedulerStore,
+  TakenOverConference,
 } from "../scheduler/ports.js";
 import { toConference } from "./conferences.js";
 import type { Store } from "./database.js";
 import { appendEvents } from "./events.js";
 import { roomEvent } from "./live-events.js";
+import type { Database } from "./schema.js";
 import { renewSipInstance } from "./sip-instances.js";
 import { connectedDurationSql, nextLockVersion, timestamp } from "./values.js";
 
@@ -23,8 +28,9 @@ export function schedulerStore(store: Store): SchedulerStore {
   return {
     claimDueConference: (claimant, now) => claimDueConference(store, claimant, now),
     markDelayedConferences: (dueBefore, now) => markDelayedConferences(store, dueBefore, now),
-    renewHeartbeat: (runner, now) => renewHeartbeat(store, runner, now),
-    recoverAbandonedConferences: (abandoned, now) => recoverAbandonedConferences(store, abandoned, now),
+    renewLeases: (runner, now) => renewLeases(store, runner, now),
+    takeOverConferences: (claimant, gone, now) => takeOverConferences(store, claimant, gone, now),
+    releaseLeases: (runner, leases, now) => releaseLeases(store, runner, leases, now),
     renewSipInstance: (instance, staleBefore, now) => renewSipInstance(store, instance, staleBefore, now),
   };
 }
@@ -72,6 +78,8 @@ async function claimDueConference(
         runner,
         runner_sip_uri: claimant.sipUri,
         runner_heartbeat_at: at,
+        runner_released_at: null,
+        runner_generation: sql<number>`runner_generation + 1`,
         updated_at: at,
         lock_version: nextLockVersion(),
       })
@@ -82,12 +90,8 @@ async function claimDueConference(
     if (row === undefined) return undefined;
     const scope = { userId: row.user_id, conferenceId: row.id };
     await appendEvents(trx, [roomEvent(scope, "conference-started")], now);
-    const { attendees } = await trx
-      .selectFrom("attendees")
-      .select((eb) => eb.fn.countAll<number>().as("attendees"))
-      .where("conference_id", "=", row.id)
-      .executeTakeFirstOrThrow();
-    return { conference: toConference(row), attendees: Number(attendees) };
+    const attendees = await countAttendees(trx, row.id);
+    return { conference: toConference(row), attendees, lease: Number(row.runner_generation) };
   });
 }
 
@@ -145,55 +149,90 @@ async function markDelayedConferences(
   });
 }
 
-/** The running instance says it still runs its conferences. */
-async function renewHeartbeat(store: Store, runner: string, now: Date): Promise<void> {
-  await store.db
+/**
+ * The running instance says it still runs its conferences: their heartbeat is now. Returns the
+ * leases it still holds (not taken over, not handed over).
+ */
+async function renewLeases(store: Store, runner: string, now: Date): Promise<HeldLease[]> {
+  const rows = await store.db
     .updateTable("conferences")
     .set({ runner_heartbeat_at: timestamp(now) })
     .where("runner", "=", runner)
     .where("state", "=", "started")
+    .where("runner_released_at", "is", null)
+    .returning(["id", "runner_generation"])
     .execute();
+  return rows.map((row) => ({ conferenceId: row.id, lease: Number(row.runner_generation) }));
 }
 
+/** Why a conference's calls ended when its runner went, on the calls and on an ended conference. */
+export const RUNNER_GONE_REASON = "call lost: the service stopped";
+
 /**
- * Crash recovery: ends started conferences whose runner is gone: this instance before a restart
- * (`ownRunner`, given once at start-up) or any runner silent since `staleBefore`. Calls still marked in progress are
- * disconnected with their seconds counted up to the runner's last heartbeat, the last moment they
- * are known to have existed. Each conference is claimed with FOR UPDATE SKIP LOCKED on PostgreSQL.
+ * Takes over, one at a time, the started conferences whose runner is gone (see
+ * SchedulerStore.takeOverConferences): the conference gets `claimant` as its runner and a new lease;
+ * the calls still marked in progress are disconnected with their seconds counted up to the runner's
+ * last heartbeat (the last moment they are known to have existed), their placed calls end then, and
+ * the attendees the service had called are returned to be called back. A conference last heard of
+ * before `endBefore` is ended instead; one too big for the claimant's room is left to another. Each
+ * conference is locked with FOR UPDATE SKIP LOCKED on PostgreSQL, so instances looking together take
+ * each once.
  */
-async function recoverAbandonedConferences(
+async function takeOverConferences(
   store: Store,
-  abandoned: { ownRunner?: string; staleBefore: Date },
+  claimant: Claimant,
+  gone: { readonly ownRunner?: string; readonly silentBefore?: Date; readonly endBefore: Date },
   now: Date,
-): Promise<RecoveredConference[]> {
-  const recovered: RecoveredConference[] = [];
+): Promise<{ takenOver: TakenOverConference[]; ended: RecoveredConference[] }> {
+  const takenOver: TakenOverConference[] = [];
+  const ended: RecoveredConference[] = [];
+  /** Found but too big for this instance's room: left to another. */
+  const tooBig: number[] = [];
+  const at = timestamp(now);
   for (;;) {
-    const found = await store.db.transaction().execute(async (trx) => {
+    const done = await store.db.transaction().execute(async (trx) => {
       let query = trx
         .selectFrom("conferences")
-        .select(["id", "user_id", "name", "runner", "runner_heartbeat_at", "started_at"])
+        .selectAll()
         .where("state", "=", "started")
         .where((eb) =>
           eb.or([
-            eb("runner_heartbeat_at", "<", timestamp(abandoned.staleBefore)),
+            eb("runner_released_at", "is not", null),
             eb("runner_heartbeat_at", "is", null),
-            ...(abandoned.ownRunner === undefined ? [] : [eb("runner", "=", abandoned.ownRunner)]),
+            ...(gone.silentBefore === undefined
+              ? []
+              : [eb("runner_heartbeat_at", "<", timestamp(gone.silentBefore))]),
+            ...(gone.ownRunner === undefined ? [] : [eb("runner", "=", gone.ownRunner)]),
           ]),
         )
+        .$if(tooBig.length > 0, (q) => q.where("id", "not in", tooBig))
+        .orderBy("id")
         .limit(1);
       if (store.dialect === "postgres") query = query.forUpdate().skipLocked();
       const row = await query.executeTakeFirst();
-      if (row === undefined) return undefined;
-      const lastSeen = row.runner_heartbeat_at ?? row.started_at ?? timestamp(now);
-      const at = timestamp(now);
-      const reason = "call lost: the service stopped";
+      if (row === undefined) return true;
+      const lastSeen = row.runner_released_at ?? row.runner_heartbeat_at ?? row.started_at ?? at;
+      const endIt = new Date(lastSeen) < gone.endBefore;
+      const attendees = await countAttendees(trx, row.id);
+      if (!endIt && claimant.room !== null && Math.max(1, attendees) > claimant.room) {
+        tooBig.push(row.id);
+        return false;
+      }
+      const scope = { userId: row.user_id, conferenceId: row.id };
+      const inProgress = await trx
+        .selectFrom("attendees")
+        .select(["id", "dial_in", "phone_number_subscriber_number"])
+        .where("conference_id", "=", row.id)
+        .where("state", "in", CALL_IN_PROGRESS)
+        .orderBy("id")
+        .execute();
       const disconnected = await trx
         .updateTable("attendees")
         .set({
           state: "disconnected",
           duration: connectedDurationSql(store.dialect, lastSeen),
           connected_at: null,
-          call_result: reason,
+          call_result: RUNNER_GONE_REASON,
           updated_at: at,
           lock_version: nextLockVersion(),
         })
@@ -202,34 +241,109 @@ async function recoverAbandonedConferences(
         .returning("id")
         .execute();
       await trx
+        .updateTable("placed_calls")
+        .set({ ended_at: lastSeen })
+        .where("conference_id", "=", row.id)
+        .where("ended_at", "is", null)
+        .execute();
+      const disconnectedEvents = disconnected.map((attendee) =>
+        roomEvent(scope, "attendee-disconnected", attendee.id, RUNNER_GONE_REASON),
+      );
+      if (endIt) {
+        await trx
+          .updateTable("conferences")
+          .set({
+            state: "ended",
+            ended_at: lastSeen,
+            runner: null,
+            runner_heartbeat_at: null,
+            runner_released_at: null,
+            updated_at: at,
+            lock_version: nextLockVersion(),
+          })
+          .where("id", "=", row.id)
+          .execute();
+        await appendEvents(
+          trx,
+          [...disconnectedEvents, roomEvent(scope, "conference-ended", null, RUNNER_GONE_REASON)],
+          now,
+        );
+        ended.push({
+          id: row.id,
+          name: row.name,
+          runner: row.runner,
+          disconnectedAttendees: disconnected.length,
+        });
+        return false;
+      }
+      const lease = Number(row.runner_generation) + 1;
+      const taken = await trx
         .updateTable("conferences")
         .set({
-          state: "ended",
-          ended_at: lastSeen,
-          runner: null,
-          runner_heartbeat_at: null,
+          runner: claimant.runner,
+          runner_sip_uri: claimant.sipUri,
+          runner_heartbeat_at: at,
+          runner_released_at: null,
+          runner_generation: lease,
           updated_at: at,
           lock_version: nextLockVersion(),
         })
         .where("id", "=", row.id)
-        .execute();
-      const scope = { userId: row.user_id, conferenceId: row.id };
+        .returningAll()
+        .executeTakeFirstOrThrow();
+      const callBack = inProgress
+        .filter((attendee) => !attendee.dial_in && attendee.phone_number_subscriber_number !== null)
+        .map((attendee) => attendee.id);
+      const recovery: RecoveryDetails = {
+        previousInstance: row.runner,
+        instance: claimant.runner,
+        gapSeconds: Math.max(0, Math.round((now.getTime() - Date.parse(lastSeen)) / 100) / 10),
+        calledBack: callBack.length,
+        cause: row.runner_released_at === null ? "runner-silent" : "handed-over",
+      };
       await appendEvents(
         trx,
-        [
-          ...disconnected.map((attendee) => roomEvent(scope, "attendee-disconnected", attendee.id, reason)),
-          roomEvent(scope, "conference-ended", null, reason),
-        ],
+        [...disconnectedEvents, { ...roomEvent(scope, "conference-recovered"), recovery }],
         now,
       );
-      return {
-        id: row.id,
-        name: row.name,
-        runner: row.runner,
-        disconnectedAttendees: disconnected.length,
-      };
+      takenOver.push({ conference: toConference(taken), attendees, lease, callBack, recovery });
+      return false;
     });
-    if (found === undefined) return recovered;
-    recovered.push(found);
+    if (done) return { takenOver, ended };
   }
+}
+
+/**
+ * Hands the conferences over: released now, with a new generation so that the stopping room's own
+ * writes are refused from here on; any instance takes them over at once.
+ */
+async function releaseLeases(
+  store: Store,
+  runner: string,
+  leases: readonly HeldLease[],
+  now: Date,
+): Promise<void> {
+  for (const { conferenceId, lease } of leases) {
+    await store.db
+      .updateTable("conferences")
+      .set((eb) => ({
+        runner_released_at: timestamp(now),
+        runner_heartbeat_at: timestamp(now),
+        runner_generation: eb("runner_generation", "+", 1),
+      }))
+      .where("id", "=", conferenceId)
+      .where("runner", "=", runner)
+      .where("runner_generation", "=", lease)
+      .where("state", "=", "started")
+      .execute();
+  }
+}
+
+async function countAttendees(db: Kysely<Database>, conferenceId: number): Promise<number> {
+  const { attendees } = await db
+    .selectFrom("attendees")
+    .select((eb) => eb.fn.countAll<number>().as("attendees"))
+    .where("conference_id", "=", conferenceId)
+    .executeTakeFirstOrThrow();
+  return Number(attendees);
 }

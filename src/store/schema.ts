@@ -89,10 +89,22 @@ export interface ConferenceTable extends Versioned {
   runner: string | null;
   /** Where the runner takes calls for the conference's room (other instances carry callers there). */
   runner_sip_uri: string | null;
-  /** When the runner last confirmed it still runs the conference (crash recovery). */
+  /** When the runner last confirmed it still runs the conference: its lease runs from then. */
   runner_heartbeat_at: Timestamp | null;
+  /**
+   * The fencing token of the runner's lease: one more with each claim and take-over. A room's writes
+   * are refused once it is not theirs any more (store/leases.ts).
+   */
+  runner_generation: Generated<number>;
+  /** When the runner handed the conference over as it stopped (any instance takes it at once). */
+  runner_released_at: Generated<Timestamp | null>;
   /** The recording's file name in the data directory's recordings/ folder; null until one exists. */
   recording_file: string | null;
+  /**
+   * The recording's later parts (a JSON array of file names, in order): each room that took the
+   * conference over records into a file of its own. Null while there is one part.
+   */
+  recording_parts: Generated<string | null>;
   /** How many notification messages about the conference were queued: the next iCalendar SEQUENCE. */
   notification_sequence: Generated<number>;
   /** Set through the API to have the running room end the conference. */
@@ -161,6 +173,8 @@ export interface EventTable {
   reason: string | null;
   /** On attendee-connected: how the call is protected. */
   encryption: Generated<string | null>;
+  /** On conference-recovered: the take-over (domain/event.ts RecoveryDetails), as JSON. */
+  details: Generated<string | null>;
   created_at: Timestamp;
 }
 

@@ -62,7 +62,7 @@ async function runtime(
     refreshIntervalMs: 3_600_000,
     ...options,
   });
-  conferences.run(store.conference as Conference);
+  conferences.run(store.conference as Conference, 0, 1);
   await flush();
   const media = telephone.rooms[0] ?? assert.fail("the room opened no media");
   return { telephone, store, logger, conferences, clock, media };

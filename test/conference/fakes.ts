@@ -352,6 +352,9 @@ export type Write =
   | { op: "event"; attendeeId: number; type: ConferenceEventType }
   | { op: "recording-file"; fileName: string };
 
+/** A write the fake store refuses because the room's lease is not the conference's any more. */
+export class FakeLeaseLost extends Error {}
+
 export class FakeStore implements ConferenceStore {
   conference: Conference | undefined;
   attendees: Attendee[];
@@ -364,6 +367,8 @@ export class FakeStore implements ConferenceStore {
   readonly otherConferences = new Map<number, Conference>();
   /** While set, loadRoom reads the store at once but answers only once it resolves. */
   loadGate: Promise<void> | undefined;
+  /** The conference's lease, as its runner's generation: a test moves it on to take the room's away. */
+  lease = 1;
 
   constructor(conference: Conference, attendees: Attendee[]) {
     this.conference = conference;
@@ -381,6 +386,10 @@ export class FakeStore implements ConferenceStore {
     return false;
   }
 
+  leaseLost(error: unknown): boolean {
+    return error instanceof FakeLeaseLost;
+  }
+
   async loadRoom(conferenceId: number): Promise<RoomState> {
     const conference =
       this.conference?.id === conferenceId ? this.conference : this.otherConferences.get(conferenceId);
@@ -391,6 +400,7 @@ export class FakeStore implements ConferenceStore {
         .map((attendee) => ({ ...attendee })),
       endRequestedAt: this.endRequestedAt,
       callRequests: new Map(this.callRequests),
+      lease: conference === undefined ? undefined : this.lease,
     };
     await this.loadGate;
     return state;

@@ -79,6 +79,7 @@ export async function startRoom(options: HarnessOptions = {}): Promise<Harness> 
     callingPolicy: options.callingPolicy ?? OPEN_CALLING_POLICY,
     emptyPeriods: EMPTY_PERIODS,
     reserved: 1,
+    lease: 1,
     speak:
       options.speak ??
       (async (text) => {

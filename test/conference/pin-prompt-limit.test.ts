@@ -42,7 +42,7 @@ test("past the callers answered at the PIN prompt a caller is refused 503, unACK
     pinPrompt: { total: 2, perSource: 2 },
   });
   store.pins.set("1111", { role: "member", conferenceId: 7 });
-  conferences.run(store.conference as Conference);
+  conferences.run(store.conference as Conference, 0, 1);
   await flush();
   // Each from a source of its own: the total is what refuses.
   const from = (n: number) => ({ source: `192.0.2.${n}`, peer: false, callId: `call-${n}` });

@@ -46,7 +46,7 @@ async function runtime(
     refreshIntervalMs: 3_600_000,
     ...options,
   });
-  conferences.run(store.conference as Conference);
+  conferences.run(store.conference as Conference, 0, 1);
   await flush();
   return { telephone, store, logger, conferences, clock, media: telephone.rooms[0] };
 }
@@ -183,11 +183,11 @@ test("a member with the PIN is admitted as the dial-in attendee with its number,
 
 test("a conference runs once; a room whose audio fails ends alone; close ends the rest", async () => {
   const { telephone, store, logger, conferences, media } = await runtime();
-  conferences.run(store.conference as Conference);
+  conferences.run(store.conference as Conference, 0, 1);
   assert.equal(telephone.rooms.length, 1);
   store.otherConferences.set(8, conference({ id: 8 }));
   store.attendees.push(attendee(9, { conferenceId: 8, dialIn: true }));
-  conferences.run(conference({ id: 8 }));
+  conferences.run(conference({ id: 8 }), 0, 1);
   await flush();
   assert.equal(conferences.runningRooms, 2);
   telephone.rooms[1]?.fail("thread exited");
@@ -333,7 +333,7 @@ test("a room reserves its claimed attendees (one at least) on its instance; more
   const { telephone, store, conferences } = await runtime();
   assert.equal(conferences.participants, 1, "claimed with no count: one caller reserved");
   store.otherConferences.set(9, conference({ id: 9 }));
-  conferences.run(conference({ id: 9 }), 5);
+  conferences.run(conference({ id: 9 }), 5, 1);
   assert.equal(conferences.participants, 6);
   await dialIn(telephone, "+17785550123", "1111#");
   await dialIn(telephone, "anonymous", "2222#");

@@ -143,6 +143,7 @@ describe("deliveries", () => {
       type: "conference-ended" as const,
       reason: "moderator hung up",
       encryption: null,
+      recovery: null,
       at: "2030-01-01T10:00:00.123Z",
     };
     assert.deepEqual(JSON.parse(webhookPayload(event)), {

@@ -31,6 +31,7 @@ interface Running {
   clock: FakeClock;
   userId: number;
   started: number[];
+  takenOver: number[];
   warnings: string[];
   scheduler: Scheduler;
 }
@@ -50,6 +51,7 @@ async function running(room: number | null = null): Promise<Running> {
     new Date(T0),
   );
   const started: number[] = [];
+  const takenOver: number[] = [];
   const warnings: string[] = [];
   const scheduler = new Scheduler({
     store: schedulerStore(store),
@@ -58,10 +60,11 @@ async function running(room: number | null = null): Promise<Running> {
     room: () => room,
     logger: { info: () => {}, warn: (_fields, message) => warnings.push(message), error: () => {} },
     startConference: (conference: Conference) => started.push(conference.id),
+    takeOverConference: ({ conference }) => takenOver.push(conference.id),
     pollIntervalMs: POLL_MS,
     heartbeatIntervalMs: HEARTBEAT_MS,
   });
-  return { store, clock, userId: user.id, started, warnings, scheduler };
+  return { store, clock, userId: user.id, started, takenOver, warnings, scheduler };
 }
 
 /** A pending conference without a moderator, due `inMs` after the clock's now. */

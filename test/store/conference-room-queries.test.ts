@@ -8,7 +8,7 @@ import { after, before, it } from "node:test";
 import { conferenceStore } from "../../src/store/conference-store.js";
 import type { Store } from "../../src/store/database.js";
 import { findPinTarget } from "../../src/store/dial-in.js";
-import { appendEvent } from "../../src/store/events.js";
+import { appendEvents } from "../../src/store/events.js";
 import { forEachStore } from "../helpers/databases.js";
 import { createConference, createUser, type InProcessTestApi, startTestApi } from "../helpers/service.js";
 
@@ -158,16 +158,18 @@ forEachStore("a conference room's queries", (kind) => {
   });
 
   it("appends an event of the room's own", async () => {
-    await appendEvent(
-      store,
-      {
-        userId: owner.id,
-        conferenceId,
-        attendeeId,
-        type: "attendee-failed",
-        reason: "busy",
-        encryption: null,
-      },
+    await appendEvents(
+      store.db,
+      [
+        {
+          userId: owner.id,
+          conferenceId,
+          attendeeId,
+          type: "attendee-failed",
+          reason: "busy",
+          encryption: null,
+        },
+      ],
       new Date(),
     );
     const last = (await eventTypes()).at(-1);
