@@ -557,7 +557,7 @@ export class ConferenceRoom {
       // Called back after a take-over: they had accepted the call already, so no greeting again.
       if (calledBack) {
         void call.play({ prompts: ["reconnecting"] });
-        this.#join(leg);
+        this.#join(leg, attendee);
         return;
       }
       if (this.#conference.directDial) {
@@ -619,10 +619,15 @@ export class ConferenceRoom {
     }
   }
 
-  /** Into the room's audio: muted in lecture mode, announced to the others, its keys obeyed. */
-  #join(leg: Leg): void {
+  /**
+   * Into the room's audio: muted in lecture mode, announced to the others, its keys obeyed. One called
+   * back after a take-over gets back the mute and raised hand it had in the room before.
+   */
+  #join(leg: Leg, before?: { readonly muted: boolean | null; readonly handUp: boolean | null }): void {
     const conferenceId = this.#conference.id;
-    const muted = lectureModeMuting(this.#conference.lectureMode, leg.moderator) ?? false;
+    const muted = before?.muted ?? lectureModeMuting(this.#conference.lectureMode, leg.moderator) ?? false;
+    const handUp = before?.handUp ?? false;
+    if (handUp) leg.handRaisedAt = this.#nextHandMark();
     this.#keypads.set(leg, new Keypad(leg, this.#keypadRoom));
     leg.call.on("talking", (talking) => {
       if (this.#legs.get(leg.attendeeId) !== leg || talking === leg.talking) return;
@@ -636,7 +641,7 @@ export class ConferenceRoom {
     this.#anyoneJoinedHere = true;
     this.#anyoneJoined = true;
     if (leg.moderator) this.#moderatorCall = "joined";
-    this.#record(leg.attendeeId, { kind: "connected", muted, encryption: leg.encryption });
+    this.#record(leg.attendeeId, { kind: "connected", muted, handUp, encryption: leg.encryption });
     this.#options.logger.info(
       { conferenceId, attendeeId: leg.attendeeId, encryption: leg.encryption },
       "attendee connected",

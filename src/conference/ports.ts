@@ -190,7 +190,7 @@ export interface RoomState {
 /** How an attendee's call goes, as the room records it. */
 export type AttendeeCallEvent =
   | { kind: "calling" }
-  | { kind: "connected"; muted: boolean; encryption: CallEncryption }
+  | { kind: "connected"; muted: boolean; handUp?: boolean; encryption: CallEncryption }
   | { kind: "failed"; state: AttendeeState; result: string }
   | { kind: "disconnected"; result: string };
 

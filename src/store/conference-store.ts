@@ -136,7 +136,7 @@ async function updateAttendeeCall(
         state: "connected",
         connected_at: at,
         muted: flag(event.muted),
-        hand_up: flag(false),
+        hand_up: flag(event.handUp ?? false),
         encryption: event.encryption,
       });
       break;
