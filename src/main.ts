@@ -213,7 +213,7 @@ export async function startService(
     startConference: (conference, attendees, lease) => conferences.run(conference, attendees, lease),
     takeOverConference: ({ conference, attendees, lease, callBack, recovery }) =>
       conferences.takeOver(conference, attendees, lease, { callBack, recovery }),
-    onLeases: (held, validForMs) => conferences.leasesRenewed(held, validForMs),
+    onLeases: (held, validForMs, askedAt) => conferences.leasesRenewed(held, validForMs, askedAt),
   });
   const mail = config.mail;
   const notifications = notificationWorker({

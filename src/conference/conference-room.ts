@@ -257,6 +257,11 @@ export class ConferenceRoom {
     return this.#options.lease;
   }
 
+  /** When the room was opened (its lease got), in ms since the epoch. */
+  get openedAt(): number {
+    return this.#openedAt.getTime();
+  }
+
   /** What the room's writes and events are about, and the lease they are made under. */
   get #scope(): RoomScope {
     return { userId: this.#conference.userId, conferenceId: this.#conference.id, lease: this.#options.lease };

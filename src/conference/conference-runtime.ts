@@ -233,13 +233,19 @@ export class ConferenceRuntime {
   }
 
   /**
-   * After a renewal of the leases: the rooms whose lease is no longer held are given up at once (another
-   * instance runs their conference), the others' audio goes on for `validForMs` (when fenced).
+   * After a renewal of the leases, asked for at `askedAt`: the rooms whose lease is no longer held are
+   * given up at once (another instance runs their conference), the others' audio goes on for
+   * `validForMs` (when fenced). A room opened since `askedAt` (claimed while the renewal was on its
+   * way) is not judged by it.
    */
-  leasesRenewed(held: readonly { conferenceId: number; lease: number }[], validForMs: number): void {
+  leasesRenewed(
+    held: readonly { conferenceId: number; lease: number }[],
+    validForMs: number,
+    askedAt: number,
+  ): void {
     const leases = new Map(held.map(({ conferenceId, lease }) => [conferenceId, lease]));
     for (const room of [...this.#rooms.values()]) {
-      if (room.ended) continue;
+      if (room.ended || room.openedAt >= askedAt) continue;
       if (leases.get(room.conferenceId) !== room.lease)
         room.abandon("its lease is lost: another instance took the conference over");
       else if (this.#options.fenceAudio) this.#fence(room, validForMs);

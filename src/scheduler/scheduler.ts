@@ -56,10 +56,10 @@ export interface SchedulerOptions {
   /** Runs a conference this instance has just taken over: its room calls back `callBack`. */
   readonly takeOverConference: (conference: TakenOverConference) => void;
   /**
-   * Told after each renewal the leases this instance still holds, and for how long from now they are
-   * surely its own (the lease counted from when the renewal was asked for).
+   * Told after each renewal, asked for at `askedAt`, the leases this instance still holds, and for
+   * how long from now they are surely its own (the lease counted from `askedAt`).
    */
-  readonly onLeases?: (held: readonly HeldLease[], validForMs: number) => void;
+  readonly onLeases?: (held: readonly HeldLease[], validForMs: number, askedAt: number) => void;
   /** How often due conferences are looked for; a conference starts at most this late. */
   readonly pollIntervalMs?: number;
   /** How often the leases are renewed; a quarter of the lease by default. */
@@ -194,7 +194,7 @@ export class Scheduler {
     try {
       const held = await store.renewLeases(runner, now);
       if (this.#stopped) return;
-      this.#options.onLeases?.(held, this.#leaseMs - (clock.now() - now.getTime()));
+      this.#options.onLeases?.(held, this.#leaseMs - (clock.now() - now.getTime()), now.getTime());
       this.#renewingSince ??= now.getTime();
       await this.#renewInstance(now);
       this.#logDelayed(await store.markDelayedConferences(new Date(now.getTime() - DELAYED_AFTER_MS), now));
