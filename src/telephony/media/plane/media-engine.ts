@@ -43,7 +43,7 @@ import type {
   RtpTotals,
   StreamStats,
 } from "./protocol.js";
-import { SOUND_SAMPLE_RATE } from "./protocol.js";
+import { monotonicMs, SOUND_SAMPLE_RATE } from "./protocol.js";
 
 /** Media timeouts are looked for once a second. */
 const TIMEOUT_CHECK_TICKS = 50;
@@ -269,6 +269,8 @@ class Mix {
   opening: Promise<WavRecorder> | undefined;
   recording = false;
   faultInjected = false;
+  /** monotonicMs() past which the members send no RTP (each session holds it, see `send-until`). */
+  sendUntil = Number.POSITIVE_INFINITY;
   readonly mixer: Mixer;
   #holdFrame = new Int16Array(frameSamples(8000));
   /** The shared frame at 8 kHz for narrowband listeners of a 16 kHz room, made once a tick. */
@@ -662,6 +664,7 @@ export class MediaEngine {
         for (const playing of stream.queue.splice(0)) playing.done();
         stream.mix = mix;
         mix.members.add(stream);
+        stream.session.sendFor(mix.sendUntil - monotonicMs());
         mix.fitMembers();
         stream.slot = mix.mixer.addParticipant(stream.port, { muted: command.muted });
         return;
@@ -685,6 +688,14 @@ export class MediaEngine {
         const mix = this.#mixes.get(command.mixId);
         if (mix !== undefined && command.onHold !== (mix.hold !== null))
           mix.hold = command.onHold ? new LoopingPlayer(holdMusic(mix.rate)) : null;
+        return;
+      }
+      case "send-until": {
+        const mix = this.#mixes.get(command.mixId);
+        if (mix === undefined) return;
+        mix.sendUntil = command.until;
+        const left = command.until - monotonicMs();
+        for (const member of mix.members) member.session.sendFor(left);
         return;
       }
       case "relay": {
@@ -797,6 +808,7 @@ export class MediaEngine {
     stream.slot?.remove();
     stream.slot = null;
     stream.mix = null;
+    stream.session.sendFor(Number.POSITIVE_INFINITY);
     stream.fitRoom(stream.rate);
     if (!closing) mix.fitMembers();
     for (const play of stream.mixPlays.splice(0)) play.done();

@@ -24,6 +24,7 @@ import type {
   MediaThreadStats,
   MediaUp,
 } from "./protocol.js";
+import { monotonicMs } from "./protocol.js";
 
 export interface MediaPlaneLogger {
   info(fields: object, message: string): void;
@@ -602,6 +603,19 @@ export class MediaMix extends EventEmitter<MediaMixEvents> {
 
   setHold(onHold: boolean): void {
     if (!this.#closed) this.thread.command({ type: "hold", mixId: this.id, onHold });
+  }
+
+  /**
+   * The room's calls send audio for at most `ms` from now, then nothing (no RTP at all for the
+   * room's streams: the mix, hold music, prompts, DTMF) until told again. Never called: no limit.
+   * Infinity lifts the limit. The room goes on meanwhile (it mixes, records, hears, plays its sounds
+   * to their end), it only sends nothing; a stream that joins later obeys the limit, one that leaves
+   * is free of it.
+   */
+  sendFor(ms: number): void {
+    if (Number.isNaN(ms)) throw new RangeError("sendFor takes milliseconds, not NaN");
+    // Made absolute here, at the call: the command may reach a thread that was stopped meanwhile.
+    if (!this.#closed) this.thread.command({ type: "send-until", mixId: this.id, until: monotonicMs() + ms });
   }
 
   startRecording(file: string): Promise<void> {

@@ -21,6 +21,16 @@ import type {
  */
 export const SOUND_SAMPLE_RATE = 16000;
 
+/**
+ * Milliseconds on the machine's monotonic clock (CLOCK_MONOTONIC), the clock of the deadlines that
+ * cross between the threads: the same on every thread (performance.now() has an origin per thread),
+ * and running on while the process is stopped (SIGSTOP), so a deadline passes during the stop.
+ * It makes a bigint: read it once per message or tick, not per packet.
+ */
+export function monotonicMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
 /** What is played to a stream or a mix; `samples` at SOUND_SAMPLE_RATE. */
 export type MediaSound =
   | { readonly prompts: readonly PromptName[] }
@@ -39,6 +49,11 @@ export type MediaCommand =
   | { readonly type: "mute"; readonly streamId: number; readonly muted: boolean }
   | { readonly type: "play-mix"; readonly mixId: number; readonly sound: MediaSound }
   | { readonly type: "hold"; readonly mixId: number; readonly onHold: boolean }
+  /**
+   * The mix's streams, and those that join it later, send no RTP past `until` (monotonicMs()) until
+   * told again; Infinity: no limit.
+   */
+  | { readonly type: "send-until"; readonly mixId: number; readonly until: number }
   /**
    * Each of the two streams sends on what the other receives, packet for packet (one call carried
    * to another, e.g. to a room elsewhere), until either closes. Both must be on the thread.

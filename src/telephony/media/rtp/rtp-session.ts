@@ -240,6 +240,8 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   private timestampAdvancedAt: number;
   /** §5.1: the marker bit is set on the first packet of a talkspurt, here the first after (re)starting to send. */
   private markNextFrame = true;
+  /** The clock's time past which no RTP goes out (see sendFor). */
+  private sendDeadline = Number.POSITIVE_INFINITY;
   private readonly sendBuffers = Array.from({ length: SEND_BUFFER_COUNT }, () =>
     Buffer.alloc(RTP_FIXED_HEADER_LENGTH + MAX_PAYLOAD_BYTES + SRTP_MAX_RTP_OVERHEAD),
   );
@@ -487,7 +489,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     }
     const config = this.config;
     const encoder = this.encoder;
-    if (config !== null && encoder !== null && isSending(config.direction)) {
+    if (config !== null && encoder !== null && isSending(config.direction) && this.mayTransmit()) {
       let input = frame;
       if (this.sendDownsampler !== null) {
         this.sendDownsampler.process(frame, this.narrowFrame);
@@ -511,7 +513,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     if (length > MAX_PAYLOAD_BYTES || length > payload.length)
       throw new RangeError(`a payload of ${length} bytes does not fit a datagram`);
     const config = this.config;
-    if (config !== null && isSending(config.direction)) {
+    if (config !== null && isSending(config.direction) && this.mayTransmit()) {
       const area = this.payloadArea();
       for (let i = 0; i < length; i++) area[i] = payload[i] as number;
       this.sendRtp(config.payloadType, this.timestamp, length, this.markNextFrame);
@@ -533,6 +535,24 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       throw new Error("cannot send DTMF: no telephone-event payload type is configured");
     }
     return this.dtmf.send(keys, options);
+  }
+
+  /**
+   * RTP goes out for at most `ms` from now (Infinity: no limit), then none at all until told again:
+   * no frames, payloads, telephone-events or relayed packets, their timestamps advancing all the same,
+   * so that the far end takes the gap for silence and the first frame after it starts a talkspurt.
+   * Checked as each packet goes (whatever sends it: a tick, the DTMF timer, a relay), on the clock.
+   * RTCP goes on.
+   */
+  sendFor(ms: number): void {
+    this.sendDeadline = this.clock() + ms;
+  }
+
+  /** Whether RTP may go out now (see sendFor): the clock is read only while there is a deadline. */
+  private mayTransmit(): boolean {
+    if (this.sendDeadline === Number.POSITIVE_INFINITY || this.clock() < this.sendDeadline) return true;
+    this.markNextFrame = true;
+    return false;
   }
 
   /**
@@ -760,7 +780,11 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   /** Sends one telephone-event packet when the stream may send; the timestamp advances one tick either way. */
   private sendEventPacket(packet: TelephoneEventPacket): void {
     const config = this.config;
-    if (config?.telephoneEventPayloadType !== undefined && isSending(config.direction)) {
+    if (
+      config?.telephoneEventPayloadType !== undefined &&
+      isSending(config.direction) &&
+      this.mayTransmit()
+    ) {
       this.payloadArea().set(packet.payload);
       this.sendRtp(config.telephoneEventPayloadType, packet.timestamp, packet.payload.length, packet.marker);
     }
@@ -892,7 +916,9 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
   /** Whether we may send relayed packets now; null when not, else our configuration. */
   private relaying(): RtpSessionConfiguration | null {
     const config = this.config;
-    return config === null || this.closing !== null || !isSending(config.direction) ? null : config;
+    return config === null || this.closing !== null || !isSending(config.direction) || !this.mayTransmit()
+      ? null
+      : config;
   }
 
   /**
