@@ -190,7 +190,8 @@ export async function startService(
     attempts: attemptCounts(store),
     // Where another instance may take a conference over, its room falls silent once its lease is
     // not renewed in time.
-    fenceAudio: store.dialect === "postgres",
+    fenceAudio:
+      store.dialect === "postgres" ? { leaseMs: config.conferences.leaseSeconds * 1000 } : undefined,
     onTakeOverHeard: (seconds) => metrics.takeOverHeard(seconds),
     logger: logger.child({ component: "conferences" }),
     clock: systemClock,

@@ -62,10 +62,10 @@ export interface ConferenceRuntimeOptions {
   /** How often rooms re-read their conference and attendees (and check whether empty ones end). */
   readonly refreshIntervalMs?: number;
   /**
-   * Whether a room's audio stops when its lease is not renewed in time (another instance may take
-   * the conference over then): on where several instances share the store.
+   * A room's audio stops when its lease (of `leaseMs`) is not renewed in time, as another instance
+   * may take the conference over then: given where several instances share the store.
    */
-  readonly fenceAudio?: boolean;
+  readonly fenceAudio?: { readonly leaseMs: number };
   /**
    * Told, once per conference taken over, when someone is first heard in its new room: the seconds
    * since its old runner was last heard of (the time nobody could talk in it).
@@ -248,12 +248,9 @@ export class ConferenceRuntime {
       if (room.ended || room.openedAt >= askedAt) continue;
       if (leases.get(room.conferenceId) !== room.lease)
         room.abandon("its lease is lost: another instance took the conference over");
-      else if (this.#options.fenceAudio) this.#fence(room, validForMs);
+      else if (this.#options.fenceAudio !== undefined) room.media.sendFor(validForMs);
     }
   }
-
-  /** TODO(lead): room.media.sendFor(validForMs) once the media plane has it. */
-  #fence(_room: ConferenceRoom, _validForMs: number): void {}
 
   /** The leases of the rooms running here (to hand them over). */
   get leases(): { conferenceId: number; lease: number }[] {
@@ -296,6 +293,8 @@ export class ConferenceRuntime {
       },
     });
     this.#rooms.set(conference.id, room);
+    // Its lease was got (and its heartbeat written) just now: the room may be heard for one lease.
+    if (this.#options.fenceAudio !== undefined) room.media.sendFor(this.#options.fenceAudio.leaseMs);
     room.start().catch((error: unknown) => {
       this.#options.logger.warn(
         { err: error, conferenceId: conference.id },

@@ -95,6 +95,11 @@ export interface RoomMedia {
   /** On hold everyone in the room hears music instead of each other (what they say goes nowhere). */
   setHold(onHold: boolean): void;
   /**
+   * The room's calls send audio for at most `ms` from now, then nothing until told again (its lease
+   * may be another instance's by then); never told, no limit.
+   */
+  sendFor(ms: number): void;
+  /**
    * Writes the room's mix to `file` (a WAV file made, with its folder, on the first start; after a
    * pause the same file goes on). Resolves once recording, rejects when the file cannot be made.
    */

@@ -233,6 +233,13 @@ export class FakeRoomMedia extends EventEmitter implements RoomMedia {
     this.holds.push(onHold);
   }
 
+  /** Every sendFor, in order. */
+  readonly sendingFor: number[] = [];
+
+  sendFor(ms: number): void {
+    this.sendingFor.push(ms);
+  }
+
   startRecording(file: string): Promise<void> {
     if (this.failRecording) return Promise.reject(new Error("disk full"));
     this.recording.push(`start ${file}`);
