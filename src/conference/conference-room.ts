@@ -646,7 +646,12 @@ export class ConferenceRoom {
     this.#anyoneJoinedHere = true;
     this.#anyoneJoined = true;
     if (leg.moderator) this.#moderatorCall = "joined";
-    this.#record(leg.attendeeId, { kind: "connected", muted, handUp, encryption: leg.encryption });
+    this.#record(leg.attendeeId, {
+      kind: "connected",
+      muted,
+      ...(handUp && { handUp }),
+      encryption: leg.encryption,
+    });
     this.#options.logger.info(
       { conferenceId, attendeeId: leg.attendeeId, encryption: leg.encryption },
       "attendee connected",
