@@ -653,7 +653,7 @@ const VARIABLES = {
   BRIDGELINE_INSTANCE_ID: variable(text, {
     unset: "`<hostname>:<data dir>`",
     meaning:
-      "This instance's name as the runner of its conferences; keep it the same across restarts so that a restart ends what the previous run left",
+      "This instance's name as the runner of its conferences; keep it the same across restarts so that a restart takes over what the previous run left (and different on every instance)",
   }),
   BRIDGELINE_SMTP_URL: variable(
     z.string().regex(/^smtps?:\/\/[^\s/]+/, {

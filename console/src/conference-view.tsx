@@ -1,4 +1,5 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
+import type { RecoveryDetails } from "../../src/domain/event.js";
 import {
   ApiError,
   type Attendee,
@@ -46,6 +47,24 @@ function secondsOnCall(attendee: Attendee, now: number): number | null {
   if (attendee.duration === null) return null;
   const since = attendee.state === "connected" ? (now - attendee.readAt) / 1000 : 0;
   return attendee.duration + Math.max(0, since);
+}
+
+/** A take-over as the moderator reads it: who runs the room now, after how long, who is called back. */
+function recoveryWords({
+  previousInstance,
+  instance,
+  gapSeconds,
+  calledBack,
+  cause,
+}: RecoveryDetails): string {
+  const previous = previousInstance ?? "the instance running it";
+  const why =
+    cause === "handed-over" ? `${previous} handed it over as it stopped` : `${previous} fell silent`;
+  const callBack =
+    calledBack === 0
+      ? "nobody to call back"
+      : `calling back ${calledBack} ${calledBack === 1 ? "attendee" : "attendees"}`;
+  return `Taken over by ${instance} after ${gapSeconds} s (${why}); ${callBack}. Callers who dialled in call again.`;
 }
 
 function xmlBoolean(element: string, value: boolean): string {
@@ -111,6 +130,8 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
         return;
       }
       if (event.type === "conference-ended") setTalking(new Set());
+      else if (event.type === "conference-recovered" && event.recovery !== undefined)
+        setNotice({ text: recoveryWords(event.recovery), error: false });
       else if (
         event.attendeeId !== null &&
         (event.type === "attendee-disconnected" ||

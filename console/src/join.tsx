@@ -58,6 +58,12 @@ function refusalWords(refusal: Refusal, wrongPins: number): string {
   }
 }
 
+/**
+ * Why the service ends a call lost with the instance that ran its room (store/scheduler-store.ts's
+ * RUNNER_GONE_REASON): another instance took the conference over, and a browser joins again.
+ */
+const RUNNER_GONE_REASON = "call lost: the service stopped";
+
 function nameOf(attendee: RoomAttendee, ownId: number): string {
   if (attendee.id === ownId) return "You";
   return attendee.name ?? `Caller ${attendee.id}`;
@@ -302,7 +308,11 @@ function Room({
         event.attendeeId === call.attendeeId &&
         (event.type === "attendee-disconnected" || event.type === "attendee-removed")
       ) {
-        onOver("Your call was ended by the moderator.");
+        onOver(
+          event.reason === RUNNER_GONE_REASON
+            ? "The service lost your call. Join again to go back in."
+            : "Your call was ended by the moderator.",
+        );
         return;
       }
       const before = roomRef.current;

@@ -1,6 +1,6 @@
 /** The service's Server-Sent Events as a hook: every event, and how the connection stands. */
 import { useEffect, useRef, useState } from "preact/hooks";
-import { CONFERENCE_EVENT_TYPES } from "../../src/domain/event.js";
+import { CONFERENCE_EVENT_TYPES, type RecoveryDetails } from "../../src/domain/event.js";
 
 export type StreamStatus = "connecting" | "live" | "lost" | "reconnected";
 
@@ -10,6 +10,8 @@ export interface LiveEvent {
   attendeeId: number | null;
   at: string;
   reason?: string;
+  /** On conference-recovered: the take-over. */
+  recovery?: RecoveryDetails;
 }
 
 /** How long "Reconnected" shows before it reads "Live" again. */

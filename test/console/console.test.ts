@@ -16,6 +16,7 @@ import { goertzelLevelDb, SAMPLE_RATE } from "../helpers/audio.js";
 import { Baresip } from "../helpers/baresip.js";
 import { launchChromium, openPage, signIn, skipWithoutChromium } from "../helpers/browser.js";
 import { testAuthority } from "../helpers/certificates.js";
+import { createTestDatabase, postgresOnly } from "../helpers/databases.js";
 import { createUser, startTestService, type TestService } from "../helpers/service.js";
 import { rtpPortRange, skipWithout } from "../helpers/sipp.js";
 import { until } from "../helpers/until.js";
@@ -322,6 +323,96 @@ describe("the moderator console", { skip }, () => {
     await page.getByRole("heading", { level: 1, name: "Conferences" }).waitFor();
     assert.deepEqual(problems, []);
   });
+
+  test(
+    "says who took the conference over when its instance stopped, and that it calls the phone back",
+    postgresOnly,
+    async () => {
+      // Two instances on one database; the first runs the conference, the page watches from the second.
+      const database = await createTestDatabase();
+      cleanups.push(() => database.drop());
+      const ann = await phone("+16045550161", 440);
+      const instance = () =>
+        startTestService({
+          databaseUrl: database.url,
+          // As a PostgreSQL URL in the environment makes it (the test's config is SQLite's otherwise).
+          conferences: { ...loadConfig({}).conferences, handOverOnStop: true },
+          sip: {
+            ...loadConfig({}).sip,
+            bindAddress: "127.0.0.1",
+            port: 0,
+            routes: [{ prefix: "+16045550161", trunk: ann.trunk }],
+            rtpPorts: rtpPortRange(),
+          },
+        });
+      // Alone, the first claims the conference.
+      const first = await instance();
+      let firstRunning = true;
+      cleanups.push(async () => (firstRunning ? first.close() : undefined));
+      const owner = await createUser(first);
+      const path = await startConference(first, owner, "Handed over", [
+        { name: "Ann Low", number: "604-555-0161" },
+      ]);
+      await ann.waitForEvent("CALL_ESTABLISHED");
+      const second = await instance();
+      cleanups.push(() => second.close());
+      // The first hands over only to an instance it has seen alive (with its lease renewals).
+      await until("the first instance to see the second", async () =>
+        first.logs.some((line) => line.includes("other instances' addresses are trusted")) ? true : undefined,
+      );
+
+      const { page, problems, close } = await openPage(browser, second.httpsUrl);
+      cleanups.push(close);
+      page.setDefaultTimeout(15_000);
+      await signIn(page, owner.auth);
+      await page.getByRole("heading", { level: 1, name: "Conferences" }).waitFor();
+      await page.goto(`/console/#/conferences/${path.split("/").pop()}`);
+      await page.getByRole("heading", { level: 1, name: "Handed over" }).waitFor();
+      await page
+        .getByRole("status")
+        .filter({ hasText: /^Live$/ })
+        .waitFor();
+      const annRow = page.locator("tbody tr").filter({ hasText: "Ann Low" });
+      await annRow.getByText("connected", { exact: true }).waitFor();
+
+      // SIGTERM's way out: the first hands its conference over, and the second calls Ann back.
+      firstRunning = false;
+      await first.close();
+      const notice = page.getByRole("status").filter({ hasText: /^Taken over by / });
+      await notice.waitFor().catch((error: Error) => {
+        // What the instances said of the conference, for the failure's message.
+        const lines = [...first.logs, ...second.logs].filter((line) =>
+          /"component":"(scheduler|conferences)"/.test(line),
+        );
+        throw new Error(`${error.message}\n${lines.join("\n")}`);
+      });
+      const text = String(await notice.textContent());
+      const said =
+        /^Taken over by (.+) after ([\d.]+) s \((.+) handed it over as it stopped\); calling back 1 attendee\. Callers who dialled in call again\.$/.exec(
+          text,
+        );
+      assert.ok(said, text);
+      assert.equal(said[1], `test:${second.dataDir}`);
+      assert.equal(said[3], `test:${first.dataDir}`);
+      // Handed over: taken at the second's next renewal, without waiting the lease (6 s) out.
+      assert.ok(Number(said[2]) < 6, `taken over ${said[2]} s after the hand-over`);
+      await until("Ann's phone to answer the call back", async () =>
+        ann.events.filter((event) => event.type === "CALL_ESTABLISHED").length === 2 ? true : undefined,
+      );
+      const conference = (await second.request("GET", path, { auth: owner.auth })).xml.conference as XmlNode;
+      assert.equal(textOf(conference, "state"), "started");
+      await until("Ann connected again", async () => {
+        const attendees = itemsOf(
+          await second.request("GET", `${path}/attendees`, { auth: owner.auth }),
+          "attendees",
+          "attendee",
+        );
+        const annXml = attendees.find((attendee) => textOf(attendee, "name") === "Ann Low");
+        return annXml !== undefined && textOf(annXml, "state") === "connected" ? true : undefined;
+      });
+      assert.deepEqual(problems, []);
+    },
+  );
 
   test("sign-in: a wrong password is refused on the page; the cookie is HttpOnly, Secure, SameSite=Strict; changes need the CSRF token", async () => {
     const api = await startService();
