@@ -908,7 +908,8 @@ function shape(settings: Settings, env: Env) {
       maxParticipants: settings.BRIDGELINE_MAX_PARTICIPANTS ?? null,
       leaseSeconds: settings.BRIDGELINE_CONFERENCE_LEASE_SECONDS,
       takeOverWithinMinutes: settings.BRIDGELINE_TAKE_OVER_WITHIN_MINUTES,
-      handOverOnStop: settings.BRIDGELINE_HAND_OVER_ON_STOP ?? settings.BRIDGELINE_DATABASE_URL !== undefined,
+      /** null: on with PostgreSQL, off with SQLite (main.ts decides once the store is open). */
+      handOverOnStop: settings.BRIDGELINE_HAND_OVER_ON_STOP ?? null,
       wrongPinLimit: settings.BRIDGELINE_WRONG_PIN_LIMIT,
       wrongPinWindowMinutes: settings.BRIDGELINE_WRONG_PIN_WINDOW_MINUTES,
       wrongPinsPerMinute: settings.BRIDGELINE_WRONG_PINS_PER_MINUTE,

@@ -314,7 +314,8 @@ export async function startService(
    */
   const stopConferences = async () => {
     const leases = conferences.leases;
-    if (config.conferences.handOverOnStop && scheduler.otherInstances > 0 && leases.length > 0) {
+    const handOver = config.conferences.handOverOnStop ?? store.dialect === "postgres";
+    if (handOver && scheduler.otherInstances > 0 && leases.length > 0) {
       try {
         await scheduler.handOver(leases);
         await conferences.handOver();

@@ -5,6 +5,7 @@
  */
 import { render } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
+import { RUNNER_GONE_REASON } from "../../src/domain/event.js";
 import type { KeypadCommand } from "../../src/domain/keypad.js";
 import {
   type BrowserCall,
@@ -57,12 +58,6 @@ function refusalWords(refusal: Refusal, wrongPins: number): string {
       return refusal.message;
   }
 }
-
-/**
- * Why the service ends a call lost with the instance that ran its room (store/scheduler-store.ts's
- * RUNNER_GONE_REASON): another instance took the conference over, and a browser joins again.
- */
-const RUNNER_GONE_REASON = "call lost: the service stopped";
 
 function nameOf(attendee: RoomAttendee, ownId: number): string {
   if (attendee.id === ownId) return "You";

@@ -49,6 +49,12 @@ export interface ConferenceEvent {
   readonly at: string;
 }
 
+/**
+ * Why a call ended when the instance running its room went (killed, paused past its lease): on the
+ * attendee and its disconnected event, and on the conference when it is ended rather than taken over.
+ */
+export const RUNNER_GONE_REASON = "call lost: the service stopped";
+
 /** A conference taken over from the instance that ran it. */
 export interface RecoveryDetails {
   /** The instance that ran it (its BRIDGELINE_INSTANCE_ID), and the one that runs it now. */

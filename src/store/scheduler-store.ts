@@ -6,7 +6,7 @@
  */
 import { type Kysely, sql } from "kysely";
 import { CALL_IN_PROGRESS } from "../domain/attendee.js";
-import type { RecoveryDetails } from "../domain/event.js";
+import { type RecoveryDetails, RUNNER_GONE_REASON } from "../domain/event.js";
 import type {
   Claimant,
   ClaimedConference,
@@ -164,9 +164,6 @@ async function renewLeases(store: Store, runner: string, now: Date): Promise<Hel
     .execute();
   return rows.map((row) => ({ conferenceId: row.id, lease: Number(row.runner_generation) }));
 }
-
-/** Why a conference's calls ended when its runner went, on the calls and on an ended conference. */
-export const RUNNER_GONE_REASON = "call lost: the service stopped";
 
 /**
  * Takes over, one at a time, the started conferences whose runner is gone (see

@@ -335,8 +335,6 @@ describe("the moderator console", { skip }, () => {
       const instance = () =>
         startTestService({
           databaseUrl: database.url,
-          // As a PostgreSQL URL in the environment makes it (the test's config is SQLite's otherwise).
-          conferences: { ...loadConfig({}).conferences, handOverOnStop: true },
           sip: {
             ...loadConfig({}).sip,
             bindAddress: "127.0.0.1",
