@@ -172,8 +172,10 @@ export class ConferenceRoom {
       media: this.#media,
       dataDir: options.dataDir,
       conference: () => this.#conference,
+      ...(options.takenOver !== undefined && { part: options.lease }),
       onStarted: (fileName, file) => {
-        this.#writes.queue(() => options.store.setRecordingFile(this.conferenceId, fileName));
+        const scope = this.#scope;
+        this.#writes.queue(() => options.store.setRecordingFile(scope, fileName));
         options.logger.info({ conferenceId: this.conferenceId, file }, "recording started");
       },
       onFailed: (error, file) =>

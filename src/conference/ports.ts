@@ -277,7 +277,11 @@ export interface ConferenceStore {
   endPlacedCall(placedCallId: number, at: Date): Promise<unknown>;
   /** An event that changes no state (talking started or stopped). */
   appendEvent(scope: RoomScope, attendeeId: number, type: ConferenceEventType, at: Date): Promise<unknown>;
-  setRecordingFile(conferenceId: number, fileName: string): Promise<unknown>;
+  /**
+   * A recording file the room made: the conference's recording when it has none yet, else a later
+   * part (a room that took the conference over records into a file of its own), kept once, in order.
+   */
+  setRecordingFile(scope: RoomScope, fileName: string): Promise<unknown>;
   findPinTarget(pin: string): Promise<PinTarget | undefined>;
   /** The dial-in attendee a caller becomes (matched by number or added); undefined when the room is full. */
   admitCaller(

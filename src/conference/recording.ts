@@ -1,8 +1,10 @@
 /**
  * The recording of a room's audio, as the moderator (`*8`) and the API turn it on and off: one WAV
  * file in the data directory's recordings/, named after the conference when it first starts; after a
- * pause the same file goes on. The media does the writing; this keeps the starts and pauses in order
- * and stores the file's name once it exists.
+ * pause the same file goes on. A room that took its conference over records into a part file of its
+ * own, never the earlier room's file (that one may be incomplete, or on another machine's disk, and
+ * opening it again would truncate it). The media does the writing; this keeps the starts and pauses
+ * in order and stores the file's name once it exists.
  */
 import path from "node:path";
 import { recordingFileName, recordingsDirectory } from "../domain/recording.js";
@@ -13,6 +15,11 @@ export interface RoomRecordingOptions {
   readonly dataDir: string;
   /** The conference as it is when the recording first starts (its name names the file). */
   readonly conference: () => { id: number; name: string; startedAt?: string | null };
+  /**
+   * Set when the room took its conference over: the lease it runs under, which names its part file
+   * (`…-part<lease>.wav`, one per lease and so per room).
+   */
+  readonly part?: number;
   /** The file exists and the mix goes into it: the first time only. */
   readonly onStarted: (fileName: string, file: string) => void;
   readonly onFailed: (error: unknown, file: string) => void;
@@ -79,7 +86,7 @@ export class RoomRecording {
       }
       const conference = this.#options.conference();
       const directory = recordingsDirectory(this.#options.dataDir);
-      const fileName = this.#file?.fileName ?? recordingFileName(conference);
+      const fileName = this.#file?.fileName ?? recordingFileName(conference, this.#options.part);
       this.#file ??= { fileName, file: path.join(directory, fileName) };
       const { file } = this.#file;
       try {

@@ -26,10 +26,14 @@ export interface RecordedConference {
  * in the names of recordings"), with the UTC start date when known and the id, which keeps it
  * unique: "Quarterly Review 2027-03-01 (42).wav". The name is stripped of anything unsafe in a
  * file name, of leading dots (hidden files) and of trailing dots and spaces, and shortened.
+ *
+ * A room that took the conference over records a later part into a file of its own, named for the
+ * lease it runs under (unique per conference): "Quarterly Review 2027-03-01 (42)-part3.wav".
  */
-export function recordingFileName(conference: RecordedConference): string {
+export function recordingFileName(conference: RecordedConference, part?: number): string {
   const date = conference.startedAt ? ` ${new Date(conference.startedAt).toISOString().slice(0, 10)}` : "";
-  return `${safeName(conference.name)}${date} (${conference.id}).wav`;
+  const suffix = part === undefined ? "" : `-part${part}`;
+  return `${safeName(conference.name)}${date} (${conference.id})${suffix}.wav`;
 }
 
 function safeName(name: string): string {

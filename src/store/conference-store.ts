@@ -48,7 +48,7 @@ export function conferenceStore(store: Store): ConferenceStore {
         await checkLease(trx, store.dialect, scope);
         await appendEvents(trx, [roomEvent(scope, type, attendeeId)], at);
       }),
-    setRecordingFile: (conferenceId, fileName) => setRecordingFile(store, conferenceId, fileName),
+    setRecordingFile: (scope, fileName) => setRecordingFile(store, scope, fileName),
     findPinTarget: (pin) => findPinTarget(store, pin),
     admitCaller: (conferenceId, caller, moderator, at) =>
       admitCaller(store, conferenceId, caller, moderator, at),

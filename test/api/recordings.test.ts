@@ -5,7 +5,7 @@ import { after, before, describe, it } from "node:test";
 import { request } from "undici";
 import { recordingFileName, recordingsDirectory } from "../../src/domain/recording.js";
 import type { Store } from "../../src/store/database.js";
-import { getRecordingFile, setRecordingFile } from "../../src/store/recordings.js";
+import { getRecordingFiles, setRecordingFile } from "../../src/store/recordings.js";
 import { readWav, wavHeader } from "../../src/telephony/media/wav.js";
 import { WavRecorder } from "../../src/telephony/media/wav-recorder.js";
 import { tone } from "../helpers/audio.js";
@@ -82,7 +82,7 @@ describe("recording API", () => {
     const fileName = recordingFileName({ id: conferenceId, name: "Quarterly Review" });
     const wav = Buffer.concat([wavHeader(8000, 1600), Buffer.alloc(1600, 7)]);
     fs.writeFileSync(path.join(recordings, fileName), wav);
-    await withStore((store) => setRecordingFile(store, conferenceId, fileName));
+    await withStore((store) => setRecordingFile(store, { conferenceId }, fileName));
 
     for (const accept of [
       undefined,
@@ -114,7 +114,7 @@ describe("recording API", () => {
     const fileName = recordingFileName({ id: conferenceId, name, startedAt: "2030-01-01T10:00:05Z" });
     assert.equal(fileName, `Équipe Nord 東京 2030-01-01 (${conferenceId}).wav`);
     fs.writeFileSync(path.join(recordings, fileName), wavHeader(8000, 0));
-    await withStore((store) => setRecordingFile(store, conferenceId, fileName));
+    await withStore((store) => setRecordingFile(store, { conferenceId }, fileName));
 
     const response = await download(recordingPath(alice, conferenceId), alice.auth);
     assert.equal(response.status, 200);
@@ -130,7 +130,7 @@ describe("recording API", () => {
     const conferenceId = await createConference(alice, "Live");
     const fileName = recordingFileName({ id: conferenceId, name: "Live" });
     const recorder = await WavRecorder.open(path.join(recordings, fileName));
-    await withStore((store) => setRecordingFile(store, conferenceId, fileName));
+    await withStore((store) => setRecordingFile(store, { conferenceId }, fileName));
     const sine = tone(440, 1.5);
     for (let offset = 0; offset < sine.length; offset += 160)
       recorder.write(sine.subarray(offset, offset + 160));
@@ -148,7 +148,7 @@ describe("recording API", () => {
 
   it("answers 404 when the recording's file is missing", async () => {
     const conferenceId = await createConference(alice, "Lost");
-    await withStore((store) => setRecordingFile(store, conferenceId, "Lost (missing).wav"));
+    await withStore((store) => setRecordingFile(store, { conferenceId }, "Lost (missing).wav"));
     const response = await api.request("GET", recordingPath(alice, conferenceId), {
       auth: alice.auth,
       headers: { accept: "audio/wav" },
@@ -159,7 +159,7 @@ describe("recording API", () => {
   it("never serves a file outside the recordings folder", async () => {
     const conferenceId = await createConference(alice, "Escape");
     fs.writeFileSync(path.join(api.dataDir, "secret.wav"), wavHeader(8000, 0));
-    await withStore((store) => setRecordingFile(store, conferenceId, "../secret.wav"));
+    await withStore((store) => setRecordingFile(store, { conferenceId }, "../secret.wav"));
     const response = await download(recordingPath(alice, conferenceId), alice.auth);
     assert.equal(response.status, 404);
   });
@@ -168,7 +168,7 @@ describe("recording API", () => {
     const bobsConference = await createConference(bob, "Bob's");
     const fileName = recordingFileName({ id: bobsConference, name: "Bob's" });
     fs.writeFileSync(path.join(recordings, fileName), wavHeader(8000, 0));
-    await withStore((store) => setRecordingFile(store, bobsConference, fileName));
+    await withStore((store) => setRecordingFile(store, { conferenceId: bobsConference }, fileName));
     const audio = { accept: "audio/wav" };
 
     const anonymous = await api.request("GET", recordingPath(bob, bobsConference), { headers: audio });
@@ -188,9 +188,11 @@ describe("recording API", () => {
     assertXmlError(underOwnPath, 404, /conference not found/);
 
     assert.equal((await download(recordingPath(bob, bobsConference), bob.auth)).status, 200);
-    assert.equal(await withStore((store) => getRecordingFile(store, bob.id, bobsConference)), fileName);
+    assert.deepEqual(await withStore((store) => getRecordingFiles(store, bob.id, bobsConference)), [
+      fileName,
+    ]);
     await assert.rejects(
-      withStore((store) => getRecordingFile(store, alice.id, bobsConference)),
+      withStore((store) => getRecordingFiles(store, alice.id, bobsConference)),
       /conference not found/,
     );
   });
@@ -225,7 +227,7 @@ describe("recording API", () => {
       path.join(recordings, fileName),
       Buffer.concat([wavHeader(8000, 320), Buffer.alloc(320)]),
     );
-    await withStore((store) => setRecordingFile(store, conferenceId, fileName));
+    await withStore((store) => setRecordingFile(store, { conferenceId }, fileName));
     const response = await request(`${api.httpUrl}${recordingPath(alice, conferenceId)}`, {
       method: "HEAD",
       headers: { authorization: `Basic ${Buffer.from(alice.auth.join(":")).toString("base64")}` },
@@ -240,7 +242,7 @@ describe("recording API", () => {
     const conferenceId = await createConference(alice, "Recorded");
     const fileName = recordingFileName({ id: conferenceId, name: "Recorded" });
     const recorder = await WavRecorder.open(path.join(recordings, fileName));
-    await withStore((store) => setRecordingFile(store, conferenceId, fileName));
+    await withStore((store) => setRecordingFile(store, { conferenceId }, fileName));
     const sine = tone(1000, 2.5);
     for (let offset = 0; offset < sine.length; offset += 160)
       recorder.write(sine.subarray(offset, offset + 160));
@@ -250,5 +252,134 @@ describe("recording API", () => {
     const wav = readWav(response.body);
     assert.equal(wav.sampleRate, 8000);
     assert.deepEqual(wav.samples, sine);
+  });
+
+  describe("a recording in parts (rooms that took the conference over)", () => {
+    /** Records `samples` into the recordings folder as the media does: through WavRecorder. */
+    async function record(fileName: string, samples: Int16Array, sampleRate = 8000): Promise<void> {
+      const recorder = await WavRecorder.open(path.join(recordings, fileName), undefined, sampleRate);
+      const frame = sampleRate / 50;
+      for (let offset = 0; offset < samples.length; offset += frame)
+        recorder.write(samples.subarray(offset, offset + frame));
+      await recorder.close();
+    }
+
+    /** The files stored as the rooms store them: the first, then each part. */
+    async function stored(conferenceId: number, fileNames: readonly string[]): Promise<void> {
+      for (const fileName of fileNames)
+        await withStore((store) => setRecordingFile(store, { conferenceId }, fileName));
+    }
+
+    const joined = (...parts: Int16Array[]) => {
+      const all = new Int16Array(parts.reduce((sum, part) => sum + part.length, 0));
+      let offset = 0;
+      for (const part of parts) {
+        all.set(part, offset);
+        offset += part.length;
+      }
+      return all;
+    };
+
+    it("serves one WAV of the first file and each part in order, its header counting them all", async () => {
+      const conferenceId = await createConference(alice, "Taken Over");
+      const conference = { id: conferenceId, name: "Taken Over" };
+      const names = [
+        recordingFileName(conference),
+        recordingFileName(conference, 3),
+        recordingFileName(conference, 5),
+      ];
+      const sounds = [tone(440, 1.5), tone(880, 0.5), tone(660, 1.02)];
+      for (const [i, name] of names.entries()) await record(name, sounds[i] as Int16Array);
+      await stored(conferenceId, names);
+      const dataBytes = 2 * (12_000 + 4_000 + 8_160);
+
+      const response = await download(recordingPath(alice, conferenceId), alice.auth);
+      assert.equal(response.status, 200, response.body.toString());
+      assert.equal(response.headers["content-length"], String(44 + dataBytes));
+      assert.equal(
+        response.headers["content-disposition"],
+        `attachment; filename="Taken Over (${conferenceId}).wav"`,
+      );
+      assert.equal(response.body.length, 44 + dataBytes);
+      assert.equal(response.body.readUInt32LE(4), 36 + dataBytes, "RIFF size");
+      assert.equal(response.body.readUInt32LE(40), dataBytes, "data size");
+      const wav = readWav(response.body);
+      assert.equal(wav.sampleRate, 8000);
+      assert.deepEqual(wav.samples, joined(...sounds));
+
+      const head = await request(`${api.httpUrl}${recordingPath(alice, conferenceId)}`, {
+        method: "HEAD",
+        headers: { authorization: `Basic ${Buffer.from(alice.auth.join(":")).toString("base64")}` },
+      });
+      assert.equal(head.headers["content-length"], String(44 + dataBytes));
+      assert.equal((await head.body.arrayBuffer()).byteLength, 0);
+    });
+
+    it("leaves out a file missing from the folder or empty, logged, and answers 404 once none is left", async () => {
+      const conferenceId = await createConference(alice, "Scattered");
+      const conference = { id: conferenceId, name: "Scattered" };
+      const [first, lost, empty, last] = [
+        recordingFileName(conference),
+        recordingFileName(conference, 2),
+        recordingFileName(conference, 3),
+        recordingFileName(conference, 4),
+      ] as [string, string, string, string];
+      const sounds = { first: tone(440, 1), last: tone(880, 0.6) };
+      await record(first, sounds.first);
+      await record(last, sounds.last);
+      // Made by a room that went before it wrote a header.
+      fs.writeFileSync(path.join(recordings, empty), "");
+      await stored(conferenceId, [first, lost, empty, last]);
+      const missingLogged = (fileName: string) =>
+        api.logs.some(
+          (line) =>
+            line.includes('"level":40') &&
+            line.includes("is not in the recordings folder, or holds no audio") &&
+            line.includes(JSON.stringify(fileName)),
+        );
+
+      const withoutOne = await download(recordingPath(alice, conferenceId), alice.auth);
+      assert.equal(withoutOne.status, 200);
+      assert.equal(withoutOne.headers["content-length"], String(44 + 2 * (8_000 + 4_800)));
+      assert.deepEqual(readWav(withoutOne.body).samples, joined(sounds.first, sounds.last));
+      assert.ok(missingLogged(lost), "the missing part is logged as a warning");
+      assert.ok(missingLogged(empty), "and the empty one");
+
+      fs.rmSync(path.join(recordings, first));
+      const lastOnly = await download(recordingPath(alice, conferenceId), alice.auth);
+      assert.equal(lastOnly.status, 200);
+      assert.deepEqual(readWav(lastOnly.body).samples, sounds.last, "the parts play without the first");
+      assert.equal(
+        lastOnly.headers["content-disposition"],
+        `attachment; filename="Scattered (${conferenceId}).wav"`,
+        "named as the recording still",
+      );
+      assert.ok(missingLogged(first));
+
+      fs.rmSync(path.join(recordings, last));
+      const none = await api.request("GET", recordingPath(alice, conferenceId), {
+        auth: alice.auth,
+        headers: { accept: "audio/wav" },
+      });
+      assertXmlError(none, 404, /recording not found/);
+    });
+
+    it("refuses to join parts of different sample rates, saying so", async () => {
+      const conferenceId = await createConference(alice, "Two Rates");
+      const conference = { id: conferenceId, name: "Two Rates" };
+      const names = [recordingFileName(conference), recordingFileName(conference, 2)];
+      await record(names[0] as string, tone(440, 0.2), 16_000);
+      await record(names[1] as string, tone(440, 0.2), 8000);
+      await stored(conferenceId, names);
+      const response = await api.request("GET", recordingPath(alice, conferenceId), {
+        auth: alice.auth,
+        headers: { accept: "audio/wav" },
+      });
+      assertXmlError(
+        response,
+        500,
+        /parts differ in format \(16000 Hz, 1 channel, 16-bit, 8000 Hz, 1 channel, 16-bit\): they cannot be joined/,
+      );
+    });
   });
 });

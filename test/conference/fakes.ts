@@ -491,7 +491,9 @@ export class FakeStore implements ConferenceStore {
     this.writes.push({ op: "event", attendeeId, type });
   }
 
-  async setRecordingFile(_conferenceId: number, fileName: string): Promise<void> {
+  /** Refused unless made under the conference's lease (a room always writes with its own). */
+  async setRecordingFile(scope: RoomScope, fileName: string): Promise<void> {
+    if (scope.lease !== this.lease) throw new FakeLeaseLost(`lease ${scope.lease} is not ${this.lease}`);
     this.writes.push({ op: "recording-file", fileName });
   }
 

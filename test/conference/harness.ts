@@ -1,7 +1,7 @@
 import { rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { ConferenceRoom } from "../../src/conference/conference-room.js";
+import { ConferenceRoom, type RoomOptions } from "../../src/conference/conference-room.js";
 import type { Speak } from "../../src/conference/ports.js";
 import type { Attendee } from "../../src/domain/attendee.js";
 import type { Conference } from "../../src/domain/conference.js";
@@ -48,6 +48,10 @@ export interface HarnessOptions {
   callingPolicy?: CallingPolicy;
   /** The clock to run on (rooms that share one); default a new one. */
   clock?: FakeClock;
+  /** The lease the room runs under (default 1); the store's is set to it. */
+  lease?: number;
+  /** The room took its conference over. */
+  takenOver?: RoomOptions["takenOver"];
   /** Done to the store before the room starts. */
   beforeStart?: (store: FakeStore, room: ConferenceRoom) => void;
 }
@@ -66,6 +70,7 @@ export async function startRoom(options: HarnessOptions = {}): Promise<Harness> 
     makeConference(options.conference),
     options.attendees ?? [attendee(1, { moderator: true }), attendee(2), attendee(3)],
   );
+  store.lease = options.lease ?? 1;
   const logger = new FakeLogger();
   const spoken: string[] = [];
   let ended = 0;
@@ -79,7 +84,8 @@ export async function startRoom(options: HarnessOptions = {}): Promise<Harness> 
     callingPolicy: options.callingPolicy ?? OPEN_CALLING_POLICY,
     emptyPeriods: EMPTY_PERIODS,
     reserved: 1,
-    lease: 1,
+    lease: store.lease,
+    ...(options.takenOver !== undefined && { takenOver: options.takenOver }),
     speak:
       options.speak ??
       (async (text) => {

@@ -12,6 +12,14 @@ describe("recordingFileName", () => {
     assert.equal(recordingFileName({ id: 7, name: "Équipe 東京", startedAt: null }), "Équipe 東京 (7).wav");
   });
 
+  it("names a later part (a room that took the conference over) for its lease", () => {
+    assert.equal(
+      recordingFileName({ id: 42, name: "Quarterly Review", startedAt: "2027-03-01T10:00:00Z" }, 3),
+      "Quarterly Review 2027-03-01 (42)-part3.wav",
+    );
+    assert.equal(recordingFileName({ id: 7, name: "../x" }, 12), "x (7)-part12.wav");
+  });
+
   it("keeps path separators, reserved and control characters out", () => {
     assert.equal(recordingFileName({ id: 1, name: "../../etc/passwd" }), "etc passwd (1).wav");
     assert.equal(recordingFileName({ id: 2, name: 'a\\b:c*d?e"f<g>h|i' }), "a b c d e f g h i (2).wav");

@@ -2,17 +2,34 @@ import { createReadStream } from "node:fs";
 import { open } from "node:fs/promises";
 import path from "node:path";
 import { Readable } from "node:stream";
-import type { FastifyInstance } from "fastify";
+import type { FastifyBaseLogger, FastifyInstance } from "fastify";
 import { NotFound } from "../../domain/errors.js";
 import { recordingsDirectory } from "../../domain/recording.js";
-import { getRecordingFile } from "../../store/recordings.js";
+import {
+  blockBytes,
+  describeWavFormat,
+  maxWavDataBytes,
+  readWavHeader,
+  sameWavFormat,
+  WAV_HEADER_BYTES,
+  type WavFormat,
+  writeWavHeader,
+} from "../../domain/wav-header.js";
+import { getRecordingFiles } from "../../store/recordings.js";
+import { HttpError } from "../http-errors.js";
 import { type ApiContext, idParam, resource } from "../server.js";
 
 const WAV_TYPE = "audio/wav";
-const HEADER_BYTES = 44;
 
 /** The names WAV goes by: audio/wav in browsers and most tools, audio/vnd.wave in RFC 2361. */
 const WAV_MEDIA_TYPES = [WAV_TYPE, "audio/wave", "audio/x-wav", "audio/vnd.wave"];
+
+/** One file of a recording as the download serves it: its samples, as far as its header counts them. */
+interface RecordingPart {
+  readonly filePath: string;
+  readonly format: WavFormat;
+  readonly dataBytes: number;
+}
 
 export async function recordingRoutes(app: FastifyInstance, api: ApiContext): Promise<void> {
   resource(
@@ -21,19 +38,32 @@ export async function recordingRoutes(app: FastifyInstance, api: ApiContext): Pr
     {
       GET: async (request, reply) => {
         const userId = await api.owner(request);
-        const fileName = await getRecordingFile(api.store, userId, idParam(request, "conferenceId"));
-        // A name is one file in the folder, never a path out of it.
-        if (!fileName || fileName !== path.basename(fileName)) throw new NotFound("recording");
-        const filePath = path.join(recordingsDirectory(api.dataDir), fileName);
-        const { header, dataBytes } = await readRecordingHeader(filePath);
-        const body =
-          dataBytes === 0
-            ? header
-            : Readable.from(concat(header, filePath, HEADER_BYTES, HEADER_BYTES + dataBytes - 1));
+        const conferenceId = idParam(request, "conferenceId");
+        const fileNames = await getRecordingFiles(api.store, userId, conferenceId);
+        const parts = await presentParts(recordingsDirectory(api.dataDir), fileNames, (fileName) =>
+          request.log.warn(
+            { conferenceId, file: fileName },
+            "a recording's part is not in the recordings folder, or holds no audio: the download goes on without it",
+          ),
+        );
+        const [first] = parts;
+        if (first === undefined) throw new NotFound("recording");
+        // Samples of another rate or width would play as noise: the parts are not joined then.
+        const other = parts.find((part) => !sameWavFormat(part.format, first.format));
+        if (other !== undefined)
+          throw new HttpError(
+            "BL_ERR_INTERNAL",
+            `The recording's parts differ in format (${describeWavFormat(first.format)}, ` +
+              `${describeWavFormat(other.format)}): they cannot be joined into one WAV file`,
+          );
+        const served = fitted(parts, maxWavDataBytes(first.format), request.log, conferenceId);
+        const dataBytes = served.reduce((sum, part) => sum + part.dataBytes, 0);
+        const header = writeWavHeader(first.format, dataBytes);
+        const body = dataBytes === 0 ? header : Readable.from(joined(header, served));
         return reply
           .type(WAV_TYPE)
-          .header("content-length", HEADER_BYTES + dataBytes)
-          .header("content-disposition", attachment(fileName))
+          .header("content-length", WAV_HEADER_BYTES + dataBytes)
+          .header("content-disposition", attachment(fileNames[0] ?? ""))
           .send(body);
       },
     },
@@ -42,38 +72,87 @@ export async function recordingRoutes(app: FastifyInstance, api: ApiContext): Pr
 }
 
 /**
- * The header as it is now, and the data bytes it counts. A recording still being written grows
- * behind it: its samples reach the file before the header that counts them, so serving exactly
- * what this header counts gives a consistent file even while the conference runs.
+ * The recording's files in the folder, in order, each with what its header says now. A name that
+ * is not one file in the folder (never a path out of it), or whose file is gone or shorter than a
+ * header, is told and left out.
  */
-async function readRecordingHeader(filePath: string): Promise<{ header: Buffer; dataBytes: number }> {
+async function presentParts(
+  directory: string,
+  fileNames: readonly string[],
+  missing: (fileName: string) => void,
+): Promise<RecordingPart[]> {
+  const parts: RecordingPart[] = [];
+  for (const fileName of fileNames) {
+    const part =
+      fileName === path.basename(fileName) ? await readPart(path.join(directory, fileName)) : undefined;
+    if (part === undefined) missing(fileName);
+    else parts.push(part);
+  }
+  return parts;
+}
+
+/**
+ * The header as it is now, and the data bytes it counts (in whole blocks); undefined when the file
+ * is not there, or is shorter than a header (made by a room that went before writing one). A
+ * recording still being written grows behind its header: its samples reach the file before the
+ * header that counts them, so serving exactly what this header counts gives a consistent file even
+ * while the conference runs.
+ */
+async function readPart(filePath: string): Promise<RecordingPart | undefined> {
   let file: Awaited<ReturnType<typeof open>>;
   try {
     file = await open(filePath, "r");
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") throw new NotFound("recording");
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw error;
   }
   try {
-    const header = Buffer.alloc(HEADER_BYTES);
-    const { bytesRead } = await file.read(header, 0, HEADER_BYTES, 0);
+    const header = Buffer.alloc(WAV_HEADER_BYTES);
+    const { bytesRead } = await file.read(header, 0, WAV_HEADER_BYTES, 0);
+    if (bytesRead < WAV_HEADER_BYTES) return undefined;
     const { size } = await file.stat();
-    if (
-      bytesRead < HEADER_BYTES ||
-      header.toString("latin1", 0, 4) !== "RIFF" ||
-      header.toString("latin1", 36, 40) !== "data"
-    ) {
-      throw new Error(`${filePath} does not start with a canonical WAV header`);
+    let read: ReturnType<typeof readWavHeader>;
+    try {
+      read = readWavHeader(header);
+    } catch (error) {
+      throw new Error(`${filePath}: ${(error as Error).message}`, { cause: error });
     }
-    return { header, dataBytes: Math.min(header.readUInt32LE(40), size - HEADER_BYTES) };
+    const counted = Math.min(read.dataBytes, size - WAV_HEADER_BYTES);
+    const block = blockBytes(read.format);
+    return { filePath, format: read.format, dataBytes: counted - (counted % block) };
   } finally {
     await file.close();
   }
 }
 
-async function* concat(header: Buffer, filePath: string, start: number, end: number) {
+/** The parts as far as one WAV header can count their data together (4 GiB); the rest is left out, told. */
+function fitted(
+  parts: readonly RecordingPart[],
+  maxDataBytes: number,
+  log: FastifyBaseLogger,
+  conferenceId: number,
+): readonly RecordingPart[] {
+  const total = parts.reduce((sum, part) => sum + part.dataBytes, 0);
+  if (total <= maxDataBytes) return parts;
+  log.warn(
+    { conferenceId, bytesLeftOut: total - maxDataBytes },
+    "the recording's parts together pass what a WAV file can hold: the download ends there",
+  );
+  let room = maxDataBytes;
+  return parts.map((part) => {
+    const dataBytes = Math.min(part.dataBytes, room);
+    room -= dataBytes;
+    return { ...part, dataBytes };
+  });
+}
+
+/** The header, then each part's samples in order, read as they are sent. */
+async function* joined(header: Buffer, parts: readonly RecordingPart[]) {
   yield header;
-  yield* createReadStream(filePath, { start, end });
+  for (const { filePath, dataBytes } of parts) {
+    if (dataBytes === 0) continue;
+    yield* createReadStream(filePath, { start: WAV_HEADER_BYTES, end: WAV_HEADER_BYTES + dataBytes - 1 });
+  }
 }
 
 /**
