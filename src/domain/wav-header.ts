@@ -88,3 +88,62 @@ export function writeWavHeader(format: WavFormat, dataBytes: number): Buffer {
   header.writeUInt32LE(dataBytes, 40);
   return header;
 }
+
+/**
+ * The format files of these formats are joined in: their own when all are alike; the higher rate
+ * when 16-bit mono files are at it and at half of it (a room records at its rate when the recording
+ * opens: 8 kHz while only narrowband calls are in it, 16 kHz with a wideband one); undefined when
+ * they cannot be joined.
+ */
+export function joinedWavFormat(formats: readonly WavFormat[]): WavFormat | undefined {
+  const [first] = formats;
+  if (first === undefined) return undefined;
+  if (formats.every((format) => sameWavFormat(format, first))) return first;
+  const highest = Math.max(...formats.map((format) => format.sampleRate));
+  const doublable = (format: WavFormat) =>
+    format.channels === 1 &&
+    format.bitsPerSample === 16 &&
+    (format.sampleRate === highest || format.sampleRate * 2 === highest);
+  return formats.every(doublable) ? { ...first, sampleRate: highest } : undefined;
+}
+
+/**
+ * 16-bit mono samples at twice their rate, as they stream: each sample, then the mean of it and the
+ * next (linear interpolation; the last sample twice). Exactly twice the bytes in.
+ */
+export async function* doubledRate(chunks: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  let previous: number | undefined;
+  let odd: number | undefined;
+  for await (const chunk of chunks) {
+    let bytes = chunk;
+    if (odd !== undefined) {
+      bytes = Buffer.concat([Buffer.of(odd), chunk]);
+      odd = undefined;
+    }
+    if (bytes.length % 2 === 1) {
+      odd = bytes[bytes.length - 1];
+      bytes = bytes.subarray(0, bytes.length - 1);
+    }
+    const samples = bytes.length / 2;
+    if (samples === 0) continue;
+    // Each sample is written once the next is known: `previous` is one behind.
+    const out = Buffer.alloc(samples * 4);
+    let at = 0;
+    for (let i = 0; i < samples; i++) {
+      const sample = bytes.readInt16LE(i * 2);
+      if (previous !== undefined) {
+        out.writeInt16LE(previous, at);
+        out.writeInt16LE(Math.round((previous + sample) / 2), at + 2);
+        at += 4;
+      }
+      previous = sample;
+    }
+    if (at > 0) yield out.subarray(0, at);
+  }
+  if (previous !== undefined) {
+    const last = Buffer.alloc(4);
+    last.writeInt16LE(previous, 0);
+    last.writeInt16LE(previous, 2);
+    yield last;
+  }
+}

@@ -364,12 +364,31 @@ describe("recording API", () => {
       assertXmlError(none, 404, /recording not found/);
     });
 
-    it("refuses to join parts of different sample rates, saying so", async () => {
+    it("joins a part at half the first's rate by doubling its samples (a room's recording opens at its rate then)", async () => {
       const conferenceId = await createConference(alice, "Two Rates");
       const conference = { id: conferenceId, name: "Two Rates" };
       const names = [recordingFileName(conference), recordingFileName(conference, 2)];
-      await record(names[0] as string, tone(440, 0.2), 16_000);
-      await record(names[1] as string, tone(440, 0.2), 8000);
+      const wideband = tone(440, 0.2).map((sample) => sample >> 1);
+      const narrowband = Int16Array.from([100, 300, -100, 1001, 7]);
+      await record(names[0] as string, wideband, 16_000);
+      await record(names[1] as string, narrowband, 8000);
+      await stored(conferenceId, names);
+      const response = await download(recordingPath(alice, conferenceId), alice.auth);
+      assert.equal(response.status, 200, response.body.toString());
+      assert.equal(response.headers["content-length"], String(44 + 2 * (wideband.length + 10)));
+      const wav = readWav(response.body);
+      assert.equal(wav.sampleRate, 16_000);
+      // Each narrowband sample, then the mean of it and the next; the last twice.
+      const doubled = Int16Array.from([100, 200, 300, 100, -100, 451, 1001, 504, 7, 7]);
+      assert.deepEqual([...wav.samples], [...joined(wideband, doubled)]);
+    });
+
+    it("refuses to join parts whose rates doubling does not make good, saying so", async () => {
+      const conferenceId = await createConference(alice, "Far Rates");
+      const conference = { id: conferenceId, name: "Far Rates" };
+      const names = [recordingFileName(conference), recordingFileName(conference, 2)];
+      await record(names[0] as string, tone(440, 0.2), 48_000);
+      await record(names[1] as string, tone(440, 0.2), 16_000);
       await stored(conferenceId, names);
       const response = await api.request("GET", recordingPath(alice, conferenceId), {
         auth: alice.auth,
@@ -378,7 +397,7 @@ describe("recording API", () => {
       assertXmlError(
         response,
         500,
-        /parts differ in format \(16000 Hz, 1 channel, 16-bit, 8000 Hz, 1 channel, 16-bit\): they cannot be joined/,
+        /parts differ in format \(48000 Hz, 1 channel, 16-bit, 16000 Hz, 1 channel, 16-bit\): they cannot be joined/,
       );
     });
   });

@@ -8,6 +8,8 @@ import { recordingsDirectory } from "../../domain/recording.js";
 import {
   blockBytes,
   describeWavFormat,
+  doubledRate,
+  joinedWavFormat,
   maxWavDataBytes,
   readWavHeader,
   sameWavFormat,
@@ -28,7 +30,18 @@ const WAV_MEDIA_TYPES = [WAV_TYPE, "audio/wave", "audio/x-wav", "audio/vnd.wave"
 interface RecordingPart {
   readonly filePath: string;
   readonly format: WavFormat;
+  /** The bytes it gives the download (twice those read when `doubled`). */
   readonly dataBytes: number;
+  /** At half the download's rate: its samples doubled as they are read. */
+  readonly doubled?: boolean;
+}
+
+/** The part as the download in `format` serves it. */
+function atRate(format: WavFormat): (part: RecordingPart) => RecordingPart {
+  return (part) =>
+    part.format.sampleRate === format.sampleRate
+      ? part
+      : { ...part, dataBytes: part.dataBytes * 2, doubled: true };
 }
 
 export async function recordingRoutes(app: FastifyInstance, api: ApiContext): Promise<void> {
@@ -48,17 +61,19 @@ export async function recordingRoutes(app: FastifyInstance, api: ApiContext): Pr
         );
         const [first] = parts;
         if (first === undefined) throw new NotFound("recording");
-        // Samples of another rate or width would play as noise: the parts are not joined then.
-        const other = parts.find((part) => !sameWavFormat(part.format, first.format));
-        if (other !== undefined)
+        // Samples of another width, or a rate not made good by doubling, would play as noise.
+        const format = joinedWavFormat(parts.map((part) => part.format));
+        if (format === undefined) {
+          const other = parts.find((part) => !sameWavFormat(part.format, first.format)) ?? first;
           throw new HttpError(
             "BL_ERR_INTERNAL",
             `The recording's parts differ in format (${describeWavFormat(first.format)}, ` +
               `${describeWavFormat(other.format)}): they cannot be joined into one WAV file`,
           );
-        const served = fitted(parts, maxWavDataBytes(first.format), request.log, conferenceId);
+        }
+        const served = fitted(parts.map(atRate(format)), maxWavDataBytes(format), request.log, conferenceId);
         const dataBytes = served.reduce((sum, part) => sum + part.dataBytes, 0);
-        const header = writeWavHeader(first.format, dataBytes);
+        const header = writeWavHeader(format, dataBytes);
         const body = dataBytes === 0 ? header : Readable.from(joined(header, served));
         return reply
           .type(WAV_TYPE)
@@ -140,7 +155,9 @@ function fitted(
   );
   let room = maxDataBytes;
   return parts.map((part) => {
-    const dataBytes = Math.min(part.dataBytes, room);
+    // A doubled part gives 4 bytes a sample read.
+    const step = part.doubled ? 4 : blockBytes(part.format);
+    const dataBytes = Math.min(part.dataBytes, room - (room % step));
     room -= dataBytes;
     return { ...part, dataBytes };
   });
@@ -149,9 +166,11 @@ function fitted(
 /** The header, then each part's samples in order, read as they are sent. */
 async function* joined(header: Buffer, parts: readonly RecordingPart[]) {
   yield header;
-  for (const { filePath, dataBytes } of parts) {
+  for (const { filePath, dataBytes, doubled } of parts) {
     if (dataBytes === 0) continue;
-    yield* createReadStream(filePath, { start: WAV_HEADER_BYTES, end: WAV_HEADER_BYTES + dataBytes - 1 });
+    const read = doubled ? dataBytes / 2 : dataBytes;
+    const samples = createReadStream(filePath, { start: WAV_HEADER_BYTES, end: WAV_HEADER_BYTES + read - 1 });
+    yield* doubled ? doubledRate(samples) : samples;
   }
 }
 
