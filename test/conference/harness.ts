@@ -50,6 +50,8 @@ export interface HarnessOptions {
   clock?: FakeClock;
   /** Done to the store before the room starts. */
   beforeStart?: (store: FakeStore, room: ConferenceRoom) => void;
+  /** The room took its conference over: it calls these attendees back. */
+  takenOver?: { readonly callBack: readonly number[]; readonly onFirstJoined?: () => void };
 }
 
 /** The settings' defaults: two minutes' grace, an hour for the first caller. */
@@ -80,6 +82,12 @@ export async function startRoom(options: HarnessOptions = {}): Promise<Harness> 
     emptyPeriods: EMPTY_PERIODS,
     reserved: 1,
     lease: 1,
+    ...(options.takenOver !== undefined && {
+      takenOver: {
+        callBack: options.takenOver.callBack,
+        onFirstJoined: options.takenOver.onFirstJoined ?? (() => {}),
+      },
+    }),
     speak:
       options.speak ??
       (async (text) => {
