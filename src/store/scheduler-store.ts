@@ -183,8 +183,9 @@ async function takeOverConferences(
 ): Promise<{ takenOver: TakenOverConference[]; ended: RecoveredConference[] }> {
   const takenOver: TakenOverConference[] = [];
   const ended: RecoveredConference[] = [];
-  /** Found but too big for this instance's room: left to another. */
-  const tooBig: number[] = [];
+  /** Looked at already: taken over here, or too big for what is left of this instance's room. */
+  const passed: number[] = [];
+  let room = claimant.room;
   const at = timestamp(now);
   for (;;) {
     const done = await store.db.transaction().execute(async (trx) => {
@@ -202,7 +203,7 @@ async function takeOverConferences(
             ...(gone.ownRunner === undefined ? [] : [eb("runner", "=", gone.ownRunner)]),
           ]),
         )
-        .$if(tooBig.length > 0, (q) => q.where("id", "not in", tooBig))
+        .$if(passed.length > 0, (q) => q.where("id", "not in", passed))
         .orderBy("id")
         .limit(1);
       if (store.dialect === "postgres") query = query.forUpdate().skipLocked();
@@ -211,8 +212,8 @@ async function takeOverConferences(
       const lastSeen = row.runner_released_at ?? row.runner_heartbeat_at ?? row.started_at ?? at;
       const endIt = new Date(lastSeen) < gone.endBefore;
       const attendees = await countAttendees(trx, row.id);
-      if (!endIt && claimant.room !== null && Math.max(1, attendees) > claimant.room) {
-        tooBig.push(row.id);
+      if (!endIt && room !== null && Math.max(1, attendees) > room) {
+        passed.push(row.id);
         return false;
       }
       const scope = { userId: row.user_id, conferenceId: row.id };
@@ -304,6 +305,9 @@ async function takeOverConferences(
         now,
       );
       takenOver.push({ conference: toConference(taken), attendees, lease, callBack, recovery });
+      // Its own (ownRunner) would match again; and it takes room as a claim does.
+      passed.push(row.id);
+      if (room !== null) room -= Math.max(1, attendees);
       return false;
     });
     if (done) return { takenOver, ended };

@@ -50,10 +50,10 @@ export interface HarnessOptions {
   clock?: FakeClock;
   /** The lease the room runs under (default 1); the store's is set to it. */
   lease?: number;
-  /** The room took its conference over. */
-  takenOver?: RoomOptions["takenOver"];
   /** Done to the store before the room starts. */
   beforeStart?: (store: FakeStore, room: ConferenceRoom) => void;
+  /** The room took its conference over: it calls these attendees back. */
+  takenOver?: { readonly callBack: readonly number[]; readonly onFirstJoined?: () => void };
 }
 
 /** The settings' defaults: two minutes' grace, an hour for the first caller. */
@@ -85,7 +85,12 @@ export async function startRoom(options: HarnessOptions = {}): Promise<Harness> 
     emptyPeriods: EMPTY_PERIODS,
     reserved: 1,
     lease: store.lease,
-    ...(options.takenOver !== undefined && { takenOver: options.takenOver }),
+    ...(options.takenOver !== undefined && {
+      takenOver: {
+        callBack: options.takenOver.callBack,
+        onFirstJoined: options.takenOver.onFirstJoined ?? (() => {}),
+      },
+    }),
     speak:
       options.speak ??
       (async (text) => {
