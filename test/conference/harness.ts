@@ -1,7 +1,7 @@
 import { rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { ConferenceRoom, type RoomOptions } from "../../src/conference/conference-room.js";
+import { ConferenceRoom } from "../../src/conference/conference-room.js";
 import type { Speak } from "../../src/conference/ports.js";
 import type { Attendee } from "../../src/domain/attendee.js";
 import type { Conference } from "../../src/domain/conference.js";
