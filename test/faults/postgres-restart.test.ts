@@ -9,6 +9,7 @@
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { sql } from "kysely";
+import { loadConfig } from "../../src/config.js";
 import { openPostgresStore, unreachableReason } from "../../src/store/database.js";
 import { EventStream, type StreamEvent } from "../helpers/event-stream.js";
 import { createUser, signupXml, startTestService } from "../helpers/service.js";
@@ -50,6 +51,9 @@ describe("PostgreSQL restarted mid-conference", { skip }, () => {
     const api = await startTestService({
       databaseUrl: cluster.url,
       sip: sipCallingPhones(phones),
+      // A lease longer than the outage: the rooms' audio lasts it (past its lease a room on
+      // PostgreSQL falls silent, as another instance may run its conference then).
+      conferences: { ...loadConfig({}).conferences, leaseSeconds: 3 * (OUTAGE_MS / 1000) },
     });
     cleanups.push(() => api.close());
     const owner = await createUser(api);
