@@ -186,8 +186,11 @@ async function takeOverConferences(
 ): Promise<{ takenOver: TakenOverConference[]; ended: RecoveredConference[] }> {
   const takenOver: TakenOverConference[] = [];
   const ended: RecoveredConference[] = [];
-  /** Found but too big for this instance's room: left to another. */
-  const tooBig: number[] = [];
+  /**
+   * Not to be looked at again: taken over here (now this claimant's, which `ownRunner` names too),
+   * or too big for this instance's room (left to another).
+   */
+  const passed: number[] = [];
   const at = timestamp(now);
   for (;;) {
     const done = await store.db.transaction().execute(async (trx) => {
@@ -205,7 +208,7 @@ async function takeOverConferences(
             ...(gone.ownRunner === undefined ? [] : [eb("runner", "=", gone.ownRunner)]),
           ]),
         )
-        .$if(tooBig.length > 0, (q) => q.where("id", "not in", tooBig))
+        .$if(passed.length > 0, (q) => q.where("id", "not in", passed))
         .orderBy("id")
         .limit(1);
       if (store.dialect === "postgres") query = query.forUpdate().skipLocked();
@@ -215,7 +218,7 @@ async function takeOverConferences(
       const endIt = new Date(lastSeen) < gone.endBefore;
       const attendees = await countAttendees(trx, row.id);
       if (!endIt && claimant.room !== null && Math.max(1, attendees) > claimant.room) {
-        tooBig.push(row.id);
+        passed.push(row.id);
         return false;
       }
       const scope = { userId: row.user_id, conferenceId: row.id };
@@ -307,6 +310,7 @@ async function takeOverConferences(
         now,
       );
       takenOver.push({ conference: toConference(taken), attendees, lease, callBack, recovery });
+      passed.push(row.id);
       return false;
     });
     if (done) return { takenOver, ended };
