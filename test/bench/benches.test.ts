@@ -17,6 +17,7 @@ import { posix } from "node:path";
 import { describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { skipWithoutChromium } from "../helpers/browser.js";
+import { POSTGRES_SKIP } from "../helpers/databases.js";
 import { skipWithout } from "../helpers/sipp.js";
 import { postgresBinaries } from "../helpers/throwaway-postgres.js";
 
@@ -97,7 +98,7 @@ const sipp = () => skipWithout("sipp");
  */
 const SMOKES: Smoke[] = [
   {
-    name: "faults (bench:faults: kill, postgres-restart)",
+    name: "faults (bench:faults: kill, take-over, postgres-restart)",
     file: "bench/faults/run.ts",
     env: {
       BENCH_ROUNDS: "1",
@@ -106,14 +107,25 @@ const SMOKES: Smoke[] = [
       BENCH_WRITES: "20",
       BENCH_ROOMS: "1",
       BENCH_CALLS_PER_ROOM: "1",
+      // One kill of the busier of two instances, each with a conference; a 2 s lease.
+      BENCH_TAKE_OVER_ROUNDS: "1",
+      BENCH_INSTANCES: "2",
+      BENCH_ROOMS_PER_INSTANCE: "1",
+      BENCH_LEASE_SECONDS: "2",
       BENCH_HANG_UP_SECONDS: "3",
       BENCH_OUTAGE_SECONDS: "5",
     },
-    skip: () => sipp() || (postgresBinaries() === null && "PostgreSQL is not installed"),
+    skip: () => sipp() || POSTGRES_SKIP || (postgresBinaries() === null && "PostgreSQL is not installed"),
     check: (run) =>
       assertValid(run, [
-        // Store, round, acknowledged, cut, lost, rooms ended, calls in progress, restart ms, serves after.
-        /^sqlite +1 +\d{2,} +\d+ +0 +1\/1 +0 +[1-9]\d* +yes$/m,
+        // Store, round, acknowledged, cut, lost, rooms taken over, called back once and connected,
+        // restart ms, first ring ms, serves after.
+        /^sqlite +1 +\d{2,} +\d+ +0 +1\/1 +1\/1 +[1-9]\d* +[1-9]\d* +yes$/m,
+        // Round, killed, spread, connected at the kill, taken over, first ring, all connected, called
+        // back (as many as were connected), double calls, ended, writes read back, cut, lost, taken
+        // over by.
+        /^\| 1 \| instance-\d \| \d \/ \d \| ([1-9]) \| [1-9]\d* \| [1-9]\d* \| [1-9]\d* \| \1 \| 0 \| 0 \| [1-9]\d* \| \d+ \| 0 \| instance-\d \d \|$/m,
+        /^double calls 0, conferences ended 0, acknowledged writes lost 0 of [1-9]\d* /m,
         /^API during the outage: [1-9]\d* answered 503, 0 answered 500$/m,
         /^hang-ups and ends made during the outage that landed with their own time: 2 of 2; out of order: 0$/m,
       ]),
