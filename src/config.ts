@@ -597,7 +597,7 @@ const VARIABLES = {
       "Participants one instance takes on: it claims a due conference only while it has room for its attendees ([docs/deployment.md](docs/deployment.md))",
   }),
   BRIDGELINE_CONFERENCE_LEASE_SECONDS: variable(atLeastOne, {
-    fallback: "6",
+    fallback: "3",
     meaning:
       "How long the instance running a conference may be silent (dead, paused, cut off from the database) before another instance takes the conference over and calls its attendees back; renewed every quarter of it ([docs/deployment.md](docs/deployment.md#when-an-instance-dies))",
   }),

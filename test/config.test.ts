@@ -78,7 +78,7 @@ describe("loadConfig", () => {
         emptyGraceSeconds: 120,
         noShowMinutes: 60,
         maxParticipants: null,
-        leaseSeconds: 6,
+        leaseSeconds: 3,
         takeOverWithinMinutes: 5,
         handOverOnStop: null,
         wrongPinLimit: 10,

@@ -34,7 +34,6 @@
  */
 import { loadConfig } from "../../src/config.js";
 import type { RecoveryDetails } from "../../src/domain/event.js";
-import { DEFAULT_LEASE_MS } from "../../src/scheduler/scheduler.js";
 import { INSTANCE, killMidLoad } from "../../test/faults/kill-scenario.js";
 import {
   ApiWriters,
@@ -146,7 +145,7 @@ async function benchTakeOver(): Promise<void> {
   const writesPerRound = sizeFrom("BENCH_WRITES", 200);
   const leaseSeconds =
     process.env.BENCH_LEASE_SECONDS === undefined ? undefined : sizeFrom("BENCH_LEASE_SECONDS", 6);
-  const leaseMs = leaseSeconds === undefined ? DEFAULT_LEASE_MS : leaseSeconds * 1000;
+  const leaseMs = (leaseSeconds ?? loadConfig({}).conferences.leaseSeconds) * 1000;
   const roomCount = instances * roomsEach;
   console.log(
     `\ntake-over: ${rounds} SIGKILLs of the busiest of ${instances} instances on one PostgreSQL database, each restarted after its round; ${roomCount} conferences of ${callsPerRoom} dialled attendees; ${writerCount} API writers on every instance, at least ${writesPerRound} acknowledged writes between kills; lease ${leaseMs / 1000} s`,

@@ -65,7 +65,7 @@ export interface SchedulerOptions {
   /** How often the leases are renewed; a quarter of the lease by default. */
   readonly heartbeatIntervalMs?: number;
   /** A runner silent this long has lost its conferences: another instance takes them over. */
-  readonly leaseMs?: number;
+  readonly leaseMs: number;
   /**
    * A conference whose runner was last heard of longer ago than this is ended when found, not taken
    * over: its callers are long gone (every instance was down meanwhile).
@@ -76,7 +76,6 @@ export interface SchedulerOptions {
 }
 
 const DEFAULT_POLL_INTERVAL_MS = 250;
-export const DEFAULT_LEASE_MS = 6_000;
 const DEFAULT_TAKE_OVER_WITHIN_MS = 5 * 60_000;
 const DEFAULT_STALE_AFTER_MS = 30_000;
 /**
@@ -111,7 +110,7 @@ export class Scheduler {
   }
 
   get #leaseMs(): number {
-    return this.#options.leaseMs ?? DEFAULT_LEASE_MS;
+    return this.#options.leaseMs;
   }
 
   /** Takes over what an earlier run of this instance left started, then starts polling. */
