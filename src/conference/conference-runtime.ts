@@ -274,7 +274,8 @@ export class ConferenceRuntime {
     lease: number,
     takenOver?: { readonly callBack: readonly number[]; readonly onFirstJoined: () => void },
   ): void {
-    if (this.#rooms.has(conference.id)) return;
+    // Stopping: the conference stays the store's, and another instance takes it once its lease is out.
+    if (this.#closed || this.#rooms.has(conference.id)) return;
     const room = new ConferenceRoom(conference, {
       telephone: this.#options.telephone,
       store: this.#options.store,

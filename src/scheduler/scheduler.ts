@@ -89,6 +89,8 @@ export class Scheduler {
   #pollTimer: TimerHandle | undefined;
   #heartbeatTimer: TimerHandle | undefined;
   #running: Promise<void> | undefined;
+  /** The heartbeats in progress (one may outlast the interval). */
+  readonly #beats = new Set<Promise<void>>();
   #stopped = false;
   /** Since when this instance has renewed its leases without a break; undefined after a failure. */
   #renewingSince: number | undefined;
@@ -133,12 +135,15 @@ export class Scheduler {
       this.#options.logger.info({ conferenceId }, "conference handed over to the other instances");
   }
 
-  /** Stops polling; a claim in progress finishes first. */
+  /**
+   * Stops polling and renewing; a claim or a heartbeat in progress finishes first (a take-over of one
+   * would otherwise land after the rooms here were handed over, and take back what they released).
+   */
   async stop(): Promise<void> {
     this.#stopped = true;
     this.#options.clock.clearTimeout(this.#pollTimer);
     this.#options.clock.clearTimeout(this.#heartbeatTimer);
-    await this.#running;
+    await Promise.all([this.#running, ...this.#beats]);
   }
 
   #schedulePoll(delayMs: number): void {
@@ -181,7 +186,9 @@ export class Scheduler {
     this.#heartbeatTimer = this.#options.clock.setTimeout(
       () => {
         this.#scheduleBeat();
-        void this.#beat();
+        const beat = this.#beat();
+        this.#beats.add(beat);
+        void beat.finally(() => this.#beats.delete(beat));
       },
       this.#options.heartbeatIntervalMs ?? this.#leaseMs / 4,
     );

@@ -562,3 +562,41 @@ test("a renewal says when it was asked for: a conference claimed while it was on
   // So the runtime, which judges only rooms opened before askedAt, leaves this one alone.
   assert.ok((renewal?.askedAt ?? Number.POSITIVE_INFINITY) < (startedAt.get(id) ?? 0));
 });
+
+test("stop waits for a heartbeat in progress: nothing handed over after it resolves is taken back", async () => {
+  const SLOW_MS = 700;
+  const r = await running({
+    leased: true,
+    wrap: (store, clock) => ({
+      ...store,
+      // A heartbeat still on its way when the instance stops (the database slow to answer).
+      markDelayedConferences: async (dueBefore, now) => {
+        await new Promise<void>((resolve) => clock.setTimeout(resolve, SLOW_MS));
+        return store.markDelayedConferences(dueBefore, now);
+      },
+    }),
+  });
+  const handed = await runBy(r, "test", T0, [{ state: "connected", connectedAt: T0 - 30_000 }]);
+  await r.scheduler.start();
+  assert.deepEqual(takenIds(r), [handed.id], "its own, at start");
+  // The first heartbeat (T0+1.5 s) is held up in markDelayedConferences when the instance stops.
+  await r.clock.pass(1_500);
+  let stopped = false;
+  const stopping = r.scheduler.stop().then(() => {
+    stopped = true;
+  });
+  await r.clock.pass(SLOW_MS / 2);
+  assert.equal(stopped, false, "stop waits for the heartbeat");
+  await r.clock.pass(SLOW_MS);
+  await stopping;
+  // As main.ts does once the scheduler has stopped: the rooms handed over.
+  const [taken] = r.takenOver;
+  await schedulerStore(r.store).releaseLeases(
+    "test",
+    [{ conferenceId: handed.id, lease: taken?.lease ?? 0 }],
+    new Date(r.clock.now()),
+  );
+  await r.clock.pass(10_000);
+  assert.deepEqual(takenIds(r), [handed.id], "not taken back by its own instance");
+  assert.equal((await runnerOf(r, handed.id)).runner_generation, (taken?.lease ?? 0) + 1);
+});
