@@ -11,13 +11,19 @@ import { wavHeader } from "../../src/telephony/media/wav.js";
 const MONO_16K = { channels: 1, sampleRate: 16_000, bitsPerSample: 16 };
 
 describe("WAV headers", () => {
-  it("writes the header the recorder writes, and reads its format and data size back", () => {
+  it("writes the canonical header of 16-bit mono PCM (as the recorder does), and reads its format and data size back", () => {
+    // RIFF <36 + data>, WAVE, fmt <16> PCM 1 channel 16000 Hz 32000 B/s align 2 16-bit, data <32000>.
+    const canonical = Buffer.from(
+      "52494646247d000057415645666d74201000000001000100803e0000007d00000200100064617461007d0000",
+      "hex",
+    );
+    assert.deepEqual(writeWavHeader(MONO_16K, 32_000), canonical);
+    assert.deepEqual(wavHeader(16_000, 32_000), canonical, "the recorder's");
     for (const [sampleRate, dataBytes] of [
       [8000, 0],
       [16_000, 32_000],
     ] as const) {
       const format = { channels: 1, sampleRate, bitsPerSample: 16 };
-      assert.deepEqual(writeWavHeader(format, dataBytes), wavHeader(sampleRate, dataBytes));
       assert.deepEqual(readWavHeader(wavHeader(sampleRate, dataBytes)), { format, dataBytes });
     }
   });

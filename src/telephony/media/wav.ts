@@ -5,6 +5,8 @@
  * whole sample present.
  */
 
+import { writeWavHeader } from "../../domain/wav-header.js";
+
 const WAVE_FORMAT_PCM = 1;
 /** WAVE_FORMAT_EXTENSIBLE: the real format is the first two bytes of the SubFormat GUID. */
 const WAVE_FORMAT_EXTENSIBLE = 0xfffe;
@@ -72,21 +74,7 @@ export function readWav(bytes: Buffer): WavAudio {
 
 /** The canonical 44-byte header of a 16-bit linear PCM mono WAV file whose samples take `dataBytes`. */
 export function wavHeader(sampleRate: number, dataBytes: number): Buffer {
-  const header = Buffer.alloc(CANONICAL_HEADER_BYTES);
-  header.write("RIFF", 0, "latin1");
-  header.writeUInt32LE(CANONICAL_HEADER_BYTES - CHUNK_HEADER_BYTES + dataBytes, 4);
-  header.write("WAVE", 8, "latin1");
-  header.write("fmt ", 12, "latin1");
-  header.writeUInt32LE(FMT_PCM_BYTES, 16);
-  header.writeUInt16LE(WAVE_FORMAT_PCM, 20);
-  header.writeUInt16LE(1, 22);
-  header.writeUInt32LE(sampleRate, 24);
-  header.writeUInt32LE(sampleRate * BYTES_PER_SAMPLE, 28);
-  header.writeUInt16LE(BYTES_PER_SAMPLE, 32);
-  header.writeUInt16LE(16, 34);
-  header.write("data", 36, "latin1");
-  header.writeUInt32LE(dataBytes, 40);
-  return header;
+  return writeWavHeader({ channels: 1, sampleRate, bitsPerSample: 16 }, dataBytes);
 }
 
 /** A complete WAV file (canonical header, then the samples little-endian) of 16-bit mono audio. */
