@@ -444,7 +444,10 @@ async function openStoreWhenReachable(
   let delayMs = 2000;
   for (;;) {
     try {
-      return await openStore(config, (error) =>
+      // Two thirds of the lease: a paused instance's open transaction lets go of its conference's
+      // row before another instance looks for it.
+      const idleInTransactionMs = Math.ceil((config.conferences.leaseSeconds * 1000 * 2) / 3);
+      return await openStore({ ...config, idleInTransactionMs }, (error) =>
         logger.warn({ err: error }, "idle database connection failed; the pool replaces it"),
       );
     } catch (error) {

@@ -146,6 +146,12 @@ export interface PostgresOptions {
    * bounded by it.
    */
   readonly timeoutSeconds?: number;
+  /**
+   * A transaction left idle this long (its instance paused or cut off from the database between two
+   * statements) is ended by the server and its locks let go: a room's write cannot hold its
+   * conference's row, and so keep another instance from taking it over, past the lease.
+   */
+  readonly idleInTransactionMs?: number;
 }
 
 /** The production store: a pool of connections to one PostgreSQL database shared by N instances. */
@@ -182,6 +188,11 @@ export async function openPostgresStore(
     max: options.poolSize ?? 10,
     statement_timeout: timeoutMs,
     query_timeout: timeoutMs + SILENT_SERVER_GRACE_MS,
+    ...(options.idleInTransactionMs !== undefined && {
+      idle_in_transaction_session_timeout: options.idleInTransactionMs,
+    }),
+    // A server gone from the network is found by TCP keepalives, not after the kernel's hours.
+    keepAlive: true,
   });
   // An idle connection can be cut by the server (restart, failover); the pool replaces it, and
   // the event must be handled or it would end the process.
@@ -232,13 +243,19 @@ function closingTimedOut(pool: Pool): PostgresPool {
 
 /** PostgreSQL when a database URL is configured, else SQLite in the data directory. */
 export function openStore(
-  options: { databaseUrl: string | null; dataDir: string; databaseTimeoutSeconds?: number },
+  options: {
+    databaseUrl: string | null;
+    dataDir: string;
+    databaseTimeoutSeconds?: number;
+    idleInTransactionMs?: number;
+  },
   onIdleClientError?: (error: Error) => void,
 ): Promise<Store> {
   return options.databaseUrl
     ? openPostgresStore(options.databaseUrl, {
         onIdleClientError,
         timeoutSeconds: options.databaseTimeoutSeconds,
+        idleInTransactionMs: options.idleInTransactionMs,
       })
     : openSqliteStore(options.dataDir);
 }

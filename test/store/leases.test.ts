@@ -19,7 +19,7 @@ import type { Claimant } from "../../src/scheduler/ports.js";
 import { conferenceStore } from "../../src/store/conference-store.js";
 import { openPostgresStore, openSqliteStore, type Store } from "../../src/store/database.js";
 import { eventsAfter } from "../../src/store/events.js";
-import { LeaseLost } from "../../src/store/leases.js";
+import { checkLease, LeaseLost } from "../../src/store/leases.js";
 import { schedulerStore } from "../../src/store/scheduler-store.js";
 import { createUser, listBillingPackages } from "../../src/store/users.js";
 import { createTestDatabase, fillDataDir, forEachStore, type TestDatabase } from "../helpers/databases.js";
@@ -408,6 +408,40 @@ forEachStore("the runner's lease", (kind) => {
         .execute();
       assert.equal(recovered.length, 1);
       assert.equal(JSON.parse(recovered[0]?.details ?? "{}").instance, row.runner);
+    }
+  });
+
+  it("a write its paused runner left open holds the conference's row no longer than the store's idle-in-transaction limit", {
+    skip: kind === "sqlite" && "PostgreSQL's row locks and its server-side limit",
+  }, async () => {
+    const paused = await openPostgresStore((database as TestDatabase).url, { idleInTransactionMs: 300 });
+    try {
+      const id = await startedConference("gone", ago(10));
+      let resume = () => {};
+      const held = new Promise<void>((resolve) => {
+        resume = resolve;
+      });
+      // The room's write checked its lease, then its instance stopped before the next statement.
+      const write = paused.db
+        .transaction()
+        .execute(async (trx) => {
+          await checkLease(trx, "postgres", { conferenceId: id, lease: LEASE });
+          await held;
+          await trx.selectFrom("conferences").select("id").execute();
+        })
+        .catch((error: unknown) => error);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const taken = async () =>
+        (await schedulerStore(store).takeOverConferences(claimant("first"), GONE, NOW)).takenOver.some(
+          (conference) => conference.conference.id === id,
+        );
+      assert.equal(await taken(), false, "passed over while the open write holds its row");
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      assert.equal(await taken(), true, "taken once the server ended the idle transaction");
+      resume();
+      assert.ok((await write) instanceof Error, "the paused write fails when its instance resumes");
+    } finally {
+      await paused.close();
     }
   });
 
