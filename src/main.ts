@@ -212,8 +212,8 @@ export async function startService(
       return limit === null ? null : limit - conferences.participants;
     },
     startConference: (conference, attendees, lease) => conferences.run(conference, attendees, lease),
-    takeOverConference: ({ conference, attendees, lease, callBack, recovery }) =>
-      conferences.takeOver(conference, attendees, lease, { callBack, recovery }),
+    takeOverConference: ({ conference, attendees, lease, callBack, redial, recovery }) =>
+      conferences.takeOver(conference, attendees, lease, { callBack, redial, recovery }),
     onLeases: (held, validForMs, askedAt) => conferences.leasesRenewed(held, validForMs, askedAt),
   });
   const mail = config.mail;

@@ -83,6 +83,8 @@ export interface RoomOptions {
    */
   readonly takenOver?: {
     readonly callBack: readonly number[];
+    /** Attendees the old room was still calling: called again as at first, greeting and all. */
+    readonly redial?: readonly number[];
     /** Told when the first attendee joins the new room. */
     readonly onFirstJoined: () => void;
   };
@@ -115,8 +117,9 @@ export class ConferenceRoom {
   readonly #dialled = new Set<number>();
   /** The API's call-again requests this room has taken, by attendee, so that each is acted on once. */
   readonly #callRequestsTaken = new Map<number, string>();
-  /** Attendees to call back after a take-over, until a refresh dials them. */
+  /** Attendees to call back after a take-over, and to call again, until a refresh dials them. */
   readonly #toCallBack: Set<number>;
+  readonly #toRedial: Set<number>;
   readonly #writes: OrderedWrites;
   readonly #recording: RoomRecording;
   readonly #announcements: Announcements;
@@ -143,6 +146,7 @@ export class ConferenceRoom {
     this.#options = options;
     this.#openedAt = this.#now();
     this.#toCallBack = new Set(options.takenOver?.callBack);
+    this.#toRedial = new Set(options.takenOver?.redial);
     // People were in it before the take-over: empty now, it ends after the grace period, not the no-show one.
     this.#anyoneJoined = options.takenOver !== undefined;
     this.#media = options.telephone.openRoom();
@@ -328,10 +332,12 @@ export class ConferenceRoom {
         toDial.set(attendee.id, attendee);
     }
     const callBack = new Set<number>();
+    const redial = new Set<number>();
     for (const attendee of attendees) {
-      if (!this.#toCallBack.delete(attendee.id) || this.#legs.has(attendee.id) || this.#state === "ending")
-        continue;
-      callBack.add(attendee.id);
+      const calledBack = this.#toCallBack.delete(attendee.id);
+      const redialled = this.#toRedial.delete(attendee.id);
+      if ((!calledBack && !redialled) || this.#legs.has(attendee.id) || this.#state === "ending") continue;
+      (calledBack ? callBack : redial).add(attendee.id);
       toDial.set(attendee.id, attendee);
     }
     for (const attendee of attendees) {
@@ -345,7 +351,20 @@ export class ConferenceRoom {
       )
         toDial.set(attendee.id, attendee);
     }
-    await this.#dialAll([...toDial.values()], callBack);
+    try {
+      await this.#dialAll([...toDial.values()], callBack);
+    } catch (error) {
+      // Nothing was placed: the next refresh calls these back, or again.
+      for (const id of callBack) this.#toCallBack.add(id);
+      for (const id of redial) this.#toRedial.add(id);
+      throw error;
+    }
+    if (
+      this.#options.takenOver !== undefined &&
+      this.#moderatorCall === "awaited" &&
+      !this.#moderatorMayCome()
+    )
+      this.#moderatorCall = "unreachable";
     this.#settle();
     this.#endIfEmpty();
   }
@@ -394,6 +413,23 @@ export class ConferenceRoom {
     if (to === "ended") return;
     if (from === "waiting-for-moderator" || to === "waiting-for-moderator")
       this.#media.setHold(to === "waiting-for-moderator");
+  }
+
+  /**
+   * Whether a moderator attendee may still join: being called, to be called, or able to dial in. In
+   * a room that took its conference over, the old room's failed call to the moderator is only in
+   * the store: the room does not wait on hold for it.
+   */
+  #moderatorMayCome(): boolean {
+    return this.#roster.some(
+      (attendee) =>
+        attendee.moderator &&
+        (attendee.dialIn ||
+          attendee.state === "new" ||
+          this.#legs.has(attendee.id) ||
+          this.#toCallBack.has(attendee.id) ||
+          this.#toRedial.has(attendee.id)),
+    );
   }
 
   /** Waiting for the moderator or in session, as the facts now say (until the room ends). */
@@ -514,7 +550,6 @@ export class ConferenceRoom {
         for (const attendee of callable) {
           this.#dialled.delete(attendee.id);
           this.#callRequestsTaken.delete(attendee.id);
-          if (callBack.has(attendee.id)) this.#toCallBack.add(attendee.id);
         }
         throw error;
       } finally {

@@ -216,13 +216,18 @@ export class ConferenceRuntime {
     conference: Conference,
     attendees: number,
     lease: number,
-    taken: { readonly callBack: readonly number[]; readonly recovery: RecoveryDetails },
+    taken: {
+      readonly callBack: readonly number[];
+      readonly redial?: readonly number[];
+      readonly recovery: RecoveryDetails;
+    },
   ): void {
     this.#rooms.get(conference.id)?.abandon("the conference was taken over again under a new lease");
     this.#takeOvers[taken.recovery.cause]++;
     const silentSince = this.#options.clock.now() - taken.recovery.gapSeconds * 1000;
     this.#open(conference, attendees, lease, {
       callBack: taken.callBack,
+      redial: taken.redial ?? [],
       onFirstJoined: () => this.#options.onTakeOverHeard?.((this.#options.clock.now() - silentSince) / 1000),
     });
   }
@@ -272,7 +277,11 @@ export class ConferenceRuntime {
     conference: Conference,
     attendees: number,
     lease: number,
-    takenOver?: { readonly callBack: readonly number[]; readonly onFirstJoined: () => void },
+    takenOver?: {
+      readonly callBack: readonly number[];
+      readonly redial: readonly number[];
+      readonly onFirstJoined: () => void;
+    },
   ): void {
     // Stopping: the conference stays the store's, and another instance takes it once its lease is out.
     if (this.#closed || this.#rooms.has(conference.id)) return;

@@ -18,10 +18,12 @@ export interface ClaimedConference {
 /** A conference taken over from an instance that fell silent or handed it over. */
 export interface TakenOverConference extends ClaimedConference {
   /**
-   * The attendees the service had called that were connected or being called when the runner went:
-   * the new room calls them back. (Callers who dialled in call again.)
+   * The attendees the service had called that were connected when the runner went: the new room
+   * calls them back into the room. (Callers who dialled in call again.)
    */
   readonly callBack: readonly number[];
+  /** Those it was still calling (ringing, at the greeting): called again as at first. */
+  readonly redial: readonly number[];
   readonly recovery: RecoveryDetails;
 }
 

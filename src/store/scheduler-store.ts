@@ -170,7 +170,8 @@ async function renewLeases(store: Store, runner: string, now: Date): Promise<Hel
  * SchedulerStore.takeOverConferences): the conference gets `claimant` as its runner and a new lease;
  * the calls still marked in progress are disconnected with their seconds counted up to the runner's
  * last heartbeat (the last moment they are known to have existed), their placed calls end then, and
- * the attendees the service had called are returned to be called back. A conference last heard of
+ * the attendees the service had called are returned to be called back (those connected) or again
+ * (those still being called). A conference last heard of
  * before `endBefore` is ended instead; one too big for the claimant's room is left to another. Each
  * conference is locked with FOR UPDATE SKIP LOCKED on PostgreSQL, so instances looking together take
  * each once.
@@ -219,7 +220,7 @@ async function takeOverConferences(
       const scope = { userId: row.user_id, conferenceId: row.id };
       const inProgress = await trx
         .selectFrom("attendees")
-        .select(["id", "dial_in", "phone_number_subscriber_number"])
+        .select(["id", "state", "dial_in", "phone_number_subscriber_number"])
         .where("conference_id", "=", row.id)
         .where("state", "in", CALL_IN_PROGRESS)
         .orderBy("id")
@@ -289,14 +290,22 @@ async function takeOverConferences(
         .where("id", "=", row.id)
         .returningAll()
         .executeTakeFirstOrThrow();
-      const callBack = inProgress
-        .filter((attendee) => !attendee.dial_in && attendee.phone_number_subscriber_number !== null)
+      const dialled = inProgress.filter(
+        (attendee) => !attendee.dial_in && attendee.phone_number_subscriber_number !== null,
+      );
+      // Those in the room are called back into it; those still being called (ringing, or at the
+      // greeting) had accepted nothing yet: they are called again as before, greeting and all.
+      const callBack = dialled
+        .filter((attendee) => attendee.state === "connected")
+        .map((attendee) => attendee.id);
+      const redial = dialled
+        .filter((attendee) => attendee.state !== "connected")
         .map((attendee) => attendee.id);
       const recovery: RecoveryDetails = {
         previousInstance: row.runner,
         instance: claimant.runner,
         gapSeconds: Math.max(0, Math.round((now.getTime() - Date.parse(lastSeen)) / 100) / 10),
-        calledBack: callBack.length,
+        calledBack: callBack.length + redial.length,
         cause: row.runner_released_at === null ? "runner-silent" : "handed-over",
       };
       await appendEvents(
@@ -304,7 +313,7 @@ async function takeOverConferences(
         [...disconnectedEvents, { ...roomEvent(scope, "conference-recovered"), recovery }],
         now,
       );
-      takenOver.push({ conference: toConference(taken), attendees, lease, callBack, recovery });
+      takenOver.push({ conference: toConference(taken), attendees, lease, callBack, redial, recovery });
       // Its own (ownRunner) would match again; and it takes room as a claim does.
       passed.push(row.id);
       if (room !== null) room -= Math.max(1, attendees);

@@ -53,7 +53,11 @@ export interface HarnessOptions {
   /** Done to the store before the room starts. */
   beforeStart?: (store: FakeStore, room: ConferenceRoom) => void;
   /** The room took its conference over: it calls these attendees back. */
-  takenOver?: { readonly callBack: readonly number[]; readonly onFirstJoined?: () => void };
+  takenOver?: {
+    readonly callBack: readonly number[];
+    readonly redial?: readonly number[];
+    readonly onFirstJoined?: () => void;
+  };
 }
 
 /** The settings' defaults: two minutes' grace, an hour for the first caller. */
@@ -88,6 +92,7 @@ export async function startRoom(options: HarnessOptions = {}): Promise<Harness> 
     ...(options.takenOver !== undefined && {
       takenOver: {
         callBack: options.takenOver.callBack,
+        redial: options.takenOver.redial ?? [],
         onFirstJoined: options.takenOver.onFirstJoined ?? (() => {}),
       },
     }),

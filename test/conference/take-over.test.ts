@@ -74,6 +74,44 @@ test("a room that took its conference over calls back its list: 'reconnecting', 
   assert.equal(h.telephone.calls.length, 3, "each called back once");
 });
 
+test("one the old room was still calling is called again as at first, greeted; a moderator whose call had failed is not waited for on hold", async () => {
+  const h = await startRoom({
+    conference: { directDial: false },
+    attendees: [
+      // The moderator's call failed before the take-over: nobody is calling them any more.
+      attendee(1, { moderator: true, state: "no-answer" }),
+      attendee(2, { state: "disconnected" }),
+      attendee(3, { state: "disconnected" }),
+    ],
+    takenOver: { callBack: [2], redial: [3] },
+  });
+  assert.deepEqual(h.telephone.calls.map((call) => call.to).sort(), [numberOf(2), numberOf(3)]);
+  h.call(2).answer();
+  h.call(3).answer();
+  await flush();
+  assert.deepEqual(h.call(2).prompts, ["reconnecting"]);
+  assert.deepEqual(h.call(3).prompts, ["invitation"], "greeted: it had accepted nothing yet");
+  assert.equal(h.call(3).room, undefined);
+  assert.equal(h.room.state, "in-session", "not on hold for a moderator nobody is calling");
+  assert.equal(h.media.onHold, false);
+});
+
+test("a taken-over room waits on hold for a moderator it calls back", async () => {
+  const h = await startRoom({
+    attendees: [
+      attendee(1, { moderator: true, state: "disconnected" }),
+      attendee(2, { state: "disconnected" }),
+    ],
+    takenOver: { callBack: [1, 2] },
+  });
+  h.call(2).answer();
+  await flush();
+  assert.equal(h.room.state, "waiting-for-moderator");
+  h.call(1).answer();
+  await flush();
+  assert.equal(h.room.state, "in-session");
+});
+
 test("a refresh that finds another lease abandons the room: every call hung up, its audio closed, nothing written", async () => {
   const h = await startRoom();
   await answer(h, 1, 2);

@@ -324,7 +324,8 @@ test("another runner's conference is taken over at the first heartbeat after its
   assert.deepEqual(takenIds(r), [id], "T0+9 s: the first heartbeat after the lease");
   const [taken] = r.takenOver;
   assert.equal(taken?.lease, 4, "a new lease, one on from the old");
-  assert.deepEqual(taken?.callBack, attendees.slice(0, 2), "the dialled calls in progress, not the dial-in");
+  assert.deepEqual(taken?.callBack, attendees.slice(0, 1), "the dialled calls in the room, not the dial-in");
+  assert.deepEqual(taken?.redial, attendees.slice(1, 2), "the one still being called, called again");
   assert.deepEqual(taken?.recovery, {
     previousInstance: "gone",
     instance: "test",

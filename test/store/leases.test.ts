@@ -270,7 +270,8 @@ forEachStore("the runner's lease", (kind) => {
     const [taken] = takenOver;
     assert.equal(taken?.lease, 6);
     assert.equal(taken?.attendees, 6);
-    assert.deepEqual(taken?.callBack, [connected, again, calling], "the dialled calls in progress");
+    assert.deepEqual(taken?.callBack, [connected, again], "the dialled calls in the room");
+    assert.deepEqual(taken?.redial, [calling], "the one still being called");
     const recovery = {
       previousInstance: "gone",
       instance: "new",
