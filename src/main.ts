@@ -309,22 +309,24 @@ export async function startService(
   });
   /**
    * Ends the conferences running here, or, with another instance alive and hand-over on, hands them
-   * over (their leases released first, so that this room's writes are refused from then on) and
-   * hangs up here: the other instance calls the attendees back.
+   * over: the rooms given up first (hung up, nothing written), then their leases released in one
+   * transaction, so that no other instance calls an attendee back while its call here is still up.
+   * Were the release to fail, the others take the conferences over once the leases run out.
    */
   const stopConferences = async () => {
     const leases = conferences.leases;
     const handOver = config.conferences.handOverOnStop ?? store.dialect === "postgres";
-    if (handOver && scheduler.otherInstances > 0 && leases.length > 0) {
-      try {
-        await scheduler.handOver(leases);
-        await conferences.handOver();
-        return;
-      } catch (error) {
-        logger.warn({ err: error }, "conferences could not be handed over; ending them");
-      }
+    if (!handOver || scheduler.otherInstances === 0 || leases.length === 0) {
+      await conferences.close();
+      return;
     }
-    await conferences.close();
+    await conferences.handOver();
+    await scheduler.handOver(leases).catch((error: unknown) => {
+      logger.warn(
+        { err: error },
+        "conferences not handed over: the other instances take them once their leases run out",
+      );
+    });
   };
   let metricsListener: Awaited<ReturnType<typeof listenForScrapes>> | undefined;
   try {
@@ -404,8 +406,9 @@ export async function startService(
         return true;
       },
       async close() {
-        await Promise.all([scheduler.stop(), notifications.stop(), webhooks.stop()]);
-        await stopConferences();
+        // The leases are renewed until the scheduler stops: the conferences go first, not after
+        // deliveries in flight (their timeouts are longer than a lease).
+        await Promise.all([scheduler.stop().then(stopConferences), notifications.stop(), webhooks.stop()]);
         await Promise.all([
           telephony.close(),
           app.close().then(() => (plain ? closePlainListener(plain) : undefined)),

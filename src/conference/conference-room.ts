@@ -800,21 +800,24 @@ export class ConferenceRoom {
     this.#media.close().catch((error: unknown) => {
       this.#options.logger.warn({ err: error, conferenceId }, "conference audio did not close");
     });
-    this.#options.onEnded(this);
+    // After the writes queued before (refused or not, and the hung-up calls' placed-call ends).
+    void this.#writes.settled().then(() => this.#options.onEnded(this));
   }
 
   /** Ended: every call out of the room and hung up, the recording finished. */
   #hangUpAll(): void {
     this.#transition("ended");
     this.#options.clock.clearTimeout(this.#endingTimer);
-    for (const leg of this.#legs.values()) {
+    const legs = [...this.#legs.values()];
+    for (const leg of legs) {
       leg.leave();
       this.#keypads.get(leg)?.detach();
-      leg.call.hangup();
     }
-    // The hung-up legs' own "ended" events come after this, and find them gone.
+    // Gone before they are hung up: a call's "ended" (told at once, or later) finds it no longer the
+    // room's and writes nothing (an abandoned room must not; an ended one's end disconnects them all).
     this.#legs.clear();
     this.#keypads.clear();
+    for (const leg of legs) leg.call.hangup();
     this.#recording.close();
   }
 

@@ -222,7 +222,11 @@ export class ConferenceRuntime {
       readonly recovery: RecoveryDetails;
     },
   ): void {
-    this.#rooms.get(conference.id)?.abandon("the conference was taken over again under a new lease");
+    if (this.#closed) return;
+    const older = this.#rooms.get(conference.id);
+    older?.abandon("the conference was taken over again under a new lease");
+    // Its writes may still be settling: the new room is this conference's from now.
+    if (older !== undefined) this.#rooms.delete(conference.id);
     this.#takeOvers[taken.recovery.cause]++;
     const silentSince = this.#options.clock.now() - taken.recovery.gapSeconds * 1000;
     this.#open(conference, attendees, lease, {

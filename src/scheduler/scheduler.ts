@@ -95,7 +95,6 @@ export class Scheduler {
   /** Since when this instance has renewed its leases without a break; undefined after a failure. */
   #renewingSince: number | undefined;
   #otherInstances = 0;
-  #takeOvers = 0;
 
   constructor(options: SchedulerOptions) {
     this.#options = options;
@@ -104,11 +103,6 @@ export class Scheduler {
   /** The instances alive besides this one, as the last heartbeat found them. */
   get otherInstances(): number {
     return this.#otherInstances;
-  }
-
-  /** Conferences this instance has taken over since start. */
-  get takeOvers(): number {
-    return this.#takeOvers;
   }
 
   get #leaseMs(): number {
@@ -204,6 +198,7 @@ export class Scheduler {
       this.#renewingSince ??= now.getTime();
       await this.#renewInstance(now);
       this.#logDelayed(await store.markDelayedConferences(new Date(now.getTime() - DELAYED_AFTER_MS), now));
+      if (this.#stopped) return;
       // Others' conferences only after a whole lease of renewals: see the lease above.
       const judges = now.getTime() - this.#renewingSince >= this.#leaseMs;
       await this.#takeOver(judges ? { silentBefore: new Date(now.getTime() - this.#leaseMs) } : {}, now);
@@ -223,7 +218,6 @@ export class Scheduler {
     const { takenOver, ended } = await store.takeOverConferences(claimant, { ...gone, endBefore }, now);
     this.#logRecovered(ended);
     for (const conference of takenOver) {
-      this.#takeOvers++;
       logger.warn(
         { conferenceId: conference.conference.id, ...conference.recovery },
         conference.recovery.cause === "handed-over"

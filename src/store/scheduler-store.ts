@@ -324,8 +324,9 @@ async function takeOverConferences(
 }
 
 /**
- * Hands the conferences over: released now, with a new generation so that the stopping room's own
- * writes are refused from here on; any instance takes them over at once.
+ * Hands the conferences over, all or none: released now, with a new generation (a stopping room's
+ * write still in flight lands before it, any later one is refused); any instance takes them over at
+ * its next renewal.
  */
 async function releaseLeases(
   store: Store,
@@ -333,20 +334,22 @@ async function releaseLeases(
   leases: readonly HeldLease[],
   now: Date,
 ): Promise<void> {
-  for (const { conferenceId, lease } of leases) {
-    await store.db
-      .updateTable("conferences")
-      .set((eb) => ({
-        runner_released_at: timestamp(now),
-        runner_heartbeat_at: timestamp(now),
-        runner_generation: eb("runner_generation", "+", 1),
-      }))
-      .where("id", "=", conferenceId)
-      .where("runner", "=", runner)
-      .where("runner_generation", "=", lease)
-      .where("state", "=", "started")
-      .execute();
-  }
+  await store.db.transaction().execute(async (trx) => {
+    for (const { conferenceId, lease } of leases) {
+      await trx
+        .updateTable("conferences")
+        .set((eb) => ({
+          runner_released_at: timestamp(now),
+          runner_heartbeat_at: timestamp(now),
+          runner_generation: eb("runner_generation", "+", 1),
+        }))
+        .where("id", "=", conferenceId)
+        .where("runner", "=", runner)
+        .where("runner_generation", "=", lease)
+        .where("state", "=", "started")
+        .execute();
+    }
+  });
 }
 
 async function countAttendees(db: Kysely<Database>, conferenceId: number): Promise<number> {
