@@ -211,9 +211,10 @@ export async function startService(
       const limit = config.conferences.maxParticipants;
       return limit === null ? null : limit - conferences.participants;
     },
-    startConference: (conference, attendees, lease) => conferences.run(conference, attendees, lease),
-    takeOverConference: ({ conference, attendees, lease, callBack, redial, recovery }) =>
-      conferences.takeOver(conference, attendees, lease, { callBack, redial, recovery }),
+    startConference: (conference, attendees, lease, validForMs) =>
+      conferences.run(conference, attendees, lease, validForMs),
+    takeOverConference: ({ conference, attendees, lease, callBack, redial, recovery }, validForMs) =>
+      conferences.takeOver(conference, attendees, lease, { callBack, redial, recovery, validForMs }),
     onLeases: (held, validForMs, askedAt) => conferences.leasesRenewed(held, validForMs, askedAt),
   });
   const mail = config.mail;

@@ -203,8 +203,8 @@ export class ConferenceRuntime {
   }
 
   /** Runs a conference the scheduler has just started, with its attendee count when claimed and its lease. */
-  run(conference: Conference, attendees: number, lease: number): void {
-    this.#open(conference, attendees, lease);
+  run(conference: Conference, attendees: number, lease: number, validForMs?: number): void {
+    this.#open(conference, attendees, lease, validForMs);
   }
 
   /**
@@ -220,6 +220,8 @@ export class ConferenceRuntime {
       readonly callBack: readonly number[];
       readonly redial?: readonly number[];
       readonly recovery: RecoveryDetails;
+      /** For how long from now the lease is surely this instance's. */
+      readonly validForMs?: number;
     },
   ): void {
     if (this.#closed) return;
@@ -229,7 +231,7 @@ export class ConferenceRuntime {
     if (older !== undefined) this.#rooms.delete(conference.id);
     this.#takeOvers[taken.recovery.cause]++;
     const silentSince = this.#options.clock.now() - taken.recovery.gapSeconds * 1000;
-    this.#open(conference, attendees, lease, {
+    this.#open(conference, attendees, lease, taken.validForMs, {
       callBack: taken.callBack,
       redial: taken.redial ?? [],
       onFirstJoined: () => this.#options.onTakeOverHeard?.((this.#options.clock.now() - silentSince) / 1000),
@@ -281,6 +283,7 @@ export class ConferenceRuntime {
     conference: Conference,
     attendees: number,
     lease: number,
+    validForMs: number | undefined,
     takenOver?: {
       readonly callBack: readonly number[];
       readonly redial: readonly number[];
@@ -307,8 +310,9 @@ export class ConferenceRuntime {
       },
     });
     this.#rooms.set(conference.id, room);
-    // Its lease was got (and its heartbeat written) just now: the room may be heard for one lease.
-    if (this.#options.fenceAudio !== undefined) room.media.sendFor(this.#options.fenceAudio.leaseMs);
+    // Heard for what is left of the lease from its claim's heartbeat, as after each renewal.
+    if (this.#options.fenceAudio !== undefined)
+      room.media.sendFor(validForMs ?? this.#options.fenceAudio.leaseMs);
     room.start().catch((error: unknown) => {
       this.#options.logger.warn(
         { err: error, conferenceId: conference.id },

@@ -49,12 +49,17 @@ export interface SchedulerOptions {
   /** What the polls and heartbeats run on, and what now is. */
   readonly clock: Clock;
   /**
-   * Runs a conference this instance has just claimed (state started), with its attendee count and the
-   * lease it runs under.
+   * Runs a conference this instance has just claimed (state started), with its attendee count, the
+   * lease it runs under, and for how long from now that lease is surely this instance's.
    */
-  readonly startConference: (conference: Conference, attendees: number, lease: number) => void;
-  /** Runs a conference this instance has just taken over: its room calls back `callBack`. */
-  readonly takeOverConference: (conference: TakenOverConference) => void;
+  readonly startConference: (
+    conference: Conference,
+    attendees: number,
+    lease: number,
+    validForMs: number,
+  ) => void;
+  /** Runs a conference this instance has just taken over (its room calls back `callBack`), as above. */
+  readonly takeOverConference: (conference: TakenOverConference, validForMs: number) => void;
   /**
    * Told after each renewal, asked for at `askedAt`, the leases this instance still holds, and for
    * how long from now they are surely its own (the lease counted from `askedAt`).
@@ -159,12 +164,13 @@ export class Scheduler {
           sipUri: this.#options.sipUri ?? null,
           room: this.#options.room?.() ?? null,
         };
-        const claimed = await store.claimDueConference(claimant, this.#now());
+        const claimedAt = this.#now();
+        const claimed = await store.claimDueConference(claimant, claimedAt);
         if (claimed === undefined) return;
         const { conference, attendees } = claimed;
         logger.info({ conferenceId: conference.id }, "conference started");
         try {
-          this.#options.startConference(conference, attendees, claimed.lease);
+          this.#options.startConference(conference, attendees, claimed.lease, this.#validFor(claimedAt));
         } catch (error) {
           logger.error({ err: error, conferenceId: conference.id }, "conference could not be run");
         }
@@ -189,12 +195,12 @@ export class Scheduler {
   }
 
   async #beat(): Promise<void> {
-    const { store, runner, logger, clock } = this.#options;
+    const { store, runner, logger } = this.#options;
     const now = this.#now();
     try {
       const held = await store.renewLeases(runner, now);
       if (this.#stopped) return;
-      this.#options.onLeases?.(held, this.#leaseMs - (clock.now() - now.getTime()), now.getTime());
+      this.#options.onLeases?.(held, this.#validFor(now), now.getTime());
       this.#renewingSince ??= now.getTime();
       await this.#renewInstance(now);
       this.#logDelayed(await store.markDelayedConferences(new Date(now.getTime() - DELAYED_AFTER_MS), now));
@@ -225,7 +231,7 @@ export class Scheduler {
           : "conference taken over: the instance running it fell silent; calling its attendees back",
       );
       try {
-        this.#options.takeOverConference(conference);
+        this.#options.takeOverConference(conference, this.#validFor(now));
       } catch (error) {
         logger.error({ err: error, conferenceId: conference.conference.id }, "conference could not be run");
       }
@@ -243,6 +249,11 @@ export class Scheduler {
 
   #now(): Date {
     return new Date(this.#options.clock.now());
+  }
+
+  /** What is left now of a lease whose heartbeat was written as `at` (asked for then). */
+  #validFor(at: Date): number {
+    return this.#leaseMs - (this.#options.clock.now() - at.getTime());
   }
 
   #staleBefore(now: Date): Date {
