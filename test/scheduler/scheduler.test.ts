@@ -106,7 +106,8 @@ describe("the scheduler", { concurrency: true }, () => {
         const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), "bridgeline-restart-"));
         after(() => fs.rmSync(dataDir, { recursive: true, force: true }));
         const stores = database === undefined ? {} : { databaseUrl: database.url };
-        const first = await startTestService({ dataDir, ...stores });
+        // It renews no lease while the test plays its death (its renewal would make the row fresh).
+        const first = await startTestService({ dataDir, ...stores }, { heartbeatIntervalMs: 3_600_000 });
         const user = await createUser(first);
         const conferencePath = await pendingConference(first, user, new Date(Date.now() + 3600_000));
         const conferenceId = Number(conferencePath.split("/").pop());
