@@ -131,8 +131,8 @@ export class ConferenceRoom {
   #moderatorCall: "awaited" | "joined" | "unreachable" = "awaited";
   /** Someone has been in the conference (in this room, or before it was taken over). */
   #anyoneJoined = false;
-  /** Someone has been in this room. */
-  #anyoneJoinedHere = false;
+  /** Told at the first join in this room after a take-over, then dropped. */
+  #onFirstJoined: (() => void) | undefined;
   readonly #openedAt: Date;
   /** When the last person left, while nobody is on a call since. */
   #emptiedAt: Date | undefined;
@@ -149,6 +149,7 @@ export class ConferenceRoom {
     this.#toRedial = new Set(options.takenOver?.redial);
     // People were in it before the take-over: empty now, it ends after the grace period, not the no-show one.
     this.#anyoneJoined = options.takenOver !== undefined;
+    this.#onFirstJoined = options.takenOver?.onFirstJoined;
     this.#media = options.telephone.openRoom();
     this.#writes = new OrderedWrites({
       clock: options.clock,
@@ -679,8 +680,8 @@ export class ConferenceRoom {
     leg.call.join(this.#media, { muted });
     leg.joined = true;
     leg.muted = muted;
-    if (!this.#anyoneJoinedHere) this.#options.takenOver?.onFirstJoined();
-    this.#anyoneJoinedHere = true;
+    this.#onFirstJoined?.();
+    this.#onFirstJoined = undefined;
     this.#anyoneJoined = true;
     if (leg.moderator) this.#moderatorCall = "joined";
     this.#record(leg.attendeeId, {

@@ -110,10 +110,6 @@ export class Scheduler {
     return this.#otherInstances;
   }
 
-  get #leaseMs(): number {
-    return this.#options.leaseMs;
-  }
-
   /** Takes over what an earlier run of this instance left started, then starts polling. */
   async start(): Promise<void> {
     const now = this.#now();
@@ -125,8 +121,8 @@ export class Scheduler {
   }
 
   /**
-   * Hands these conferences over (this instance is stopping and another is alive): another instance
-   * takes them over at once; their rooms here can write nothing more.
+   * Hands these conferences over (this instance is stopping, another is alive, and their rooms here
+   * are given up): another instance takes them over at its next renewal.
    */
   async handOver(leases: readonly HeldLease[]): Promise<void> {
     await this.#options.store.releaseLeases(this.#options.runner, leases, this.#now());
@@ -190,7 +186,7 @@ export class Scheduler {
         this.#beats.add(beat);
         void beat.finally(() => this.#beats.delete(beat));
       },
-      this.#options.heartbeatIntervalMs ?? this.#leaseMs / 4,
+      this.#options.heartbeatIntervalMs ?? this.#options.leaseMs / 4,
     );
   }
 
@@ -206,8 +202,11 @@ export class Scheduler {
       this.#logDelayed(await store.markDelayedConferences(new Date(now.getTime() - DELAYED_AFTER_MS), now));
       if (this.#stopped) return;
       // Others' conferences only after a whole lease of renewals: see the lease above.
-      const judges = now.getTime() - this.#renewingSince >= this.#leaseMs;
-      await this.#takeOver(judges ? { silentBefore: new Date(now.getTime() - this.#leaseMs) } : {}, now);
+      const judges = now.getTime() - this.#renewingSince >= this.#options.leaseMs;
+      await this.#takeOver(
+        judges ? { silentBefore: new Date(now.getTime() - this.#options.leaseMs) } : {},
+        now,
+      );
     } catch (error) {
       this.#renewingSince = undefined;
       logger.warn({ err: error }, "conference heartbeat failed; trying again");
@@ -253,7 +252,7 @@ export class Scheduler {
 
   /** What is left now of a lease whose heartbeat was written as `at` (asked for then). */
   #validFor(at: Date): number {
-    return this.#leaseMs - (this.#options.clock.now() - at.getTime());
+    return this.#options.leaseMs - (this.#options.clock.now() - at.getTime());
   }
 
   #staleBefore(now: Date): Date {

@@ -257,19 +257,10 @@ async function endConference(
   const conferenceId = scope.conferenceId;
   await store.db.transaction().execute(async (trx) => {
     await checkLease(trx, store.dialect, scope);
-    const disconnected = await trx
-      .updateTable("attendees")
-      .set({
-        state: "disconnected",
-        duration: connectedDurationSql(store.dialect, timestamp(callsEndedAt)),
-        connected_at: null,
-        updated_at: at,
-        lock_version: nextLockVersion(),
-      })
-      .where("conference_id", "=", conferenceId)
-      .where("state", "in", CALL_IN_PROGRESS)
-      .returning("id")
-      .execute();
+    const disconnected = await disconnectCallsInProgress(trx, store.dialect, conferenceId, {
+      until: timestamp(callsEndedAt),
+      at,
+    });
     const ended = await trx
       .updateTable("conferences")
       .set({
@@ -286,10 +277,37 @@ async function endConference(
     await appendEvents(
       trx,
       [
-        ...disconnected.map((row) => roomEvent(scope, "attendee-disconnected", row.id, reason)),
+        ...disconnected.map((id) => roomEvent(scope, "attendee-disconnected", id, reason)),
         ...(Number(ended.numUpdatedRows) === 1 ? [roomEvent(scope, "conference-ended", null, reason)] : []),
       ],
       now,
     );
   });
+}
+
+/**
+ * Marks a conference's calls still in progress disconnected, their seconds counted up to `until`
+ * (with `result` as their call result when given); returns the attendees' ids.
+ */
+export async function disconnectCallsInProgress(
+  trx: Kysely<Database>,
+  dialect: StoreDialect,
+  conferenceId: number,
+  ended: { readonly until: string; readonly at: string; readonly result?: string },
+): Promise<number[]> {
+  const rows = await trx
+    .updateTable("attendees")
+    .set({
+      state: "disconnected",
+      duration: connectedDurationSql(dialect, ended.until),
+      connected_at: null,
+      ...(ended.result !== undefined && { call_result: ended.result }),
+      updated_at: ended.at,
+      lock_version: nextLockVersion(),
+    })
+    .where("conference_id", "=", conferenceId)
+    .where("state", "in", CALL_IN_PROGRESS)
+    .returning("id")
+    .execute();
+  return rows.map((row) => row.id);
 }

@@ -16,13 +16,14 @@ import type {
   SchedulerStore,
   TakenOverConference,
 } from "../scheduler/ports.js";
+import { disconnectCallsInProgress } from "./conference-store.js";
 import { toConference } from "./conferences.js";
 import type { Store } from "./database.js";
 import { appendEvents } from "./events.js";
 import { roomEvent } from "./live-events.js";
 import type { Database } from "./schema.js";
 import { renewSipInstance } from "./sip-instances.js";
-import { connectedDurationSql, nextLockVersion, timestamp } from "./values.js";
+import { nextLockVersion, timestamp } from "./values.js";
 
 export function schedulerStore(store: Store): SchedulerStore {
   return {
@@ -225,28 +226,19 @@ async function takeOverConferences(
         .where("state", "in", CALL_IN_PROGRESS)
         .orderBy("id")
         .execute();
-      const disconnected = await trx
-        .updateTable("attendees")
-        .set({
-          state: "disconnected",
-          duration: connectedDurationSql(store.dialect, lastSeen),
-          connected_at: null,
-          call_result: RUNNER_GONE_REASON,
-          updated_at: at,
-          lock_version: nextLockVersion(),
-        })
-        .where("conference_id", "=", row.id)
-        .where("state", "in", CALL_IN_PROGRESS)
-        .returning("id")
-        .execute();
+      const disconnected = await disconnectCallsInProgress(trx, store.dialect, row.id, {
+        until: lastSeen,
+        at,
+        result: RUNNER_GONE_REASON,
+      });
       await trx
         .updateTable("placed_calls")
         .set({ ended_at: lastSeen })
         .where("conference_id", "=", row.id)
         .where("ended_at", "is", null)
         .execute();
-      const disconnectedEvents = disconnected.map((attendee) =>
-        roomEvent(scope, "attendee-disconnected", attendee.id, RUNNER_GONE_REASON),
+      const disconnectedEvents = disconnected.map((id) =>
+        roomEvent(scope, "attendee-disconnected", id, RUNNER_GONE_REASON),
       );
       if (endIt) {
         await trx
