@@ -169,6 +169,7 @@ export async function startService(
   const conferences = new ConferenceRuntime({
     telephone: telephony,
     store: conferenceStore(store),
+    instance: config.instanceId,
     speak,
     dataDir: config.dataDir,
     accessNumbers: sip.accessNumbers,

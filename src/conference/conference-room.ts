@@ -36,6 +36,7 @@ import type { ConferenceEventType } from "../domain/event.js";
 import { type CallingPolicy, whyNotCallable } from "../domain/phone.js";
 import { Announcements } from "./announcements.js";
 import { CallMenu } from "./call-menu.js";
+import { CallRecords } from "./call-records.js";
 import { askToJoin, recordName, sayNoResponse } from "./greeting.js";
 import { Keypad, type KeypadRoom } from "./keypad.js";
 import { Leg } from "./leg.js";
@@ -77,6 +78,8 @@ export interface RoomOptions {
   readonly reserved: number;
   /** The lease the room runs its conference under: every write it makes carries it (store/leases.ts). */
   readonly lease: number;
+  /** This instance (BRIDGELINE_INSTANCE_ID), as its call records name it. */
+  readonly instance: string;
   /**
    * A room that took its conference over from an instance that went: these attendees (the service had
    * called them) are called back, told they are being reconnected, and joined without the greeting.
@@ -121,6 +124,7 @@ export class ConferenceRoom {
   readonly #toCallBack: Set<number>;
   readonly #toRedial: Set<number>;
   readonly #writes: OrderedWrites;
+  readonly #callRecords: CallRecords;
   readonly #recording: RoomRecording;
   readonly #announcements: Announcements;
   readonly #keypadRoom: KeypadRoom;
@@ -172,6 +176,14 @@ export class ConferenceRoom {
           { conferenceId: this.#conference.id, attempts },
           "database back: the conference's waiting state changes are being saved",
         ),
+    });
+    this.#callRecords = new CallRecords({
+      instance: options.instance,
+      now: () => this.#now(),
+      write: (record, at) => {
+        const scope = this.#scope;
+        this.#writes.append(() => options.store.recordCall(scope, record, at));
+      },
     });
     this.#recording = new RoomRecording({
       media: this.#media,
@@ -318,7 +330,7 @@ export class ConferenceRoom {
           "attendee deleted: hanging up",
         );
         this.#remove(leg);
-        leg.call.hangup();
+        this.#callRecords.hangUp(leg.call, "the attendee was deleted");
       }
     }
     this.#roster = attendees;
@@ -383,8 +395,9 @@ export class ConferenceRoom {
   ): void {
     // A call over before it got here has had its end: admitted, it would stay connected for ever.
     if (call.state !== "answered") return;
+    this.#callRecords.follow(call, attendeeId);
     if (this.#state === "ended") {
-      call.hangup();
+      this.#callRecords.hangUp(call, "the conference had ended");
       return;
     }
     const leg = new Leg(call, attendeeId, moderator);
@@ -502,7 +515,9 @@ export class ConferenceRoom {
       this.#record(leg.attendeeId, { kind: "failed", state: "failed", result: why });
       if (leg.moderator && this.#moderatorCall !== "joined") this.#moderatorCall = "unreachable";
     }
-    void leg.call.play({ prompts: ["encrypted-only", "goodbye"] }).then(() => leg.call.hangup());
+    void leg.call
+      .play({ prompts: ["encrypted-only", "goodbye"] })
+      .then(() => this.#callRecords.hangUp(leg.call, "the conference takes encrypted calls only"));
     this.#settle();
     this.#endIfEmpty();
   }
@@ -574,6 +589,7 @@ export class ConferenceRoom {
     const number = `+${attendee.phoneNumberCountryCode ?? "1"}${attendee.phoneNumberSubscriberNumber ?? ""}`;
     const encrypted = this.#conference.encryptedOnly;
     const call = this.#options.telephone.placeCall(number, { room: this.#media, encrypted });
+    this.#callRecords.follow(call, attendee.id);
     const callOver = () => {
       // Dated now: the write may land later, once an unreachable database is back.
       const at = this.#now();
@@ -617,7 +633,7 @@ export class ConferenceRoom {
             { err: error, conferenceId, attendeeId: attendee.id },
             "attendee greeting failed",
           );
-          call.hangup();
+          this.#callRecords.hangUp(call, "the greeting failed");
         });
     });
     call.on("failed", (failure) => {
@@ -649,7 +665,7 @@ export class ConferenceRoom {
           state: "no-answer",
           result: "answered but did not press 1",
         });
-        leg.call.hangup();
+        this.#callRecords.hangUp(leg.call, "answered but did not press 1");
         this.#endIfEmpty();
         return;
       }
@@ -792,7 +808,8 @@ export class ConferenceRoom {
    */
   abandon(reason: string): void {
     if (this.#state === "ended") return;
-    this.#hangUpAll();
+    this.#callRecords.forgetAll();
+    this.#hangUpAll("the conference room was given up");
     const conferenceId = this.#conference.id;
     this.#options.logger.warn(
       { conferenceId, lease: this.#options.lease, reason },
@@ -806,7 +823,7 @@ export class ConferenceRoom {
   }
 
   /** Ended: every call out of the room and hung up, the recording finished. */
-  #hangUpAll(): void {
+  #hangUpAll(because: string): void {
     this.#transition("ended");
     this.#options.clock.clearTimeout(this.#endingTimer);
     const legs = [...this.#legs.values()];
@@ -818,7 +835,7 @@ export class ConferenceRoom {
     // room's and writes nothing (an abandoned room must not; an ended one's end disconnects them all).
     this.#legs.clear();
     this.#keypads.clear();
-    for (const leg of legs) leg.call.hangup();
+    for (const leg of legs) this.#callRecords.hangUp(leg.call, because);
     this.#recording.close();
   }
 
@@ -826,7 +843,7 @@ export class ConferenceRoom {
     if (this.#state === "ended") return;
     // The recording is complete (its media closed below) before the conference is stored as ended;
     // endConference disconnects the calls hung up here.
-    this.#hangUpAll();
+    this.#hangUpAll(`the conference ended: ${reason}`);
     const conferenceId = this.#conference.id;
     this.#options.logger.info({ conferenceId, reason }, "conference ended");
     const media = this.#media;

@@ -28,6 +28,8 @@ import type { AttemptCounts, ConferenceStore, IncomingConferenceCall, Speak, Tel
 export interface ConferenceRuntimeOptions {
   readonly telephone: Telephone;
   readonly store: ConferenceStore;
+  /** This instance (BRIDGELINE_INSTANCE_ID), as call records name it. */
+  readonly instance: string;
   readonly speak: Speak;
   readonly logger: RoomLogger;
   /** What the rooms' and the PIN prompts' timers and the refreshes run on. */
@@ -303,6 +305,7 @@ export class ConferenceRuntime {
       callingPolicy: this.#options.callingPolicy ?? OPEN_CALLING_POLICY,
       reserved: Math.max(1, attendees),
       lease,
+      instance: this.#options.instance,
       ...(takenOver !== undefined && { takenOver }),
       emptyPeriods: this.#options.emptyPeriods,
       onEnded: (ended) => {

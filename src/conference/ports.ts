@@ -5,6 +5,7 @@
  * instances share. Unit tests give the rules fakes of each.
  */
 import type { Attendee, AttendeeState } from "../domain/attendee.js";
+import type { CallCause, NewCallRecord } from "../domain/call-record.js";
 import type { Conference } from "../domain/conference.js";
 import type { CallEncryption } from "../domain/encryption.js";
 import type { ConferenceEventType, LiveControls } from "../domain/event.js";
@@ -23,17 +24,33 @@ export type Sound =
 export interface CallFailure {
   readonly status: number;
   readonly reason: string;
+  /** The Reason header of the final response (RFC 3326), when it had one. */
+  readonly cause?: CallCause | null;
 }
 
 export interface CallEnd {
+  /** "remote": the far end hung up; anything else: this side ended it. */
   readonly by: string;
   readonly reason: string;
+  /** The Reason header of the far end's BYE, else the one we sent with ours (RFC 3326). */
+  readonly cause?: CallCause | null;
 }
 
 /** A telephone call as a conference uses it. */
 export interface ConferenceCall {
   readonly direction: "outbound" | "inbound";
   readonly state: "calling" | "ringing" | "answered" | "failed" | "ended";
+  /** Who is called, or who calls (the number when the caller sends one). */
+  readonly remoteNumber: string;
+  /** Where it went or came: a placed call's trunk URI, the number a caller dialled; null otherwise. */
+  readonly route: string | null;
+  /** A browser's call (the join page) rather than a telephone's. */
+  readonly fromBrowser: boolean;
+  /** When the call began and was answered (null until then), ms since the epoch on the telephone's clock. */
+  readonly invitedAt: number;
+  readonly answeredAt: number | null;
+  /** The codec it sends in, once answered. */
+  readonly codec: string | undefined;
   /** Whether its signalling travels over SIP over TLS. */
   readonly signallingTls: boolean;
   /** Whether its media is SRTP (once answered). */
@@ -263,6 +280,8 @@ export interface ConferenceStore {
     reason?: string,
   ): Promise<unknown>;
   endConference(scope: RoomScope, reason: string, at: Date): Promise<unknown>;
+  /** A call is over: its record, with a call-ended event carrying it. */
+  recordCall(scope: RoomScope, record: NewCallRecord, at: Date): Promise<unknown>;
   /**
    * Takes a call each for these attendees, in order, as far as the owner's limits allow (counted over
    * every instance); those refused get the reason.

@@ -35,3 +35,88 @@ export interface CallQuality {
   /** The E-model's estimate (ITU-T G.107), 1-4.5; null when there was too little to judge. */
   readonly mos: number | null;
 }
+
+/** How a call came: placed by the service, dialled in by PIN, or joined from a browser. */
+export type CallDirection = "outbound" | "inbound" | "browser";
+
+/** Who ended an answered call: the attendee's side (their BYE) or the service (ours, for a reason). */
+export type HungUpBy = "attendee" | "service";
+
+/** A call's record as the room makes it, once the call is over. */
+export interface NewCallRecord {
+  readonly attendeeId: number;
+  readonly direction: CallDirection;
+  /** The number called (outbound) or the caller's (inbound), as signalled; null from a browser. */
+  readonly number: string | null;
+  /** Outbound: the trunk's SIP URI; inbound: the access number dialled; null from a browser. */
+  readonly route: string | null;
+  /** The instance that ran the call (BRIDGELINE_INSTANCE_ID). */
+  readonly instance: string;
+  /** ISO 8601 UTC: the INVITE sent or received, the answer, the end (the failure, for a call never answered). */
+  readonly invitedAt: string;
+  readonly answeredAt: string | null;
+  readonly endedAt: string;
+  /** The final SIP status: 200 for an answered call, else the failure's (408 no answer, 487 cancelled...). */
+  readonly sipStatus: number;
+  readonly sipReason: string;
+  /** The `Reason` the far end gave (its BYE, CANCEL or final response), else the one we sent; null when none. */
+  readonly cause: CallCause | null;
+  /** Null for a call never answered. */
+  readonly hungUpBy: HungUpBy | null;
+  /** Why it ended, in words ("conference ended", "no media", "486 Busy Here"). */
+  readonly endReason: string;
+  readonly codec: string | null;
+  readonly srtp: boolean;
+  readonly tls: boolean;
+  readonly quality: CallQuality | null;
+}
+
+export interface CallRecord extends NewCallRecord {
+  readonly id: number;
+  readonly conferenceId: number;
+  /** Answered to ended, whole seconds; 0 for a call never answered. */
+  readonly durationSeconds: number;
+}
+
+/** Whole seconds from answer to end; 0 for a call never answered. */
+export function callDurationSeconds(record: NewCallRecord): number {
+  if (record.answeredAt === null) return 0;
+  return Math.max(0, Math.floor((Date.parse(record.endedAt) - Date.parse(record.answeredAt)) / 1000));
+}
+
+/** The columns of a call record's CSV export, in order, each with how it is written. */
+export const CALL_RECORD_COLUMNS: readonly (readonly [
+  string,
+  (record: CallRecord) => string | number | null,
+])[] = [
+  ["id", (r) => r.id],
+  ["conference_id", (r) => r.conferenceId],
+  ["attendee_id", (r) => r.attendeeId],
+  ["direction", (r) => r.direction],
+  ["number", (r) => r.number],
+  ["route", (r) => r.route],
+  ["instance", (r) => r.instance],
+  ["invited_at", (r) => r.invitedAt],
+  ["answered_at", (r) => r.answeredAt],
+  ["ended_at", (r) => r.endedAt],
+  ["duration_seconds", (r) => r.durationSeconds],
+  ["sip_status", (r) => r.sipStatus],
+  ["sip_reason", (r) => r.sipReason],
+  ["cause_protocol", (r) => r.cause?.protocol ?? null],
+  ["cause", (r) => r.cause?.cause ?? null],
+  ["cause_text", (r) => r.cause?.text ?? null],
+  ["hung_up_by", (r) => r.hungUpBy],
+  ["end_reason", (r) => r.endReason],
+  ["codec", (r) => r.codec],
+  ["srtp", (r) => String(r.srtp)],
+  ["tls", (r) => String(r.tls)],
+  ["packets_sent", (r) => r.quality?.packetsSent ?? null],
+  ["packets_received", (r) => r.quality?.packetsReceived ?? null],
+  ["loss_share", (r) => r.quality?.lossShare ?? null],
+  ["remote_loss_share", (r) => r.quality?.remoteLossShare ?? null],
+  ["jitter_ms", (r) => r.quality?.jitterMs ?? null],
+  ["remote_jitter_ms", (r) => r.quality?.remoteJitterMs ?? null],
+  ["round_trip_ms", (r) => r.quality?.roundTripMs ?? null],
+  ["concealment_share", (r) => r.quality?.concealmentShare ?? null],
+  ["mos", (r) => r.quality?.mos ?? null],
+];

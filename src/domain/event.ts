@@ -1,5 +1,6 @@
 /** What happens in a conference, as live views (the console, the events stream) are told it. */
 
+import type { CallRecord } from "./call-record.js";
 import type { CallEncryption } from "./encryption.js";
 
 export const CONFERENCE_EVENT_TYPES = [
@@ -13,6 +14,8 @@ export const CONFERENCE_EVENT_TYPES = [
   "attendee-connected",
   "attendee-disconnected",
   "attendee-failed",
+  /** A call is over and its record written (after its attendee-disconnected or attendee-failed). */
+  "call-ended",
   "attendee-muted",
   "attendee-unmuted",
   "hand-raised",
@@ -45,6 +48,8 @@ export interface ConferenceEvent {
   readonly encryption: CallEncryption | null;
   /** What the take-over was, on conference-recovered events; null on the others. */
   readonly recovery: RecoveryDetails | null;
+  /** The call's record, on call-ended events; null on the others. */
+  readonly call: CallRecord | null;
   /** ISO 8601 UTC, to the millisecond. */
   readonly at: string;
 }
@@ -69,8 +74,9 @@ export interface RecoveryDetails {
 }
 
 /** An event to append: the id and time are the store's. */
-export type NewConferenceEvent = Omit<ConferenceEvent, "id" | "at" | "recovery"> & {
+export type NewConferenceEvent = Omit<ConferenceEvent, "id" | "at" | "recovery" | "call"> & {
   readonly recovery?: RecoveryDetails;
+  readonly call?: CallRecord;
 };
 
 /** The conference options whose changes live views are told. */
@@ -117,6 +123,7 @@ export function eventData(event: ConferenceEvent): string {
     ...(event.reason !== null && { reason: event.reason }),
     ...(event.encryption !== null && { encryption: event.encryption }),
     ...(event.recovery !== null && { recovery: event.recovery }),
+    ...(event.call !== null && { call: event.call }),
   });
 }
 

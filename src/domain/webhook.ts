@@ -237,6 +237,7 @@ export function webhookPayload(event: ConferenceEvent): string {
       ...(event.reason !== null && { reason: event.reason }),
       ...(event.encryption !== null && { encryption: event.encryption }),
       ...(event.recovery !== null && { recovery: event.recovery }),
+      ...(event.call !== null && { call: event.call }),
     },
   });
 }

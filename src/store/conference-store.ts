@@ -9,6 +9,7 @@ import type { AttendeeCallEvent, ConferenceStore, RoomScope, RoomState } from ".
 import { CALL_IN_PROGRESS } from "../domain/attendee.js";
 import { attendeeControlEvents, conferenceControlEvents, type LiveControls } from "../domain/event.js";
 import { toAttendee } from "./attendees.js";
+import { recordCall } from "./call-records.js";
 import { toConference } from "./conferences.js";
 import { type Store, type StoreDialect, unreachableReason } from "./database.js";
 import {
@@ -40,6 +41,7 @@ export function conferenceStore(store: Store): ConferenceStore {
     recordConferenceControls: (scope, controls, at, reason) =>
       recordConferenceControls(store, scope, controls, at, reason),
     endConference: (scope, reason, at) => endConference(store, scope, reason, at),
+    recordCall: (scope, record, at) => recordCall(store, scope, record, at),
     reservePlacedCalls: (scope, attendeeIds, policy, at) =>
       reservePlacedCalls(store, scope, attendeeIds, policy, at),
     endPlacedCall: (placedCallId, at) => endPlacedCall(store, placedCallId, at),

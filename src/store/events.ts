@@ -4,6 +4,7 @@
  * client that reconnects can catch up.
  */
 import type { Kysely, Selectable } from "kysely";
+import type { CallRecord } from "../domain/call-record.js";
 import { readCallEncryption } from "../domain/encryption.js";
 import type {
   ConferenceEvent,
@@ -27,7 +28,11 @@ function toEvent(row: Selectable<EventTable>): ConferenceEvent {
     type: row.type as ConferenceEventType,
     reason: row.reason,
     encryption: readCallEncryption(row.encryption),
-    recovery: row.details === null ? null : (JSON.parse(row.details) as RecoveryDetails),
+    recovery:
+      row.details === null || row.type !== "conference-recovered"
+        ? null
+        : (JSON.parse(row.details) as RecoveryDetails),
+    call: row.details === null || row.type !== "call-ended" ? null : (JSON.parse(row.details) as CallRecord),
     at: new Date(row.created_at).toISOString(),
   };
 }
@@ -54,7 +59,8 @@ export async function appendEvents(
         type: event.type,
         reason: event.reason,
         encryption: event.encryption,
-        details: event.recovery === undefined ? null : JSON.stringify(event.recovery),
+        // The details of the event's type: a take-over's, a call's record.
+        details: JSON.stringify(event.recovery ?? event.call) ?? null,
         created_at: at,
       })),
     )

@@ -476,6 +476,50 @@ function conferenceLeases(dialect: StoreDialect): Migration {
   };
 }
 
+/**
+ * Call records (store/call-records.ts): one row per call placed to or taken from an attendee, kept
+ * with its conference; no key on the attendee, whose record outlives its removal.
+ */
+function callRecords(dialect: StoreDialect): Migration {
+  const t = columnTypes(dialect);
+  return {
+    async up(db: AnyDb) {
+      await db.schema
+        .createTable("call_records")
+        .addColumn("id", t.id, t.idColumn)
+        .addColumn("conference_id", "integer", (c) =>
+          c.notNull().references("conferences.id").onDelete("cascade"),
+        )
+        .addColumn("attendee_id", "integer", (c) => c.notNull())
+        .addColumn("direction", "text", (c) => c.notNull())
+        .addColumn("number", "text")
+        .addColumn("route", "text")
+        .addColumn("instance", "text", (c) => c.notNull())
+        .addColumn("invited_at", t.timestamp, (c) => c.notNull())
+        .addColumn("answered_at", t.timestamp)
+        .addColumn("ended_at", t.timestamp, (c) => c.notNull())
+        .addColumn("sip_status", "integer", (c) => c.notNull())
+        .addColumn("sip_reason", "text", (c) => c.notNull())
+        .addColumn("cause_protocol", "text")
+        .addColumn("cause", "integer")
+        .addColumn("cause_text", "text")
+        .addColumn("hung_up_by", "text")
+        .addColumn("end_reason", "text", (c) => c.notNull())
+        .addColumn("codec", "text")
+        .addColumn("srtp", t.flag, (c) => c.notNull())
+        .addColumn("tls", t.flag, (c) => c.notNull())
+        // The figures of domain/call-record.ts CallQuality, as JSON; null when the call had no media.
+        .addColumn("quality", "text")
+        .execute();
+      await db.schema
+        .createIndex("call_records_conference")
+        .on("call_records")
+        .columns(["conference_id", "id"])
+        .execute();
+    },
+  };
+}
+
 export function migrationProvider(dialect: StoreDialect): MigrationProvider {
   return {
     async getMigrations() {
@@ -492,6 +536,7 @@ export function migrationProvider(dialect: StoreDialect): MigrationProvider {
         "0010_call_encryption": callEncryption(dialect),
         "0011_sip_instances": sipInstances(dialect),
         "0012_conference_leases": conferenceLeases(dialect),
+        "0013_call_records": callRecords(dialect),
       };
     },
   };

@@ -173,7 +173,7 @@ export interface EventTable {
   reason: string | null;
   /** On attendee-connected: how the call is protected. */
   encryption: Generated<string | null>;
-  /** On conference-recovered: the take-over (domain/event.ts RecoveryDetails), as JSON. */
+  /** As JSON: on conference-recovered the take-over (RecoveryDetails), on call-ended the call's record. */
   details: Generated<string | null>;
   created_at: Timestamp;
 }
@@ -257,6 +257,32 @@ export interface PlacedCallTable {
   ended_at: Timestamp | null;
 }
 
+/** A call placed to or taken from an attendee, once over (domain/call-record.ts). */
+export interface CallRecordTable {
+  id: Generated<number>;
+  conference_id: number;
+  attendee_id: number;
+  direction: string;
+  number: string | null;
+  route: string | null;
+  instance: string;
+  invited_at: Timestamp;
+  answered_at: Timestamp | null;
+  ended_at: Timestamp;
+  sip_status: number;
+  sip_reason: string;
+  cause_protocol: string | null;
+  cause: number | null;
+  cause_text: string | null;
+  hung_up_by: string | null;
+  end_reason: string;
+  codec: string | null;
+  srtp: Flag;
+  tls: Flag;
+  /** CallQuality as JSON; null when the call had no media. */
+  quality: string | null;
+}
+
 /** Attempts under one key (a client address, a caller) in the window open now (store/attempt-counts.ts). */
 export interface AttemptCountTable {
   key: string;
@@ -292,5 +318,6 @@ export interface Database {
   webhook_attempts: WebhookAttemptTable;
   attempt_counts: AttemptCountTable;
   placed_calls: PlacedCallTable;
+  call_records: CallRecordTable;
   sip_instances: SipInstanceTable;
 }

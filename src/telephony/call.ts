@@ -137,10 +137,27 @@ export class Call extends EventEmitter<CallEvents> {
     /** The far end's number or user: who we call, or who calls us. */
     readonly remoteNumber: string,
     media: CallMediaOptions = {},
+    /** Where it went or came: a placed call's trunk URI (or the URI called), the number a caller dialled. */
+    readonly route: string | null = null,
   ) {
     super();
     this.#srtp = media.srtp ?? "off";
     this.#mediaOptions = media;
+    this.invitedAt = host.clock.now();
+  }
+
+  /** When the call began (our INVITE, or theirs arriving), ms since the epoch on the host's clock. */
+  readonly invitedAt: number;
+  #answeredAt: number | null = null;
+
+  /** When it was answered; null until then. */
+  get answeredAt(): number | null {
+    return this.#answeredAt;
+  }
+
+  /** A browser's call (WebRTC, the join page) rather than a SIP one. */
+  get fromBrowser(): boolean {
+    return false;
   }
 
   /** Whether the media is SRTP (once negotiated). */
@@ -475,6 +492,7 @@ export class Call extends EventEmitter<CallEvents> {
 
   #setState(state: CallState): void {
     this.#state = state;
+    if (state === "answered") this.#answeredAt ??= this.host.clock.now();
   }
 
   #finish(): void {
@@ -563,7 +581,7 @@ export class IncomingCall extends Call {
     readonly origin: CallOrigin,
     srtp: SrtpPolicy = "off",
   ) {
-    super(host, "inbound", from, { srtp });
+    super(host, "inbound", from, { srtp }, to);
     this.#invite = session;
     this.attach(session);
   }
@@ -686,6 +704,10 @@ export class BrowserCall extends Call {
   private constructor(host: CallHost, signallingTls: boolean) {
     super(host, "inbound", "browser");
     this.#signallingTls = signallingTls;
+  }
+
+  override get fromBrowser(): boolean {
+    return true;
   }
 
   /** Its offer and answer went over HTTPS (or not: a page on plain HTTP). */

@@ -430,11 +430,13 @@ export class Telephony implements CallHost {
       options.encrypted ? "required" : (trunk?.srtp ?? this.#options.srtp?.placed ?? "optional"),
     );
     const call = this.#observed(
-      new OutgoingCall(this, "outbound", e164, {
-        srtp: srtp === "refuse" ? "off" : srtp,
-        codecs: trunk?.codecs,
-        dtmf: trunk?.dtmf,
-      }),
+      new OutgoingCall(
+        this,
+        "outbound",
+        e164,
+        { srtp: srtp === "refuse" ? "off" : srtp, codecs: trunk?.codecs, dtmf: trunk?.dtmf },
+        trunk?.uri ?? null,
+      ),
     );
     this.#calls.add(call);
     const failLater = (status: number, reason: string) =>
@@ -516,7 +518,7 @@ export class Telephony implements CallHost {
     // A call relayed to this one passes its packets as they come: offered its codec alone, the
     // other instance answers in it, whatever either prefers.
     const codecs = near?.codec === undefined ? undefined : [near.codec];
-    const call = this.#observed(new OutgoingCall(this, "outbound", uri, { codecs }));
+    const call = this.#observed(new OutgoingCall(this, "outbound", uri, { codecs }, uri));
     this.#calls.add(call);
     const destination = destinationOf(uri);
     if (destination === undefined) {

@@ -52,6 +52,7 @@ async function runtime(
   const conferences = new ConferenceRuntime({
     telephone,
     store,
+    instance: "test-instance",
     speak: async () => null,
     logger,
     clock,
@@ -166,7 +167,7 @@ test("leave hangs the page's call up, once; unknown tokens are false", async () 
   assert.deepEqual(store.of("call").at(-1), {
     op: "call",
     attendeeId: result.attendeeId,
-    event: { kind: "disconnected", result: "bridgeline: hung up" },
+    event: { kind: "disconnected", result: "local: hung up" },
   });
   assert.equal(conferences.leaveBrowser(result.token), false, "its call is over");
   assert.equal(conferences.browserParticipant(result.token), undefined);

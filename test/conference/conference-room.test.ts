@@ -102,7 +102,7 @@ test("the moderator hanging up ends the conference: the others are hung up, the 
   assert.deepEqual(h.store.writes.at(-1), { op: "end", reason: "the moderator left" });
   assert.deepEqual(
     h.store.of("call").filter((write) => write.event.kind === "disconnected"),
-    [{ op: "call", attendeeId: 1, event: { kind: "disconnected", result: "caller: BYE" } }],
+    [{ op: "call", attendeeId: 1, event: { kind: "disconnected", result: "remote: BYE" } }],
   );
   assert.equal(h.media.closed, 1);
   assert.equal(h.endedCalls(), 1);
@@ -297,7 +297,7 @@ test("talking is written as events, and a talking caller who hangs up stops talk
     { op: "event", attendeeId: 2, type: "talking-stopped" },
     { op: "event", attendeeId: 3, type: "talking-started" },
     { op: "event", attendeeId: 3, type: "talking-stopped" },
-    { op: "call", attendeeId: 3, event: { kind: "disconnected", result: "caller: BYE" } },
+    { op: "call", attendeeId: 3, event: { kind: "disconnected", result: "remote: BYE" } },
   ]);
 });
 

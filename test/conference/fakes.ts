@@ -21,6 +21,7 @@ import type {
   Telephone,
 } from "../../src/conference/ports.js";
 import type { Attendee } from "../../src/domain/attendee.js";
+import type { NewCallRecord } from "../../src/domain/call-record.js";
 import type { Conference } from "../../src/domain/conference.js";
 import type { ConferenceEventType, LiveControls } from "../../src/domain/event.js";
 import { type CallingPolicy, callsWithinLimits } from "../../src/domain/phone.js";
@@ -83,12 +84,32 @@ export class FakeCall extends EventEmitter implements IncomingConferenceCall {
   readonly clock: FakeClock;
   #stopRecording: (() => void) | undefined;
 
+  /** A placed call's trunk, a dial-in's number dialled. */
+  route: string | null;
+  fromBrowser = false;
+  readonly invitedAt: number;
+  answeredAt: number | null = null;
+  codec: string | undefined;
+
   constructor(direction: "outbound" | "inbound", to: string, from = "bridgeline", clock = new FakeClock()) {
     super();
     this.direction = direction;
     this.to = to;
     this.from = from;
     this.clock = clock;
+    this.route = direction === "outbound" ? "sip:trunk.example" : to;
+    this.invitedAt = clock.now();
+  }
+
+  get remoteNumber(): string {
+    return this.direction === "outbound" ? this.to : this.from;
+  }
+
+  #answered(): void {
+    this.state = "answered";
+    this.answeredAt = this.clock.now();
+    this.codec = "PCMU";
+    this.emit("answered");
   }
 
   header(name: string): string | undefined {
@@ -108,7 +129,7 @@ export class FakeCall extends EventEmitter implements IncomingConferenceCall {
     if (this.state === "ended" || this.state === "failed") return;
     this.hungUp = true;
     this.state = "ended";
-    queueMicrotask(() => this.emit("ended", { by: "bridgeline", reason: "hung up" } satisfies CallEnd));
+    queueMicrotask(() => this.emit("ended", { by: "local", reason: "hung up" } satisfies CallEnd));
   }
 
   sendDigits(keys: string): Promise<boolean> {
@@ -171,8 +192,7 @@ export class FakeCall extends EventEmitter implements IncomingConferenceCall {
         this.once("ended", () => resolve(false));
       });
     }
-    this.state = "answered";
-    this.emit("answered");
+    this.#answered();
     return Promise.resolve(true);
   }
 
@@ -185,8 +205,7 @@ export class FakeCall extends EventEmitter implements IncomingConferenceCall {
   // What the far end does.
 
   answer(): void {
-    this.state = "answered";
-    this.emit("answered");
+    this.#answered();
   }
 
   fail(status: number, reason: string): void {
@@ -196,7 +215,7 @@ export class FakeCall extends EventEmitter implements IncomingConferenceCall {
 
   hangUpFarEnd(): void {
     this.state = "ended";
-    this.emit("ended", { by: "caller", reason: "BYE" } satisfies CallEnd);
+    this.emit("ended", { by: "remote", reason: "BYE" } satisfies CallEnd);
   }
 
   press(keys: string): void {
@@ -485,6 +504,17 @@ export class FakeStore implements ConferenceStore {
   async endPlacedCall(placedCallId: number): Promise<void> {
     const call = this.placedCalls.get(placedCallId);
     if (call !== undefined) call.ended = true;
+  }
+
+  /** The call records written, in order (apart from `writes`, whose order tests check). */
+  readonly callRecords: NewCallRecord[] = [];
+  /** Call records asked for, refused ones included. */
+  callRecordAttempts = 0;
+
+  async recordCall(scope: RoomScope, record: NewCallRecord): Promise<void> {
+    this.callRecordAttempts++;
+    if (scope.lease !== this.lease) throw new FakeLeaseLost(`lease ${scope.lease} is not ${this.lease}`);
+    this.callRecords.push(record);
   }
 
   async appendEvent(_scope: RoomScope, attendeeId: number, type: ConferenceEventType): Promise<void> {

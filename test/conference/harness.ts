@@ -81,6 +81,7 @@ export async function startRoom(options: HarnessOptions = {}): Promise<Harness> 
   const room = new ConferenceRoom(store.conference as Conference, {
     telephone,
     store,
+    instance: "test-instance",
     logger,
     clock,
     dataDir: DATA_DIR,

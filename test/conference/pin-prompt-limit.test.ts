@@ -24,6 +24,7 @@ async function dialInRuntime(
   const conferences = new ConferenceRuntime({
     telephone,
     store,
+    instance: "test-instance",
     speak: async () => null,
     logger,
     clock: new FakeClock(),

@@ -36,6 +36,7 @@ async function runtime(
   const conferences = new ConferenceRuntime({
     telephone,
     store,
+    instance: "test-instance",
     speak: async () => null,
     logger,
     clock,

@@ -184,6 +184,7 @@ async function runtime() {
   const conferences = new ConferenceRuntime({
     telephone,
     store,
+    instance: "test-instance",
     speak: async () => null,
     logger,
     clock,

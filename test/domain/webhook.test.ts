@@ -144,6 +144,7 @@ describe("deliveries", () => {
       reason: "moderator hung up",
       encryption: null,
       recovery: null,
+      call: null,
       at: "2030-01-01T10:00:00.123Z",
     };
     assert.deepEqual(JSON.parse(webhookPayload(event)), {

@@ -1,0 +1,103 @@
+/**
+ * The calls a room keeps records of: each placed or admitted call is followed until it is over
+ * (failed, or ended after its answer), then its record is written with why it ended. When the room
+ * hangs a call up it says why here, so the record names the room's reason rather than "hung up".
+ */
+import type { CallRecord, NewCallRecord } from "../domain/call-record.js";
+import type { CallEnd, CallFailure, ConferenceCall } from "./ports.js";
+
+export interface CallRecordsOptions {
+  /** This instance, as BRIDGELINE_INSTANCE_ID names it. */
+  readonly instance: string;
+  /** Writes a call's record (in the room's order of writes), the call being over at `at`. */
+  readonly write: (record: NewCallRecord, at: Date) => void;
+  readonly now: () => Date;
+}
+
+/** Where the call is in its life as the records see it: followed until over, then written once. */
+type Followed = { readonly attendeeId: number; hungUpBecause: string | undefined };
+
+export class CallRecords {
+  readonly #options: CallRecordsOptions;
+  readonly #calls = new Map<ConferenceCall, Followed>();
+
+  constructor(options: CallRecordsOptions) {
+    this.#options = options;
+  }
+
+  /** Follows `call` (the attendee's) until it is over, then writes its record. */
+  follow(call: ConferenceCall, attendeeId: number): void {
+    if (this.#calls.has(call)) return;
+    const followed: Followed = { attendeeId, hungUpBecause: undefined };
+    this.#calls.set(call, followed);
+    const over = (outcome: { failure: CallFailure } | { end: CallEnd }) => {
+      call.off("failed", failed);
+      call.off("ended", ended);
+      // Forgotten (the room gave its conference up): nothing is written.
+      if (this.#calls.get(call) !== followed) return;
+      this.#calls.delete(call);
+      const at = this.#options.now();
+      this.#options.write(this.#record(call, followed, outcome, at), at);
+    };
+    const failed = (failure: CallFailure) => over({ failure });
+    const ended = (end: CallEnd) => over({ end });
+    call.on("failed", failed);
+    call.on("ended", ended);
+  }
+
+  /** Hangs the call up for the room's reason, which its record gives (unless the far end hung up first). */
+  hangUp(call: ConferenceCall, because: string): void {
+    const followed = this.#calls.get(call);
+    if (followed !== undefined) followed.hungUpBecause ??= because;
+    call.hangup();
+  }
+
+  /** The room gave its conference up: the calls it hangs up now get no record (its writes are refused). */
+  forgetAll(): void {
+    this.#calls.clear();
+  }
+
+  #record(
+    call: ConferenceCall,
+    followed: Followed,
+    outcome: { failure: CallFailure } | { end: CallEnd },
+    at: Date,
+  ): NewCallRecord {
+    const answered = call.answeredAt !== null;
+    const base = {
+      attendeeId: followed.attendeeId,
+      direction: call.fromBrowser ? "browser" : call.direction,
+      number: call.fromBrowser ? null : call.remoteNumber,
+      route: call.route,
+      instance: this.#options.instance,
+      invitedAt: new Date(call.invitedAt).toISOString(),
+      answeredAt: call.answeredAt === null ? null : new Date(call.answeredAt).toISOString(),
+      endedAt: at.toISOString(),
+      codec: answered ? (call.codec ?? null) : null,
+      srtp: answered && call.encrypted,
+      tls: call.signallingTls,
+      quality: null,
+    } satisfies Partial<CallRecord>;
+    if ("failure" in outcome) {
+      const { status, reason, cause } = outcome.failure;
+      return {
+        ...base,
+        sipStatus: status,
+        sipReason: reason,
+        cause: cause ?? null,
+        hungUpBy: null,
+        endReason: followed.hungUpBecause ?? `${status} ${reason}`,
+      };
+    }
+    const { by, reason, cause } = outcome.end;
+    const byAttendee = by === "remote";
+    return {
+      ...base,
+      sipStatus: 200,
+      sipReason: "OK",
+      cause: cause ?? null,
+      hungUpBy: byAttendee ? "attendee" : "service",
+      endReason: byAttendee ? reason : (followed.hungUpBecause ?? reason),
+    };
+  }
+}

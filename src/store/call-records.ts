@@ -1,0 +1,121 @@
+/**
+ * Call records (domain/call-record.ts): written by the room running the conference once a call is
+ * over, with its call-ended event, in one transaction under the room's lease; read by the API.
+ */
+import type { Selectable } from "kysely";
+import type { RoomScope } from "../conference/ports.js";
+import {
+  type CallCause,
+  type CallQuality,
+  type CallRecord,
+  callDurationSeconds,
+  type NewCallRecord,
+} from "../domain/call-record.js";
+import type { Store } from "./database.js";
+import { appendEvents } from "./events.js";
+import { checkLease } from "./leases.js";
+import type { CallRecordTable } from "./schema.js";
+import { flag } from "./values.js";
+
+function toCallRecord(row: Selectable<CallRecordTable>): CallRecord {
+  const record: NewCallRecord = {
+    attendeeId: row.attendee_id,
+    direction: row.direction as CallRecord["direction"],
+    number: row.number,
+    route: row.route,
+    instance: row.instance,
+    invitedAt: new Date(row.invited_at).toISOString(),
+    answeredAt: row.answered_at === null ? null : new Date(row.answered_at).toISOString(),
+    endedAt: new Date(row.ended_at).toISOString(),
+    sipStatus: row.sip_status,
+    sipReason: row.sip_reason,
+    cause:
+      row.cause_protocol === null || row.cause === null
+        ? null
+        : { protocol: row.cause_protocol as CallCause["protocol"], cause: row.cause, text: row.cause_text },
+    hungUpBy: row.hung_up_by as CallRecord["hungUpBy"],
+    endReason: row.end_reason,
+    codec: row.codec,
+    srtp: Boolean(row.srtp),
+    tls: Boolean(row.tls),
+    quality: row.quality === null ? null : (JSON.parse(row.quality) as CallQuality),
+  };
+  return {
+    id: row.id,
+    conferenceId: row.conference_id,
+    durationSeconds: callDurationSeconds(record),
+    ...record,
+  };
+}
+
+/**
+ * Writes a call's record and its call-ended event (carrying the record to live views and webhooks),
+ * refused with LeaseLost when the room no longer holds the conference.
+ */
+export async function recordCall(
+  store: Store,
+  scope: RoomScope,
+  record: NewCallRecord,
+  at: Date,
+): Promise<void> {
+  await store.db.transaction().execute(async (trx) => {
+    await checkLease(trx, store.dialect, scope);
+    const row = await trx
+      .insertInto("call_records")
+      .values({
+        conference_id: scope.conferenceId,
+        attendee_id: record.attendeeId,
+        direction: record.direction,
+        number: record.number,
+        route: record.route,
+        instance: record.instance,
+        invited_at: record.invitedAt,
+        answered_at: record.answeredAt,
+        ended_at: record.endedAt,
+        sip_status: record.sipStatus,
+        sip_reason: record.sipReason,
+        cause_protocol: record.cause?.protocol ?? null,
+        cause: record.cause?.cause ?? null,
+        cause_text: record.cause?.text ?? null,
+        hung_up_by: record.hungUpBy,
+        end_reason: record.endReason,
+        codec: record.codec,
+        srtp: flag(record.srtp),
+        tls: flag(record.tls),
+        quality: record.quality === null ? null : JSON.stringify(record.quality),
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await appendEvents(
+      trx,
+      [
+        {
+          userId: scope.userId,
+          conferenceId: scope.conferenceId,
+          attendeeId: record.attendeeId,
+          type: "call-ended",
+          reason: record.endReason,
+          encryption: null,
+          call: toCallRecord(row),
+        },
+      ],
+      at,
+    );
+  });
+}
+
+/** A conference's call records (one attendee's, when given), oldest first. */
+export async function listCallRecords(
+  store: Store,
+  conferenceId: number,
+  attendeeId?: number,
+): Promise<CallRecord[]> {
+  const rows = await store.db
+    .selectFrom("call_records")
+    .selectAll()
+    .where("conference_id", "=", conferenceId)
+    .$if(attendeeId !== undefined, (query) => query.where("attendee_id", "=", attendeeId as number))
+    .orderBy("id")
+    .execute();
+  return rows.map(toCallRecord);
+}

@@ -1,0 +1,122 @@
+/**
+ * A room's call records over fakes: one per call once it is over, with the SIP outcome, the cause,
+ * who hung up and why (the room's own reason when it hung up), none for an abandoned room's calls.
+ */
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { attendee, FakeCall, flush } from "./fakes.js";
+import { answer, startRoom } from "./harness.js";
+
+test("the moderator hangs up: their record says the attendee hung up, the others' that the conference ended", async () => {
+  const h = await startRoom();
+  const invitedAt = new Date(h.clock.now()).toISOString();
+  await h.clock.pass(3_000);
+  await answer(h, 1, 2, 3);
+  const answeredAt = new Date(h.clock.now()).toISOString();
+  await h.clock.pass(61_000);
+  h.call(1).emit("ended", {
+    by: "remote",
+    reason: "BYE",
+    cause: { protocol: "Q.850", cause: 16, text: null },
+  });
+  h.call(1).state = "ended";
+  await flush();
+  const endedAt = new Date(h.clock.now()).toISOString();
+  const byAttendee = new Map(h.store.callRecords.map((record) => [record.attendeeId, record]));
+  assert.equal(h.store.callRecords.length, 3);
+  assert.deepEqual(byAttendee.get(1), {
+    attendeeId: 1,
+    direction: "outbound",
+    number: h.call(1).to,
+    route: "sip:trunk.example",
+    instance: "test-instance",
+    invitedAt,
+    answeredAt,
+    endedAt,
+    codec: "PCMU",
+    srtp: false,
+    tls: false,
+    quality: null,
+    sipStatus: 200,
+    sipReason: "OK",
+    cause: { protocol: "Q.850", cause: 16, text: null },
+    hungUpBy: "attendee",
+    endReason: "BYE",
+  });
+  for (const id of [2, 3]) {
+    const record = byAttendee.get(id);
+    assert.equal(record?.hungUpBy, "service");
+    assert.equal(record?.endReason, "the conference ended: the moderator left");
+    assert.equal(record?.sipStatus, 200);
+  }
+});
+
+test("a call that fails is recorded with its status, reason and cause, never answered", async () => {
+  const h = await startRoom();
+  h.call(2).emit("failed", {
+    status: 486,
+    reason: "Busy Here",
+    cause: { protocol: "Q.850", cause: 17, text: "User busy" },
+  });
+  h.call(2).state = "failed";
+  await flush();
+  const [record] = h.store.callRecords;
+  assert.equal(h.store.callRecords.length, 1);
+  assert.equal(record?.attendeeId, 2);
+  assert.equal(record?.sipStatus, 486);
+  assert.equal(record?.sipReason, "Busy Here");
+  assert.deepEqual(record?.cause, { protocol: "Q.850", cause: 17, text: "User busy" });
+  assert.equal(record?.answeredAt, null);
+  assert.equal(record?.hungUpBy, null);
+  assert.equal(record?.codec, null);
+  assert.equal(record?.endReason, "486 Busy Here");
+});
+
+test("an attendee who answers but never presses 1 is recorded with that reason, hung up by the service", async () => {
+  const h = await startRoom({ conference: { directDial: false } });
+  h.call(2).answer();
+  await flush();
+  await h.clock.pass(12_000);
+  await flush();
+  const record = h.store.callRecords.find((each) => each.attendeeId === 2);
+  assert.equal(record?.hungUpBy, "service");
+  assert.equal(record?.endReason, "answered but did not press 1");
+});
+
+test("an attendee deleted through the API is recorded with why the room hung up", async () => {
+  const h = await startRoom();
+  await answer(h, 1, 2);
+  h.store.attendees = h.store.attendees.filter((each) => each.id !== 2);
+  await h.room.refresh();
+  await flush();
+  const record = h.store.callRecords.find((each) => each.attendeeId === 2);
+  assert.equal(record?.endReason, "the attendee was deleted");
+  assert.equal(record?.hungUpBy, "service");
+});
+
+test("a caller who dialled in is recorded inbound, from their number, through the number dialled", async () => {
+  const h = await startRoom({ attendees: [attendee(1, { moderator: true }), attendee(4, { dialIn: true })] });
+  await answer(h, 1);
+  const caller = new FakeCall("inbound", "+16045550199", "+17785550123", h.clock);
+  await caller.accept();
+  h.room.admit(caller, 4, false);
+  await flush();
+  caller.hangUpFarEnd();
+  await flush();
+  const record = h.store.callRecords.find((each) => each.attendeeId === 4);
+  assert.equal(record?.direction, "inbound");
+  assert.equal(record?.number, "+17785550123");
+  assert.equal(record?.route, "+16045550199");
+  assert.equal(record?.hungUpBy, "attendee");
+});
+
+test("a room that gives its conference up writes no record of the calls it hangs up", async () => {
+  const h = await startRoom();
+  await answer(h, 1, 2, 3);
+  h.store.lease = 2;
+  await h.room.refresh();
+  await flush();
+  assert.equal(h.room.ended, true);
+  for (const id of [1, 2, 3]) assert.equal(h.call(id).hungUp, true);
+  assert.equal(h.store.callRecordAttempts, 0, "not even tried: the writes would be refused");
+});
