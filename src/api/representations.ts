@@ -1,10 +1,11 @@
 import type { Attendee } from "../domain/attendee.js";
+import type { CallRecord } from "../domain/call-record.js";
 import type { Conference } from "../domain/conference.js";
 import type { Contact } from "../domain/contact.js";
 import type { User, Versioned } from "../domain/user.js";
 import type { Webhook, WebhookDelivery } from "../domain/webhook.js";
 import type { BillingPackage } from "../store/users.js";
-import { array, boolean, datetime, integer, nested, text, type XmlElement } from "./xml.js";
+import { array, boolean, datetime, float, integer, nested, text, type XmlElement } from "./xml.js";
 
 export type Representation = "extended" | "basic";
 
@@ -187,4 +188,52 @@ export function deliveryElement(delivery: WebhookDelivery): XmlElement {
       })),
     ),
   });
+}
+
+/**
+ * A call record: times to the second as everywhere in this API (the CSV export keeps milliseconds),
+ * the cause and quality nil when unknown, shares as decimals 0-1.
+ */
+export function callElement(record: CallRecord): XmlElement {
+  const { cause, quality } = record;
+  return {
+    id: integer(record.id),
+    "conference-id": integer(record.conferenceId),
+    "attendee-id": integer(record.attendeeId),
+    direction: text(record.direction),
+    number: text(record.number),
+    route: text(record.route),
+    instance: text(record.instance),
+    "invited-at": datetime(record.invitedAt),
+    "answered-at": datetime(record.answeredAt),
+    "ended-at": datetime(record.endedAt),
+    duration: integer(record.durationSeconds),
+    "sip-status": integer(record.sipStatus),
+    "sip-reason": text(record.sipReason),
+    cause: nested(
+      cause === null
+        ? null
+        : { protocol: text(cause.protocol), code: integer(cause.cause), text: text(cause.text) },
+    ),
+    "hung-up-by": text(record.hungUpBy),
+    "end-reason": text(record.endReason),
+    codec: text(record.codec),
+    srtp: boolean(record.srtp),
+    tls: boolean(record.tls),
+    quality: nested(
+      quality === null
+        ? null
+        : {
+            "packets-sent": integer(quality.packetsSent),
+            "packets-received": integer(quality.packetsReceived),
+            "loss-share": float(quality.lossShare, 4),
+            "remote-loss-share": float(quality.remoteLossShare, 4),
+            "jitter-ms": float(quality.jitterMs, 1),
+            "remote-jitter-ms": float(quality.remoteJitterMs, 1),
+            "round-trip-ms": float(quality.roundTripMs, 1),
+            "concealment-share": float(quality.concealmentShare, 4),
+            mos: float(quality.mos, 2),
+          },
+    ),
+  };
 }

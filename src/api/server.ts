@@ -26,6 +26,7 @@ import { refuseNonXmlCharacters } from "./request-text.js";
 import { accessNumberRoutes } from "./routes/access-numbers.js";
 import { attendeeRoutes } from "./routes/attendees.js";
 import { billingPackageRoutes } from "./routes/billing-packages.js";
+import { callRoutes } from "./routes/calls.js";
 import { conferenceRoutes } from "./routes/conferences.js";
 import { consoleRoutes } from "./routes/console.js";
 import { contactRoutes } from "./routes/contacts.js";
@@ -228,6 +229,7 @@ export async function buildApi(options: ApiOptions) {
   void app.register(conferenceRoutes, context);
   void app.register(attendeeRoutes, context);
   void app.register(recordingRoutes, context);
+  void app.register(callRoutes, context);
   void app.register(liveControlRoutes, context);
   void app.register(eventRoutes, { ...context, feed });
   void app.register(webhookRoutes, {

@@ -80,6 +80,13 @@ export function integer(value: number | null): XmlElement {
     : { "@_type": "integer", "#text": String(value) };
 }
 
+/** A decimal figure, as Rails writes one (type="float"), rounded to `digits` decimals. */
+export function float(value: number | null, digits: number): XmlElement {
+  return value === null
+    ? { "@_type": "float", "@_nil": "true" }
+    : { "@_type": "float", "#text": String(Number(value.toFixed(digits))) };
+}
+
 export function boolean(value: boolean | null): XmlElement {
   return value === null
     ? { "@_type": "boolean", "@_nil": "true" }

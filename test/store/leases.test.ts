@@ -13,9 +13,11 @@ import os from "node:os";
 import path from "node:path";
 import { after, before, it } from "node:test";
 import type { RoomScope } from "../../src/conference/ports.js";
-import { eventData, RUNNER_GONE_REASON } from "../../src/domain/event.js";
+import type { NewCallRecord } from "../../src/domain/call-record.js";
+import { type ConferenceEvent, eventData, RUNNER_GONE_REASON } from "../../src/domain/event.js";
 import { OPEN_CALLING_POLICY } from "../../src/domain/phone.js";
 import type { Claimant } from "../../src/scheduler/ports.js";
+import { listCallRecords } from "../../src/store/call-records.js";
 import { conferenceStore } from "../../src/store/conference-store.js";
 import { openPostgresStore, openSqliteStore, type Store } from "../../src/store/database.js";
 import { eventsAfter } from "../../src/store/events.js";
@@ -165,7 +167,7 @@ forEachStore("the runner's lease", (kind) => {
 
   /** Everything a room's write may change about a conference, as the store holds it. */
   async function snapshot(conferenceId: number) {
-    const [conference, attendees, events, placedCalls, deliveries] = await Promise.all([
+    const [conference, attendees, events, placedCalls, deliveries, callRecords] = await Promise.all([
       store.db.selectFrom("conferences").selectAll().where("id", "=", conferenceId).execute(),
       store.db.selectFrom("attendees").selectAll().where("conference_id", "=", conferenceId).execute(),
       store.db.selectFrom("events").selectAll().where("conference_id", "=", conferenceId).execute(),
@@ -174,8 +176,9 @@ forEachStore("the runner's lease", (kind) => {
         .selectFrom("webhook_deliveries")
         .select((eb) => eb.fn.countAll<number>().as("count"))
         .executeTakeFirstOrThrow(),
+      store.db.selectFrom("call_records").selectAll().where("conference_id", "=", conferenceId).execute(),
     ]);
-    return { conference, attendees, events, placedCalls, deliveries: Number(deliveries.count) };
+    return { conference, attendees, events, placedCalls, deliveries: Number(deliveries.count), callRecords };
   }
 
   function conferenceRow(conferenceId: number) {
@@ -213,7 +216,58 @@ forEachStore("the runner's lease", (kind) => {
       conferenceStore(store).appendEvent(scope, attendeeId, "talking-started", NOW),
     reservePlacedCalls: (scope, attendeeId) =>
       conferenceStore(store).reservePlacedCalls(scope, [attendeeId], OPEN_CALLING_POLICY, NOW),
+    recordCall: (scope, attendeeId) => conferenceStore(store).recordCall(scope, callRecord(attendeeId), NOW),
   };
+
+  /** A call record as a room writes one. */
+  const callRecord = (attendeeId: number): NewCallRecord => ({
+    attendeeId,
+    direction: "outbound",
+    number: "+16045550123",
+    route: "sip:carrier.example",
+    instance: "gone",
+    invitedAt: ago(65).toISOString(),
+    answeredAt: ago(60).toISOString(),
+    endedAt: NOW.toISOString(),
+    sipStatus: 200,
+    sipReason: "OK",
+    cause: { protocol: "Q.850", cause: 16, text: "Normal call clearing" },
+    hungUpBy: "attendee",
+    endReason: "BYE",
+    codec: "PCMA",
+    srtp: false,
+    tls: false,
+    quality: null,
+  });
+
+  it("a call's record is written with a call-ended event carrying it, as live views and webhooks read it", async () => {
+    const conferenceId = await startedConference();
+    const attendeeId = await addAttendee(conferenceId, { state: "disconnected" });
+    const since = await store.db
+      .selectFrom("events")
+      .select((eb) => eb.fn.max("id").as("id"))
+      .executeTakeFirstOrThrow();
+    await conferenceStore(store).recordCall(
+      { userId, conferenceId, lease: LEASE },
+      callRecord(attendeeId),
+      NOW,
+    );
+    const [record] = await listCallRecords(store, conferenceId);
+    assert.equal(record?.attendeeId, attendeeId);
+    assert.equal(record?.durationSeconds, 60);
+    assert.deepEqual(record?.cause, { protocol: "Q.850", cause: 16, text: "Normal call clearing" });
+    const events = await eventsAfter(store, Number(since.id ?? 0), { conferenceId }, 10);
+    assert.deepEqual(
+      events.map((each) => each.type),
+      ["call-ended"],
+    );
+    assert.deepEqual(events[0]?.call, record);
+    assert.equal(events[0]?.recovery, null);
+    assert.deepEqual(
+      JSON.parse(eventData(events[0] as ConferenceEvent)).call,
+      JSON.parse(JSON.stringify(record)),
+    );
+  });
 
   for (const [name, write] of Object.entries(writes)) {
     it(`${name}: refused with a stale lease, nothing changed; lands with the current lease, and without one`, async () => {

@@ -1,0 +1,57 @@
+import { stringify } from "csv-stringify/sync";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { CALL_RECORD_COLUMNS, type CallRecord } from "../../domain/call-record.js";
+import { getAttendee } from "../../store/attendees.js";
+import { listCallRecords } from "../../store/call-records.js";
+import { getConference } from "../../store/conferences.js";
+import { callElement } from "../representations.js";
+import { type ApiContext, idParam, resource, sendList } from "../server.js";
+
+/** The conference named by the path, which must belong to the authenticated owner. */
+async function ownedConferenceId(api: ApiContext, request: FastifyRequest): Promise<number> {
+  const userId = await api.owner(request);
+  return (await getConference(api.store, userId, idParam(request, "conferenceId"))).id;
+}
+
+/** RFC 4180 CSV with a header row; an unknown value is an empty field, times keep their milliseconds. */
+function callRecordsCsv(records: readonly CallRecord[]): string {
+  return stringify(
+    records.map((record) => CALL_RECORD_COLUMNS.map(([, value]) => value(record) ?? "")),
+    { header: true, columns: CALL_RECORD_COLUMNS.map(([name]) => name), record_delimiter: "windows" },
+  );
+}
+
+/** A conference's call records, as XML or as a CSV export, and one attendee's. */
+export async function callRoutes(app: FastifyInstance, api: ApiContext): Promise<void> {
+  resource(app, "/users/:userId/conferences/:conferenceId/calls", {
+    GET: async (request, reply) => {
+      const records = await listCallRecords(api.store, await ownedConferenceId(api, request));
+      return sendList(reply, "calls", "call", records.map(callElement));
+    },
+  });
+
+  resource(
+    app,
+    "/users/:userId/conferences/:conferenceId/calls.csv",
+    {
+      GET: async (request, reply) => {
+        const conferenceId = await ownedConferenceId(api, request);
+        const records = await listCallRecords(api.store, conferenceId);
+        return reply
+          .type("text/csv; charset=utf-8")
+          .header("content-disposition", `attachment; filename="conference-${conferenceId}-calls.csv"`)
+          .send(callRecordsCsv(records));
+      },
+    },
+    { produces: ["text/csv"] },
+  );
+
+  resource(app, "/users/:userId/conferences/:conferenceId/attendees/:attendeeId/calls", {
+    GET: async (request, reply) => {
+      const conferenceId = await ownedConferenceId(api, request);
+      const attendee = await getAttendee(api.store, conferenceId, idParam(request, "attendeeId"));
+      const records = await listCallRecords(api.store, conferenceId, attendee.id);
+      return sendList(reply, "calls", "call", records.map(callElement));
+    },
+  });
+}
