@@ -17,6 +17,7 @@ import {
 import { loopbackSip } from "../../helpers/service-settings.js";
 import { Sipp, skipWithout } from "../../helpers/sipp.js";
 import { until } from "../../helpers/until.js";
+import { itemsOf, textOf, type XmlNode } from "../../helpers/xml.js";
 
 const skip = skipWithout("sipp");
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -46,7 +47,8 @@ describe("metrics during a real conference", { skip }, () => {
     assert.equal(totalOf(before, "bridgeline_calls_placed_total"), 0);
     assert.equal(totalOf(before, "bridgeline_conferences", 'state="started"'), 0);
 
-    await createPendingConference(api, await createUser(api), {
+    const owner = await createUser(api);
+    const conference = await createPendingConference(api, owner, {
       name: "Metered",
       numbers: ["+16045550123", "+17785550123"],
       extra:
@@ -126,5 +128,30 @@ describe("metrics during a real conference", { skip }, () => {
       "the RTP count went down when the stream closed",
     );
     assert.ok(totalOf(afterwards, "bridgeline_media_tick_lateness_seconds_count") >= ticks);
+
+    // Both calls have their records: why each ended, the carrier's cause, how the answered one sounded.
+    const records = await until(
+      "both calls recorded",
+      async () => {
+        const response = await api.request("GET", `${conference}/calls`, { auth: owner.auth });
+        const calls = itemsOf(response, "calls", "call");
+        return calls.length === 2 ? calls : undefined;
+      },
+      { detail },
+    );
+    const byStatus = new Map(records.map((call) => [textOf(call, "sip-status"), call]));
+    const busyCall = byStatus.get("486");
+    const answered = byStatus.get("200");
+    assert.ok(busyCall && answered, JSON.stringify(records));
+    assert.equal(textOf(busyCall, "sip-reason"), "Busy Here");
+    assert.equal(textOf(busyCall, "answered-at"), null);
+    assert.equal(textOf(busyCall, "route"), `sip:127.0.0.1:${busy.sipPort}`);
+    assert.equal(textOf(busyCall.cause as XmlNode, "code"), "17", "the carrier's Q.850 cause");
+    assert.equal(textOf(answered, "hung-up-by"), "attendee");
+    assert.equal(textOf(answered, "number"), "+16045550123");
+    assert.equal(textOf(answered.cause as XmlNode, "code"), "16");
+    assert.equal(textOf(answered.cause as XmlNode, "text"), "Normal call clearing");
+    assert.match(String(textOf(answered, "codec")), /^(PCMU|PCMA)$/);
+    assert.ok(Number(textOf(answered, "duration")) >= 3, "answered, then the carrier's 4 s of audio");
   });
 });
