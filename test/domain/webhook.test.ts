@@ -161,6 +161,31 @@ describe("deliveries", () => {
       attendeeId: 5,
       encryption: "tls+srtp",
     });
+    assert.ok(!("call" in JSON.parse(webhookPayload(event)).data));
+    const call = {
+      id: 9,
+      conferenceId: 7,
+      attendeeId: 5,
+      durationSeconds: 0,
+      direction: "outbound" as const,
+      number: "+16045550123",
+      route: "sip:carrier.example",
+      instance: "a",
+      invitedAt: "2030-01-01T09:59:58.000Z",
+      answeredAt: null,
+      endedAt: "2030-01-01T10:00:00.000Z",
+      sipStatus: 486,
+      sipReason: "Busy Here",
+      cause: { protocol: "Q.850" as const, cause: 17, text: null },
+      hungUpBy: null,
+      endReason: "486 Busy Here",
+      codec: null,
+      srtp: false,
+      tls: false,
+      quality: null,
+    };
+    const ended = { ...event, type: "call-ended" as const, attendeeId: 5, reason: "486 Busy Here", call };
+    assert.deepEqual(JSON.parse(webhookPayload(ended)).data.call, call, "the call's record, whole");
   });
 
   it("waits 5 s, 1 min, 5 min, 30 min, 1 h, 2 h, 4 h, 8 h, then tries a last time when the day is up", () => {
