@@ -5,7 +5,7 @@
  * instances share. Unit tests give the rules fakes of each.
  */
 import type { Attendee, AttendeeState } from "../domain/attendee.js";
-import type { CallCause, NewCallRecord } from "../domain/call-record.js";
+import type { CallCause, CallQuality, NewCallRecord } from "../domain/call-record.js";
 import type { Conference } from "../domain/conference.js";
 import type { CallEncryption } from "../domain/encryption.js";
 import type { ConferenceEventType, LiveControls } from "../domain/event.js";
@@ -92,6 +92,12 @@ export interface ConferenceCall {
   setMuted(muted: boolean): void;
   /** Out of the room's mix (the call goes on). No-op outside a room. */
   leave(): void;
+  /**
+   * How the call sounded, both ways, over the whole call: resolves once it has failed or ended and
+   * its media has closed (at once when it already has). Null when it never carried media (it failed
+   * before an answer, with no early media) or its media's counts were lost (its media thread died).
+   */
+  quality(): Promise<CallQuality | null>;
 }
 
 export interface RoomMediaEvents {

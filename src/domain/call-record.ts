@@ -22,17 +22,30 @@ export interface CallQuality {
   readonly packetsReceived: number;
   /** Of the far end's packets, the share we never received; null when none were expected. */
   readonly lossShare: number | null;
-  /** Of our packets, the share the far end said it lost (cumulative, its last report); null without a report. */
+  /**
+   * Of our packets, the share the far end said it lost (cumulative, its last report): of those it
+   * expected by that report, so packets sent after it do not dilute it. Null without a report.
+   */
   readonly remoteLossShare: number | null;
-  /** Our interarrival jitter estimate of the far end's stream (RFC 3550 A.8), its mean over the call. */
+  /**
+   * Our interarrival jitter estimate of the far end's stream (RFC 3550 A.8), its mean over the call
+   * (sampled at each of our RTCP reports and at the end); null when nothing was received.
+   */
   readonly jitterMs: number | null;
   /** The far end's jitter of our stream, from its last report; null without one. */
   readonly remoteJitterMs: number | null;
   /** The round trip from LSR and DLSR (RFC 3550 section 6.4.1), the last measured; null without one. */
   readonly roundTripMs: number | null;
-  /** Of the 20 ms frames played out from the far end, the share filled by concealment. */
+  /**
+   * Of the 20 ms frames played out from the far end, the share filled by concealment (the jitter
+   * buffer's and the Opus decoder's); null when none were played out here (a call relayed elsewhere).
+   */
   readonly concealmentShare: number | null;
-  /** The E-model's estimate (ITU-T G.107), 1-4.5; null when there was too little to judge. */
+  /**
+   * The E-model's estimate (ITU-T G.107, simplified: domain/e-model.ts), 1-4.5, of what we heard: the
+   * codec, lossShare, and half the round trip plus our packet and playout delay (a small round trip
+   * assumed when none was measured). Null when there was too little to judge (nothing expected).
+   */
   readonly mos: number | null;
 }
 

@@ -5,11 +5,13 @@
  * It joins one INVITE session to one RTP session and knows nothing of conferences.
  */
 import { EventEmitter } from "node:events";
+import type { CallQuality } from "../domain/call-record.js";
 import type { Clock, TimerHandle } from "../domain/clock.js";
+import { callQuality } from "./call-quality.js";
 import { KEYPAD, keypadTones } from "./media/dtmf/keypad-tones.js";
 import type { PlayoutKind } from "./media/jitter-buffer.js";
 import type { MediaMix, MediaStream } from "./media/plane/media-plane.js";
-import { type MediaSound, SOUND_SAMPLE_RATE } from "./media/plane/protocol.js";
+import { type MediaSound, SOUND_SAMPLE_RATE, type StreamStats } from "./media/plane/protocol.js";
 import type { RtpSessionConfiguration } from "./media/rtp/rtp-stream.js";
 import { newSrtpKey, type SrtpPolicy, type SrtpSuite } from "./media/rtp/srtp-suites.js";
 import {
@@ -126,6 +128,8 @@ export class Call extends EventEmitter<CallEvents> {
   #local: LocalMedia | undefined;
   #held = false;
   #finished = false;
+  /** The media's final counts, once it was closed at the call's end. */
+  #finalStats: Promise<StreamStats | null> | undefined;
   protected session: InviteSession | undefined;
 
   readonly #srtp: SrtpPolicy;
@@ -292,6 +296,27 @@ export class Call extends EventEmitter<CallEvents> {
     this.#media?.leave();
   }
 
+  /**
+   * How the call sounded, both ways, over all of it (its media's counts on every thread it ran on):
+   * resolves once it has failed or ended and its media has closed. Null when it carried no media (it
+   * failed before an answer, with no early media) or its media's counts were lost with its thread.
+   * A browser's call has the same figures: its RTP and RTCP pass through the same kind of session.
+   */
+  async quality(): Promise<CallQuality | null> {
+    if (this.#state !== "failed" && this.#state !== "ended")
+      await new Promise<void>((resolve) => {
+        const over = () => {
+          this.off("failed", over);
+          this.off("ended", over);
+          resolve();
+        };
+        this.on("failed", over);
+        this.on("ended", over);
+      });
+    const stats = await this.#finalStats;
+    return stats === null || stats === undefined ? null : callQuality(stats);
+  }
+
   /** Puts the far end on hold with a re-INVITE offering sendonly (RFC 3264 section 8.4). */
   hold(): Promise<boolean> {
     return this.#reoffer(true);
@@ -345,7 +370,7 @@ export class Call extends EventEmitter<CallEvents> {
     media.on("failed", (reason) => this.#mediaFailed(reason));
     this.#media = media;
     // A call that ended while its media opened closes it at once.
-    if (this.#finished) media.close();
+    if (this.#finished) this.#finalStats = media.close();
   }
 
   #localSession() {
@@ -498,7 +523,7 @@ export class Call extends EventEmitter<CallEvents> {
   #finish(): void {
     if (this.#finished) return;
     this.#finished = true;
-    this.#media?.close();
+    this.#finalStats = this.#media?.close();
     this.host.callFinished(this);
   }
 }

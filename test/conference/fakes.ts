@@ -21,7 +21,7 @@ import type {
   Telephone,
 } from "../../src/conference/ports.js";
 import type { Attendee } from "../../src/domain/attendee.js";
-import type { NewCallRecord } from "../../src/domain/call-record.js";
+import type { CallQuality, NewCallRecord } from "../../src/domain/call-record.js";
 import type { Conference } from "../../src/domain/conference.js";
 import type { ConferenceEventType, LiveControls } from "../../src/domain/event.js";
 import { type CallingPolicy, callsWithinLimits } from "../../src/domain/phone.js";
@@ -175,6 +175,22 @@ export class FakeCall extends EventEmitter implements IncomingConferenceCall {
 
   leave(): void {
     this.room = undefined;
+  }
+
+  /** What quality() resolves with once the call is over: no media unless a test says otherwise. */
+  finalQuality: CallQuality | null = null;
+
+  quality(): Promise<CallQuality | null> {
+    if (this.state === "failed" || this.state === "ended") return Promise.resolve(this.finalQuality);
+    return new Promise((resolve) => {
+      const over = () => {
+        this.off("failed", over);
+        this.off("ended", over);
+        resolve(this.finalQuality);
+      };
+      this.on("failed", over);
+      this.on("ended", over);
+    });
   }
 
   ring(): void {

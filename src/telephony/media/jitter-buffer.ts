@@ -18,6 +18,9 @@ export interface JitterBufferOptions {
 /** What `pull` wrote: a received frame, a concealment of a missing one, or silence. */
 export type PlayoutKind = "frame" | "concealed" | "silence";
 
+/** The playout delay when none is given: 3 frames, 60 ms. */
+export const DEFAULT_DELAY_FRAMES = 3;
+
 const EMPTY_SLOT = -1;
 /** Frames kept beyond the playout delay when playout has fallen behind (a 60 ms margin for jitter). */
 const TRIM_SLACK_FRAMES = 3;
@@ -43,7 +46,7 @@ export class JitterBuffer {
   readonly stats = { played: 0, concealed: 0, late: 0, duplicate: 0, restarts: 0, trimmed: 0 };
 
   constructor(options: JitterBufferOptions = {}) {
-    const { samplesPerFrame = 160, delayFrames = 3, capacityFrames = 32 } = options;
+    const { samplesPerFrame = 160, delayFrames = DEFAULT_DELAY_FRAMES, capacityFrames = 32 } = options;
     if ((capacityFrames & (capacityFrames - 1)) !== 0 || capacityFrames <= delayFrames) {
       throw new RangeError("capacityFrames must be a power of two larger than delayFrames");
     }

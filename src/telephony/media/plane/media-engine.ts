@@ -527,12 +527,17 @@ export class MediaEngine {
         this.#listen(stream);
         peer.on("closed", (reason) => {
           if (this.#streams.get(stream.id) !== stream) return;
+          const stats = this.#streamStats(stream);
           void this.#closeStream(stream);
-          this.#post({ type: "peer-closed", streamId: stream.id, reason });
+          this.#post({ type: "peer-closed", streamId: stream.id, reason, stats });
         });
         this.#streams.set(stream.id, stream);
         this.#clock.start();
         return { port: pair.port, answer: peer.answer };
+      }
+      case "close-stream": {
+        const stream = this.#streams.get(request.streamId);
+        return stream === undefined ? null : this.#closeStream(stream);
       }
       case "detach-stream": {
         const stream = this.#stream(request.streamId);
@@ -636,11 +641,6 @@ export class MediaEngine {
         stream.session.configure(command.config);
         this.#configured(stream, command.config.direction);
         if (stream.sync()) stream.mix?.fitMembers();
-        return;
-      }
-      case "close-stream": {
-        const stream = this.#streams.get(command.streamId);
-        if (stream !== undefined) void this.#closeStream(stream);
         return;
       }
       case "stop-playing":
@@ -825,15 +825,18 @@ export class MediaEngine {
     peer.session.relayTo(null);
   }
 
-  async #closeStream(stream: Stream): Promise<void> {
+  /** Closes the stream; resolves once closed, with its final counts taken just before. */
+  async #closeStream(stream: Stream): Promise<StreamStats> {
     this.#streams.delete(stream.id);
-    this.#closedTotals = addTotals(this.#closedTotals, stream.session.stats());
+    const stats = this.#streamStats(stream);
+    this.#closedTotals = addTotals(this.#closedTotals, stats);
     this.#unrelay(stream);
     this.#leave(stream);
     stream.stopPlaying();
     stream.finishVoice();
     await stream.session.close();
     this.#stopClockWhenIdle();
+    return stats;
   }
 
   async #closeMix(mix: Mix): Promise<void> {
@@ -871,20 +874,25 @@ export class MediaEngine {
     return mix;
   }
 
+  /** A stream's figures now: its session's counts, what it sends, its rates. */
+  #streamStats(stream: Stream): StreamStats {
+    return {
+      streamId: stream.id,
+      ...stream.session.stats(),
+      codec: stream.session.encoderSpec?.codec ?? null,
+      audioRate: stream.rate,
+      roomRate: stream.mix?.rate ?? null,
+    };
+  }
+
   #stats(resetLateness: boolean): MediaThreadStats {
     const streams: StreamStats[] = [];
     let legs = 0;
     let rtpTotals = this.#closedTotals;
     for (const stream of this.#streams.values()) {
       if (stream.mix !== null) legs++;
-      const stats = stream.session.stats();
-      streams.push({
-        streamId: stream.id,
-        ...stats,
-        codec: stream.session.encoderSpec?.codec ?? null,
-        audioRate: stream.rate,
-        roomRate: stream.mix?.rate ?? null,
-      });
+      const stats = this.#streamStats(stream);
+      streams.push(stats);
       rtpTotals = addTotals(rtpTotals, stats);
     }
     const lateness = this.#clock.latenessPercentiles();

@@ -23,6 +23,7 @@ import type {
   MediaThreadOptions,
   MediaThreadStats,
   MediaUp,
+  StreamStats,
 } from "./protocol.js";
 import { monotonicMs } from "./protocol.js";
 
@@ -215,9 +216,13 @@ export class MediaThread {
     for (const stream of this.streams.values()) stream.failed(`the media thread failed: ${reason}`);
   }
 
-  stop(): Promise<void> {
+  /** Stops the thread; a request it did not answer by then is refused. */
+  async stop(): Promise<void> {
     this.#failed = true;
-    return this.#channel?.stop() ?? Promise.resolve();
+    await this.#channel?.stop();
+    for (const pending of this.#pending.values())
+      pending.reject(new MediaError("MEDIA_ERR_THREAD_FAILED", "the media thread stopped"));
+    this.#pending.clear();
   }
 
   /** Ends the thread as a crash would (tests of fault isolation, an operator's last resort). */
@@ -341,7 +346,7 @@ export class MediaPlane {
         this.#streams.get(message.streamId)?.failed(message.reason);
         return;
       case "peer-closed":
-        this.#streams.get(message.streamId)?.peerClosed(message.reason);
+        this.#streams.get(message.streamId)?.peerClosed(message.reason, message.stats);
         return;
       case "mix-failed":
         this.#options.logger?.error({ mixId: message.mixId, reason: message.reason }, "a mix failed");
@@ -440,6 +445,8 @@ export class MediaStream extends EventEmitter<MediaStreamEvents> {
   /** Commands wait for a move to another thread to finish. */
   #moving: Promise<void> | null = null;
   #closed = false;
+  /** Once closed: its final counts, null when they were lost (its thread died). */
+  #final: Promise<StreamStats | null> | null = null;
 
   constructor(
     readonly id: number,
@@ -518,16 +525,25 @@ export class MediaStream extends EventEmitter<MediaStreamEvents> {
     this.#command({ type: "leave", streamId: this.id });
   }
 
-  close(): void {
-    if (this.#closed) return;
+  /**
+   * Closes the stream (after a move under way); resolves once it is closed, with its final counts
+   * taken just before its session closed (of the whole stream, on every thread it ran on). Null when
+   * they were lost: its thread died or stopped first. Called again, or after the stream closed by
+   * itself (its peer left, its thread died), it resolves with the same; it never rejects.
+   */
+  close(): Promise<StreamStats | null> {
+    if (this.#final !== null) return this.#final;
     this.#closed = true;
-    this.#command({ type: "close-stream", streamId: this.id });
-    void (this.#moving ?? Promise.resolve()).then(() => this.plane.forget(this));
+    this.#final = this.#request({ type: "close-stream", streamId: this.id })
+      .catch(() => null)
+      .finally(() => this.plane.forget(this));
+    return this.#final;
   }
 
-  peerClosed(reason: string): void {
+  peerClosed(reason: string, stats: StreamStats): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#final = Promise.resolve(stats);
     this.plane.forget(this);
     this.emit("closed", reason);
   }
@@ -535,6 +551,7 @@ export class MediaStream extends EventEmitter<MediaStreamEvents> {
   failed(reason: string): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#final = Promise.resolve(null);
     this.plane.forget(this);
     this.emit("failed", reason);
   }

@@ -40,7 +40,6 @@ export type MediaSound =
 /** Commands that expect no answer. */
 export type MediaCommand =
   | { readonly type: "configure-stream"; readonly streamId: number; readonly config: RtpSessionConfiguration }
-  | { readonly type: "close-stream"; readonly streamId: number }
   | { readonly type: "stop-playing"; readonly streamId: number }
   | { readonly type: "stop-recording-voice"; readonly streamId: number }
   | { readonly type: "open-mix"; readonly mixId: number }
@@ -82,6 +81,11 @@ export type MediaRequest =
       /** The addresses the browser may reach us at (our host candidates). */
       readonly candidateAddresses: readonly string[];
     }
+  /**
+   * Closes the stream (RTCP BYE, sockets, port), answering its final counts, taken just before its
+   * session closed; null when the thread has no such stream (closed already).
+   */
+  | { readonly type: "close-stream"; readonly streamId: number }
   /** Stops the stream and closes its sockets, answering what another thread needs to carry it on. */
   | { readonly type: "detach-stream"; readonly streamId: number }
   | { readonly type: "send-digits"; readonly streamId: number; readonly keys: string }
@@ -99,6 +103,7 @@ export type MediaDown = MediaCommand | (MediaRequest & { readonly requestId: num
 export interface MediaReplies {
   "open-stream": { readonly port: number };
   "open-webrtc-stream": { readonly port: number; readonly answer: string };
+  "close-stream": StreamStats | null;
   "detach-stream": { readonly port: number; readonly handover: RtpHandover };
   "send-digits": boolean;
   play: undefined;
@@ -177,7 +182,13 @@ export type MediaUp =
       readonly count: number;
     }
   /** A browser's call ended at its end (DTLS closed, ICE failed): the stream carries nothing more. */
-  | { readonly type: "peer-closed"; readonly streamId: number; readonly reason: string }
+  | {
+      readonly type: "peer-closed";
+      readonly streamId: number;
+      readonly reason: string;
+      /** The stream's final counts, taken as it closed. */
+      readonly stats: StreamStats;
+    }
   /** The stream's playback threw during a tick: it is closed. */
   | { readonly type: "stream-failed"; readonly streamId: number; readonly reason: string };
 

@@ -24,11 +24,25 @@ export interface SentCounts {
   octetCount: number;
 }
 
+/**
+ * What the remote's last report block about our stream said (§6.4.1), kept when the stream moves to
+ * another session (a handover), since the remote's next report may come after the stream ends.
+ */
+export interface RemoteReport {
+  /** Of our packets, the fraction lost in the remote's last interval (0-1). */
+  readonly fractionLost: number;
+  /** Of our packets, those lost since the remote began receiving them (cumulative). */
+  readonly packetsLost: number;
+  /** The highest sequence number of ours it had received, extended with its count of wraps. */
+  readonly extendedHighestSequence: number;
+  readonly jitterMs: number;
+  /** From LSR and DLSR, the last measured; null until a block refers to one of our SRs. */
+  readonly roundTripMs: number | null;
+}
+
 export class RtcpReporter {
   #lastFractionLost: number | null = null;
-  #remoteFractionLost: number | null = null;
-  #remoteJitterMs: number | null = null;
-  #roundTripMs: number | null = null;
+  #remote: RemoteReport | null = null;
   /** LSR material: the middle 32 bits of the remote's last SR, its SSRC and when it arrived. */
   private remoteSenderReport = 0;
   private remoteSenderReportSsrc: number | null = null;
@@ -39,7 +53,11 @@ export class RtcpReporter {
     private readonly cname: string,
     /** Told of a BYE from the remote (§6.6). */
     private readonly onBye: (reason: string | null) => void,
-  ) {}
+    /** The remote's last report about the stream, when it is carried on from another session. */
+    remote: RemoteReport | null = null,
+  ) {
+    this.#remote = remote;
+  }
 
   /** Fraction (0–1) of the remote's packets lost in our last report interval; null before our first report. */
   get lastFractionLost(): number | null {
@@ -47,17 +65,8 @@ export class RtcpReporter {
   }
 
   /** The remote's view of our stream from its last report block about us; null until one arrives. */
-  get remoteFractionLost(): number | null {
-    return this.#remoteFractionLost;
-  }
-
-  get remoteJitterMs(): number | null {
-    return this.#remoteJitterMs;
-  }
-
-  /** From the LSR and DLSR of the remote's last report block (§6.4.1); null until one refers to our SR. */
-  get roundTripMs(): number | null {
-    return this.#roundTripMs;
+  get remote(): RemoteReport | null {
+    return this.#remote;
   }
 
   /**
@@ -132,14 +141,21 @@ export class RtcpReporter {
   private readReportsAboutUs(reports: readonly ReportBlock[], now: number, clockRate: number): void {
     for (const block of reports) {
       if (block.ssrc !== this.ssrc) continue;
-      this.#remoteFractionLost = block.fractionLost / 256;
-      this.#remoteJitterMs = (block.jitter * 1000) / clockRate;
+      let roundTripMs = this.#remote?.roundTripMs ?? null;
       if (block.lastSenderReport !== 0) {
         // §6.4.1: round trip = arrival − LSR − DLSR, all in 1/65536 s of the NTP clock.
         const arrival = ntpMiddle32(this.ntpNow(now));
         const roundTrip = (arrival - block.lastSenderReport - block.delaySinceLastSenderReport) | 0;
-        if (roundTrip >= 0) this.#roundTripMs = ntpShortToMs(roundTrip);
+        if (roundTrip >= 0) roundTripMs = ntpShortToMs(roundTrip);
       }
+      // One object a report (every few seconds), not a packet.
+      this.#remote = {
+        fractionLost: block.fractionLost / 256,
+        packetsLost: block.cumulativeLost,
+        extendedHighestSequence: block.extendedHighestSequence,
+        jitterMs: (block.jitter * 1000) / clockRate,
+        roundTripMs,
+      };
     }
   }
 

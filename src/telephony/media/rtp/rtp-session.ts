@@ -47,7 +47,7 @@ import { AudioReceiver, MAX_DECODED_SAMPLES } from "./audio-receiver.js";
 import type { RtpPortAllocator } from "./port-allocator.js";
 import { RelayTranscoder } from "./relay-transcoder.js";
 import { parseRtcpCompound, writeGoodbye } from "./rtcp-packet.js";
-import { RtcpReporter } from "./rtcp-reporter.js";
+import { type RemoteReport, RtcpReporter } from "./rtcp-reporter.js";
 import {
   parseRtpPacket,
   RTP_FIXED_HEADER_LENGTH,
@@ -235,6 +235,8 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     csrcs: [],
   };
   private sequenceNumber = randomUint32() & 0xffff;
+  /** The sequence number our source began with (on whichever session it began), for the remote's reports. */
+  private readonly firstSequenceNumber: number;
   private timestamp = randomUint32();
   /** When `timestamp` last advanced, to extrapolate the SR's RTP timestamp. */
   private timestampAdvancedAt: number;
@@ -317,8 +319,14 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     packetsOutOfOrder: 0,
     framesConcealed: 0,
     framesRecovered: 0,
+    framesPlayed: 0,
+    jitterSumMs: 0,
+    jitterSamples: 0,
     dropped: { ...NO_DROPS },
   };
+  /** Our jitter estimate sampled at each of our reports, for its mean over the stream: sum and count. */
+  private jitterSumMs = 0;
+  private jitterSamples = 0;
   private lastPacketTime: number | null = null;
 
   // RTCP.
@@ -357,7 +365,13 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     this.ssrc = handover?.ssrc ?? randomUint32();
     this.header.ssrc = this.ssrc;
     this.cname = handover?.cname ?? options.cname ?? randomUUID();
-    this.reporter = new RtcpReporter(this.ssrc, this.cname, (reason) => this.emit("bye", reason));
+    this.firstSequenceNumber = handover?.firstSequenceNumber ?? this.sequenceNumber;
+    this.reporter = new RtcpReporter(
+      this.ssrc,
+      this.cname,
+      (reason) => this.emit("bye", reason),
+      handover?.remoteReport ?? null,
+    );
     this.jitterBufferOptions = options.jitterBuffer ?? {};
     this.jitterBuffer = this.newJitterBuffer();
     this.assembler = this.newAssembler();
@@ -579,22 +593,40 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
 
   stats(): RtpSessionStats {
     const totals = this.totals();
+    const remote = this.reporter.remote;
+    // The jitter now counts as one more sample of its mean, so that a stream shorter than a report
+    // interval has one.
+    const reception = this.reception;
+    const jitterNow = reception !== null && reception.received > 0 ? reception.jitterMs : null;
+    const jitterSamples = totals.jitterSamples + (jitterNow === null ? 0 : 1);
     return {
       packetsSent: totals.packetsSent,
       packetsReceived: totals.packetsReceived,
       packetsLost: totals.packetsLost,
       fractionLost: this.reporter.lastFractionLost,
-      jitterMs: this.reception?.jitterMs ?? 0,
-      remoteFractionLost: this.reporter.remoteFractionLost,
-      remoteJitterMs: this.reporter.remoteJitterMs,
-      roundTripMs: this.reporter.roundTripMs,
+      jitterMs: reception?.jitterMs ?? 0,
+      meanJitterMs: jitterSamples === 0 ? null : (totals.jitterSumMs + (jitterNow ?? 0)) / jitterSamples,
+      remoteFractionLost: remote?.fractionLost ?? null,
+      remotePacketsLost: remote?.packetsLost ?? null,
+      remoteLossShare: remote === null ? null : this.remoteLossShare(remote),
+      remoteJitterMs: remote?.jitterMs ?? null,
+      roundTripMs: remote?.roundTripMs ?? null,
       packetsLate: totals.packetsLate,
       packetsDuplicate: totals.packetsDuplicate,
       packetsOutOfOrder: totals.packetsOutOfOrder,
       framesConcealed: totals.framesConcealed,
       framesRecovered: totals.framesRecovered,
+      framesPlayed: totals.framesPlayed,
       dropped: totals.dropped,
     };
+  }
+
+  /** Of our packets the remote expected by its last report (counted from our first), the share it lost. */
+  private remoteLossShare(remote: RemoteReport): number | null {
+    // The extended highest sequence counts wraps from the remote's first packet, which was our first.
+    const expected = remote.extendedHighestSequence - this.firstSequenceNumber + 1;
+    if (expected <= 0) return null;
+    return Math.min(1, Math.max(0, remote.packetsLost / expected));
   }
 
   /**
@@ -614,6 +646,8 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       rtcp: this.rtcpRemote.snapshot(),
       lastPacketAgoMs: this.lastPacketTime === null ? null : this.clock() - this.lastPacketTime,
       totals: this.totals(),
+      firstSequenceNumber: this.firstSequenceNumber,
+      remoteReport: this.reporter.remote,
       srtp:
         this.srtpSender === null || this.srtpReceiver === null
           ? undefined
@@ -668,6 +702,9 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
       packetsOutOfOrder: earlier.packetsOutOfOrder + (reception?.misordered ?? 0),
       framesConcealed: earlier.framesConcealed + playout.concealed + decoding.concealedFrames,
       framesRecovered: earlier.framesRecovered + decoding.recoveredFrames,
+      framesPlayed: earlier.framesPlayed + playout.played + playout.concealed,
+      jitterSumMs: earlier.jitterSumMs + this.jitterSumMs,
+      jitterSamples: earlier.jitterSamples + this.jitterSamples,
       dropped: {
         unknownPayloadType: earlier.dropped.unknownPayloadType + this.drops.unknownPayloadType,
         unknownSource: earlier.dropped.unknownSource + this.drops.unknownSource,
@@ -735,6 +772,7 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
     earlier.packetsLate += playout.late;
     earlier.packetsDuplicate += playout.duplicate;
     earlier.framesConcealed += playout.concealed;
+    earlier.framesPlayed += playout.played + playout.concealed;
     earlier.dropped.jitterBufferOverflow += playout.trimmed;
   }
 
@@ -1083,6 +1121,11 @@ export class RtpSession extends EventEmitter<RtpSessionEvents> {
         }
       : null;
     this.sentSinceReport = false;
-    return this.reporter.write(out, now, sent, this.remoteSsrc, this.reception);
+    const reception = this.reception;
+    if (reception !== null && reception.received > 0) {
+      this.jitterSumMs += reception.jitterMs;
+      this.jitterSamples++;
+    }
+    return this.reporter.write(out, now, sent, this.remoteSsrc, reception);
   }
 }

@@ -3,6 +3,7 @@
  * counters, and what one session hands the next that carries it on (see rtp-session.ts).
  */
 
+import type { RemoteReport } from "./rtcp-reporter.js";
 import type { SrtpState } from "./srtp.js";
 import type { SrtpKeyMaterial } from "./srtp-suites.js";
 
@@ -65,8 +66,21 @@ export interface RtpSessionStats {
   fractionLost: number | null;
   /** Our interarrival jitter estimate of the remote's stream (RFC 3550 A.8). */
   jitterMs: number;
+  /**
+   * The mean of our jitter estimate over the stream: sampled at each of our RTCP reports and once
+   * more now; null before any packet came.
+   */
+  meanJitterMs: number | null;
   /** The remote's view of our stream from its last report block about us; null until one arrives. */
   remoteFractionLost: number | null;
+  /** Of our packets, those the remote's last report said it lost since it began receiving (cumulative). */
+  remotePacketsLost: number | null;
+  /**
+   * remotePacketsLost over the packets the remote expected by that report (its extended highest
+   * sequence number less our first, plus one), bounded 0–1: the share of our stream it lost up to its
+   * last report. Our packets sent after that report are not counted in (they are not yet reported).
+   */
+  remoteLossShare: number | null;
   remoteJitterMs: number | null;
   /** From the LSR and DLSR of the remote's last report block (§6.4.1); null until one refers to our SR. */
   roundTripMs: number | null;
@@ -77,6 +91,12 @@ export interface RtpSessionStats {
   packetsOutOfOrder: number;
   /** 20 ms frames lost and filled by concealment: the jitter buffer's, or the Opus decoder's (PLC). */
   framesConcealed: number;
+  /**
+   * 20 ms frames the jitter buffer played out at their tick once playout began: received ones (the
+   * Opus decoder's concealed and rebuilt ones among them) and those it concealed itself. Of these,
+   * framesConcealed were concealment.
+   */
+  framesPlayed: number;
   /** Lost 20 ms Opus frames rebuilt from the in-band FEC data of the packet after them (RFC 7587 §3.3). */
   framesRecovered: number;
   /** What was received and thrown away unheard, by reason. */
@@ -123,6 +143,10 @@ export interface RtpHandover {
   readonly lastPacketAgoMs: number | null;
   /** Counters so far, carried on in stats. */
   readonly totals: RtpTotals;
+  /** The sequence number of the first packet our source sent, which the remote's reports count from. */
+  readonly firstSequenceNumber: number;
+  /** The remote's last report about our source. */
+  readonly remoteReport: RemoteReport | null;
   /** Where SRTP stands (rollover counters), when it is on. */
   readonly srtp?: { readonly sender: SrtpState; readonly receiver: SrtpState };
 }
@@ -137,6 +161,10 @@ export interface RtpTotals {
   packetsOutOfOrder: number;
   framesConcealed: number;
   framesRecovered: number;
+  framesPlayed: number;
+  /** Our jitter estimates sampled at our reports (see meanJitterMs): their sum and their count. */
+  jitterSumMs: number;
+  jitterSamples: number;
   dropped: RtpDrops;
 }
 
