@@ -3,16 +3,27 @@
  * (failed, or ended after its answer), then its record is written with why it ended. When the room
  * hangs a call up it says why here, so the record names the room's reason rather than "hung up".
  */
-import type { CallRecord, NewCallRecord } from "../domain/call-record.js";
+import type { CallQuality, CallRecord, NewCallRecord } from "../domain/call-record.js";
+import type { Clock } from "../domain/clock.js";
 import type { CallEnd, CallFailure, ConferenceCall } from "./ports.js";
 
 export interface CallRecordsOptions {
   /** This instance, as BRIDGELINE_INSTANCE_ID names it. */
   readonly instance: string;
-  /** Writes a call's record (in the room's order of writes), the call being over at `at`. */
-  readonly write: (record: NewCallRecord, at: Date) => void;
-  readonly now: () => Date;
+  /**
+   * Writes a call's record in the room's order of writes, the call being over at `at`; the record
+   * resolves once the call's media has told its final counts.
+   */
+  readonly write: (record: Promise<NewCallRecord>, at: Date) => void;
+  /** What the wait for a call's quality runs on. */
+  readonly clock: Clock;
 }
+
+/**
+ * A call's quality comes from its media thread as the media closes, within milliseconds; a thread
+ * that does not answer by then leaves the record without it rather than holding up the room's writes.
+ */
+export const QUALITY_WAIT_MS = 2_000;
 
 /** Where the call is in its life as the records see it: followed until over, then written once. */
 type Followed = { readonly attendeeId: number; hungUpBecause: string | undefined };
@@ -36,8 +47,12 @@ export class CallRecords {
       // Forgotten (the room gave its conference up): nothing is written.
       if (this.#calls.get(call) !== followed) return;
       this.#calls.delete(call);
-      const at = this.#options.now();
-      this.#options.write(this.#record(call, followed, outcome, at), at);
+      const at = new Date(this.#options.clock.now());
+      const record = this.#record(call, followed, outcome, at);
+      this.#options.write(
+        this.#quality(call).then((quality) => ({ ...record, quality })),
+        at,
+      );
     };
     const failed = (failure: CallFailure) => over({ failure });
     const ended = (end: CallEnd) => over({ end });
@@ -55,6 +70,24 @@ export class CallRecords {
   /** The room gave its conference up: the calls it hangs up now get no record (its writes are refused). */
   forgetAll(): void {
     this.#calls.clear();
+  }
+
+  /** The call's quality, or null when its media does not tell it within QUALITY_WAIT_MS. */
+  #quality(call: ConferenceCall): Promise<CallQuality | null> {
+    const clock = this.#options.clock;
+    return new Promise((resolve) => {
+      const timer = clock.setTimeout(() => resolve(null), QUALITY_WAIT_MS);
+      call.quality().then(
+        (quality) => {
+          clock.clearTimeout(timer);
+          resolve(quality);
+        },
+        () => {
+          clock.clearTimeout(timer);
+          resolve(null);
+        },
+      );
+    });
   }
 
   #record(

@@ -179,10 +179,10 @@ export class ConferenceRoom {
     });
     this.#callRecords = new CallRecords({
       instance: options.instance,
-      now: () => this.#now(),
+      clock: options.clock,
       write: (record, at) => {
         const scope = this.#scope;
-        this.#writes.append(() => options.store.recordCall(scope, record, at));
+        this.#writes.append(async () => options.store.recordCall(scope, await record, at));
       },
     });
     this.#recording = new RoomRecording({

@@ -4,6 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
+import { QUALITY_WAIT_MS } from "../../src/conference/call-records.js";
 import { attendee, FakeCall, flush } from "./fakes.js";
 import { answer, startRoom } from "./harness.js";
 
@@ -14,12 +15,12 @@ test("the moderator hangs up: their record says the attendee hung up, the others
   await answer(h, 1, 2, 3);
   const answeredAt = new Date(h.clock.now()).toISOString();
   await h.clock.pass(61_000);
+  h.call(1).state = "ended";
   h.call(1).emit("ended", {
     by: "remote",
     reason: "BYE",
     cause: { protocol: "Q.850", cause: 16, text: null },
   });
-  h.call(1).state = "ended";
   await flush();
   const endedAt = new Date(h.clock.now()).toISOString();
   const byAttendee = new Map(h.store.callRecords.map((record) => [record.attendeeId, record]));
@@ -53,12 +54,12 @@ test("the moderator hangs up: their record says the attendee hung up, the others
 
 test("a call that fails is recorded with its status, reason and cause, never answered", async () => {
   const h = await startRoom();
+  h.call(2).state = "failed";
   h.call(2).emit("failed", {
     status: 486,
     reason: "Busy Here",
     cause: { protocol: "Q.850", cause: 17, text: "User busy" },
   });
-  h.call(2).state = "failed";
   await flush();
   const [record] = h.store.callRecords;
   assert.equal(h.store.callRecords.length, 1);
@@ -119,4 +120,49 @@ test("a room that gives its conference up writes no record of the calls it hangs
   assert.equal(h.room.ended, true);
   for (const id of [1, 2, 3]) assert.equal(h.call(id).hungUp, true);
   assert.equal(h.store.callRecordAttempts, 0, "not even tried: the writes would be refused");
+});
+
+const QUALITY = {
+  packetsSent: 500,
+  packetsReceived: 490,
+  lossShare: 0.02,
+  remoteLossShare: 0.01,
+  jitterMs: 4,
+  remoteJitterMs: 5,
+  roundTripMs: 30,
+  concealmentShare: 0.02,
+  mos: 4.2,
+};
+
+test("a call's record carries its quality as its media told it once over", async () => {
+  const h = await startRoom();
+  await answer(h, 1, 2, 3);
+  const timers = h.clock.pending;
+  h.call(2).finalQuality = QUALITY;
+  h.call(2).hangUpFarEnd();
+  await flush();
+  assert.deepEqual(h.store.callRecords.find((each) => each.attendeeId === 2)?.quality, QUALITY);
+  assert.equal(h.clock.pending, timers, "the wait's timer cleared once the quality came");
+});
+
+test("a call whose media never tells its quality is recorded without it after the wait, and the room's writes go on", async () => {
+  const h = await startRoom();
+  await answer(h, 1, 2, 3);
+  h.call(2).quality = () => new Promise(() => {});
+  h.call(2).hangUpFarEnd();
+  await flush();
+  assert.equal(h.store.callRecords.length, 0, "waiting for the quality");
+  h.call(3).finalQuality = QUALITY;
+  h.call(3).hangUpFarEnd();
+  await flush();
+  assert.equal(h.store.callRecords.length, 0, "in order: after attendee 2's");
+  await h.clock.pass(QUALITY_WAIT_MS);
+  await flush();
+  assert.deepEqual(
+    h.store.callRecords.map((each) => [each.attendeeId, each.quality]),
+    [
+      [2, null],
+      [3, QUALITY],
+    ],
+  );
 });
