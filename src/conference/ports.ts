@@ -5,6 +5,7 @@
  * instances share. Unit tests give the rules fakes of each.
  */
 import type { Attendee, AttendeeState } from "../domain/attendee.js";
+import type { CallCause } from "../domain/call-record.js";
 import type { Conference } from "../domain/conference.js";
 import type { CallEncryption } from "../domain/encryption.js";
 import type { ConferenceEventType, LiveControls } from "../domain/event.js";
@@ -23,11 +24,15 @@ export type Sound =
 export interface CallFailure {
   readonly status: number;
   readonly reason: string;
+  /** Why, as a Reason header said it (RFC 3326): the far end's, or the one our CANCEL carried; null without one. */
+  readonly cause?: CallCause | null;
 }
 
 export interface CallEnd {
   readonly by: string;
   readonly reason: string;
+  /** Why, as the BYE's Reason header said it (RFC 3326): the far end's, or the one we sent; null without one. */
+  readonly cause?: CallCause | null;
 }
 
 /** A telephone call as a conference uses it. */
@@ -49,8 +54,11 @@ export interface ConferenceCall {
   off(event: "failed", listener: (failure: CallFailure) => void): unknown;
   off(event: "ended", listener: (end: CallEnd) => void): unknown;
   off(event: "digit", listener: (key: string) => void): unknown;
-  /** CANCEL before the answer, BYE after; a no-op once over. */
-  hangup(): void;
+  /**
+   * CANCEL before the answer, BYE after, its Reason header saying `cause` (default: normal call
+   * clearing); a no-op once over.
+   */
+  hangup(cause?: CallCause): void;
   /** RFC 4733 digits (`,` pauses a second); true once sent, false when the call ended first. */
   sendDigits(keys: string): Promise<boolean>;
   /**

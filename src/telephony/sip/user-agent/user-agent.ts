@@ -382,8 +382,8 @@ export class UserAgent implements TransactionCore, SessionHost {
     if (session !== undefined) session.receiveAck(ack);
   }
 
-  receiveCancel(invite: InviteServerTransaction): void {
-    this.#pending.get(invite)?.cancelled();
+  receiveCancel(invite: InviteServerTransaction, cancel: SipRequest): void {
+    this.#pending.get(invite)?.cancelled(cancel);
   }
 
   receiveStrayResponse(response: SipResponse): void {
