@@ -685,8 +685,11 @@ export function formatReason(cause: CallCause): string {
   return `${cause.protocol};cause=${cause.cause}${text}`;
 }
 
-/** quoted-string = DQUOTE *( qdtext / quoted-pair ) DQUOTE (RFC 3261 25.1), of any text. */
-function quotedString(text: string): string {
+/**
+ * quoted-string = DQUOTE *( qdtext / quoted-pair ) DQUOTE (RFC 3261 25.1), of any text: quotes and
+ * backslashes escaped, control characters (a line break would end the header) written as spaces.
+ */
+export function quotedString(text: string): string {
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is replaced
   return `"${text.replace(/[\x00-\x1f\x7f]/g, " ").replace(/["\\]/g, "\\$&")}"`;
 }
