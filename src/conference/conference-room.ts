@@ -722,7 +722,13 @@ export class ConferenceRoom {
       if (leg.talking) this.#event("talking-stopped", leg.attendeeId);
       this.#record(leg.attendeeId, { kind: "disconnected", result: `${end.by}: ${end.reason}` });
       this.#options.logger.info(
-        { conferenceId: this.#conference.id, attendeeId: leg.attendeeId, by: end.by },
+        {
+          conferenceId: this.#conference.id,
+          attendeeId: leg.attendeeId,
+          by: end.by,
+          reason: end.reason,
+          cause: end.cause ?? null,
+        },
         "attendee disconnected",
       );
       if (leg.joined) this.#announcements.left(leg);

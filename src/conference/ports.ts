@@ -24,7 +24,7 @@ export type Sound =
 export interface CallFailure {
   readonly status: number;
   readonly reason: string;
-  /** The Reason header of the final response (RFC 3326), when it had one. */
+  /** Why, as a Reason header said it (RFC 3326): the far end's, or the one our CANCEL carried; null without one. */
   readonly cause?: CallCause | null;
 }
 
@@ -32,7 +32,7 @@ export interface CallEnd {
   /** "remote": the far end hung up; anything else: this side ended it. */
   readonly by: string;
   readonly reason: string;
-  /** The Reason header of the far end's BYE, else the one we sent with ours (RFC 3326). */
+  /** Why, as the BYE's Reason header said it (RFC 3326): the far end's, or the one we sent; null without one. */
   readonly cause?: CallCause | null;
 }
 
@@ -66,8 +66,11 @@ export interface ConferenceCall {
   off(event: "failed", listener: (failure: CallFailure) => void): unknown;
   off(event: "ended", listener: (end: CallEnd) => void): unknown;
   off(event: "digit", listener: (key: string) => void): unknown;
-  /** CANCEL before the answer, BYE after; a no-op once over. */
-  hangup(): void;
+  /**
+   * CANCEL before the answer, BYE after, its Reason header saying `cause` (default: normal call
+   * clearing); a no-op once over.
+   */
+  hangup(cause?: CallCause): void;
   /** RFC 4733 digits (`,` pauses a second); true once sent, false when the call ended first. */
   sendDigits(keys: string): Promise<boolean>;
   /**

@@ -5,7 +5,7 @@
  * It joins one INVITE session to one RTP session and knows nothing of conferences.
  */
 import { EventEmitter } from "node:events";
-import type { CallQuality } from "../domain/call-record.js";
+import type { CallCause, CallQuality } from "../domain/call-record.js";
 import type { Clock, TimerHandle } from "../domain/clock.js";
 import { callQuality } from "./call-quality.js";
 import { KEYPAD, keypadTones } from "./media/dtmf/keypad-tones.js";
@@ -26,7 +26,7 @@ import {
   resumeMedia,
 } from "./sdp/session-description.js";
 import type { IncomingInviteSession } from "./sip/user-agent/incoming-invite-session.js";
-import type { InviteSession } from "./sip/user-agent/invite-session.js";
+import { type InviteSession, NORMAL_CLEARING } from "./sip/user-agent/invite-session.js";
 import type { Negotiated } from "./sip/user-agent/offer-answer.js";
 import type { OutgoingInviteSession } from "./sip/user-agent/outgoing-invite-session.js";
 import type { SessionEndedBy } from "./sip/user-agent/session-host.js";
@@ -38,11 +38,18 @@ export interface CallFailure {
   /** The SIP status: the final response, 408 for no answer or timeout, 503 when the trunk is unreachable. */
   readonly status: number;
   readonly reason: string;
+  /**
+   * Why, as a Reason header said it (RFC 3326): the far end's, in its final response or CANCEL; ours,
+   * in the CANCEL we sent. Null when none was given (the status says what there is).
+   */
+  readonly cause: CallCause | null;
 }
 
 export interface CallEnd {
   readonly by: SessionEndedBy | "media-timeout" | "media-failed";
   readonly reason: string;
+  /** Why, as the BYE's Reason header said it (RFC 3326): the far end's, or the one we sent; null without one. */
+  readonly cause: CallCause | null;
 }
 
 export interface CallEvents {
@@ -88,6 +95,17 @@ export interface CallMediaOptions {
 
 /** A key's length, as tones and INFO say it. */
 const KEY_MS = 100;
+/** The Reason of our CANCEL at the ring timeout: the callee was alerted and did not answer (Q.850). */
+const NO_ANSWER: CallCause = { protocol: "Q.850", cause: 19, text: "No answer from user (user alerted)" };
+/**
+ * The Reason of our BYE when no RTP came for the media timeout: Q.850's normal, unspecified, as RTP
+ * timeouts are commonly reported (the far end is most likely gone, not failed).
+ */
+const MEDIA_TIMEOUT: CallCause = { protocol: "Q.850", cause: 31, text: "Media timeout" };
+/** The Reason of our BYE when our media broke under the call: a temporary failure of ours (Q.850). */
+const MEDIA_FAILED: CallCause = { protocol: "Q.850", cause: 41, text: "Media failure" };
+/** The Reason of our BYE to an answer we could not take (RFC 3264 section 6). */
+const NOT_ACCEPTABLE: CallCause = { protocol: "SIP", cause: 488, text: "Not Acceptable Here" };
 /**
  * Retry-After of "503 No Free Media Port": ports free as calls end, so about when some have ended, as
  * for the 503 past the limit of calls in progress (telephony.ts).
@@ -326,19 +344,22 @@ export class Call extends EventEmitter<CallEvents> {
     return this.#reoffer(false);
   }
 
-  /** CANCEL before the answer, BYE after; a no-op once the call is over. */
-  hangup(): void {
+  /**
+   * CANCEL before the answer, BYE after, its Reason header saying `cause` (default: normal call
+   * clearing); a no-op once the call is over.
+   */
+  hangup(cause: CallCause = NORMAL_CLEARING): void {
     if (this.#state === "answered") {
-      this.session?.bye();
+      this.session?.bye("hung up", cause);
       return;
     }
     if (this.#state === "failed" || this.#state === "ended") return;
-    this.abandon(487, "Request Terminated");
+    this.abandon(487, "Request Terminated", cause);
   }
 
-  /** Ends a call that was not answered; each kind of call knows how. */
-  protected abandon(status: number, reason: string): void {
-    this.fail({ status, reason });
+  /** Ends a call that was not answered, for `cause`; each kind of call knows how. */
+  protected abandon(status: number, reason: string, _cause: CallCause): void {
+    this.fail({ status, reason, cause: null });
   }
 
   /** Adopts the session's events; called once the session exists. */
@@ -347,8 +368,8 @@ export class Call extends EventEmitter<CallEvents> {
     session.listener = {
       progress: () => this.#ringing(),
       confirmed: (answer) => this.confirmed(answer),
-      failed: (status, reason) => this.fail({ status, reason }),
-      ended: (by, reason) => this.ended({ by, reason }),
+      failed: (status, reason, cause) => this.fail({ status, reason, cause }),
+      ended: (by, reason, cause) => this.ended({ by, reason, cause }),
       reoffer: (remoteSdp) => this.#answerReoffer(remoteSdp),
       offer: () => this.#offerInOk(),
       refresh: () => void this.#refreshByReinvite(),
@@ -427,18 +448,24 @@ export class Call extends EventEmitter<CallEvents> {
   /** Ends the call because no RTP arrived for too long: BYE, reported as a media timeout. */
   #endForMediaTimeout(): void {
     if (this.#state !== "answered" || this.#held) return;
-    this.host.logger?.warn({ number: this.remoteNumber }, "call ended: no media");
-    this.ended({ by: "media-timeout", reason: "no media" });
-    this.session?.bye();
+    this.host.logger?.warn(
+      { number: this.remoteNumber, reason: "no media", cause: MEDIA_TIMEOUT },
+      "call ended: no media",
+    );
+    this.ended({ by: "media-timeout", reason: "no media", cause: MEDIA_TIMEOUT });
+    this.session?.bye("no media", MEDIA_TIMEOUT);
   }
 
   /** The media broke under the call (its thread died): nothing can be heard, so it ends. */
   #mediaFailed(reason: string): void {
-    this.host.logger?.warn({ number: this.remoteNumber, reason }, "call ended: its media failed");
+    this.host.logger?.warn(
+      { number: this.remoteNumber, reason, cause: MEDIA_FAILED },
+      "call ended: its media failed",
+    );
     if (this.#state === "answered") {
-      this.ended({ by: "media-failed", reason });
-      this.session?.bye();
-    } else this.hangup();
+      this.ended({ by: "media-failed", reason, cause: MEDIA_FAILED });
+      this.session?.bye(reason, MEDIA_FAILED);
+    } else this.hangup(MEDIA_FAILED);
   }
 
   #ringing(): void {
@@ -451,7 +478,7 @@ export class Call extends EventEmitter<CallEvents> {
     if (this.#state === "calling" || this.#state === "ringing") {
       // A session that ends before the call was answered (our 2xx never ACKed, RFC 3261 section
       // 13.3.1.4) is a call that failed: said so, so that whoever waits on it (accept) is told.
-      this.fail({ status: 408, reason: end.reason });
+      this.fail({ status: 408, reason: end.reason, cause: end.cause });
       return;
     }
     if (this.#state !== "answered") return;
@@ -500,7 +527,7 @@ export class Call extends EventEmitter<CallEvents> {
   #takeLateAnswer({ offer, answer }: Negotiated): void {
     const accepted = acceptAnswer(offer, answer);
     if (accepted.ok) this.#negotiated(accepted.media);
-    else this.session?.bye();
+    else this.session?.bye("no usable answer", NOT_ACCEPTABLE);
   }
 
   async #reoffer(hold: boolean): Promise<boolean> {
@@ -538,7 +565,7 @@ export class OutgoingCall extends Call {
 
   /** Fails a call that could not be placed at all (bad number, no trunk). */
   notPlaced(status: number, reason: string): void {
-    this.fail({ status, reason });
+    this.fail({ status, reason, cause: null });
   }
 
   /** Opens media, sends the INVITE with our offer, and arms the ring timeout. */
@@ -550,17 +577,25 @@ export class OutgoingCall extends Call {
     try {
       await this.openMedia(near);
     } catch (error) {
-      this.fail({ status: 503, reason: `no media port: ${error instanceof Error ? error.message : error}` });
+      this.fail({
+        status: 503,
+        reason: `no media port: ${error instanceof Error ? error.message : error}`,
+        cause: null,
+      });
       return;
     }
     if (this.state !== "calling") return;
     this.attach(send(createOffer(this.localMedia())));
-    this.#ringTimer = this.host.clock.setTimeout(() => this.abandon(408, "No Answer"), ringTimeoutMs);
+    this.#ringTimer = this.host.clock.setTimeout(
+      () => this.abandon(408, "No Answer", NO_ANSWER),
+      ringTimeoutMs,
+    );
   }
 
-  protected override abandon(status: number, reason: string): void {
-    (this.session as OutgoingInviteSession | undefined)?.cancel();
-    this.fail({ status, reason });
+  /** By CANCEL (or BYE, should its 2xx cross it), whose Reason is the failure's cause. */
+  protected override abandon(status: number, reason: string, cause: CallCause): void {
+    (this.session as OutgoingInviteSession | undefined)?.cancel(cause);
+    this.fail({ status, reason, cause });
   }
 
   protected override confirmed(answer: Negotiated | undefined): void {
@@ -568,8 +603,8 @@ export class OutgoingCall extends Call {
     const accepted = answer === undefined ? undefined : acceptAnswer(answer.offer, answer.answer);
     if (accepted === undefined || !accepted.ok) {
       // RFC 3264 section 6: an unusable answer leaves no session: hang up.
-      this.session?.bye();
-      this.fail({ status: 488, reason: "Not Acceptable Here" });
+      this.session?.bye("no usable answer", NOT_ACCEPTABLE);
+      this.fail({ status: 488, reason: "Not Acceptable Here", cause: NOT_ACCEPTABLE });
       return;
     }
     this.configureMedia(accepted.media);
@@ -625,8 +660,8 @@ export class IncomingCall extends Call {
       const accepted = acceptAnswer(answer.offer, answer.answer);
       if (!accepted.ok) {
         // An ACK without a usable answer leaves no session (RFC 3264 section 6): hang up.
-        this.session?.bye();
-        this.fail({ status: 488, reason: "the ACK carried no usable answer" });
+        this.session?.bye("no usable answer", NOT_ACCEPTABLE);
+        this.fail({ status: 488, reason: "the ACK carried no usable answer", cause: NOT_ACCEPTABLE });
         return;
       }
       this.configureMedia(accepted.media);
@@ -683,7 +718,7 @@ export class IncomingCall extends Call {
 
   /** Refuses the call; `retryAfterSeconds` tells the caller when to try again (a 503's Retry-After). */
   reject(status = 486, reason = "Busy Here", retryAfterSeconds?: number): void {
-    this.fail({ status, reason });
+    this.fail({ status, reason, cause: null });
     this.#invite.reject(
       status,
       reason,
@@ -691,6 +726,7 @@ export class IncomingCall extends Call {
     );
   }
 
+  /** Refused (480 for a hang-up): a response of ours carries no Reason, so the failure names no cause. */
   protected override abandon(status: number, reason: string): void {
     this.reject(status === 487 ? 480 : status, status === 487 ? "Temporarily Unavailable" : reason);
   }
@@ -721,7 +757,7 @@ export class BrowserCall extends Call {
     const { stream, answer } = await host.openWebRtcMedia(offer, options.near);
     const call = new BrowserCall(host, options.signallingTls);
     call.adoptMedia(stream);
-    stream.on("closed", (reason) => call.ended({ by: "remote", reason }));
+    stream.on("closed", (reason) => call.ended({ by: "remote", reason, cause: null }));
     call.confirmed(undefined);
     return { call, answer };
   }
@@ -750,7 +786,8 @@ export class BrowserCall extends Call {
     return "opus";
   }
 
-  override hangup(): void {
-    if (this.state === "answered") this.ended({ by: "local", reason: "hung up" });
+  /** Ends it here: no BYE to carry `cause`, but the end says it as a phone's would. */
+  override hangup(cause: CallCause = NORMAL_CLEARING): void {
+    if (this.state === "answered") this.ended({ by: "local", reason: "hung up", cause });
   }
 }

@@ -441,7 +441,7 @@ export class Telephony implements CallHost {
     this.#calls.add(call);
     const failLater = (status: number, reason: string) =>
       queueMicrotask(() => {
-        this.#options.logger?.warn({ number, status }, `call not placed: ${reason}`);
+        this.#options.logger?.warn({ number, status, reason }, `call not placed: ${reason}`);
         call.notPlaced(status, reason);
       });
     if (nanp === null) {

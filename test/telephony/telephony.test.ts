@@ -115,8 +115,12 @@ describe("telephony: placing and taking calls", () => {
     assert.deepEqual(await resumed, [false]);
 
     const ended = once(theirs, "ended") as Promise<[CallEnd]>;
+    const ours = once(call, "ended") as Promise<[CallEnd]>;
     call.hangup();
-    assert.equal((await ended)[0].by, "remote");
+    const normalClearing = { protocol: "Q.850", cause: 16, text: "Normal call clearing" };
+    // Our BYE's Reason (RFC 3326), read by the far end; our end says the cause we sent.
+    assert.deepEqual((await ended)[0], { by: "remote", reason: "hung up", cause: normalClearing });
+    assert.deepEqual((await ours)[0], { by: "local", reason: "hung up", cause: normalClearing });
     assert.equal(call.state, "ended");
     assert.equal(theirs.state, "ended");
   });
@@ -132,6 +136,7 @@ describe("telephony: placing and taking calls", () => {
     assert.deepEqual(failure, {
       status: 488,
       reason: "SRTP is required but the trunk is not SIP over TLS: keys would travel in plain text",
+      cause: null,
     });
     await new Promise((resolve) => setTimeout(resolve, 100));
     assert.equal(reached, false, "no INVITE went out");
@@ -141,21 +146,25 @@ describe("telephony: placing and taking calls", () => {
     incoming = (call) => call.reject(486, "Busy Here");
     const call = caller.placeCall("+16045550124");
     const [failure] = (await once(call, "failed")) as [CallFailure];
-    assert.deepEqual(failure, { status: 486, reason: "Busy Here" });
+    // Our 486 carries no Reason: the status says it all.
+    assert.deepEqual(failure, { status: 486, reason: "Busy Here", cause: null });
   });
 
   it("cancels an unanswered call at the ring timeout and fails it 408", async () => {
-    const cancelled = new Promise<IncomingCall>((resolve) => {
+    const cancelled = new Promise<[IncomingCall, CallFailure]>((resolve) => {
       incoming = (call) => {
         call.ring();
-        call.on("failed", () => resolve(call));
+        call.on("failed", (failure) => resolve([call, failure]));
       };
     });
     const call = caller.placeCall("+16045550125", { ringTimeoutMs: 300 });
     const [failure] = (await once(call, "failed")) as [CallFailure];
-    assert.equal(failure.status, 408);
-    const theirs = await cancelled;
+    const noAnswer = { protocol: "Q.850", cause: 19, text: "No answer from user (user alerted)" };
+    assert.deepEqual(failure, { status: 408, reason: "No Answer", cause: noAnswer });
+    const [theirs, theirFailure] = await cancelled;
     assert.equal(theirs.state, "failed", "the callee saw the CANCEL");
+    // The CANCEL's Reason (RFC 3326), read by the callee.
+    assert.deepEqual(theirFailure, { status: 487, reason: "Request Terminated", cause: noAnswer });
   });
 
   it("fails a call to a number that is not a NANP number with 484, and says so without a trunk", async () => {
@@ -165,6 +174,7 @@ describe("telephony: placing and taking calls", () => {
     assert.deepEqual(((await once(noTrunk, "failed")) as [CallFailure])[0], {
       status: 503,
       reason: "No trunk configured",
+      cause: null,
     });
   });
 

@@ -126,7 +126,12 @@ describe("calls and requests from SIPp", { skip, concurrency: true }, () => {
     const record = await answered;
     await record.reached("ended");
     await peer.expectSuccess();
-    assert.deepEqual(record.end, { by: "local", reason: "session expired: no refresh came" });
+    // The caller checks our BYE's Reason (RFC 3326) too.
+    assert.deepEqual(record.end, {
+      by: "local",
+      reason: "session expired: no refresh came",
+      cause: { protocol: "SIP", cause: 408, text: "Session timeout" },
+    });
   });
 
   test("a caller that requires 100rel gets a reliable 180, PRACKs it, and is answered", async () => {
@@ -145,6 +150,25 @@ describe("calls and requests from SIPp", { skip, concurrency: true }, () => {
     const answered = record ?? assert.fail("no call came");
     await answered.reached("ended");
     assert.equal(answered.end?.by, "remote");
+  });
+
+  test("a caller that requires 100rel and sends no offer hears no 180 at all, and is answered with our offer (RFC 3262 sections 3 and 5)", async () => {
+    let record: CallRecord | undefined;
+    const { peer } = await callIn(
+      "uac-offerless-100rel.xml",
+      (call) => {
+        record = new CallRecord(call);
+        call.ring();
+        // Answered a while after ringing, so that a 180, were one sent, would reach the caller first.
+        setTimeout(() => void call.accept(), 300);
+      },
+      { pauseMs: 300 },
+    );
+    await peer.expectSuccess();
+    const answered = record ?? assert.fail("no call came");
+    await answered.reached("ended");
+    assert.deepEqual(answered.events, ["answered", "ended"]);
+    assert.doesNotMatch(peer.messages(), /SIP\/2\.0 18\d/);
   });
 
   test("an INVITE and a re-INVITE without an offer: ours goes in the 200, the ACK's answer is taken", async () => {

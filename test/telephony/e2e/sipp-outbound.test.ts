@@ -127,10 +127,83 @@ describe("outbound calls to a SIPp trunk", { skip, concurrency: true }, () => {
     );
     await peer.unlessFailed(record.settled());
     assert.deepEqual(record.events, ["ringing", "failed"]);
-    // The API reports our own reason for giving up, not the 487 the trunk answers the CANCEL with.
-    assert.equal(record.failure?.status, 408);
+    // The API reports our own reason for giving up, not the 487 the trunk answers the CANCEL with,
+    // and the cause our CANCEL said it with (RFC 3326).
+    const noAnswer = { protocol: "Q.850", cause: 19, text: "No answer from user (user alerted)" };
+    assert.deepEqual(record.failure, { status: 408, reason: "No Answer", cause: noAnswer });
     await peer.expectSuccess();
-    assert.match(peer.messages(), /^CANCEL sip:\+16045550123@/m);
+    assert.match(
+      peer.messages(),
+      /^CANCEL sip:\+16045550123@[\s\S]*?^Reason: Q\.850;cause=19;text="No answer from user \(user alerted\)"\r?$/m,
+    );
+  });
+
+  test("a 486 whose Reason gives Q.850 cause 17 beside a SIP one fails the call with the Q.850 cause", async () => {
+    const peer = await sipp({ scenario: "uas-busy-reason.xml" });
+    const telephony = await telephonyFor(peer);
+    const record = new CallRecord(telephony.placeCall("+16045550123"), () => peer.report());
+    await peer.unlessFailed(record.settled());
+    assert.deepEqual(record.failure, {
+      status: 486,
+      reason: "Busy Here",
+      cause: { protocol: "Q.850", cause: 17, text: "User busy" },
+    });
+    await peer.expectSuccess();
+  });
+
+  test("the trunk's BYE with Reason Q.850 cause 16 ends the call with that cause", async () => {
+    const peer = await sipp({ scenario: "uas-answer-bye-reason.xml", pauseMs: 500 });
+    const telephony = await telephonyFor(peer);
+    const record = new CallRecord(telephony.placeCall("+16045550123"), () => peer.report());
+    await peer.unlessFailed(record.reached("ended"));
+    assert.deepEqual(record.end, {
+      by: "remote",
+      reason: "hung up",
+      cause: { protocol: "Q.850", cause: 16, text: "Normal call clearing" },
+    });
+    await peer.expectSuccess();
+  });
+
+  test("our hang-up's BYE carries Reason Q.850 cause 16 (the trunk checks it), and our end says so", async () => {
+    const peer = await sipp({ scenario: "uas-answer-check-reason.xml" });
+    const telephony = await telephonyFor(peer);
+    const record = new CallRecord(telephony.placeCall("+16045550123"), () => peer.report());
+    await peer.unlessFailed(record.reached("answered"));
+    record.call.hangup();
+    await record.reached("ended");
+    await peer.expectSuccess();
+    assert.deepEqual(record.end, {
+      by: "local",
+      reason: "hung up",
+      cause: { protocol: "Q.850", cause: 16, text: "Normal call clearing" },
+    });
+  });
+
+  test("503 with Retry-After: 1 has the INVITE sent again a second later, and that one answers: one call", async () => {
+    const peer = await sipp({ scenario: "uas-503-retry-after.xml" });
+    const telephony = await telephonyFor(peer);
+    const record = new CallRecord(telephony.placeCall("+16045550123"), () => peer.report());
+    await peer.unlessFailed(record.reached("answered"));
+    assert.deepEqual(record.events, ["ringing", "answered"]);
+    record.call.hangup();
+    await record.reached("ended");
+    await peer.expectSuccess();
+    const invites = receivedAt(peer.messages(), "INVITE");
+    assert.equal(invites.length, 2, peer.messages());
+    const gap = (invites[1] as number) - (invites[0] as number);
+    assert.ok(gap >= 950 && gap < 5000, `the INVITE went again ${gap} ms after the first`);
+  });
+
+  test("503 with Retry-After: 60 fails the call at once, with one INVITE", async () => {
+    const peer = await sipp({ scenario: "uas-503-long-retry.xml" });
+    const telephony = await telephonyFor(peer);
+    const placedAt = Date.now();
+    const record = new CallRecord(telephony.placeCall("+16045550123"), () => peer.report());
+    await peer.unlessFailed(record.settled());
+    assert.ok(Date.now() - placedAt < 5000, `failed after ${Date.now() - placedAt} ms`);
+    assert.deepEqual(record.failure, { status: 503, reason: "Service Unavailable", cause: null });
+    await peer.expectSuccess();
+    assert.equal(receivedAt(peer.messages(), "INVITE").length, 1);
   });
 
   test("a 200 OK crossing our CANCEL is ACKed and ended with BYE", async () => {
@@ -252,6 +325,18 @@ describe("outbound calls to a SIPp trunk", { skip, concurrency: true }, () => {
     await peer.expectSuccess();
   });
 });
+
+/**
+ * When SIPp received each `method` request, in ms since the epoch, from its message trace, where each
+ * message follows a line of dashes with the date and time (`----- 2026-11-27\t21:50:00.123456`).
+ */
+function receivedAt(trace: string, method: string): number[] {
+  const pattern = new RegExp(
+    `^-+ (\\d{4}-\\d\\d-\\d\\d)\\s+(\\d\\d:\\d\\d:\\d\\d\\.\\d+)\\s*\\n\\w+ message received[^\\n]*\\n\\n${method} `,
+    "gm",
+  );
+  return [...trace.matchAll(pattern)].map((match) => Date.parse(`${match[1]}T${match[2]?.slice(0, 12)}`));
+}
 
 /**
  * Recomputes the digest response (RFC 2617 §3.2.2.1, qop=auth) of the credentials the stack sent, from

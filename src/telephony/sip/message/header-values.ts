@@ -6,6 +6,8 @@
  * in-place scanners, which stay private to this file rather than be exported for a split.
  */
 
+import type { CallCause } from "../../../domain/call-record.js";
+
 /** token characters: alphanum / "-" / "." / "!" / "%" / "*" / "_" / "+" / "`" / "'" / "~" (RFC 3261 25.1). */
 const TOKEN_CHARS = new Uint8Array(128);
 for (const c of "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-.!%*_+`'~") {
@@ -542,6 +544,39 @@ function deltaSecondsWithParams(
   return params === undefined ? undefined : { seconds, params };
 }
 
+/**
+ * Retry-After = delta-seconds [ comment ] *( SEMI retry-param ) (RFC 3261 section 20.33): the seconds.
+ * The comment, e.g. `(I'm in a meeting)`, and the parameters (duration) are read past.
+ */
+export function parseRetryAfter(text: string, start = 0, end = text.length): number | undefined {
+  const from = skipSpace(text, start, end);
+  let digitsEnd = from;
+  while (digitsEnd < end && isDigit(text.charCodeAt(digitsEnd))) digitsEnd++;
+  const seconds = parseBoundedInteger(text, 0xffffffff, from, digitsEnd);
+  if (seconds === undefined) return undefined;
+  let i = skipSpace(text, digitsEnd, end);
+  if (i < end && text.charCodeAt(i) === 0x28) {
+    i = commentEnd(text, i, end);
+    if (i < 0) return undefined;
+  }
+  return parseParams(text, i, end) === undefined ? undefined : seconds;
+}
+
+/**
+ * Index just past the comment starting at `start` (its "("), or -1: comment = LPAREN *( ctext /
+ * quoted-pair / comment ) RPAREN, nested (RFC 3261 25.1).
+ */
+function commentEnd(text: string, start: number, end: number): number {
+  let depth = 0;
+  for (let i = start; i < end; i++) {
+    const code = text.charCodeAt(i);
+    if (code === 0x5c) i++;
+    else if (code === 0x28) depth++;
+    else if (code === 0x29 && --depth === 0) return i + 1;
+  }
+  return -1;
+}
+
 /** RSeq = response-num, 1*DIGIT from 1 to 2**32-1 (RFC 3262 section 7.1), white space around it allowed. */
 export function parseRSeq(text: string, start = 0, end = text.length): number | undefined {
   const rseq = scanTrimmed(text, start, end, responseNum);
@@ -571,6 +606,92 @@ function rackWithin(text: string, from: number, to: number): RAck | undefined {
   if (rseq === undefined || rseq === 0) return undefined;
   const cseq = cseqWithin(text, skipSpace(text, space, to), to);
   return cseq === undefined ? undefined : { rseq, cseq: cseq.seq, method: cseq.method };
+}
+
+/**
+ * One value of a Reason header field (RFC 3326 section 2): reason-value = protocol *( SEMI
+ * reason-params ), where reason-params = protocol-cause / reason-text / reason-extension.
+ */
+export interface ReasonValue {
+  /** The protocol as written: "SIP", "Q.850" or another token. */
+  readonly protocol: string;
+  /** cause = 1*DIGIT: a SIP status code or a Q.850 cause value; undefined when absent. */
+  readonly cause: number | undefined;
+  /** reason-text, unquoted; undefined when absent. */
+  readonly text: string | undefined;
+}
+
+/**
+ * The values of one Reason field, `Reason: Q.850;cause=16;text="Terminated", SIP;cause=200` (a
+ * list, RFC 3326 section 2), in `text.slice(start, end)`; undefined when any is malformed. A text
+ * written as a token rather than a quoted-string is taken as written.
+ */
+export function parseReason(text: string, start = 0, end = text.length): ReasonValue[] | undefined {
+  const values: ReasonValue[] = [];
+  for (let itemStart = start; ; ) {
+    const itemEnd = listItemEnd(text, itemStart, end);
+    const protocolStart = skipSpace(text, itemStart, itemEnd);
+    const protocolEnd = tokenEnd(text, protocolStart, itemEnd);
+    if (protocolEnd === protocolStart) return undefined;
+    const params = parseParams(text, protocolEnd, itemEnd);
+    if (params === undefined) return undefined;
+    const causeText = params.get("cause");
+    const cause = causeText === undefined ? undefined : parseBoundedInteger(causeText, 0xffffffff);
+    if (causeText !== undefined && cause === undefined) return undefined;
+    const reasonText = params.get("text");
+    values.push({
+      protocol: text.slice(protocolStart, protocolEnd),
+      cause,
+      text: reasonText === undefined || reasonText.charCodeAt(0) !== 0x22 ? reasonText : unquote(reasonText),
+    });
+    if (itemEnd >= end) return values;
+    itemStart = itemEnd + 1;
+  }
+}
+
+/** The causes each protocol carries: Q.850 cause values (ITU-T Q.850 section 2.2.5) and SIP status codes. */
+const CAUSE_RANGES: Readonly<Record<CallCause["protocol"], readonly [number, number]>> = {
+  "Q.850": [1, 127],
+  SIP: [100, 699],
+};
+
+/**
+ * The cause the Reason fields of a message give: its Q.850 value when it has one (what the network
+ * said of the call), else its SIP one; null when neither is there with a cause in range. A malformed
+ * field is passed over; a protocol is matched in any case and named as RFC 3326 spells it.
+ */
+export function reasonCause(fields: readonly string[]): CallCause | null {
+  let sip: CallCause | null = null;
+  for (const field of fields) {
+    for (const value of parseReason(field) ?? []) {
+      const protocol = value.protocol.toUpperCase();
+      if ((protocol !== "Q.850" && protocol !== "SIP") || value.cause === undefined) continue;
+      const [min, max] = CAUSE_RANGES[protocol];
+      if (value.cause < min || value.cause > max) continue;
+      const cause: CallCause = { protocol, cause: value.cause, text: value.text ?? null };
+      if (protocol === "Q.850") return cause;
+      sip ??= cause;
+    }
+  }
+  return sip;
+}
+
+/**
+ * A Reason field's value for `cause`, in the grammar parseReason reads: `Q.850;cause=16;text="..."`,
+ * the text a quoted-string (quotes and backslashes escaped, control characters as spaces).
+ */
+export function formatReason(cause: CallCause): string {
+  const text = cause.text === null ? "" : `;text=${quotedString(cause.text)}`;
+  return `${cause.protocol};cause=${cause.cause}${text}`;
+}
+
+/**
+ * quoted-string = DQUOTE *( qdtext / quoted-pair ) DQUOTE (RFC 3261 25.1), of any text: quotes and
+ * backslashes escaped, control characters (a line break would end the header) written as spaces.
+ */
+export function quotedString(text: string): string {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is replaced
+  return `"${text.replace(/[\x00-\x1f\x7f]/g, " ").replace(/["\\]/g, "\\$&")}"`;
 }
 
 /** Content-Type = media-type, m-type SLASH m-subtype *( SEMI m-parameter ) (RFC 3261 section 20.15). */

@@ -1,4 +1,5 @@
 /** SIP messages (RFC 3261 section 7) as plain data: start line, ordered header fields, body octets. */
+import type { CallCause } from "../../../domain/call-record.js";
 import {
   type CSeq,
   listsToken,
@@ -9,10 +10,12 @@ import {
   parseMinSe,
   parseNameAddr,
   parseRAck,
+  parseRetryAfter,
   parseRSeq,
   parseSessionExpires,
   parseVia,
   type RAck,
+  reasonCause,
   type SessionExpires,
   type Via,
 } from "./header-values.js";
@@ -186,8 +189,8 @@ export function appendParsedField(
  * significant). A list-valued field such as Via holds one entry per value. Names compare case-insensitively.
  *
  * The fields SIP itself reads have typed accessors (via, from, to, contact, cseq, callId, and the
- * extensions': sessionExpires, minSe, rseq, rack, contentType; option tags and methods by
- * requires, supports, allows), each read
+ * extensions': sessionExpires, minSe, rseq, rack, contentType, retryAfter; option tags and
+ * methods by requires, supports, allows; reasonCause of every Reason field), each read
  * with the one grammar of header-values.ts for that field: parsed on first use and kept, or kept from
  * the parser, which checks received values with the same grammars. Fields are only ever appended, so
  * the first field of a name, and what was parsed from it, never changes.
@@ -329,6 +332,16 @@ export class SipHeaders {
   /** RFC 3262 section 7.2: the reliable provisional response a PRACK acknowledges. */
   get rack(): RAck | undefined {
     return this.#first("RAck", parseRAck);
+  }
+
+  /** Section 20.33: the seconds after which the sender may be tried again. */
+  get retryAfter(): number | undefined {
+    return this.#first("Retry-After", parseRetryAfter);
+  }
+
+  /** RFC 3326: why the request was sent or the response given, Q.850's cause before SIP's; null without one. */
+  get reasonCause(): CallCause | null {
+    return reasonCause(this.getAll("Reason"));
   }
 
   /** Section 20.15: the body's media type. */

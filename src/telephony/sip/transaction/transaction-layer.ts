@@ -39,7 +39,7 @@ export interface TransactionCore {
    * A CANCEL matched to a pending INVITE server transaction (section 9.2); it has been answered 200
    * already. The core answers the INVITE with 487 if it has not sent a final response.
    */
-  receiveCancel(invite: InviteServerTransaction): void;
+  receiveCancel(invite: InviteServerTransaction, cancel: SipRequest): void;
   /**
    * Whether a request that would start a server transaction may (its source's rate, say); one that
    * may not has been answered or dropped by the core. Retransmissions matched to a transaction are
@@ -183,7 +183,7 @@ export class TransactionLayer {
       const invite = this.#servers.get(`${key.slice(0, key.lastIndexOf("|"))}|INVITE`);
       if (invite instanceof InviteServerTransaction) {
         transaction.respond(responseTo(request, 200, "OK"));
-        this.#core.receiveCancel(invite);
+        this.#core.receiveCancel(invite, request);
       } else {
         transaction.respond(responseTo(request, 481, "Call/Transaction Does Not Exist"));
       }

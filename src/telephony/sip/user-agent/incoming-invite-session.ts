@@ -1,6 +1,7 @@
 /**
  * The UAS side of an INVITE (RFC 3261 section 13.3): a call that reaches us. It rings (reliably when
- * the caller requires it, RFC 3262 section 3), answers with a 2xx sent again until the ACK (section
+ * the caller requires it, RFC 3262 section 3; not at all when that would need an offer in the 180),
+ * answers with a 2xx sent again until the ACK (section
  * 13.3.1.4), rejects, or is CANCELled (section 9.2). Our SDP in the 2xx answers the INVITE's offer, or
  * is the offer when it had none: then the ACK brings the answer (section 13.2.1).
  */
@@ -38,6 +39,8 @@ export class IncomingInviteSession extends InviteSession {
   #agreedTimer: { interval: number; refresher: "uac" | "uas" } | undefined;
   /** RFC 3262: the caller requires reliable provisional responses. */
   readonly #reliable: boolean;
+  /** Whether a 180 may be sent at all (see the constructor). */
+  readonly #mayRing: boolean;
   #rseq = randomInt(1, 2 ** 31);
   /** The reliable provisional response not yet PRACKed, retransmitted until it is. */
   #unacked: Unacked | undefined;
@@ -52,12 +55,15 @@ export class IncomingInviteSession extends InviteSession {
   ) {
     super(host, invite, "incoming INVITE session", INCOMING_EDGES, "uas");
     this.#localTag = localTag;
-    // RFC 3262 section 5 would put our offer in a reliable 180 to an offerless INVITE; ours goes in
-    // the 2xx, so that 180 is sent unreliably.
-    this.#reliable = invite.headers.requires("100rel") && invite.body.length > 0;
     // Section 13.2.1: an INVITE whose body is blank carries no offer.
     const offer = invite.body.toString();
-    if (offer.trim() !== "") this.offerAnswer.receiveOffer(offer);
+    const offered = offer.trim() !== "";
+    if (offered) this.offerAnswer.receiveOffer(offer);
+    // RFC 3262 section 5 would put our offer in the first reliable 180 to an offerless INVITE; ours
+    // goes in the 2xx, so such a caller that requires 100rel hears no 180 at all: section 3 lets
+    // no provisional response go unreliably to it.
+    this.#reliable = invite.headers.requires("100rel");
+    this.#mayRing = offered || !this.#reliable;
   }
 
   get localTag(): string {
@@ -72,10 +78,11 @@ export class IncomingInviteSession extends InviteSession {
   /**
    * 180 (Ringing) with our tag and Contact: an early dialog as far as the peer is concerned. When
    * the caller requires it, reliably (RFC 3262 section 3): with Require: 100rel and an RSeq, sent
-   * again at T1, doubling, until its PRACK comes or 64*T1 have passed; one at a time.
+   * again at T1, doubling, until its PRACK comes or 64*T1 have passed; one at a time. None to an
+   * offerless INVITE that requires 100rel.
    */
   ring(): void {
-    if (this.answered || this.#unacked !== undefined) return;
+    if (this.answered || this.#unacked !== undefined || !this.#mayRing) return;
     const rseq = this.#reliable ? this.#rseq++ : undefined;
     const ringing = responseTo(this.invite, 180, "Ringing", {
       toTag: this.#localTag,
@@ -175,12 +182,16 @@ export class IncomingInviteSession extends InviteSession {
     this.end("local", reason);
   }
 
-  /** Section 9.2: a CANCEL before our final response ends the call with 487. */
-  cancelled(): void {
+  /**
+   * Section 9.2: a CANCEL before our final response ends the call with 487; its Reason (RFC 3326)
+   * says why the caller gave up.
+   */
+  cancelled(cancel: SipRequest): void {
     if (this.answered) return;
     this.transaction.respond(responseTo(this.invite, 487, "Request Terminated", { toTag: this.#localTag }));
-    this.listener.failed?.(487, "Request Terminated");
-    this.end("remote", "cancelled");
+    const cause = cancel.headers.reasonCause;
+    this.listener.failed?.(487, "Request Terminated", cause);
+    this.end("remote", "cancelled", cause);
   }
 
   /** The ACK of our 2xx confirms the session; after an offerless INVITE it carries the answer. */

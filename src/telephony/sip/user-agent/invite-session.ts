@@ -5,8 +5,9 @@
  * 15), INFO keys (RFC 6086), UPDATE and session timers (session-refresh.ts), and one offer/answer
  * negotiation (offer-answer.ts). SDP is opaque here.
  */
+import type { CallCause } from "../../../domain/call-record.js";
 import type { Dialog } from "../dialog/dialog.js";
-import { uriScheme } from "../message/header-values.js";
+import { formatReason, uriScheme } from "../message/header-values.js";
 import type { SipRequest, SipResponse } from "../message/sip-message.js";
 import type { InviteServerTransaction } from "../transaction/invite-server-transaction.js";
 import type { ServerTransaction } from "../transaction/transaction-layer.js";
@@ -20,6 +21,15 @@ import { ReinviteClient } from "./reinvite-client.js";
 import type { SessionEndedBy, SessionHost, SessionListener } from "./session-host.js";
 import { SessionRefresh } from "./session-refresh.js";
 import { type SessionEdges, SessionState } from "./session-state.js";
+
+/** The cause of a BYE or CANCEL sent for no other reason: the call is over (Q.850 section 2.2.7.1). */
+export const NORMAL_CLEARING: CallCause = { protocol: "Q.850", cause: 16, text: "Normal call clearing" };
+
+/**
+ * The cause of our BYE when the ACK of our 2xx never came (section 13.3.1.4): the request timed out,
+ * as carriers write it.
+ */
+const ACK_TIMEOUT: CallCause = { protocol: "SIP", cause: 408, text: "ACK Timeout" };
 
 export abstract class InviteSession {
   listener: SessionListener = {};
@@ -58,7 +68,7 @@ export abstract class InviteSession {
         hasEnded: () => this.ended,
         sendUpdate: (headers, onFinal) => this.#sendUpdate(headers, onFinal),
         refreshByReinvite: () => this.listener.refresh?.(),
-        bye: (reason) => this.bye(reason),
+        bye: (reason, cause) => this.bye(reason, cause),
       },
       role,
       host.sessionTimer.minimum,
@@ -89,15 +99,18 @@ export abstract class InviteSession {
   }
 
   /**
-   * Ends a session with a dialog by BYE (section 15.1.1), for `reason`; the session ends without
-   * waiting for the 200.
+   * Ends a session with a dialog by BYE (section 15.1.1), for `reason`, its Reason header saying
+   * `cause` (RFC 3326); the session ends without waiting for the 200.
    */
-  bye(reason = "hung up"): void {
+  bye(reason = "hung up", cause: CallCause = NORMAL_CLEARING): void {
     const dialog = this.dialog;
     const destination = dialog?.destination;
     if (dialog === undefined || destination === undefined || this.ended) return;
-    this.host.sendNonInvite(this.#request(dialog, destination, "BYE"), destination);
-    this.end("local", reason);
+    this.host.sendNonInvite(
+      this.#request(dialog, destination, "BYE", [["Reason", formatReason(cause)]]),
+      destination,
+    );
+    this.end("local", reason, cause);
   }
 
   /**
@@ -172,7 +185,7 @@ export abstract class InviteSession {
     switch (request.method) {
       case "BYE":
         transaction.respond(responseTo(request, 200, "OK"));
-        this.end("remote", "hung up");
+        this.end("remote", "hung up", request.headers.reasonCause);
         return;
       case "INVITE":
         this.#receiveReinvite(request, transaction as InviteServerTransaction);
@@ -353,17 +366,20 @@ export abstract class InviteSession {
   }
 
   protected ackTimedOut(): void {
-    this.bye("no ACK");
+    this.bye("no ACK", ACK_TIMEOUT);
   }
 
-  /** Enters Terminated (once): every timer stopped, the user agent and the listener told. */
-  protected end(by: SessionEndedBy, reason: string): void {
+  /**
+   * Enters Terminated (once): every timer stopped, the user agent and the listener told; `cause`,
+   * the Reason of the BYE that ended it, received or sent.
+   */
+  protected end(by: SessionEndedBy, reason: string, cause: CallCause | null = null): void {
     if (this.ended) return;
     this.transition(SessionState.Terminated);
     this.refresh.stop();
     this.#ok.stop();
     this.host.sessionEnded(this);
-    this.listener.ended?.(by, reason);
+    this.listener.ended?.(by, reason, cause);
   }
 
   /** A request within the dialog, with our Via, Contact and User-Agent. */

@@ -1,18 +1,21 @@
 /**
  * The UAC side of an INVITE (RFC 3261 sections 13.2, 9.1): a call we place. It sends the INVITE, retries
- * once with digest credentials (section 22.2) and once with a longer session interval (RFC 4028 section
- * 7.4), fails over to the next server (RFC 3263 section 4.3), PRACKs reliable provisional responses in
- * their own early dialogs (RFC 3262), ACKs the 2xx itself (section 13.2.2.4), CANCELs only after a
- * provisional response (section 9.1) and ends a 2xx that crosses its CANCEL with ACK then BYE.
+ * once with digest credentials (section 22.2), once with a longer session interval (RFC 4028 section
+ * 7.4) and once after a short Retry-After of a 503 (section 21.5.4), fails over to the next server (RFC
+ * 3263 section 4.3), PRACKs reliable provisional responses in their own early dialogs (RFC 3262), ACKs
+ * the 2xx itself (section 13.2.2.4), CANCELs only after a provisional response (section 9.1), with a
+ * Reason (RFC 3326), and ends a 2xx that crosses its CANCEL with ACK then BYE.
  */
 
+import type { CallCause } from "../../../domain/call-record.js";
 import type { TimerHandle } from "../../../domain/clock.js";
+import { formatReason } from "../message/header-values.js";
 import { SIP_VERSION, SipHeaders, type SipRequest, type SipResponse } from "../message/sip-message.js";
 import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
 import type { Destination } from "../transport/sip-transport.js";
 import { chooseChallenge, digestAuthorization } from "./digest.js";
 import { type EarlyDialog, EarlyDialogs } from "./early-dialogs.js";
-import { InviteSession } from "./invite-session.js";
+import { InviteSession, NORMAL_CLEARING } from "./invite-session.js";
 import { OfferAnswerState } from "./offer-answer.js";
 import type { Credentials, InviteResponseHandler, SessionHost } from "./session-host.js";
 import { type SessionEdges, SessionState } from "./session-state.js";
@@ -29,10 +32,19 @@ export interface Failover {
 
 const NO_BODY = Buffer.alloc(0);
 
+/**
+ * The longest Retry-After of a 503 that the INVITE is sent again after (once, to the same server):
+ * a server busy for a moment (a carrier's burst limit) takes the call a few seconds on; one that asks
+ * for longer, or names no time, fails the call at once, the caller being better told than kept
+ * waiting in silence.
+ */
+export const MAX_RETRY_AFTER_SECONDS = 10;
+
 /** The edges of an outgoing session; Initial to Initial is the INVITE sent again (a new attempt). */
 export const OUTGOING_EDGES: SessionEdges = {
   [SessionState.Initial]: [
     SessionState.Early,
+    SessionState.Retrying,
     SessionState.Cancelling,
     SessionState.Confirmed,
     SessionState.Initial,
@@ -40,10 +52,12 @@ export const OUTGOING_EDGES: SessionEdges = {
   ],
   [SessionState.Early]: [
     SessionState.Initial,
+    SessionState.Retrying,
     SessionState.Cancelling,
     SessionState.Confirmed,
     SessionState.Terminated,
   ],
+  [SessionState.Retrying]: [SessionState.Initial, SessionState.Terminated],
   [SessionState.Cancelling]: [SessionState.Confirmed, SessionState.Terminated],
   [SessionState.Confirmed]: [SessionState.Terminated],
 };
@@ -59,6 +73,12 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
   readonly #early = new EarlyDialogs();
   /** Section 22.2: this server's challenge was answered already; a second one fails the call. */
   #challengeAnswered = false;
+  /** A 503's Retry-After was waited out once already: another 503 fails the call. */
+  #retriedAfter = false;
+  /** The wait of the Retrying state. */
+  #retryTimer: TimerHandle | undefined;
+  /** Why the call is given up (the Reason of our CANCEL, or of the BYE to a 2xx that crossed it). */
+  #cancelCause: CallCause = NORMAL_CLEARING;
 
   constructor(
     host: SessionHost,
@@ -144,20 +164,28 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
   }
 
   /**
-   * Gives the call up: before its answer by CANCEL (section 9.1), at once when a provisional response
-   * has come, else with the first one; after it, by BYE.
+   * Gives the call up for `cause` (the Reason it carries, RFC 3326): before its answer by CANCEL
+   * (section 9.1), at once when a provisional response has come, else with the first one; while
+   * waiting to retry, at once, nothing being outstanding; after its answer, by BYE.
    */
-  cancel(): void {
+  cancel(cause: CallCause = NORMAL_CLEARING): void {
     switch (this.state) {
       case SessionState.Initial:
+        this.#cancelCause = cause;
         this.transition(SessionState.Cancelling);
         return;
       case SessionState.Early:
+        this.#cancelCause = cause;
         this.transition(SessionState.Cancelling);
         this.#sendCancel();
         return;
+      case SessionState.Retrying:
+        this.host.clock.clearTimeout(this.#retryTimer);
+        this.#retryTimer = undefined;
+        this.end("local", "cancelled", cause);
+        return;
       case SessionState.Confirmed:
-        this.bye();
+        this.bye("hung up", cause);
         return;
       default:
         return;
@@ -168,8 +196,10 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     if (this.#targetTimer !== undefined) this.host.clock.clearTimeout(this.#targetTimer);
     this.#targetTimer = undefined;
     if (!this.#awaitingFinal) return;
-    // RFC 3263 section 4.3: a server that answers 503 is failed over like one that does not answer.
-    if (response.status === 503 && this.#failOver(`503 ${response.reason}`)) return;
+    // RFC 3263 section 4.3: a server that answers 503 is failed over like one that does not answer;
+    // the last one's Retry-After may be waited out.
+    if (response.status === 503 && (this.#failOver(`503 ${response.reason}`) || this.#retryAfter(response)))
+      return;
     if (response.status < 200) {
       this.#provisional(response);
       return;
@@ -180,21 +210,46 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     }
     if ((response.status === 401 || response.status === 407) && this.#retryWithCredentials(response)) return;
     if (response.status === 422 && this.#retryWithLongerInterval(response)) return;
-    this.listener.failed?.(response.status, response.reason);
-    this.end("error", response.reason);
+    // RFC 3326 (and RFC 6432 for Q.850 causes in responses): the Reason says why, when given.
+    const cause = response.headers.reasonCause;
+    this.listener.failed?.(response.status, response.reason, cause);
+    this.end("error", response.reason, cause);
   }
 
   onTimeout(): void {
     if (!this.#awaitingFinal || this.#failOver("no answer (Timer B)")) return;
-    this.listener.failed?.(408, "Request Timeout");
+    this.listener.failed?.(408, "Request Timeout", null);
     this.end("error", "timeout");
   }
 
   onTransportError(error: Error): void {
     if (!this.#awaitingFinal || this.#failOver(error.message)) return;
     // The reason says what failed (a refused connection, a TLS certificate that did not verify).
-    this.listener.failed?.(503, `Service Unavailable: ${error.message}`);
+    this.listener.failed?.(503, `Service Unavailable: ${error.message}`, null);
     this.end("error", error.message);
+  }
+
+  /**
+   * Section 21.5.4: a 503 whose Retry-After is at most MAX_RETRY_AFTER_SECONDS has the INVITE sent
+   * again (next CSeq, new branch) once that has passed: the Retrying state until then. Once per
+   * call, and not for a call being given up.
+   */
+  #retryAfter(response: SipResponse): boolean {
+    const seconds = response.headers.retryAfter;
+    if (
+      seconds === undefined ||
+      seconds > MAX_RETRY_AFTER_SECONDS ||
+      this.#retriedAfter ||
+      this.state === SessionState.Cancelling
+    )
+      return false;
+    this.#retriedAfter = true;
+    this.transition(SessionState.Retrying);
+    this.#retryTimer = this.host.clock.setTimeout(() => {
+      this.#retryTimer = undefined;
+      if (this.state === SessionState.Retrying) this.#sendAgain({}, true);
+    }, seconds * 1000);
+    return true;
   }
 
   /**
@@ -239,7 +294,7 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     const dialog = this.#early.confirm(this.#invite, response);
     const destination = dialog?.destination;
     if (dialog === undefined || destination === undefined) {
-      this.listener.failed?.(502, "Bad Gateway");
+      this.listener.failed?.(502, "Bad Gateway", null);
       this.end("error", "unusable 2xx");
       return;
     }
@@ -253,9 +308,9 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     const timer = response.headers.sessionExpires;
     if (timer !== undefined) this.refresh.start(timer.interval, timer.refresher ?? "uac");
     if (cancelled) {
-      // Section 9.1 / 15: the 2xx crossed our CANCEL; the call is ended with BYE.
-      this.listener.failed?.(487, "Request Terminated");
-      this.bye();
+      // Section 9.1 / 15: the 2xx crossed our CANCEL; the call is ended with BYE, for the same cause.
+      this.listener.failed?.(487, "Request Terminated", this.#cancelCause);
+      this.bye("cancelled", this.#cancelCause);
       return;
     }
     const answer =
@@ -299,7 +354,10 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     return true;
   }
 
-  /** Section 9.1: same Request-URI, Call-ID, From, To, CSeq number and the INVITE's top Via (so branch). */
+  /**
+   * Section 9.1: same Request-URI, Call-ID, From, To, CSeq number and the INVITE's top Via (so
+   * branch); and why (RFC 3326 section 2).
+   */
   #sendCancel(): void {
     const invite = this.#invite;
     const headers = new SipHeaders();
@@ -313,6 +371,7 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     }
     const seq = invite.headers.cseq?.seq ?? 1;
     headers.append("CSeq", `${seq} CANCEL`);
+    headers.append("Reason", formatReason(this.#cancelCause));
     headers.append("Content-Length", "0");
     const cancel: SipRequest = {
       kind: "request",

@@ -1,5 +1,6 @@
 /** What an INVITE session needs of the user agent core that owns it, and what it tells the layer above. */
 
+import type { CallCause } from "../../../domain/call-record.js";
 import type { Clock } from "../../../domain/clock.js";
 import type { SipRequest, SipResponse } from "../message/sip-message.js";
 import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
@@ -53,13 +54,17 @@ export interface SessionListener {
    * that offer; undefined when the offer/answer exchange was done before (we answered the INVITE).
    */
   confirmed?(answer: Negotiated | undefined): void;
-  /** UAC: a final non-2xx (or 408 on timeout, 503 on transport error). UAS: CANCELled before answer. */
-  failed?(status: number, reason: string): void;
+  /**
+   * UAC: a final non-2xx (or 408 on timeout, 503 on transport error). UAS: CANCELled before answer.
+   * `cause`: what the response's or CANCEL's Reason said (RFC 3326), null without one.
+   */
+  failed?(status: number, reason: string, cause: CallCause | null): void;
   /**
    * The session ended: a confirmed one, or one that never was (after `failed`, which comes first; or
-   * alone, as a UAS whose 2xx was never ACKed).
+   * alone, as a UAS whose 2xx was never ACKed). `cause`: the Reason of the BYE, the peer's or ours
+   * (RFC 3326); null without one.
    */
-  ended?(by: SessionEndedBy, reason: string): void;
+  ended?(by: SessionEndedBy, reason: string, cause: CallCause | null): void;
   /** A re-INVITE (or UPDATE) offer from the peer: the answer SDP, or a status to refuse it with (488). */
   reoffer?(remoteSdp: string): { answer: string } | { status: number };
   /** A re-INVITE without an offer: ours, for the 2xx (RFC 3261 section 14.2, RFC 3264). */

@@ -4,6 +4,7 @@
  * the layer above makes), the refreshes the peer sends us, and BYE when an expected one never comes.
  */
 
+import type { CallCause } from "../../../domain/call-record.js";
 import type { Clock } from "../../../domain/clock.js";
 import type { Refresher } from "../message/header-values.js";
 import type { SipRequest, SipResponse } from "../message/sip-message.js";
@@ -19,8 +20,15 @@ export interface RefreshedSession {
   ): boolean;
   /** The peer does not allow UPDATE: the layer above re-INVITEs with its current description. */
   refreshByReinvite(): void;
-  bye(reason: string): void;
+  /** Ends the session with a BYE whose Reason says `cause`. */
+  bye(reason: string, cause: CallCause): void;
 }
+
+/**
+ * The cause of our BYE when the session expired without a refresh (section 10). RFC 4028 names none;
+ * this is what the stacks that write one send (Sofia-SIP, FreeSWITCH's): the refresh timed out.
+ */
+const SESSION_EXPIRED: CallCause = { protocol: "SIP", cause: 408, text: "Session timeout" };
 
 export class SessionRefresh {
   /** The session interval in force, in seconds; undefined without a timer. */
@@ -40,7 +48,7 @@ export class SessionRefresh {
   ) {
     this.#timer = new SessionTimer(clock, {
       refresh: () => this.#refresh(),
-      expire: () => this.session.bye("session expired: no refresh came"),
+      expire: () => this.session.bye("session expired: no refresh came", SESSION_EXPIRED),
     });
   }
 
@@ -120,9 +128,14 @@ export class SessionRefresh {
       this.restart();
       return;
     }
-    // Section 10: a refresh that fails for good (481, 408, no answer) ends the session.
+    // Section 10: a refresh that fails for good (481, 408, no answer) ends the session; the BYE
+    // says how it failed (408 for no answer).
     if (response === undefined || response.status === 408 || response.status === 481)
-      this.session.bye("session refresh failed");
+      this.session.bye("session refresh failed", {
+        protocol: "SIP",
+        cause: response?.status ?? 408,
+        text: "Session refresh failed",
+      });
     else this.restart();
   }
 }

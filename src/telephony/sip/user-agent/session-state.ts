@@ -7,6 +7,11 @@ export enum SessionState {
   Initial = "Initial",
   /** UAC: a provisional response came, so a CANCEL may go (section 9.1). UAS: we sent one (180). */
   Early = "Early",
+  /**
+   * UAC: a 503 asked us to try again after a while (its Retry-After, RFC 3261 section 21.5.4): no
+   * INVITE is outstanding until it goes again, once that has passed.
+   */
+  Retrying = "Retrying",
   /** UAC: the call is given up before its answer; a CANCEL goes with every provisional response. */
   Cancelling = "Cancelling",
   /** UAS: our 2xx is sent, and sent again until the ACK comes (section 13.3.1.4). */

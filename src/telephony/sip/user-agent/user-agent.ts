@@ -10,7 +10,7 @@ import { isIPv6 } from "node:net";
 import { systemClock } from "../../../clock.js";
 import type { Clock } from "../../../domain/clock.js";
 import { dialogId, newCallId, newTag } from "../dialog/dialog.js";
-import { listItems, uriScheme } from "../message/header-values.js";
+import { listItems, quotedString, uriScheme } from "../message/header-values.js";
 import { SipHeaders, type SipMessage, type SipRequest, type SipResponse } from "../message/sip-message.js";
 import type { InviteClientTransaction } from "../transaction/invite-client-transaction.js";
 import type { InviteServerTransaction } from "../transaction/invite-server-transaction.js";
@@ -382,8 +382,8 @@ export class UserAgent implements TransactionCore, SessionHost {
     if (session !== undefined) session.receiveAck(ack);
   }
 
-  receiveCancel(invite: InviteServerTransaction): void {
-    this.#pending.get(invite)?.cancelled();
+  receiveCancel(invite: InviteServerTransaction, cancel: SipRequest): void {
+    this.#pending.get(invite)?.cancelled(cancel);
   }
 
   receiveStrayResponse(response: SipResponse): void {
@@ -521,11 +521,6 @@ function contentRefusal(
   )
     return { status: 406, reason: "Not Acceptable", toTag: newTag() };
   return undefined;
-}
-
-/** A display name as a quoted-string (RFC 3261 section 25.1): quotes and backslashes escaped. */
-function quotedString(text: string): string {
-  return `"${text.replace(/["\\]/g, "\\$&")}"`;
 }
 
 /**

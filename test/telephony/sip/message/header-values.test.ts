@@ -1,16 +1,20 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import {
+  formatReason,
   listItemEnd,
   parseCSeq,
   parseMediaType,
   parseMinSe,
   parseNameAddr,
   parseRAck,
+  parseReason,
+  parseRetryAfter,
   parseRSeq,
   parseSessionExpires,
   parseSipUri,
   parseVia,
+  reasonCause,
   unescapeUriPart,
 } from "../../../../src/telephony/sip/message/header-values.js";
 
@@ -257,5 +261,102 @@ describe("parseMediaType (RFC 3261 section 20.15)", () => {
     assert.equal(parseMediaType("text/plain;charset=utf-8")?.params.get("charset"), "utf-8");
     assert.equal(parseMediaType("application"), undefined);
     assert.equal(parseMediaType("application/sdp;"), undefined);
+  });
+});
+
+describe("parseReason, reasonCause and formatReason (RFC 3326 section 2)", () => {
+  it("reads each value of a list: protocol, cause and unquoted text, white space around ';' allowed", () => {
+    assert.deepEqual(parseReason('SIP ;cause=200 ;text="Call completed elsewhere", Q.850;cause=16'), [
+      { protocol: "SIP", cause: 200, text: "Call completed elsewhere" },
+      { protocol: "Q.850", cause: 16, text: undefined },
+    ]);
+    assert.deepEqual(parseReason("preemption ;cause=1 ;text=UA-preemption;extra"), [
+      { protocol: "preemption", cause: 1, text: "UA-preemption" },
+    ]);
+    assert.deepEqual(parseReason("SIP"), [{ protocol: "SIP", cause: undefined, text: undefined }]);
+  });
+
+  it("resolves the text's quoted-pairs, and a comma inside it does not split the list", () => {
+    assert.deepEqual(parseReason('Q.850;cause=17;text="Busy, \\"really\\" \\\\ here"'), [
+      { protocol: "Q.850", cause: 17, text: 'Busy, "really" \\ here' },
+    ]);
+  });
+
+  it("refuses malformed values, without throwing", () => {
+    for (const bad of [
+      "",
+      ";cause=16",
+      "Q.850;cause=sixteen",
+      'Q.850;cause="16"',
+      'Q.850;cause=16;text="unterminated',
+      "Q.850 cause=16",
+      "Q.850;cause=16,",
+      "Q.850;;cause=16",
+      "Q.850;cause=99999999999999999999",
+    ])
+      assert.equal(parseReason(bad), undefined, bad);
+  });
+
+  it("takes the Q.850 cause before the SIP one, whichever field or place it is in", () => {
+    assert.deepEqual(reasonCause(['SIP;cause=486;text="Busy Here"', 'Q.850;cause=17;text="User busy"']), {
+      protocol: "Q.850",
+      cause: 17,
+      text: "User busy",
+    });
+    assert.deepEqual(reasonCause(["SIP;cause=600, q.850;cause=21"]), {
+      protocol: "Q.850",
+      cause: 21,
+      text: null,
+    });
+    assert.deepEqual(reasonCause(["sip;cause=480"]), { protocol: "SIP", cause: 480, text: null });
+  });
+
+  it("passes over malformed fields, other protocols, values without a cause and causes out of range", () => {
+    assert.deepEqual(
+      reasonCause([
+        "Q.850;cause=x",
+        "preemption;cause=1",
+        'Q.850;text="no cause"',
+        "Q.850;cause=0",
+        "Q.850;cause=128",
+        "SIP;cause=99",
+        "SIP;cause=700",
+        "SIP;cause=503",
+      ]),
+      { protocol: "SIP", cause: 503, text: null },
+    );
+    assert.equal(reasonCause([]), null);
+    assert.equal(reasonCause(["garbage here", 'Q.850;cause=16;text="']), null);
+  });
+
+  it("writes what it reads back: the same cause, the text escaped, control characters as spaces", () => {
+    for (const cause of [
+      { protocol: "Q.850", cause: 16, text: "Normal call clearing" },
+      { protocol: "SIP", cause: 408, text: "Session timeout" },
+      { protocol: "Q.850", cause: 31, text: null },
+      { protocol: "SIP", cause: 503, text: 'a "quoted", back\\slashed; text=odd' },
+      { protocol: "Q.850", cause: 41, text: "über, ça va" },
+    ] as const)
+      assert.deepEqual(reasonCause([formatReason(cause)]), cause, formatReason(cause));
+    assert.equal(
+      formatReason({ protocol: "Q.850", cause: 16, text: "Normal call clearing" }),
+      'Q.850;cause=16;text="Normal call clearing"',
+    );
+    const written = formatReason({ protocol: "SIP", cause: 480, text: "line\r\nbreak\u0000" });
+    assert.equal(written, 'SIP;cause=480;text="line  break "');
+    assert.deepEqual(reasonCause([written]), { protocol: "SIP", cause: 480, text: "line  break " });
+  });
+});
+
+describe("parseRetryAfter (RFC 3261 section 20.33)", () => {
+  it("reads the seconds, past a comment and parameters", () => {
+    assert.equal(parseRetryAfter("1"), 1);
+    assert.equal(parseRetryAfter(" 18000;duration=3600"), 18000);
+    assert.equal(parseRetryAfter("120 (I'm in a meeting (really) \\) )"), 120);
+    assert.equal(parseRetryAfter("120 (busy) ;duration=60"), 120);
+  });
+  it("refuses what is not delta-seconds", () => {
+    for (const bad of ["", "soon", "-1", "1.5", "5 (unclosed", "5 ;", "Fri, 27 Nov 2026 22:00:00 GMT"])
+      assert.equal(parseRetryAfter(bad), undefined, bad);
   });
 });

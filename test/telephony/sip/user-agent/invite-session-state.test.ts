@@ -9,6 +9,7 @@ import type { SipRequest, SipResponse } from "../../../../src/telephony/sip/mess
 import type { InviteClientTransaction } from "../../../../src/telephony/sip/transaction/invite-client-transaction.js";
 import { InviteServerTransaction } from "../../../../src/telephony/sip/transaction/invite-server-transaction.js";
 import { TIMER_H } from "../../../../src/telephony/sip/transaction/timers.js";
+import type { ServerTransaction } from "../../../../src/telephony/sip/transaction/transaction-layer.js";
 import {
   checkTransition,
   IllegalTransitionError,
@@ -24,6 +25,7 @@ import {
   OfferAnswerStateError,
 } from "../../../../src/telephony/sip/user-agent/offer-answer.js";
 import {
+  MAX_RETRY_AFTER_SECONDS,
   OUTGOING_EDGES,
   OutgoingInviteSession,
 } from "../../../../src/telephony/sip/user-agent/outgoing-invite-session.js";
@@ -126,15 +128,15 @@ function answer(status: number, tag: string | undefined, extra: string[] = [], b
   return response;
 }
 
-function outgoing(listener: SessionListener = {}) {
+function outgoing(listener: SessionListener = {}, next: readonly Destination[] = []) {
   const host = new RecordingHost();
-  const session = new OutgoingInviteSession(host, ourInvite(), TRUNK, undefined);
+  const session = new OutgoingInviteSession(host, ourInvite(), TRUNK, undefined, { next });
   session.listener = listener;
   session.start();
   return { host, session };
 }
 
-function incoming(body = "v=0 their offer") {
+function incoming(body = "v=0 their offer", extra: string[] = []) {
   const host = new RecordingHost();
   const invite = parse(
     [
@@ -146,6 +148,7 @@ function incoming(body = "v=0 their offer") {
       "Call-ID: incoming-state-test",
       "CSeq: 7 INVITE",
       "Contact: <sip:caller@192.0.2.20:5060>",
+      ...extra,
       ...(body === "" ? [] : ["Content-Type: application/sdp"]),
     ],
     body,
@@ -157,6 +160,22 @@ function incoming(body = "v=0 their offer") {
   });
   const session = new IncomingInviteSession(host, invite, transaction, "local");
   return { host, session, invite, transport };
+}
+
+/** The caller's CANCEL of `invite`, with these extra header lines (a Reason). */
+function cancelOf(invite: SipRequest, extra: string[] = []): SipRequest {
+  const cancel = parse([
+    "CANCEL sip:room@192.0.2.1 SIP/2.0",
+    "Via: SIP/2.0/UDP 192.0.2.20:5060;branch=z9hG4bKcaller",
+    "Max-Forwards: 70",
+    "From: <sip:caller@192.0.2.20>;tag=caller",
+    "To: <sip:room@192.0.2.1>",
+    `Call-ID: ${invite.headers.callId}`,
+    `CSeq: ${invite.headers.cseq?.seq} CANCEL`,
+    ...extra,
+  ]);
+  assert.ok(cancel.kind === "request");
+  return cancel;
 }
 
 function ackFor(invite: SipRequest, body = ""): SipRequest {
@@ -306,6 +325,164 @@ describe("outgoing INVITE session (RFC 3261 section 13.2)", () => {
   });
 });
 
+describe("why a call ended, on the wire (RFC 3326 Reason)", () => {
+  it("a final non-2xx's Reason is the failure's cause, Q.850 before SIP; none is null", () => {
+    const failures: unknown[] = [];
+    const { session } = outgoing({ failed: (...failure) => failures.push(failure) });
+    session.receiveResponse(
+      answer(486, "b1", [
+        'Reason: SIP;cause=486;text="Busy Here"',
+        'Reason: Q.850;cause=17;text="User busy"',
+      ]),
+    );
+    const other = outgoing({ failed: (...failure) => failures.push(failure) });
+    other.session.receiveResponse(answer(480, "b1"));
+    assert.deepEqual(failures, [
+      [486, "Reason", { protocol: "Q.850", cause: 17, text: "User busy" }],
+      [480, "Reason", null],
+    ]);
+  });
+
+  it("our BYE and CANCEL carry their cause: normal clearing unless told otherwise, and a 2xx crossing the CANCEL gets its cause in the BYE", () => {
+    const ends: unknown[] = [];
+    const { host, session } = outgoing({ ended: (...end) => ends.push(end) });
+    session.receiveResponse(answer(200, "b1", ["Contact: <sip:b1@192.0.2.10>"], "v=0 answer"));
+    session.bye();
+    assert.equal(
+      host.sent.at(-1)?.request.headers.get("Reason"),
+      'Q.850;cause=16;text="Normal call clearing"',
+    );
+    assert.deepEqual(ends, [
+      ["local", "hung up", { protocol: "Q.850", cause: 16, text: "Normal call clearing" }],
+    ]);
+
+    const noAnswer = { protocol: "Q.850", cause: 19, text: "No answer from user (user alerted)" } as const;
+    const crossed = outgoing();
+    crossed.session.receiveResponse(answer(180, "b1"));
+    crossed.session.cancel(noAnswer);
+    crossed.session.receiveResponse(answer(200, "b1", ["Contact: <sip:b1@192.0.2.10>"], "v=0 answer"));
+    assert.deepEqual(
+      crossed.host.sent.map((sent) => [sent.request.method, sent.request.headers.get("Reason")]),
+      [
+        ["INVITE", undefined],
+        ["CANCEL", 'Q.850;cause=19;text="No answer from user (user alerted)"'],
+        ["BYE", 'Q.850;cause=19;text="No answer from user (user alerted)"'],
+      ],
+    );
+  });
+
+  it("a BYE's Reason is the end's cause; the BYE after no ACK says 408", () => {
+    const ends: unknown[] = [];
+    const { session, invite } = incoming();
+    session.listener = { ended: (...end) => ends.push(end) };
+    session.accept("v=0 our answer");
+    session.receiveAck(ackFor(invite));
+    const bye = parse([
+      "BYE sip:bridgeline@192.0.2.1:5060 SIP/2.0",
+      "Via: SIP/2.0/UDP 192.0.2.20:5060;branch=z9hG4bKbye",
+      "Max-Forwards: 70",
+      "From: <sip:caller@192.0.2.20>;tag=caller",
+      "To: <sip:room@192.0.2.1>;tag=local",
+      `Call-ID: ${invite.headers.callId}`,
+      "CSeq: 8 BYE",
+      'Reason: Q.850 ;cause=16 ;text="Terminated"',
+    ]);
+    assert.ok(bye.kind === "request");
+    const responses: number[] = [];
+    session.receiveRequest(bye, {
+      respond: (response: SipResponse) => responses.push(response.status),
+    } as unknown as ServerTransaction);
+    assert.deepEqual(responses, [200]);
+    assert.deepEqual(ends, [["remote", "hung up", { protocol: "Q.850", cause: 16, text: "Terminated" }]]);
+
+    const unacked = incoming();
+    unacked.session.accept("v=0 our answer");
+    unacked.host.clock.advance(TIMER_H);
+    assert.equal(unacked.host.sent.at(-1)?.request.headers.get("Reason"), 'SIP;cause=408;text="ACK Timeout"');
+  });
+
+  it("a CANCEL's Reason is the failure's cause", () => {
+    const failures: unknown[] = [];
+    const { session, invite } = incoming();
+    session.listener = { failed: (...failure) => failures.push(failure) };
+    session.ring();
+    session.cancelled(cancelOf(invite, ['Reason: SIP;cause=200;text="Call completed elsewhere"']));
+    assert.deepEqual(failures, [
+      [487, "Request Terminated", { protocol: "SIP", cause: 200, text: "Call completed elsewhere" }],
+    ]);
+  });
+});
+
+describe("503 with Retry-After (RFC 3261 section 21.5.4)", () => {
+  const busy = (seconds: number | undefined) =>
+    answer(503, "b1", seconds === undefined ? [] : [`Retry-After: ${seconds}`]);
+
+  it("a short Retry-After has the INVITE sent again once it has passed: next CSeq, new branch, one call", () => {
+    const failures: number[] = [];
+    const { host, session } = outgoing({ failed: (status) => failures.push(status) });
+    session.receiveResponse(answer(100, undefined));
+    session.receiveResponse(busy(2));
+    assert.equal(session.state, SessionState.Retrying);
+    host.clock.advance(1999);
+    assert.deepEqual(host.methods(), ["INVITE"]);
+    host.clock.advance(1);
+    assert.equal(session.state, SessionState.Initial);
+    const [first, second] = host.sent.map((sent) => sent.request);
+    assert.equal(second?.method, "INVITE");
+    assert.equal(second?.headers.cseq?.seq, 2);
+    assert.notEqual(second?.headers.via?.branch, first?.headers.via?.branch);
+    assert.equal(second?.headers.callId, first?.headers.callId);
+    assert.equal(second?.headers.from?.tag, first?.headers.from?.tag);
+    // Once only: a second 503 fails the call, short Retry-After or not.
+    session.receiveResponse(busy(1));
+    assert.equal(session.state, SessionState.Terminated);
+    assert.deepEqual(failures, [503]);
+    assert.equal(host.methods().length, 2);
+  });
+
+  it(`fails at once without Retry-After, or with one over ${MAX_RETRY_AFTER_SECONDS} s`, () => {
+    for (const seconds of [undefined, MAX_RETRY_AFTER_SECONDS + 1, 60]) {
+      const failures: number[] = [];
+      const { host, session } = outgoing({ failed: (status) => failures.push(status) });
+      session.receiveResponse(busy(seconds));
+      assert.equal(session.state, SessionState.Terminated, String(seconds));
+      assert.deepEqual(failures, [503]);
+      host.clock.advance(120_000);
+      assert.deepEqual(host.methods(), ["INVITE"]);
+    }
+  });
+
+  it("given up while it waits, it ends there: nothing outstanding, nothing sent", () => {
+    const ends: unknown[] = [];
+    const { host, session } = outgoing({ ended: (by, reason) => ends.push([by, reason]) });
+    session.receiveResponse(busy(MAX_RETRY_AFTER_SECONDS));
+    session.cancel();
+    assert.equal(session.state, SessionState.Terminated);
+    assert.equal(host.clock.pending, 0);
+    host.clock.advance(MAX_RETRY_AFTER_SECONDS * 1000);
+    assert.deepEqual(host.methods(), ["INVITE"]);
+    assert.deepEqual(ends, [["local", "cancelled"]]);
+  });
+
+  it("with a next server, a 503 fails over to it rather than waiting; the last one's Retry-After is waited", () => {
+    const next: Destination = { host: "192.0.2.11", port: 5060, transport: "UDP" };
+    const { host, session } = outgoing({}, [next]);
+    session.receiveResponse(busy(1));
+    assert.equal(session.state, SessionState.Initial);
+    assert.deepEqual(
+      host.sent.map((sent) => sent.destination.host),
+      ["192.0.2.10", "192.0.2.11"],
+    );
+    session.receiveResponse(busy(1));
+    assert.equal(session.state, SessionState.Retrying);
+    host.clock.advance(1000);
+    assert.deepEqual(
+      host.sent.map((sent) => sent.destination.host),
+      ["192.0.2.10", "192.0.2.11", "192.0.2.11"],
+    );
+  });
+});
+
 describe("incoming INVITE session (RFC 3261 section 13.3)", () => {
   it("goes Initial, Early when it rings, WaitingForAck with its 2xx, Confirmed with the ACK", () => {
     let confirmed = 0;
@@ -340,6 +517,23 @@ describe("incoming INVITE session (RFC 3261 section 13.3)", () => {
     assert.equal(session.offerAnswer.state, OfferAnswerState.Stable);
   });
 
+  it("an offerless INVITE that requires 100rel gets no 180 at all, reliable or not (RFC 3262 sections 3 and 5)", () => {
+    const { session, transport, invite } = incoming("", ["Require: 100rel", "Supported: 100rel"]);
+    session.ring();
+    assert.equal(session.state, SessionState.Initial);
+    assert.equal(session.accept("v=0 our offer"), true);
+    assert.deepEqual(
+      transport.sent.map((sent) => (sent.message.kind === "response" ? sent.message.status : 0)),
+      [200],
+    );
+    session.receiveAck(ackFor(invite, "v=0 their answer"));
+    assert.equal(session.state, SessionState.Confirmed);
+    // Without Require, it rings as ever.
+    const plain = incoming("");
+    plain.session.ring();
+    assert.equal(plain.session.state, SessionState.Early);
+  });
+
   it("without the ACK within 64*T1 it is confirmed and ended with BYE (section 13.3.1.4)", () => {
     const { host, session } = incoming();
     session.accept("v=0 our answer");
@@ -352,10 +546,10 @@ describe("incoming INVITE session (RFC 3261 section 13.3)", () => {
   });
 
   it("refused or CANCELled before its answer, it is Terminated and answers nothing more", () => {
-    const { session, transport } = incoming();
+    const { session, transport, invite } = incoming();
     session.reject(486, "Busy Here");
     assert.equal(session.state, SessionState.Terminated);
-    session.cancelled();
+    session.cancelled(cancelOf(invite));
     assert.equal(session.accept("v=0 late"), false);
     assert.deepEqual(
       transport.sent.map((sent) => (sent.message.kind === "response" ? sent.message.status : 0)),
