@@ -111,9 +111,8 @@ const yesNo = z.stringbool({
   error: refusal("true or false"),
 });
 /** Seconds, fractions allowed (`0.5`), 0 included. */
-const seconds = accepted(
-  "a number of seconds such as 30 or 0.5 (0: off)",
-  (text) => /^\d+(\.\d+)?$/.test(text),
+const seconds = accepted("a number of seconds such as 30 or 0.5 (0: off)", (text) =>
+  /^\d+(\.\d+)?$/.test(text),
 ).transform(Number);
 const file = z.string().transform((text) => path.resolve(text));
 const text = z.string();

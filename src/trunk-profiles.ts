@@ -271,7 +271,10 @@ function readProbe(entry: Entry | undefined, lineOf: LineOf, fail: Fail): Trunk[
   const upAfter = number("up-after", /^\d+$/, "a whole number of at least 1", 1);
   const downAfter = number("down-after", /^\d+$/, "a whole number of at least 1", 1);
   if (interval !== undefined && timeout !== undefined && interval.value > 0 && timeout.value > interval.value)
-    fail(timeout.line, `options: timeout must be at most the interval (${interval.value} s), got ${timeout.value}`);
+    fail(
+      timeout.line,
+      `options: timeout must be at most the interval (${interval.value} s), got ${timeout.value}`,
+    );
   return {
     ...(interval === undefined ? {} : { intervalMs: Math.round(interval.value * 1000) }),
     ...(timeout === undefined ? {} : { timeoutMs: Math.round(timeout.value * 1000) }),

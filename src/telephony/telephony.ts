@@ -44,14 +44,6 @@ import { UserAgent } from "./sip/user-agent/user-agent.js";
 import type { Trunk } from "./trunk.js";
 import { uriUser } from "./trunk.js";
 import {
-  ANONYMOUS,
-  looseRoute,
-  trunkCaller,
-  trunkHeaders,
-  trunkRequestUri,
-  withholdsIdentity,
-} from "./trunk-request.js";
-import {
   DEFAULT_PROBE_SETTINGS,
   type ProbeAnswer,
   type ProbeSettings,
@@ -60,6 +52,14 @@ import {
   type TrunkProbeObserver,
   TrunkProbes,
 } from "./trunk-probe.js";
+import {
+  ANONYMOUS,
+  looseRoute,
+  trunkCaller,
+  trunkHeaders,
+  trunkRequestUri,
+  withholdsIdentity,
+} from "./trunk-request.js";
 import { blockListOf, mutualTlsPeers, TrustedSources } from "./trusted-sources.js";
 
 /** Where log lines go; pino's logger fits. */

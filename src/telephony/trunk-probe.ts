@@ -119,8 +119,7 @@ export class ServerProbe {
     this.#waiting = number;
     this.#next = this.clock.setTimeout(() => this.#probe(), this.settings.intervalMs);
     this.#deadline = this.clock.setTimeout(
-      () =>
-        this.#outcome(number, "timeout", undefined, `no answer in ${this.settings.timeoutMs / 1000} s`),
+      () => this.#outcome(number, "timeout", undefined, `no answer in ${this.settings.timeoutMs / 1000} s`),
       this.settings.timeoutMs,
     );
     this.send().then(
@@ -180,7 +179,11 @@ interface ProbeLogger {
 export interface TrunkProbesOptions {
   readonly clock: Clock;
   /** The trunks to probe, each with its first hop and settings. */
-  readonly trunks: readonly { readonly trunk: Trunk; readonly first: Hop; readonly settings: ProbeSettings }[];
+  readonly trunks: readonly {
+    readonly trunk: Trunk;
+    readonly first: Hop;
+    readonly settings: ProbeSettings;
+  }[];
   /** The servers of a first hop (RFC 3263). */
   readonly locate: (hop: Hop) => Promise<Destination[]>;
   /** Sends one OPTIONS to a server of the hop. */
