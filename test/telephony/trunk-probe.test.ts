@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { dialPlanOf, type Hop, trunkFor } from "../../src/telephony/dial-plan.js";
+import { dialPlanOf, type Hop, hopOf, trunkFor } from "../../src/telephony/dial-plan.js";
 import type { Destination } from "../../src/telephony/sip/transport/sip-transport.js";
 import {
   type ProbeAnswer,
@@ -123,10 +123,8 @@ describe("a trunk server's probe", () => {
   });
 });
 
-const hop = (text: string): Hop => {
-  const destination: Destination = { host: text.slice(4), port: 5060, transport: "UDP" };
-  return { text, uri: { scheme: "sip", host: text.slice(4), params: new Map() } as Hop["uri"], destination };
-};
+/** A first hop as the dial plan reads it (the probes only hand it back to sendOptions). */
+const hop = (text: string): Hop => hopOf(text) as Hop;
 
 describe("every trunk's servers", () => {
   it("looks a trunk up again until found, tells the locator, and is down when all its servers are", async () => {
@@ -262,10 +260,8 @@ describe("routing around a trunk found down", () => {
 describe("trunk readiness", () => {
   const up = { server: "UDP 192.0.2.1:5060", health: "up" as const };
   const down = { server: "UDP 192.0.2.2:5060", health: "down" as const };
-  const health = [
-    { uri: "sip:a.example", servers: [up] },
-    { uri: "sip:b.example", servers: [down, { ...down, server: "UDP 192.0.2.3:5060" }] },
-  ];
+  const bDown = { uri: "sip:b.example", servers: [down, { ...down, server: "UDP 192.0.2.3:5060" }] };
+  const health = [{ uri: "sip:a.example", servers: [up] }, bDown];
 
   it("is ok with none down, degraded while a trunk can carry calls, down when none can", () => {
     assert.deepEqual(trunksReadiness([{ uri: "sip:a.example", servers: [up] }], "any"), {
@@ -276,7 +272,7 @@ describe("trunk readiness", () => {
       state: "degraded",
       text: "degraded: sip:b.example (2 servers down)",
     });
-    assert.deepEqual(trunksReadiness([{ uri: "sip:a.example", servers: [down] }, health[1]!], "any"), {
+    assert.deepEqual(trunksReadiness([{ uri: "sip:a.example", servers: [down] }, bDown], "any"), {
       state: "down",
       text: "down: sip:a.example (1 server down); sip:b.example (2 servers down)",
     });
