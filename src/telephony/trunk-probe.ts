@@ -114,14 +114,13 @@ export class ServerProbe {
 
   #probe(): void {
     if (this.#stopped) return;
+    // A timeout as long as the interval falls due with the next OPTIONS: the last one is over.
+    if (this.#waiting !== undefined) this.#timedOut(this.#waiting);
     const number = ++this.#sent;
     const sentAt = this.clock.now();
     this.#waiting = number;
     this.#next = this.clock.setTimeout(() => this.#probe(), this.settings.intervalMs);
-    this.#deadline = this.clock.setTimeout(
-      () => this.#outcome(number, "timeout", undefined, `no answer in ${this.settings.timeoutMs / 1000} s`),
-      this.settings.timeoutMs,
-    );
+    this.#deadline = this.clock.setTimeout(() => this.#timedOut(number), this.settings.timeoutMs);
     this.send().then(
       (answer) =>
         answer.result === "ok"
@@ -130,6 +129,10 @@ export class ServerProbe {
       (error: unknown) =>
         this.#outcome(number, "error", undefined, error instanceof Error ? error.message : String(error)),
     );
+  }
+
+  #timedOut(number: number): void {
+    this.#outcome(number, "timeout", undefined, `no answer in ${this.settings.timeoutMs / 1000} s`);
   }
 
   #outcome(number: number, result: ProbeResult, rttMs: number | undefined, detail: string): void {

@@ -123,6 +123,24 @@ describe("a trunk server's probe", () => {
   });
 });
 
+describe("a probe whose timeout is its interval", () => {
+  it("counts each unanswered OPTIONS as timed out when the next is sent", async () => {
+    const clock = new FakeClock();
+    const server = scriptedServer(clock);
+    server.answerWith("silent");
+    const events: string[] = [];
+    const probe = new ServerProbe(clock, { ...SETTINGS, timeoutMs: 1000, downAfter: 2 }, server.send, {
+      probed: (result) => events.push(`${clock.now()} ${result}`),
+      moved: (health) => events.push(`${clock.now()} ${health}`),
+    });
+    probe.start();
+    await clock.pass(2000);
+    probe.stop();
+    assert.deepEqual(events, ["1000 timeout", "2000 timeout", "2000 down"]);
+    assert.deepEqual(server.sent, [0, 1000, 2000]);
+  });
+});
+
 /** A first hop as the dial plan reads it (the probes only hand it back to sendOptions). */
 const hop = (text: string): Hop => hopOf(text) as Hop;
 
