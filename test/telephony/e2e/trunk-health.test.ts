@@ -5,13 +5,15 @@
  * the down trunk and stays 200 while the other can carry calls, 503 once neither can (or at once
  * with BRIDGELINE_READY_TRUNKS=all); a call to a number whose longest-prefix route's trunk is down
  * goes through the other; SIPp started again is up after one answer; nothing is sent after stop.
+ * What counts as an answer: a server that answers 404 is up, one that answers 503 is down.
  */
 import assert from "node:assert/strict";
 import dgram from "node:dgram";
 import { after, describe, test } from "node:test";
+import { Telephony } from "../../../src/telephony/telephony.js";
 import { scrapeMetrics, startTestService, type TestService, totalOf } from "../../helpers/service.js";
 import { loopbackSip } from "../../helpers/service-settings.js";
-import { CallRecord, freePorts, Sipp, skipWithout } from "../../helpers/sipp.js";
+import { CallRecord, freePorts, rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
 import { until } from "../../helpers/until.js";
 
 const skip = skipWithout("sipp");
@@ -179,5 +181,57 @@ describe("trunk health", { skip }, () => {
       return answer.status === 503 ? answer : undefined;
     });
     assert.equal(ready.body.checks.trunks, `down: sip:127.0.0.1:${silent.port} (1 server down)`);
+  });
+
+  test("a 404 is an answer, a 503 is not", async () => {
+    const notFound = await Sipp.start({
+      scenario: "uas-options-404.xml",
+      calls: 100_000,
+      timeoutSeconds: 120,
+    });
+    const unavailable = await Sipp.start({
+      scenario: "uas-options-503.xml",
+      calls: 100_000,
+      timeoutSeconds: 120,
+    });
+    cleanups.push(
+      () => notFound.stop(),
+      () => unavailable.stop(),
+    );
+    const results: string[] = [];
+    const telephony = await Telephony.start({
+      bindAddress: "127.0.0.1",
+      sipPort: 0,
+      rtpPorts: rtpPortRange(),
+      trunk: `sip:127.0.0.1:${notFound.sipPort}`,
+      routes: [{ prefix: "+1604555", trunk: `sip:127.0.0.1:${unavailable.sipPort}` }],
+      trunkProbe: { intervalMs: 250, timeoutMs: 250, upAfter: 1, downAfter: 2 },
+      probeObserver: {
+        probed: (trunk, _server, result) => results.push(`${trunk} ${result}`),
+        moved: () => undefined,
+      },
+    });
+    cleanups.push(() => telephony.close());
+    const health = await until("both known", async () => {
+      const known = telephony.trunkHealth();
+      return known.every(
+        ({ servers }) => servers.length > 0 && servers.every(({ health }) => health !== "unknown"),
+      )
+        ? known
+        : undefined;
+    });
+    assert.deepEqual(
+      health.map(({ uri, servers }) => `${uri} ${servers.map((server) => server.health).join()}`),
+      [`sip:127.0.0.1:${notFound.sipPort} up`, `sip:127.0.0.1:${unavailable.sipPort} down`],
+    );
+    assert.ok(results.includes(`sip:127.0.0.1:${notFound.sipPort} ok`));
+    assert.ok(results.includes(`sip:127.0.0.1:${unavailable.sipPort} unavailable`));
+    // The request, as RFC 3261 section 11 has it: the server's URI, Max-Forwards 70, out of dialog.
+    const options = notFound.messages();
+    assert.match(options, new RegExp(`OPTIONS sip:127\\.0\\.0\\.1:${notFound.sipPort} SIP/2\\.0`));
+    assert.match(options, /Max-Forwards: 70/);
+    assert.match(options, /CSeq: 1 OPTIONS/);
+    assert.match(options, /Accept: application\/sdp/);
+    assert.doesNotMatch(options.split("SIP/2.0 404")[0] ?? "", /^To: .*;tag=/m);
   });
 });
