@@ -293,7 +293,7 @@ export class TrunkProbes {
             logger?.warn({ trunk, server: name, reason: detail }, "a trunk server is down: tried last");
           } else {
             this.#options.markUp(server);
-            logger?.info({ trunk, server: name, rtt: detail }, "a trunk server is up");
+            logger?.info({ trunk, server: name, answer: detail }, "a trunk server is up");
           }
         },
       },

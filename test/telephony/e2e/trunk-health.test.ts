@@ -150,7 +150,14 @@ describe("trunk health", { skip }, () => {
     );
     assert.equal((await readiness(api)).status, 200);
     assert.equal((await scrapeMetrics(api)).get(`bridgeline_trunk_up{${sippLabels}}`), 1);
-    assert.ok(api.logs.some((line) => line.includes("a trunk server is up") && line.includes(`${sippPort}`)));
+    assert.ok(
+      api.logs.some(
+        (line) =>
+          line.includes("a trunk server is up") &&
+          line.includes(`"server":"UDP 127.0.0.1:${sippPort}"`) &&
+          /"answer":"200 answered in \d+ ms"/.test(line),
+      ),
+    );
 
     // Stopped: not one more OPTIONS, over four intervals.
     await api.close();
