@@ -318,6 +318,12 @@ describe("BRIDGELINE_SIP_TRUNKS_FILE", () => {
   it("gives the default trunk and the routes", () => {
     const config = loadConfig({ BRIDGELINE_SIP_TRUNKS_FILE: file });
     assert.equal(typeof config.sip.trunk === "object" && config.sip.trunk?.techPrefix, "0011#");
+    assert.deepEqual(typeof config.sip.trunk === "object" && config.sip.trunk?.probe, {
+      intervalMs: 10_000,
+      timeoutMs: 2500,
+      upAfter: 2,
+      downAfter: 3,
+    });
     assert.deepEqual(
       config.sip.routes.map((route) => route.prefix),
       ["+1604555", "+1604"],
