@@ -327,8 +327,8 @@ export class Telephony implements CallHost {
   /**
    * One OPTIONS to a server of a trunk's first hop (RFC 3261 section 11: out of any dialog, the
    * hop's URI as the Request-URI), through a non-INVITE client transaction. Any final response but
-   * 408 and 503 says the server is alive: a 404 or a 401 still comes from a SIP stack that works (Asterisk's
-   * qualify counts any response; Kamailio's dispatcher 2xx unless told more codes).
+   * 408 and 503 says the server is alive: a 404 or a 401 still comes from a SIP stack that works
+   * (Asterisk's qualify counts any response; Kamailio's dispatcher 2xx unless told more codes).
    */
   #sendOptions(hop: Hop, server: Destination): Promise<ProbeAnswer> {
     const { uri } = hop;
