@@ -110,6 +110,10 @@ const yesNo = z.stringbool({
   case: "sensitive",
   error: refusal("true or false"),
 });
+/** Seconds, fractions allowed (`0.5`), 0 included. */
+const seconds = accepted("a number of seconds such as 30 or 0.5 (0: off)", (text) =>
+  /^\d+(\.\d+)?$/.test(text),
+).transform(Number);
 const file = z.string().transform((text) => path.resolve(text));
 const text = z.string();
 
@@ -562,6 +566,16 @@ const VARIABLES = {
     fallback: "4",
     meaning: "A trunk server silent this long after an INVITE is skipped for the next one DNS names",
   }),
+  BRIDGELINE_TRUNK_PROBE_SECONDS: variable(seconds, {
+    fallback: "0",
+    meaning:
+      "An OPTIONS to every trunk server this often (30 is a good value), each given 5 s (at most this), a server up after 1 answer and down after 2 failures, and tried last while down; a trunk profile's `options:` sets its own. `0`: only trunks whose profile sets an interval are probed ([docs/telephony.md](docs/telephony.md#trunk-health))",
+  }),
+  BRIDGELINE_READY_TRUNKS: variable(oneOf(["any", "all"]), {
+    fallback: "any",
+    meaning:
+      "What `/health/ready` asks of the probed trunks: `any`, 503 only when every trunk is down (no route can carry a call; one down is named, 200); `all`, 503 when any trunk is down",
+  }),
   BRIDGELINE_MEDIA_TIMEOUT_SECONDS: variable(atLeastOne, {
     fallback: "30",
     meaning: "An answered call with no RTP for this long is hung up",
@@ -866,6 +880,9 @@ function shape(settings: Settings, env: Env) {
       ringTimeoutSeconds: settings.BRIDGELINE_RING_TIMEOUT_SECONDS,
       dnsServers: settings.BRIDGELINE_DNS_SERVERS ?? null,
       serverTimeoutSeconds: settings.BRIDGELINE_SIP_SERVER_TIMEOUT_SECONDS,
+      /** OPTIONS to every trunk server this often; 0: only trunks whose profile says. */
+      trunkProbeSeconds: settings.BRIDGELINE_TRUNK_PROBE_SECONDS,
+      readyTrunks: settings.BRIDGELINE_READY_TRUNKS,
       mediaTimeoutSeconds: settings.BRIDGELINE_MEDIA_TIMEOUT_SECONDS,
       mediaThreads: settings.BRIDGELINE_MEDIA_THREADS ?? os.availableParallelism(),
       mixTalkers: settings.BRIDGELINE_MIX_TALKERS,

@@ -32,6 +32,7 @@ import { schedulerStore } from "./store/scheduler-store.js";
 import { webhookOutbox } from "./store/webhook-outbox.js";
 import { speak } from "./telephony/media/speech.js";
 import { Telephony } from "./telephony/telephony.js";
+import { DEFAULT_PROBE_SETTINGS, trunksReadiness } from "./telephony/trunk-probe.js";
 import { certificateProblem, loadSipTlsMaterial, loadTlsMaterial, type TlsMaterial } from "./tls.js";
 import { webhookWorker } from "./webhooks/http-deliverer.js";
 
@@ -120,6 +121,8 @@ export async function startService(
       ringTimeoutMs: sip.ringTimeoutSeconds * 1000,
       dnsServers: sip.dnsServers,
       serverTimeoutMs: sip.serverTimeoutSeconds * 1000,
+      trunkProbe: { ...DEFAULT_PROBE_SETTINGS, intervalMs: Math.round(sip.trunkProbeSeconds * 1000) },
+      probeObserver: metrics.trunkProbes,
       mediaTimeoutMs: sip.mediaTimeoutSeconds * 1000,
       mediaThreads: sip.mediaThreads,
       mixTalkers: sip.mixTalkers,
@@ -292,6 +295,11 @@ export async function startService(
         return pending.length === 0 ? undefined : `not applied: ${pending.join(", ")}`;
       },
       sip: async () => (telephony.listening ? undefined : "SIP sockets closed"),
+      // The probed trunks: a down one named while another can carry calls (BRIDGELINE_READY_TRUNKS).
+      trunks: async () => {
+        const { state, text } = trunksReadiness(telephony.trunkHealth(), sip.readyTrunks);
+        return state === "ok" ? undefined : state === "degraded" ? { degraded: text } : text;
+      },
       // Every media thread answers a round trip (a stuck or dead one does not, in time).
       media: async () => {
         await telephony.media.stats();

@@ -18,6 +18,7 @@ import { readStoreCounts } from "./store/metrics.js";
 import { LATENESS_BUCKETS_MS } from "./telephony/media/media-clock.js";
 import type { MediaPlaneStats } from "./telephony/media/plane/media-plane.js";
 import type { CallObserver, SipStats } from "./telephony/telephony.js";
+import type { TrunkProbeObserver } from "./telephony/trunk-probe.js";
 
 /** Where the figures read at each scrape come from. */
 export interface MetricSources {
@@ -230,6 +231,32 @@ export class ServiceMetrics {
   readonly webhookAttempt = (result: string, seconds: number): void => {
     this.#webhookAttempts.inc({ result });
     this.#webhookSeconds.observe(seconds);
+  };
+
+  // Trunk health (OPTIONS probing, src/telephony/trunk-probe.ts): set as each probe ends.
+  readonly #trunkUp = this.#gauge(
+    "bridgeline_trunk_up",
+    "Whether a trunk server answers OPTIONS (1) or is down (0), by trunk URI and server; absent until known",
+    ["trunk", "server"],
+  );
+  readonly #trunkRtt = this.#gauge(
+    "bridgeline_trunk_options_rtt_seconds",
+    "The round trip of the last OPTIONS a trunk server answered",
+    ["trunk", "server"],
+  );
+  readonly #trunkProbes = this.#counter(
+    "bridgeline_trunk_probes_total",
+    "OPTIONS sent to trunk servers, by outcome: ok (a final response but 408/503), unavailable (408/503), timeout, error",
+    ["trunk", "server", "result"],
+  );
+
+  /** Told of every trunk probe and move: give it to the telephony. */
+  readonly trunkProbes: TrunkProbeObserver = {
+    probed: (trunk, server, result, rttSeconds) => {
+      this.#trunkProbes.inc({ trunk, server, result });
+      if (rttSeconds !== undefined) this.#trunkRtt.set({ trunk, server }, rttSeconds);
+    },
+    moved: (trunk, server, health) => this.#trunkUp.set({ trunk, server }, health === "up" ? 1 : 0),
   };
 
   /** The parts read at each scrape, once they exist. */

@@ -153,6 +153,7 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
     "dtmf",
     "srtp",
     "mutual-tls",
+    "options",
   ]);
   const fail: Fail = (line, message) => {
     throw new TrunkProfileError(line, `trunk ${name}: ${message}`);
@@ -242,6 +243,43 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
     dtmf: oneOf("dtmf", DTMF_METHODS),
     srtp: srtp ?? uri.srtp,
     mutualTls: mutualTls === "true",
+    probe: readProbe(settings.get("options"), lineOf, fail),
+  };
+}
+
+/**
+ * `options:`, how the trunk's servers are probed with OPTIONS (docs/telephony.md#trunk-health):
+ * `interval` and `timeout` in seconds (fractions allowed; an interval of 0 turns probing off for the
+ * trunk), `up-after` and `down-after` whole numbers; each left out is the service's.
+ */
+function readProbe(entry: Entry | undefined, lineOf: LineOf, fail: Fail): Trunk["probe"] {
+  if (entry === undefined) return undefined;
+  if (!yaml().isMap(entry.value))
+    return fail(entry.line, "options must map interval, timeout, up-after and down-after to values");
+  const settings = entries(entry.value, lineOf, ["interval", "timeout", "up-after", "down-after"]);
+  const number = (key: string, pattern: RegExp, what: string, least: number) => {
+    const found = settings.get(key);
+    if (found === undefined) return undefined;
+    const text = yaml().isScalar(found.value) ? String(found.value.value) : "";
+    if (!pattern.test(text) || Number(text) < least)
+      return fail(found.line, `options: ${key} must be ${what}, got "${text}"`);
+    return { value: Number(text), line: found.line };
+  };
+  const decimal = /^\d+(\.\d+)?$/;
+  const interval = number("interval", decimal, "a number of seconds such as 30 or 0.5 (0: off)", 0);
+  const timeout = number("timeout", decimal, "a number of seconds above 0 such as 5", Number.MIN_VALUE);
+  const upAfter = number("up-after", /^\d+$/, "a whole number of at least 1", 1);
+  const downAfter = number("down-after", /^\d+$/, "a whole number of at least 1", 1);
+  if (interval !== undefined && timeout !== undefined && interval.value > 0 && timeout.value > interval.value)
+    fail(
+      timeout.line,
+      `options: timeout must be at most the interval (${interval.value} s), got ${timeout.value}`,
+    );
+  return {
+    ...(interval === undefined ? {} : { intervalMs: Math.round(interval.value * 1000) }),
+    ...(timeout === undefined ? {} : { timeoutMs: Math.round(timeout.value * 1000) }),
+    ...(upAfter === undefined ? {} : { upAfter: upAfter.value }),
+    ...(downAfter === undefined ? {} : { downAfter: downAfter.value }),
   };
 }
 

@@ -25,6 +25,11 @@ trunks:
     codecs: [pcma, PCMU]
     dtmf: info
     srtp: off
+    options:
+      interval: 10
+      timeout: 2.5
+      up-after: 2
+      down-after: 3
   carrier-b:
     uri: sip:198.51.100.7;srtp=required
     number-format: national
@@ -62,6 +67,7 @@ describe("trunk profile file", () => {
       dtmf: "info",
       srtp: "off",
       mutualTls: false,
+      probe: { intervalMs: 10_000, timeoutMs: 2500, upAfter: 2, downAfter: 3 },
     });
     // Longest prefix first; a URI's ;srtp= is the trunk's SRTP when no srtp: says otherwise.
     assert.deepEqual(
@@ -253,6 +259,36 @@ describe("trunk profile file", () => {
       /prefix must be digits/,
     ],
     [
+      "a probe timeout longer than its interval",
+      "trunks:\n  a:\n    uri: sip:a.example\n    options:\n      interval: 1\n      timeout: 2\n",
+      6,
+      /trunk a: options: timeout must be at most the interval \(1 s\), got 2/,
+    ],
+    [
+      "a probe interval that is not a number",
+      "trunks:\n  a:\n    uri: sip:a.example\n    options:\n      interval: fast\n",
+      5,
+      /options: interval must be a number of seconds/,
+    ],
+    [
+      "up-after 0",
+      "trunks:\n  a:\n    uri: sip:a.example\n    options:\n      up-after: 0\n",
+      5,
+      /options: up-after must be a whole number of at least 1, got "0"/,
+    ],
+    [
+      "an unknown probe setting",
+      "trunks:\n  a:\n    uri: sip:a.example\n    options:\n      retries: 3\n",
+      5,
+      /unknown setting "retries" \(known: interval, timeout, up-after, down-after\)/,
+    ],
+    [
+      "options that are not a map",
+      "trunks:\n  a:\n    uri: sip:a.example\n    options: 30\n",
+      4,
+      /trunk a: options must map interval/,
+    ],
+    [
       "several trunks, nothing says which",
       "trunks:\n  a:\n    uri: sip:a.example\n  b:\n    uri: sip:b.example\n",
       1,
@@ -282,6 +318,12 @@ describe("BRIDGELINE_SIP_TRUNKS_FILE", () => {
   it("gives the default trunk and the routes", () => {
     const config = loadConfig({ BRIDGELINE_SIP_TRUNKS_FILE: file });
     assert.equal(typeof config.sip.trunk === "object" && config.sip.trunk?.techPrefix, "0011#");
+    assert.deepEqual(typeof config.sip.trunk === "object" && config.sip.trunk?.probe, {
+      intervalMs: 10_000,
+      timeoutMs: 2500,
+      upAfter: 2,
+      downAfter: 3,
+    });
     assert.deepEqual(
       config.sip.routes.map((route) => route.prefix),
       ["+1604555", "+1604"],

@@ -77,15 +77,24 @@ export function dialPlanOf(
   return { trunk, routes, trunks, hops };
 }
 
-/** The trunk an E.164 number is called through: the longest matching prefix's, else the default. */
-export function trunkFor(dialPlan: DialPlan, e164: string): Trunk | undefined {
-  let best: Route<Trunk> | undefined;
-  for (const route of dialPlan.routes) {
-    if (e164.startsWith(route.prefix) && (best === undefined || route.prefix.length > best.prefix.length)) {
-      best = route;
-    }
-  }
-  return best?.trunk ?? dialPlan.trunk;
+/**
+ * The trunk an E.164 number is called through: of the matching routes, longest prefix first, then
+ * the default trunk, the first whose trunk is not in `down` (every server of it found down); when
+ * all are, the first all the same (a call is still tried).
+ */
+export function trunkFor(
+  dialPlan: DialPlan,
+  e164: string,
+  down: ReadonlySet<Trunk> = new Set(),
+): Trunk | undefined {
+  const candidates = [
+    ...dialPlan.routes
+      .filter((route) => e164.startsWith(route.prefix))
+      .sort((a, b) => b.prefix.length - a.prefix.length)
+      .map((route) => route.trunk),
+    ...(dialPlan.trunk === undefined ? [] : [dialPlan.trunk]),
+  ];
+  return candidates.find((trunk) => !down.has(trunk)) ?? candidates[0];
 }
 
 /**

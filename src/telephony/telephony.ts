@@ -12,13 +12,22 @@ import { systemClock } from "../clock.js";
 import type { Clock } from "../domain/clock.js";
 import { normalizeNanpNumber } from "../domain/phone.js";
 import { BrowserCall, Call, type CallHost, type CallOrigin, IncomingCall, OutgoingCall } from "./call.js";
-import { type DialPlan, dialPlanOf, hopOf, locateTrunk, trunkFor, trunkServers } from "./dial-plan.js";
+import {
+  type DialPlan,
+  dialPlanOf,
+  type Hop,
+  hopOf,
+  locateTrunk,
+  trunkFor,
+  trunkServers,
+} from "./dial-plan.js";
 import { MediaError } from "./media/media-error.js";
 import { type MediaMix, MediaPlane, type MediaStream } from "./media/plane/media-plane.js";
 import { DEFAULT_SRTP_SUITES, type SrtpPolicy, type SrtpSuite } from "./media/rtp/srtp-suites.js";
 import { type AudioCodec, WIDEBAND_AUDIO_CODECS } from "./sdp/session-description.js";
 import { destinationOf, newCallId, newTag } from "./sip/dialog/dialog.js";
 import { parseSipUri } from "./sip/message/header-values.js";
+import { SipHeaders, type SipRequest } from "./sip/message/sip-message.js";
 import { ServerLocator } from "./sip/transport/server-locator.js";
 import {
   type Destination,
@@ -34,6 +43,15 @@ import type { SessionTimerSettings } from "./sip/user-agent/session-timer.js";
 import { UserAgent } from "./sip/user-agent/user-agent.js";
 import type { Trunk } from "./trunk.js";
 import { uriUser } from "./trunk.js";
+import {
+  DEFAULT_PROBE_SETTINGS,
+  type ProbeAnswer,
+  type ProbeSettings,
+  probeSettingsOf,
+  type TrunkHealth,
+  type TrunkProbeObserver,
+  TrunkProbes,
+} from "./trunk-probe.js";
 import {
   ANONYMOUS,
   looseRoute,
@@ -81,6 +99,14 @@ export interface TelephonyOptions {
    */
   readonly serverTimeoutMs?: number;
   readonly serverDownMs?: number;
+  /**
+   * OPTIONS probing of every trunk server (docs/telephony.md#trunk-health): the service's settings,
+   * a trunk profile's `probe` over them; undefined or an interval of 0: only trunks whose profile
+   * sets an interval are probed.
+   */
+  readonly trunkProbe?: ProbeSettings;
+  /** Told of every probe and every trunk server's move up or down (metrics). */
+  readonly probeObserver?: TrunkProbeObserver;
   /** Session timers (RFC 4028), in seconds: the interval asked for and the smallest taken (1800, 90). */
   readonly sessionTimer?: SessionTimerSettings;
   /** What SIP's timers (RFC 3261 T1 and the rest) run on; default Node's timers (a fake in tests). */
@@ -187,6 +213,7 @@ export class Telephony implements CallHost {
   readonly #locator: ServerLocator;
   readonly #dialPlan: DialPlan;
   readonly #registrations: Registration[] = [];
+  readonly #probes: TrunkProbes;
   /** Whom requests are taken from: the configured peers (trunks, edges, BRIDGELINE_SIP_TRUSTED) and the other instances; undefined when anyone may call. */
   readonly #trusted: TrustedSources | undefined;
   /** The other instances' hosts, as last told (trustInstances). */
@@ -218,6 +245,21 @@ export class Telephony implements CallHost {
       logger: options.logger,
     });
     agent.onInvite((session) => this.#receiveInvite(session));
+    const serviceProbe = options.trunkProbe ?? { ...DEFAULT_PROBE_SETTINGS, intervalMs: 0 };
+    this.#probes = new TrunkProbes({
+      clock: this.clock,
+      trunks: dialPlan.trunks.flatMap((trunk) => {
+        const first = dialPlan.hops.get(trunk)?.first;
+        const settings = probeSettingsOf(serviceProbe, trunk.probe);
+        return first === undefined || settings === undefined ? [] : [{ trunk, first, settings }];
+      }),
+      locate: (hop) => locateTrunk(locator, hop),
+      sendOptions: (hop, server) => this.#sendOptions(hop, server),
+      markDown: (server) => locator.markDown(server),
+      markUp: (server) => locator.markUp(server),
+      logger: options.logger,
+      observer: options.probeObserver,
+    });
   }
 
   static async start(options: TelephonyOptions): Promise<Telephony> {
@@ -278,7 +320,56 @@ export class Telephony implements CallHost {
     });
     const telephony = new Telephony(transport, agent, locator, dialPlan, options, trusted);
     for (const trunk of dialPlan.trunks) telephony.#register(trunk);
+    telephony.#probes.start();
     return telephony;
+  }
+
+  /**
+   * One OPTIONS to a server of a trunk's first hop (RFC 3261 section 11: out of any dialog, the
+   * hop's URI as the Request-URI), through a non-INVITE client transaction. Any final response but
+   * 408 and 503 says the server is alive: a 404 or a 401 still comes from a SIP stack that works
+   * (Asterisk's qualify counts any response; Kamailio's dispatcher 2xx unless told more codes).
+   */
+  #sendOptions(hop: Hop, server: Destination): Promise<ProbeAnswer> {
+    const { uri } = hop;
+    const port = uri.port === undefined ? "" : `:${uri.port}`;
+    const transport = hop.destination.transport;
+    const transportParam =
+      transport === "UDP" || uri.scheme === "sips" ? "" : `;transport=${transport.toLowerCase()}`;
+    const requestUri = `${uri.scheme === "sips" ? "sips" : "sip"}:${uri.host}${port}${transportParam}`;
+    const contact = this.#agent.contact(server.transport, uri.scheme === "sips");
+    const headers = new SipHeaders();
+    headers.append("Via", this.#agent.via(server.transport));
+    headers.append("Max-Forwards", "70");
+    headers.append("From", `${contact};tag=${newTag()}`);
+    headers.append("To", `<${requestUri}>`);
+    headers.append("Call-ID", newCallId(this.#transport.sentBy.host));
+    headers.append("CSeq", "1 OPTIONS");
+    headers.append("Contact", contact);
+    headers.append("Accept", "application/sdp");
+    headers.append("User-Agent", this.#agent.userAgent);
+    headers.append("Content-Length", "0");
+    const request: SipRequest = {
+      kind: "request",
+      method: "OPTIONS",
+      uri: requestUri,
+      version: "SIP/2.0",
+      headers,
+      body: Buffer.alloc(0),
+    };
+    return new Promise((resolve) =>
+      this.#agent.sendNonInvite(request, server, (response) => {
+        if (response === undefined) resolve({ result: "error", reason: "not sent, or no answer" });
+        else if (response.status === 408 || response.status === 503)
+          resolve({ result: "unavailable", reason: `${response.status} ${response.reason}` });
+        else resolve({ result: "ok", status: response.status });
+      }),
+    );
+  }
+
+  /** Each probed trunk's servers and their health (none while not probed or not yet found). */
+  trunkHealth(): TrunkHealth[] {
+    return this.#probes.health();
   }
 
   /**
@@ -422,7 +513,7 @@ export class Telephony implements CallHost {
   placeCall(number: string, options: PlaceCallOptions = {}): OutgoingCall {
     const nanp = normalizeNanpNumber(number);
     const e164 = nanp === null ? number : `+1${nanp.subscriberNumber}`;
-    const trunk = nanp === null ? undefined : trunkFor(this.#dialPlan, e164);
+    const trunk = nanp === null ? undefined : trunkFor(this.#dialPlan, e164, this.#probes.downTrunks());
     const hops = trunk === undefined ? undefined : this.#dialPlan.hops.get(trunk);
     // The first hop decides what the INVITE travels over: the outbound proxy, else the trunk.
     const srtp = this.#srtpOver(
@@ -574,6 +665,7 @@ export class Telephony implements CallHost {
   /** Hangs up every call, then closes the sockets. Idempotent. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      this.#probes.stop();
       for (const call of [...this.#calls]) call.hangup();
       // Let the BYEs and CANCELs leave before the socket closes.
       await new Promise((resolve) => setTimeout(resolve, 50));

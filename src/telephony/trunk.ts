@@ -8,6 +8,7 @@ import type { AudioCodec } from "./sdp/session-description.js";
 import { destinationOfUri } from "./sip/dialog/dialog.js";
 import { parseSipUri } from "./sip/message/header-values.js";
 import type { TransportName } from "./sip/transport/sip-transport.js";
+import type { ProbeSettings } from "./trunk-probe.js";
 
 /**
  * How the number called is written in the Request-URI and To, for +16045550123:
@@ -57,6 +58,8 @@ export interface Trunk {
    * BRIDGELINE_SIP_TLS_CA and names its host. Ours is presented to any server that asks.
    */
   readonly mutualTls?: boolean;
+  /** How its servers are probed with OPTIONS (its profile's `options:`), over the service's settings. */
+  readonly probe?: Partial<ProbeSettings> | null;
 }
 
 /** A trunk's or proxy's URI, read once when the settings are. */

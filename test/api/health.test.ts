@@ -96,7 +96,7 @@ describe("health probes", () => {
     assert.equal(bare.status, 200);
     assert.deepEqual(JSON.parse(bare.text), {
       status: "ready",
-      checks: { database: "ok", migrations: "ok", sip: "ok", media: "ok" },
+      checks: { database: "ok", migrations: "ok", sip: "ok", trunks: "ok", media: "ok" },
     });
   });
 

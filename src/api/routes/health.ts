@@ -2,10 +2,16 @@ import type { FastifyInstance } from "fastify";
 import { resource } from "../server.js";
 
 /**
- * What readiness depends on, each checked when asked: a problem's description, or undefined when
- * the part works. Checks run together and each is given `READINESS_TIMEOUT_MS`.
+ * What readiness depends on, each checked when asked: a problem's description, undefined when the
+ * part works, or Degraded when it works in part (named in the body, still ready). Checks run
+ * together and each is given `READINESS_TIMEOUT_MS`.
  */
-export type ReadinessChecks = Readonly<Record<string, () => Promise<string | undefined>>>;
+export type ReadinessChecks = Readonly<Record<string, () => Promise<string | Degraded | undefined>>>;
+
+/** A part that works in part: its text is shown, and readiness does not fail for it. */
+export interface Degraded {
+  readonly degraded: string;
+}
 
 /** A check that has not answered by then counts as failed: a load balancer's probe will not wait. */
 const READINESS_TIMEOUT_MS = 2000;
@@ -36,23 +42,28 @@ export async function healthRoutes(
     {
       GET: async (_request, reply) => {
         const results = await Promise.all(
-          Object.entries(checks).map(
-            async ([name, check]) => [name, (await withTimeout(check)) ?? "ok"] as const,
-          ),
+          Object.entries(checks).map(async ([name, check]) => [name, await withTimeout(check)] as const),
         );
-        const ready = results.every(([, result]) => result === "ok");
+        // Only a problem fails readiness: a part that works, in whole or in part, does not.
+        const ready = results.every(([, result]) => typeof result !== "string");
         reply
           .status(ready ? 200 : 503)
           .header("cache-control", "no-store")
           .type("application/json");
-        return { status: ready ? "ready" : "not ready", checks: Object.fromEntries(results) };
+        const said = results.map(([name, result]) => [
+          name,
+          result === undefined ? "ok" : typeof result === "string" ? result : result.degraded,
+        ]);
+        return { status: ready ? "ready" : "not ready", checks: Object.fromEntries(said) };
       },
     },
     json,
   );
 }
 
-async function withTimeout(check: () => Promise<string | undefined>): Promise<string | undefined> {
+async function withTimeout(
+  check: () => Promise<string | Degraded | undefined>,
+): Promise<string | Degraded | undefined> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<string>((resolve) => {
     timer = setTimeout(() => resolve(`no answer in ${READINESS_TIMEOUT_MS / 1000} s`), READINESS_TIMEOUT_MS);

@@ -104,6 +104,11 @@ export class ServerLocator {
     this.#down.set(keyOf(target), this.#now() + this.#downForMs);
   }
 
+  /** The target answers again (a probe's OPTIONS): tried in its own order at once. */
+  markUp(target: Destination): void {
+    this.#down.delete(keyOf(target));
+  }
+
   close(): void {
     this.#socket?.destroy();
     this.#socket = undefined;

@@ -85,6 +85,13 @@ describe("ServerLocator", { skip }, () => {
     assert.deepEqual(await locator.locate({ host: "carrier.test", secure: false }), [first, second]);
   });
 
+  it("tries a server marked up again in its own order at once", async () => {
+    const [first, second] = await locator.locate({ host: "carrier.test", secure: false });
+    locator.markDown(first as NonNullable<typeof first>);
+    locator.markUp(first as NonNullable<typeof first>);
+    assert.deepEqual(await locator.locate({ host: "carrier.test", secure: false }), [first, second]);
+  });
+
   it("refuses a name with no address", async () => {
     await assert.rejects(
       locator.locate({ host: "nowhere.test", secure: false }),
