@@ -16,7 +16,9 @@ import {
   WIDEBAND_AUDIO_CODECS,
 } from "./telephony/sdp/session-description.js";
 import { isToken } from "./telephony/sip/message/header-values.js";
+import { RELIABLE_PROVISIONAL } from "./telephony/sip/user-agent/user-agent.js";
 import {
+  ASSERTED_IDENTITY_FORMS,
   DTMF_METHODS,
   NUMBER_FORMATS,
   readTrunkUri,
@@ -142,6 +144,7 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
     "password",
     "register",
     "register-expires",
+    "register-contact-user",
     "number-format",
     "tech-prefix",
     "caller-id",
@@ -154,6 +157,10 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
     "srtp",
     "mutual-tls",
     "options",
+    "from-domain",
+    "user-phone",
+    "session-timer",
+    "100rel",
   ]);
   const fail: Fail = (line, message) => {
     throw new TrunkProfileError(line, `trunk ${name}: ${message}`);
@@ -191,6 +198,12 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
 
   const register = text("register");
   const expires = text("register-expires");
+  const contactUser = text("register-contact-user");
+  if (contactUser !== undefined && !/^[A-Za-z0-9\-_.!~*'()&=+$,;?/]+$/.test(contactUser.value))
+    fail(
+      contactUser.line,
+      `register-contact-user must be a SIP URI user such as +16045550100, got "${contactUser.value}"`,
+    );
   let registration: Trunk["registration"] = null;
   if (register !== undefined && register.value !== "false") {
     if (credentials === null) fail(register.line, "register needs username and password");
@@ -202,8 +215,11 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
     registration = {
       ...(register.value === "true" ? {} : { registrar: register.value }),
       expires: seconds,
+      ...(contactUser === undefined ? {} : { contactUser: contactUser.value }),
     };
   } else if (expires !== undefined) fail(expires.line, "register-expires is set but register is not");
+  else if (contactUser !== undefined)
+    fail(contactUser.line, "register-contact-user is set but register is not");
 
   const techPrefix = text("tech-prefix");
   if (techPrefix !== undefined && !/^[0-9A-Za-z*#+._-]+$/.test(techPrefix.value))
@@ -218,7 +234,30 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
   const callerName = text("caller-name");
   if (callerName !== undefined && /[\r\n\0]/.test(callerName.value))
     fail(callerName.line, "caller-name must be one line");
-  const assertedIdentity = oneOf("asserted-identity", ["true", "false"] as const);
+  const assertedIdentity = oneOf("asserted-identity", ["true", "false", ...ASSERTED_IDENTITY_FORMS] as const);
+  const fromDomain = text("from-domain");
+  if (
+    fromDomain !== undefined &&
+    !/^(?:[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.)*[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?\.?$/.test(
+      fromDomain.value,
+    )
+  )
+    fail(
+      fromDomain.line,
+      `from-domain must be a host name such as carrier.example, got "${fromDomain.value}"`,
+    );
+  const reliableProvisional = oneOf("100rel", RELIABLE_PROVISIONAL);
+  const sessionTimerText = text("session-timer");
+  let sessionTimer: Trunk["sessionTimer"];
+  if (sessionTimerText !== undefined) {
+    sessionTimer = sessionTimerText.value === "off" ? "off" : Number(sessionTimerText.value);
+    // RFC 4028 section 4: no interval below 90 s.
+    if (sessionTimer !== "off" && (!/^\d+$/.test(sessionTimerText.value) || sessionTimer < 90))
+      fail(
+        sessionTimerText.line,
+        `session-timer must be whole seconds, at least 90 (RFC 4028), or off, got "${sessionTimerText.value}"`,
+      );
+  }
   const srtp = oneOf("srtp", SRTP_POLICIES);
   const mutualTls = oneOf("mutual-tls", ["true", "false"] as const);
   if (mutualTls === "true" && uri.transport !== "TLS")
@@ -236,7 +275,14 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
     techPrefix: techPrefix?.value,
     callerId,
     callerName: callerName?.value,
-    assertedIdentity: assertedIdentity === "true",
+    assertedIdentity: assertedIdentity !== undefined && assertedIdentity !== "false",
+    ...(assertedIdentity === "e164" || assertedIdentity === "tel"
+      ? { assertedIdentityForm: assertedIdentity }
+      : {}),
+    ...(fromDomain === undefined ? {} : { fromDomain: fromDomain.value }),
+    ...(oneOf("user-phone", ["true", "false"] as const) === "true" ? { userPhone: true } : {}),
+    ...(sessionTimer === undefined ? {} : { sessionTimer }),
+    ...(reliableProvisional === undefined ? {} : { reliableProvisional }),
     privacy: oneOf("privacy", ["none", "id"] as const),
     headers: readHeaders(settings.get("headers"), lineOf, fail),
     codecs: readCodecs(settings.get("codecs"), lineOf, fail),

@@ -84,6 +84,28 @@ describe("trunk profile file", () => {
     assert.deepEqual(plan.routes[0]?.trunk.credentials, { username: "6045550150", password: "pw" });
   });
 
+  it("reads the carrier settings: From domain, user=phone, the P-Asserted-Identity form, session timer, 100rel, the registered Contact user", () => {
+    const read = (settings: string) =>
+      parseTrunkProfiles(
+        `trunks:\n  a:\n    uri: sip:a.example\n    username: u\n    password: p\n    register: true\n${settings}`,
+      ).trunk;
+    const trunk = read(
+      '    from-domain: calls.example.com\n    user-phone: true\n    asserted-identity: tel\n    session-timer: "600"\n    100rel: Required\n    register-contact-user: "+16045550150"\n',
+    );
+    assert.equal(trunk?.fromDomain, "calls.example.com");
+    assert.equal(trunk?.userPhone, true);
+    assert.equal(trunk?.assertedIdentity, true);
+    assert.equal(trunk?.assertedIdentityForm, "tel");
+    assert.equal(trunk?.sessionTimer, 600);
+    assert.equal(trunk?.reliableProvisional, "required");
+    assert.equal(trunk?.registration?.contactUser, "+16045550150");
+    const plain = read("    asserted-identity: e164\n    session-timer: off\n");
+    assert.equal(plain?.assertedIdentityForm, "e164");
+    assert.equal(plain?.sessionTimer, "off");
+    assert.equal(plain?.userPhone, undefined);
+    assert.equal(read("    asserted-identity: sip\n")?.assertedIdentityForm, undefined);
+  });
+
   it("takes a lone trunk as the default, and register: true registers with the trunk itself for an hour", () => {
     const plan = parseTrunkProfiles(
       "trunks:\n  only:\n    uri: sip:a.example\n    username: u\n    password: p\n    register: true\n",
@@ -287,6 +309,42 @@ describe("trunk profile file", () => {
       "trunks:\n  a:\n    uri: sip:a.example\n    options: 30\n",
       4,
       /trunk a: options must map interval/,
+    ],
+    [
+      "a session timer under RFC 4028's 90 s",
+      "trunks:\n  a:\n    uri: sip:a.example\n    session-timer: 60\n",
+      4,
+      /trunk a: session-timer must be whole seconds, at least 90 \(RFC 4028\), or off, got "60"/,
+    ],
+    [
+      "an unknown 100rel choice",
+      "trunks:\n  a:\n    uri: sip:a.example\n    100rel: always\n",
+      4,
+      /trunk a: 100rel must be one of supported, required, off, got "always"/,
+    ],
+    [
+      "a From domain that is not a host name",
+      "trunks:\n  a:\n    uri: sip:a.example\n    from-domain: carrier example\n",
+      4,
+      /trunk a: from-domain must be a host name/,
+    ],
+    [
+      "an unknown asserted-identity form",
+      "trunks:\n  a:\n    uri: sip:a.example\n    asserted-identity: pai\n",
+      4,
+      /asserted-identity must be one of true, false, sip, e164, tel/,
+    ],
+    [
+      "a contact user without registering",
+      'trunks:\n  a:\n    uri: sip:a.example\n    register-contact-user: "6045550150"\n',
+      4,
+      /register-contact-user is set but register is not/,
+    ],
+    [
+      "a contact user that cannot be a URI user",
+      "trunks:\n  a:\n    uri: sip:a.example\n    username: u\n    password: p\n    register: true\n    register-contact-user: a b\n",
+      7,
+      /register-contact-user must be a SIP URI user/,
     ],
     [
       "several trunks, nothing says which",

@@ -55,6 +55,7 @@ import {
 import {
   ANONYMOUS,
   looseRoute,
+  trunkAssertedIdentity,
   trunkCaller,
   trunkHeaders,
   trunkRequestUri,
@@ -401,6 +402,7 @@ export class Telephony implements CallHost {
       aor: `${registrar.scheme}:${uriUser(credentials.username)}@${registrar.host}`,
       credentials,
       expires: settings.expires,
+      ...(settings.contactUser === undefined ? {} : { contactUser: settings.contactUser }),
       callId: newCallId(this.#transport.sentBy.host),
       tag: newTag(),
       onState: (state, detail) =>
@@ -548,10 +550,8 @@ export class Telephony implements CallHost {
       return call;
     }
     const requestUri = trunkRequestUri(trunk, hops.trunk, e164);
-    const caller = trunkCaller(
-      trunk,
-      options.callerId ?? trunk.callerId ?? this.#options.callerId ?? "bridgeline",
-    );
+    const callerId = options.callerId ?? trunk.callerId ?? this.#options.callerId ?? "bridgeline";
+    const caller = trunkCaller(trunk, callerId);
     const withheld = withholdsIdentity(trunk);
     const headers = trunkHeaders(trunk);
     void locateTrunk(this.#locator, hops.first).then(
@@ -562,11 +562,15 @@ export class Telephony implements CallHost {
               requestUri,
               // RFC 3323 section 4.1.1.3: a withheld identity leaves an anonymous From.
               from: withheld ? ANONYMOUS : caller,
-              ...(trunk.assertedIdentity ? { assertedIdentity: caller } : {}),
+              ...(trunk.assertedIdentity ? { assertedIdentity: trunkAssertedIdentity(trunk, callerId) } : {}),
               destination: first as Destination,
               offer,
               credentials: trunk.credentials ?? undefined,
               headers,
+              ...(trunk.sessionTimer === undefined
+                ? {}
+                : { sessionTimer: trunk.sessionTimer === "off" ? null : { interval: trunk.sessionTimer } }),
+              reliableProvisional: trunk.reliableProvisional,
               failover: {
                 next,
                 targetTimeoutMs: this.#options.serverTimeoutMs ?? DEFAULT_SERVER_TIMEOUT_MS,

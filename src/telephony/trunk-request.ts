@@ -3,6 +3,7 @@
  * it, the caller in From (or an anonymous one), and the Route, Privacy and trunk's own headers.
  */
 import type { Hop } from "./dial-plan.js";
+import type { Identity } from "./sip/user-agent/user-agent.js";
 import { dialString, formatNumber, type Trunk, uriUser } from "./trunk.js";
 
 /**
@@ -17,15 +18,42 @@ export function trunkRequestUri(trunk: Trunk, own: Hop, e164: string): string {
   const transportName = own.destination.transport;
   const transport =
     transportName === "UDP" || scheme === "sips" ? "" : `;transport=${transportName.toLowerCase()}`;
-  return `${scheme}:${uriUser(dialString(trunk, e164))}@${trunkUri.host}${port}${transport}`;
+  const userPhone = trunk.userPhone ? ";user=phone" : "";
+  return `${scheme}:${uriUser(dialString(trunk, e164))}@${trunkUri.host}${port}${userPhone}${transport}`;
 }
 
-/** The caller as the trunk wants it written: `callerId` in its number format, with its caller name. */
-export function trunkCaller(trunk: Trunk, callerId: string): { user: string; displayName?: string } {
+/** A caller ID that is a +E.164 number (readCallerId keeps North American ones so). */
+const E164_CALLER = /^\+\d{8,15}$/;
+
+/**
+ * The caller as the trunk wants it written: `callerId` in its number format, with its caller name,
+ * in its From domain, `;user=phone` on a number when it asks.
+ */
+export function trunkCaller(trunk: Trunk, callerId: string): Identity {
   return {
     user: uriUser(formatNumber(callerId, trunk.numberFormat ?? "+E164")),
     ...(trunk.callerName === undefined ? {} : { displayName: trunk.callerName }),
+    ...(trunk.fromDomain === undefined ? {} : { host: trunk.fromDomain }),
+    ...(trunk.userPhone && E164_CALLER.test(callerId) ? { params: ";user=phone" } : {}),
   };
+}
+
+/**
+ * Our P-Asserted-Identity (RFC 3325) in the trunk's form: as From, as +E.164 with `;user=phone`, or
+ * a tel: URI (RFC 3966 global number); a caller ID that is not a number is written as From is.
+ */
+export function trunkAssertedIdentity(trunk: Trunk, callerId: string): Identity {
+  const caller = trunkCaller(trunk, callerId);
+  if (!E164_CALLER.test(callerId)) return caller;
+  const named = trunk.callerName === undefined ? {} : { displayName: trunk.callerName };
+  switch (trunk.assertedIdentityForm ?? "sip") {
+    case "sip":
+      return caller;
+    case "e164":
+      return { ...caller, user: uriUser(callerId), params: ";user=phone" };
+    case "tel":
+      return { ...named, user: callerId, uri: `tel:${callerId}` };
+  }
 }
 
 /** Whether the trunk withholds the caller's identity (RFC 3323): From is then ANONYMOUS. */

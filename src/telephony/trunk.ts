@@ -8,6 +8,7 @@ import type { AudioCodec } from "./sdp/session-description.js";
 import { destinationOfUri } from "./sip/dialog/dialog.js";
 import { parseSipUri } from "./sip/message/header-values.js";
 import type { TransportName } from "./sip/transport/sip-transport.js";
+import type { ReliableProvisional } from "./sip/user-agent/user-agent.js";
 import type { ProbeSettings } from "./trunk-probe.js";
 
 /**
@@ -34,7 +35,12 @@ export interface Trunk {
   /** Digest credentials, for challenges and for registration. */
   readonly credentials?: { readonly username: string; readonly password: string } | null;
   /** REGISTER as the credentials' user (RFC 3261 section 10) to `registrar`, default the trunk. */
-  readonly registration?: { readonly registrar?: string; readonly expires: number } | null;
+  readonly registration?: {
+    readonly registrar?: string;
+    readonly expires: number;
+    /** The user of the Contact registered (default `bridgeline`): what the carrier's INVITEs to us are addressed to. */
+    readonly contactUser?: string;
+  } | null;
   readonly numberFormat?: NumberFormat;
   /** Written before the number, e.g. `1234#` (after any `+`-less formatting). */
   readonly techPrefix?: string;
@@ -44,6 +50,19 @@ export interface Trunk {
   readonly callerName?: string;
   /** Our identity in P-Asserted-Identity too (RFC 3325), as carriers that bill by it ask. */
   readonly assertedIdentity?: boolean;
+  /**
+   * How P-Asserted-Identity writes a caller ID that is a number: `sip` as From does (the trunk's
+   * number format), `e164` as +E.164 with `;user=phone`, `tel` as a tel: URI (RFC 3966); default sip.
+   */
+  readonly assertedIdentityForm?: AssertedIdentityForm;
+  /** The host of From and P-Asserted-Identity, for carriers that check it (default our address). */
+  readonly fromDomain?: string;
+  /** `;user=phone` on the Request-URI and To, and on a From or P-Asserted-Identity that is a number (RFC 3261 section 19.1.1). */
+  readonly userPhone?: boolean;
+  /** The session timer asked of the trunk (RFC 4028): its interval in seconds, or off; default the service's. */
+  readonly sessionTimer?: number | "off";
+  /** Reliable provisional responses (RFC 3262): offered (default), required of the trunk, or not offered. */
+  readonly reliableProvisional?: ReliableProvisional;
   /** `id`: the identity withheld from the called party (RFC 3323): an anonymous From, `Privacy: id`. */
   readonly privacy?: "none" | "id";
   /** Headers added to every INVITE, as the carrier asks (account codes and the like). */
@@ -61,6 +80,9 @@ export interface Trunk {
   /** How its servers are probed with OPTIONS (its profile's `options:`), over the service's settings. */
   readonly probe?: Partial<ProbeSettings> | null;
 }
+
+export type AssertedIdentityForm = "sip" | "e164" | "tel";
+export const ASSERTED_IDENTITY_FORMS: readonly AssertedIdentityForm[] = ["sip", "e164", "tel"];
 
 /** A trunk's or proxy's URI, read once when the settings are. */
 export interface TrunkUri {

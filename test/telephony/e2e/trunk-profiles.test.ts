@@ -108,6 +108,51 @@ describe("trunk profiles, read back from the INVITE a SIPp carrier received", {
     assert.match(invite, /^m=audio \d+ RTP\/AVP 8 0 101\r?$/m);
   });
 
+  test("a carrier's own ways: From domain, user=phone, P-Asserted-Identity as a tel: URI, no session timer, 100rel required", async () => {
+    const peer = await sipp({ scenario: "uas-answer.xml" });
+    const telephony = await telephonyWith({
+      uri: `sip:127.0.0.1:${peer.sipPort}`,
+      fromDomain: "calls.example.com",
+      userPhone: true,
+      assertedIdentity: true,
+      assertedIdentityForm: "tel",
+      sessionTimer: "off",
+      reliableProvisional: "required",
+    });
+    const invite = await placedInvite(telephony, peer);
+    assert.match(invite, /^INVITE sip:\+16045550123@127\.0\.0\.1:\d+;user=phone SIP\/2\.0\r?$/m);
+    assert.match(header(invite, "To") ?? "", /^<sip:\+16045550123@127\.0\.0\.1:\d+;user=phone>$/);
+    assert.match(header(invite, "From") ?? "", /^<sip:\+16045550100@calls\.example\.com;user=phone>;tag=/);
+    assert.equal(header(invite, "P-Asserted-Identity"), "<tel:+16045550100>");
+    assert.equal(header(invite, "Supported"), "100rel");
+    assert.equal(header(invite, "Require"), "100rel");
+    assert.equal(header(invite, "Session-Expires"), undefined);
+    assert.equal(header(invite, "Min-SE"), undefined);
+  });
+
+  test("a session timer of the trunk's own, 100rel not offered, P-Asserted-Identity as +E.164 with user=phone", async () => {
+    const peer = await sipp({ scenario: "uas-answer.xml" });
+    const telephony = await telephonyWith({
+      uri: `sip:127.0.0.1:${peer.sipPort}`,
+      numberFormat: "national",
+      assertedIdentity: true,
+      assertedIdentityForm: "e164",
+      sessionTimer: 600,
+      reliableProvisional: "off",
+    });
+    const invite = await placedInvite(telephony, peer);
+    assert.match(
+      header(invite, "From") ?? "",
+      /^<sip:6045550100@127\.0\.0\.1>;tag=/,
+      "From keeps the trunk's format",
+    );
+    assert.equal(header(invite, "P-Asserted-Identity"), "<sip:+16045550100@127.0.0.1;user=phone>");
+    assert.equal(header(invite, "Supported"), "timer");
+    assert.equal(header(invite, "Require"), undefined);
+    assert.equal(header(invite, "Session-Expires"), "600");
+    assert.equal(header(invite, "Min-SE"), "90");
+  });
+
   test("G.722 and Opus are offered in the profile's order, with a telephone-event at each clock rate; a trunk without codecs offers Opus, G.722, PCMU, PCMA", async () => {
     const peer = await sipp({ scenario: "uas-answer.xml" });
     const telephony = await telephonyWith({
@@ -163,7 +208,7 @@ describe("trunk profiles, read back from the INVITE a SIPp carrier received", {
       uri: "sip:sip.carrier.invalid",
       outboundProxy: `sip:127.0.0.1:${proxy.sipPort};lr`,
       credentials: { username: "acct", password: "secret" },
-      registration: { expires: 600 },
+      registration: { expires: 600, contactUser: "+16045550150" },
     });
     await until("the REGISTER", async () => (/^REGISTER /m.test(proxy.messages()) ? true : undefined), {
       detail: () => proxy.report(),
@@ -175,6 +220,8 @@ describe("trunk profiles, read back from the INVITE a SIPp carrier received", {
     assert.equal(header(register, "Route"), `<sip:127.0.0.1:${proxy.sipPort};lr>`);
     assert.equal(header(register, "To"), "<sip:acct@sip.carrier.invalid>");
     assert.equal(header(register, "Expires"), "600");
+    // The carrier's INVITEs come to the number registered (an access number, say).
+    assert.match(header(register, "Contact") ?? "", /^<sip:\+16045550150@127\.0\.0\.1:\d+>/);
     // The binding removed at close went the same way.
     assert.match(proxy.messages(), /^Expires: 0\r?$/m);
   });

@@ -15,7 +15,7 @@ export interface RegistrationHost {
   readonly clock: Clock;
   readonly userAgent: string;
   via(transport: Destination["transport"]): string;
-  contact(transport: Destination["transport"], secure: boolean): string;
+  contact(transport: Destination["transport"], secure: boolean, user?: string): string;
   sendNonInvite(
     request: SipRequest,
     destination: Destination,
@@ -35,6 +35,8 @@ export interface RegistrationOptions {
   readonly credentials?: { readonly username: string; readonly password: string };
   /** The lifetime asked for, in seconds. */
   readonly expires: number;
+  /** The user of the Contact registered; default the host's own. */
+  readonly contactUser?: string;
   readonly callId: string;
   readonly tag: string;
   /** Told of each outcome, for the log. */
@@ -115,7 +117,7 @@ export class Registration {
     headers.append("To", `<${this.options.aor}>`);
     headers.append("Call-ID", this.options.callId);
     headers.append("CSeq", `${this.#cseq++} REGISTER`);
-    headers.append("Contact", this.host.contact(destination.transport, false));
+    headers.append("Contact", this.host.contact(destination.transport, false, this.options.contactUser));
     headers.append("Expires", String(expires));
     headers.append("User-Agent", this.host.userAgent);
     if (authorization !== undefined) headers.append(authorization[0], authorization[1]);
@@ -173,7 +175,11 @@ export class Registration {
       this.#failed(`${response.status} ${response.reason}`);
       return;
     }
-    const granted = grantedExpires(response, this.host.contact(destination.transport, false), expires);
+    const granted = grantedExpires(
+      response,
+      this.host.contact(destination.transport, false, this.options.contactUser),
+      expires,
+    );
     this.#retryMs = RETRY_FIRST_MS;
     this.#setState("registered", `for ${granted} s`);
     // Refresh before it lapses: at 80 % of the lifetime, at least 5 s early.

@@ -89,13 +89,29 @@ export interface OutgoingCallRequest {
   readonly headers?: readonly (readonly [string, string])[];
   /** The servers to try next when `destination` fails (RFC 3263 section 4.3). */
   readonly failover?: Failover;
+  /**
+   * The session timer asked of the far end (RFC 4028): its interval (at least our Min-SE), or null
+   * to ask none and not list `timer` in Supported; default the agent's.
+   */
+  readonly sessionTimer?: { readonly interval: number } | null;
+  /** Reliable provisional responses (RFC 3262): offered (default), required of the far end, or not offered. */
+  readonly reliableProvisional?: ReliableProvisional;
 }
 
-/** A party in From or P-Asserted-Identity: `"displayName" <sip:user@host>`, host default ours. */
+export type ReliableProvisional = "supported" | "required" | "off";
+export const RELIABLE_PROVISIONAL: readonly ReliableProvisional[] = ["supported", "required", "off"];
+
+/**
+ * A party in From or P-Asserted-Identity: `"displayName" <sip:user@host;params>`, host default ours,
+ * or `"displayName" <uri>` when `uri` is given (a tel: URI, RFC 3966).
+ */
 export interface Identity {
   readonly user: string;
   readonly displayName?: string;
   readonly host?: string;
+  /** URI parameters after the host, e.g. `;user=phone` (RFC 3261 section 19.1.1). */
+  readonly params?: string;
+  readonly uri?: string;
 }
 
 export class UserAgent implements TransactionCore, SessionHost {
@@ -138,9 +154,15 @@ export class UserAgent implements TransactionCore, SessionHost {
     return this.#layer.serverTransactions;
   }
 
-  #nameAddr({ user, displayName, host = formatHost(this.#transport.sentBy.host) }: Identity): string {
+  #nameAddr({
+    user,
+    displayName,
+    host = formatHost(this.#transport.sentBy.host),
+    params = "",
+    uri,
+  }: Identity): string {
     const name = displayName === undefined ? "" : `${quotedString(displayName)} `;
-    return `${name}<sip:${user}@${host}>`;
+    return `${name}<${uri ?? `sip:${user}@${host}${params}`}>`;
   }
 
   /** The transport's messages come here. */
@@ -196,9 +218,21 @@ export class UserAgent implements TransactionCore, SessionHost {
     headers.append("Contact", this.contact(transportName, uriScheme(request.requestUri) === "sips"));
     headers.append("Allow", this.allow);
     // RFC 4028 section 7.1: we ask for a session timer and let the answerer pick the refresher.
-    headers.append("Supported", "timer, 100rel");
-    headers.append("Session-Expires", String(this.sessionTimer.interval));
-    headers.append("Min-SE", String(this.sessionTimer.minimum));
+    const timer =
+      request.sessionTimer === undefined
+        ? this.sessionTimer
+        : request.sessionTimer && {
+            interval: request.sessionTimer.interval,
+            minimum: Math.min(this.sessionTimer.minimum, request.sessionTimer.interval),
+          };
+    const reliable = request.reliableProvisional ?? "supported";
+    const supported = [...(timer === null ? [] : ["timer"]), ...(reliable === "off" ? [] : ["100rel"])];
+    if (supported.length > 0) headers.append("Supported", supported.join(", "));
+    if (reliable === "required") headers.append("Require", "100rel");
+    if (timer !== null) {
+      headers.append("Session-Expires", String(timer.interval));
+      headers.append("Min-SE", String(timer.minimum));
+    }
     headers.append("User-Agent", this.userAgent);
     if (request.assertedIdentity !== undefined)
       headers.append("P-Asserted-Identity", this.#nameAddr(request.assertedIdentity));
@@ -232,12 +266,13 @@ export class UserAgent implements TransactionCore, SessionHost {
     return `SIP/2.0/${transport} ${formatHost(host)}:${port};branch=${newBranch()};rport`;
   }
 
-  contact(transport: TransportName, secure = false): string {
+  /** Our Contact over `transport`; `user` is `bridgeline` but where a registration names its own. */
+  contact(transport: TransportName, secure = false, user = "bridgeline"): string {
     const { host, port } = this.#transport.sentByFor(transport);
     // A SIPS URI says TLS by itself (RFC 5630 section 3.1.3 deprecates ;transport=tls with it).
-    if (secure) return `<sips:bridgeline@${formatHost(host)}:${port}>`;
+    if (secure) return `<sips:${user}@${formatHost(host)}:${port}>`;
     const param = transport === "UDP" ? "" : `;transport=${transport.toLowerCase()}`;
-    return `<sip:bridgeline@${formatHost(host)}:${port}${param}>`;
+    return `<sip:${user}@${formatHost(host)}:${port}${param}>`;
   }
 
   sendInvite(
