@@ -35,11 +35,7 @@ export async function healthRoutes(
     "/health/ready",
     {
       GET: async (_request, reply) => {
-        const results = await Promise.all(
-          Object.entries(checks).map(
-            async ([name, check]) => [name, (await withTimeout(check)) ?? "ok"] as const,
-          ),
-        );
+        const results = await runReadinessChecks(checks);
         const ready = results.every(([, result]) => result === "ok");
         reply
           .status(ready ? 200 : 503)
@@ -49,6 +45,13 @@ export async function healthRoutes(
       },
     },
     json,
+  );
+}
+
+/** Every check, at once, each given READINESS_TIMEOUT_MS: its name and "ok" or the problem. */
+export function runReadinessChecks(checks: ReadinessChecks): Promise<(readonly [string, string])[]> {
+  return Promise.all(
+    Object.entries(checks).map(async ([name, check]) => [name, (await withTimeout(check)) ?? "ok"] as const),
   );
 }
 

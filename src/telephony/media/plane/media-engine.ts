@@ -898,6 +898,7 @@ export class MediaEngine {
       mixes: this.#mixes.size,
       legs,
       streams,
+      portPairsInUse: this.#allocator.allocated,
     };
   }
 }
