@@ -234,7 +234,7 @@ export class ServiceMetrics {
   );
   readonly #callsRefused = this.#counter(
     "bridgeline_calls_refused_total",
-    "Calls refused for a limit, by reason (max-calls: INVITE refused 503 at BRIDGELINE_MAX_CALLS; user-limit: an attendee call not placed, past its owner's per-user limits; denied-number: not placed, a number never called)",
+    "Calls refused for a limit, by reason (max-calls: INVITE refused 503 at BRIDGELINE_SIP_MAX_CALLS; user-limit: an attendee call not placed, past its owner's per-user limits; denied-number: not placed, a number never called)",
     ["reason"],
   );
   readonly #startLag = new Histogram({
