@@ -291,6 +291,16 @@ describe("the Prometheus rules and the Grafana dashboard (deploy/)", { skip: ski
       assert.equal(line, `bridgeline_build_info{version="${version}",commit="${commit}"} 1`);
     });
 
+    it("times the database's statements by kind, none of them failed", () => {
+      const count = (kind: string) =>
+        Number(
+          new RegExp(`^bridgeline_db_query_seconds_count\\{kind="${kind}"\\} (\\d+)$`, "m").exec(scrape)?.[1],
+        );
+      // Start-up wrote (the instance's heartbeat) and the scrape and the request read.
+      for (const kind of ["select", "insert", "update"]) assert.ok(count(kind) > 0, kind);
+      assert.doesNotMatch(scrape, /^bridgeline_db_errors_total\{[^}]*\} [1-9]/m);
+    });
+
     it("exports the readiness checks, the RTP ports against their range and the certificates' expiry", () => {
       for (const check of ["database", "migrations", "sip", "media"])
         assert.match(scrape, new RegExp(`^bridgeline_ready\\{check="${check}"\\} 1$`, "m"));
