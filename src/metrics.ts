@@ -45,6 +45,11 @@ const QUERY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 
 const DELIVERY_LAG_BUCKETS = [0.5, 1, 2, 5, 10, 30, 60, 300, 1800, 3600, 4 * 3600, 24 * 3600];
 const QUERY_KINDS: readonly QueryKind[] = ["select", "insert", "update", "delete", "other"];
 const QUERY_FAILURES: readonly QueryFailure[] = ["unreachable", "statement"];
+const REFUSAL_REASONS: readonly ("max-calls" | CallNotPlaced)[] = [
+  "max-calls",
+  "user-limit",
+  "denied-number",
+];
 /**
  * prom-client's default gauges named `_total`, which is a counter's suffix (promtool warns): each is
  * the sum of the gauge of the same name without it, by `type`, so they are left out.
@@ -91,6 +96,71 @@ export class ServiceMetrics {
     buckets: REQUEST_BUCKETS,
     registers: [this.registry],
   });
+
+  // Operators' basics (issue 30): build, RTP ports, refusals, scheduler, database, webhook lag,
+  // certificates, readiness.
+  readonly #buildInfo = this.#gauge(
+    "bridgeline_build_info",
+    "The build running: version (package.json) and commit (stamped by npm run build; dev from the sources)",
+    ["version", "commit"],
+  );
+  readonly #rtpPortsInUse = this.#gauge(
+    "bridgeline_rtp_ports_in_use",
+    "RTP and RTCP ports bound now, by media thread (two per call's stream)",
+    ["thread"],
+  );
+  readonly #rtpPorts = this.#gauge(
+    "bridgeline_rtp_ports",
+    "RTP and RTCP ports of BRIDGELINE_RTP_PORTS each media thread hands out (its share of the range)",
+    ["thread"],
+  );
+  readonly #callsRefused = this.#counter(
+    "bridgeline_calls_refused_total",
+    "Calls refused for a limit, by reason (max-calls: INVITE refused 503 at BRIDGELINE_SIP_MAX_CALLS; user-limit: an attendee call not placed, past its owner's per-user limits; denied-number: not placed, a number never called)",
+    ["reason"],
+  );
+  readonly #startLag = new Histogram({
+    name: "bridgeline_conference_start_lag_seconds",
+    help: "For each conference this instance started: from its scheduled start to its claim",
+    buckets: START_LAG_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly #delayed = this.#counter(
+    "bridgeline_conferences_delayed_total",
+    "Due conferences this instance found still waiting: no instance had room for them (BRIDGELINE_MAX_PARTICIPANTS)",
+  );
+  readonly #queries = new Histogram({
+    name: "bridgeline_db_query_seconds",
+    help: "Database statements run by this instance (not the migrations), by kind (select, insert, update, delete, other)",
+    labelNames: ["kind"],
+    buckets: QUERY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly #queryErrors = this.#counter(
+    "bridgeline_db_errors_total",
+    "Database statements that failed, by kind and cause (unreachable: connection lost or no answer in time; statement: refused by the database)",
+    ["kind", "cause"],
+  );
+  readonly #deliveryLag = new Histogram({
+    name: "bridgeline_webhook_delivery_lag_seconds",
+    help: "For each webhook delivery this instance got through: from its event (queued) to the receiver's 2xx",
+    buckets: DELIVERY_LAG_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly #certificateExpiry = this.#gauge(
+    "bridgeline_certificate_expiry_timestamp_seconds",
+    "When the certificate each TLS listener presents expires (https, sip), in seconds since the epoch; read again on SIGHUP",
+    ["listener"],
+  );
+  readonly #ready = this.#gauge(
+    "bridgeline_ready",
+    "The readiness checks of /health/ready at the scrape, by check: 1 passing, 0 failing",
+    ["check"],
+  );
+  /** One child per kind, made once: a statement's observation makes no labels object. */
+  readonly #queryByKind = Object.fromEntries(
+    QUERY_KINDS.map((kind) => [kind, this.#queries.labels({ kind })]),
+  ) as Record<QueryKind, ReturnType<Histogram["labels"]>>;
 
   // Read at each scrape.
   readonly #conferences = this.#gauge("bridgeline_conferences", "Conferences in the database, by state", [
@@ -215,71 +285,6 @@ export class ServiceMetrics {
     "bridgeline_sip_tls_failures_total",
     "SIP over TLS handshakes that failed or timed out, and trunk certificates refused",
   );
-  // Operators' basics (issue 30): build, RTP ports, refusals, scheduler, database, webhook lag,
-  // certificates, readiness.
-  readonly #buildInfo = this.#gauge(
-    "bridgeline_build_info",
-    "The build running: version (package.json) and commit (stamped by npm run build; dev from the sources)",
-    ["version", "commit"],
-  );
-  readonly #rtpPortsInUse = this.#gauge(
-    "bridgeline_rtp_ports_in_use",
-    "RTP and RTCP ports bound now, by media thread (two per call's stream)",
-    ["thread"],
-  );
-  readonly #rtpPorts = this.#gauge(
-    "bridgeline_rtp_ports",
-    "RTP and RTCP ports of BRIDGELINE_RTP_PORTS each media thread hands out (its share of the range)",
-    ["thread"],
-  );
-  readonly #callsRefused = this.#counter(
-    "bridgeline_calls_refused_total",
-    "Calls refused for a limit, by reason (max-calls: INVITE refused 503 at BRIDGELINE_SIP_MAX_CALLS; user-limit: an attendee call not placed, past its owner's per-user limits; denied-number: not placed, a number never called)",
-    ["reason"],
-  );
-  readonly #startLag = new Histogram({
-    name: "bridgeline_conference_start_lag_seconds",
-    help: "For each conference this instance started: from its scheduled start to its claim",
-    buckets: START_LAG_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly #delayed = this.#counter(
-    "bridgeline_conferences_delayed_total",
-    "Due conferences this instance found still waiting: no instance had room for them (BRIDGELINE_MAX_PARTICIPANTS)",
-  );
-  readonly #queries = new Histogram({
-    name: "bridgeline_db_query_seconds",
-    help: "Database statements run by this instance (not the migrations), by kind (select, insert, update, delete, other)",
-    labelNames: ["kind"],
-    buckets: QUERY_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly #queryErrors = this.#counter(
-    "bridgeline_db_errors_total",
-    "Database statements that failed, by kind and cause (unreachable: connection lost or no answer in time; statement: refused by the database)",
-    ["kind", "cause"],
-  );
-  readonly #deliveryLag = new Histogram({
-    name: "bridgeline_webhook_delivery_lag_seconds",
-    help: "For each webhook delivery this instance got through: from its event (queued) to the receiver's 2xx",
-    buckets: DELIVERY_LAG_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly #certificateExpiry = this.#gauge(
-    "bridgeline_certificate_expiry_timestamp_seconds",
-    "When the certificate each TLS listener presents expires (https, sip), in seconds since the epoch; read again on SIGHUP",
-    ["listener"],
-  );
-  readonly #ready = this.#gauge(
-    "bridgeline_ready",
-    "The readiness checks of /health/ready at the scrape, by check: 1 passing, 0 failing",
-    ["check"],
-  );
-  /** One child per kind, made once: a statement's observation makes no labels object. */
-  readonly #queryByKind = Object.fromEntries(
-    QUERY_KINDS.map((kind) => [kind, this.#queries.labels({ kind })]),
-  ) as Record<QueryKind, ReturnType<Histogram["labels"]>>;
-
   /** The media threads' lateness, kept between scrapes for the exposition prom-client cannot make. */
   #lateness: MediaPlaneStats["threads"] = [];
 
@@ -290,7 +295,7 @@ export class ServiceMetrics {
     const build = readBuildInfo();
     this.#buildInfo.set({ version: build.version, commit: build.commit }, 1);
     // Every series from the start, so that rate() and increase() see the first ones.
-    for (const reason of ["max-calls", "user-limit", "denied-number"]) this.#callsRefused.inc({ reason }, 0);
+    for (const reason of REFUSAL_REASONS) this.#callsRefused.inc({ reason }, 0);
     for (const kind of QUERY_KINDS)
       for (const cause of QUERY_FAILURES) this.#queryErrors.inc({ kind, cause }, 0);
   }
