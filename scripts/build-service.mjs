@@ -4,7 +4,8 @@
  * Types are checked once, by `npm run typecheck` (tsc -p .); a build that checked them again would
  * be a second full compile of the same sources on every run.
  */
-import { readdirSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, readdirSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
@@ -29,4 +30,18 @@ await build({
   tsconfig: join(root, "tsconfig.build.json"),
   logLevel: "warning",
 });
-console.log(`${relative(root, outdir)}: ${entryPoints.length} modules`);
+
+// The commit built, for bridgeline_build_info (src/build-info.ts): "unknown" outside a git checkout.
+let commit = "unknown";
+try {
+  commit = execFileSync("git", ["rev-parse", "HEAD"], {
+    cwd: root,
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "ignore"],
+  }).trim();
+} catch {
+  // No git, or not a checkout (a release tarball).
+}
+mkdirSync(outdir, { recursive: true });
+writeFileSync(join(outdir, "build-info.json"), `${JSON.stringify({ commit })}\n`);
+console.log(`${relative(root, outdir)}: ${entryPoints.length} modules, commit ${commit}`);

@@ -35,6 +35,24 @@ command -v openssl >/dev/null || apt_install openssl
 command -v espeak-ng >/dev/null || apt_install espeak-ng
 # Headless Chromium for the moderator console's browser tests (driven by playwright-core).
 command -v chromium >/dev/null || apt_install chromium
+# promtool checks deploy/prometheus and the service's metrics (test/deploy/monitoring.test.ts). It
+# comes only with Debian's Prometheus server, whose postinst would start the server on :9090: no
+# recommends (prometheus-node-exporter, another daemon on :9100), and while it installs a
+# policy-rc.d (invoke-rc.d's and deb-systemd-invoke's local policy) answers 101, "do not start",
+# unless the machine has one of its own (Docker images do).
+if ! command -v promtool >/dev/null; then
+  if [[ -e /usr/sbin/policy-rc.d ]]; then
+    apt_install --no-install-recommends prometheus
+  else
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+    printf '#!/bin/sh\n# scripts/test-full.sh: no service starts while it installs packages.\nexit 101\n' \
+      >/usr/sbin/policy-rc.d
+    chmod 755 /usr/sbin/policy-rc.d
+    apt_install --no-install-recommends prometheus
+    rm -f /usr/sbin/policy-rc.d
+    trap - EXIT
+  fi
+fi
 
 # PostgreSQL for the production-store half of the suite.
 : "${BRIDGELINE_TEST_DATABASE_URL:=postgres://postgres@127.0.0.1:5432/test}"

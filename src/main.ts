@@ -7,6 +7,7 @@ import type { DestinationStream } from "pino";
 import { EventFeed } from "./api/event-feed.js";
 import { browserIceServers } from "./api/ice-servers.js";
 import { limitListener } from "./api/listener-limits.js";
+import { type ReadinessChecks, runReadinessChecks } from "./api/routes/health.js";
 import { buildApi } from "./api/server.js";
 import { systemClock } from "./clock.js";
 import { ConferenceRuntime } from "./conference/conference-runtime.js";
@@ -24,6 +25,7 @@ import {
   openStore,
   pendingMigrations,
   pingDatabase,
+  type QueryObserver,
   type Store,
   unreachableReason,
 } from "./store/database.js";
@@ -96,7 +98,7 @@ export async function startService(
   for (const { name, likely } of options.unknownVariables ?? [])
     logger.warn({ variable: name, likely }, unknownVariableWarning(name, likely));
   const metrics = new ServiceMetrics(logger.child({ component: "metrics" }));
-  const store = await openStoreWhenReachable(config, logger);
+  const store = await openStoreWhenReachable(config, logger, metrics.query);
   let tls: TlsMaterial;
   let sipTls: ReturnType<typeof loadSipTlsMaterial>;
   try {
@@ -106,6 +108,7 @@ export async function startService(
     await store.close();
     throw error;
   }
+  metrics.certificates({ https: tls.cert, sip: sipTls.material.cert });
   const sip = config.sip;
   const sipTlsPort = sip.tlsPort ?? (sip.port === 0 ? 0 : sip.port + 1);
   let telephony: Telephony;
@@ -197,6 +200,7 @@ export async function startService(
     fenceAudio:
       store.dialect === "postgres" ? { leaseMs: config.conferences.leaseSeconds * 1000 } : undefined,
     onTakeOverHeard: (seconds) => metrics.takeOverHeard(seconds),
+    onCallNotPlaced: metrics.callNotPlaced,
     logger: logger.child({ component: "conferences" }),
     clock: systemClock,
   });
@@ -220,6 +224,8 @@ export async function startService(
     takeOverConference: ({ conference, attendees, lease, callBack, redial, recovery }, validForMs) =>
       conferences.takeOver(conference, attendees, lease, { callBack, redial, recovery, validForMs }),
     onLeases: (held, validForMs, askedAt) => conferences.leasesRenewed(held, validForMs, askedAt),
+    onStarted: metrics.conferenceStarted,
+    onDelayed: metrics.conferenceDelayed,
   });
   const mail = config.mail;
   const notifications = notificationWorker({
@@ -247,14 +253,41 @@ export async function startService(
     clock: options.webhookClock,
     logger: logger.child({ component: "webhooks" }),
     onAttempt: metrics.webhookAttempt,
+    onDelivered: metrics.webhookDelivered,
   });
   const eventFeed = new EventFeed(store, logger, { maxStreams: config.maxEventStreams });
+  const readiness: ReadinessChecks = {
+    database: async () => {
+      try {
+        await pingDatabase(store);
+        return undefined;
+      } catch (error) {
+        return databaseProblem(config, error);
+      }
+    },
+    migrations: async () => {
+      const pending = await pendingMigrations(store);
+      return pending.length === 0 ? undefined : `not applied: ${pending.join(", ")}`;
+    },
+    sip: async () => (telephony.listening ? undefined : "SIP sockets closed"),
+    // The probed trunks: a down one named while another can carry calls (BRIDGELINE_READY_TRUNKS).
+    trunks: async () => {
+      const { state, text } = trunksReadiness(telephony.trunkHealth(), sip.readyTrunks);
+      return state === "ok" ? undefined : state === "degraded" ? { degraded: text } : text;
+    },
+    // Every media thread answers a round trip (a stuck or dead one does not, in time).
+    media: async () => {
+      await telephony.media.stats();
+      return undefined;
+    },
+  };
   metrics.connect({
     store,
     conferences,
     mediaStats: () => telephony.media.stats(),
     eventFeed,
     sipStats: () => telephony.sipStats,
+    readiness: () => runReadinessChecks(readiness),
   });
   let plainServer: http.Server | null = null;
   let httpsServer: https.Server | undefined;
@@ -281,31 +314,7 @@ export async function startService(
       : undefined,
     // Fresh TURN credentials for each page.
     iceServers: () => browserIceServers(config.turn, new Date()),
-    readiness: {
-      database: async () => {
-        try {
-          await pingDatabase(store);
-          return undefined;
-        } catch (error) {
-          return databaseProblem(config, error);
-        }
-      },
-      migrations: async () => {
-        const pending = await pendingMigrations(store);
-        return pending.length === 0 ? undefined : `not applied: ${pending.join(", ")}`;
-      },
-      sip: async () => (telephony.listening ? undefined : "SIP sockets closed"),
-      // The probed trunks: a down one named while another can carry calls (BRIDGELINE_READY_TRUNKS).
-      trunks: async () => {
-        const { state, text } = trunksReadiness(telephony.trunkHealth(), sip.readyTrunks);
-        return state === "ok" ? undefined : state === "degraded" ? { degraded: text } : text;
-      },
-      // Every media thread answers a round trip (a stuck or dead one does not, in time).
-      media: async () => {
-        await telephony.media.stats();
-        return undefined;
-      },
-    },
+    readiness,
     serverFactory: (handler) => {
       if (config.httpPort !== null)
         plainServer = limitListener(http.createServer(handler), config.maxConnections);
@@ -412,6 +421,7 @@ export async function startService(
           );
           return false;
         }
+        metrics.certificates({ https: next.https.cert, sip: next.sip.cert });
         logger.info(files, "certificates reloaded: new connections get them");
         return true;
       },
@@ -452,6 +462,7 @@ export async function startService(
 async function openStoreWhenReachable(
   config: Config,
   logger: ReturnType<typeof createLogger>,
+  onQuery: QueryObserver,
 ): Promise<Store> {
   const giveUpAt = Date.now() + config.databaseWaitSeconds * 1000;
   let delayMs = 2000;
@@ -460,7 +471,7 @@ async function openStoreWhenReachable(
       // Two thirds of the lease: a paused instance's open transaction lets go of its conference's
       // row before another instance looks for it.
       const idleInTransactionMs = Math.ceil((config.conferences.leaseSeconds * 1000 * 2) / 3);
-      return await openStore({ ...config, idleInTransactionMs }, (error) =>
+      return await openStore({ ...config, idleInTransactionMs, onQuery }, (error) =>
         logger.warn({ err: error }, "idle database connection failed; the pool replaces it"),
       );
     } catch (error) {

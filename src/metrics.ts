@@ -1,7 +1,7 @@
 /**
  * Prometheus metrics (prom-client) for `GET /metrics` on BRIDGELINE_METRICS_PORT: calls, rooms,
- * dial-in, media threads, RTP, API requests, event streams, notifications, webhooks and the
- * database pool.
+ * dial-in, media threads, RTP, API requests, event streams, notifications, webhooks, the
+ * database, the scheduler, certificates and the build.
  * Figures kept elsewhere (the media threads' counts, the store's rows) are read once per scrape and
  * copied in; events (calls, requests) are counted as they happen. The names and example queries are
  * in docs/operations.md.
@@ -10,15 +10,18 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { EventFeed } from "./api/event-feed.js";
+import { readBuildInfo } from "./build-info.js";
 import type { ConferenceRuntime } from "./conference/conference-runtime.js";
 import { ATTENDEE_STATES } from "./domain/attendee.js";
 import { CONFERENCE_STATES } from "./domain/conference.js";
-import type { Store } from "./store/database.js";
+import type { CallNotPlaced } from "./domain/phone.js";
+import type { QueryFailure, QueryKind, QueryObserver, Store } from "./store/database.js";
 import { readStoreCounts } from "./store/metrics.js";
 import { LATENESS_BUCKETS_MS } from "./telephony/media/media-clock.js";
 import type { MediaPlaneStats } from "./telephony/media/plane/media-plane.js";
 import type { CallObserver, SipStats } from "./telephony/telephony.js";
 import type { TrunkProbeObserver } from "./telephony/trunk-probe.js";
+import { certificateExpiry } from "./tls.js";
 
 /** Where the figures read at each scrape come from. */
 export interface MetricSources {
@@ -27,6 +30,8 @@ export interface MetricSources {
   readonly mediaStats: () => Promise<MediaPlaneStats>;
   readonly eventFeed: EventFeed;
   readonly sipStats: () => SipStats;
+  /** The readiness checks of /health/ready: each one's name and whether it passes. */
+  readonly readiness: () => Promise<readonly (readonly [string, { readonly passes: boolean }])[]>;
 }
 
 interface MetricsLogger {
@@ -36,6 +41,25 @@ interface MetricsLogger {
 const SETUP_BUCKETS = [0.25, 0.5, 1, 2, 3, 5, 8, 13, 21, 34, 60];
 const REQUEST_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 const LATENESS_METRIC = "bridgeline_media_tick_lateness_seconds";
+const START_LAG_BUCKETS = [0.25, 0.5, 1, 2, 5, 10, 30, 60, 300, 900, 3600];
+const QUERY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+const DELIVERY_LAG_BUCKETS = [0.5, 1, 2, 5, 10, 30, 60, 300, 1800, 3600, 4 * 3600, 24 * 3600];
+const QUERY_KINDS: readonly QueryKind[] = ["select", "insert", "update", "delete", "other"];
+const QUERY_FAILURES: readonly QueryFailure[] = ["unreachable", "statement"];
+const REFUSAL_REASONS: readonly ("max-calls" | CallNotPlaced)[] = [
+  "max-calls",
+  "user-limit",
+  "denied-number",
+];
+/**
+ * prom-client's default gauges named `_total`, which is a counter's suffix (promtool warns): each is
+ * the sum of the gauge of the same name without it, by `type`, so they are left out.
+ */
+const GAUGES_NAMED_TOTAL = [
+  "bridgeline_nodejs_active_handles_total",
+  "bridgeline_nodejs_active_requests_total",
+  "bridgeline_nodejs_active_resources_total",
+];
 
 export class ServiceMetrics {
   readonly registry = new Registry();
@@ -73,6 +97,71 @@ export class ServiceMetrics {
     buckets: REQUEST_BUCKETS,
     registers: [this.registry],
   });
+
+  // Operators' basics (issue 30): build, RTP ports, refusals, scheduler, database, webhook lag,
+  // certificates, readiness.
+  readonly #buildInfo = this.#gauge(
+    "bridgeline_build_info",
+    "The build running: version (package.json) and commit (stamped by npm run build; dev from the sources)",
+    ["version", "commit"],
+  );
+  readonly #rtpPortsInUse = this.#gauge(
+    "bridgeline_rtp_ports_in_use",
+    "RTP and RTCP ports bound now, by media thread (two per call's stream)",
+    ["thread"],
+  );
+  readonly #rtpPorts = this.#gauge(
+    "bridgeline_rtp_ports",
+    "RTP and RTCP ports of BRIDGELINE_RTP_PORTS each media thread hands out (its share of the range)",
+    ["thread"],
+  );
+  readonly #callsRefused = this.#counter(
+    "bridgeline_calls_refused_total",
+    "Calls refused for a limit, by reason (max-calls: INVITE refused 503 at BRIDGELINE_SIP_MAX_CALLS; user-limit: an attendee call not placed, past its owner's per-user limits; denied-number: not placed, a number never called)",
+    ["reason"],
+  );
+  readonly #startLag = new Histogram({
+    name: "bridgeline_conference_start_lag_seconds",
+    help: "For each conference this instance started: from its scheduled start to its claim",
+    buckets: START_LAG_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly #delayed = this.#counter(
+    "bridgeline_conferences_delayed_total",
+    "Due conferences this instance found still waiting: no instance had room for them (BRIDGELINE_MAX_PARTICIPANTS)",
+  );
+  readonly #queries = new Histogram({
+    name: "bridgeline_db_query_seconds",
+    help: "Database statements run by this instance (not the migrations), by kind (select, insert, update, delete, other)",
+    labelNames: ["kind"],
+    buckets: QUERY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly #queryErrors = this.#counter(
+    "bridgeline_db_errors_total",
+    "Database statements that failed, by kind and cause (unreachable: connection lost or no answer in time; statement: refused by the database)",
+    ["kind", "cause"],
+  );
+  readonly #deliveryLag = new Histogram({
+    name: "bridgeline_webhook_delivery_lag_seconds",
+    help: "For each webhook delivery this instance got through: from its event (queued) to the receiver's 2xx",
+    buckets: DELIVERY_LAG_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly #certificateExpiry = this.#gauge(
+    "bridgeline_certificate_expiry_timestamp_seconds",
+    "When the certificate each TLS listener presents expires (https, sip), in seconds since the epoch; read again on SIGHUP",
+    ["listener"],
+  );
+  readonly #ready = this.#gauge(
+    "bridgeline_ready",
+    "The readiness checks of /health/ready at the scrape, by check: 1 passing, 0 failing",
+    ["check"],
+  );
+  /** One child per kind, made once: a statement's observation makes no labels object. */
+  readonly #queryByKind = Object.fromEntries(
+    QUERY_KINDS.map((kind) => [kind, this.#queries.labels({ kind })]),
+  ) as Record<QueryKind, ReturnType<Histogram["labels"]>>;
 
   // Read at each scrape.
   readonly #conferences = this.#gauge("bridgeline_conferences", "Conferences in the database, by state", [
@@ -203,6 +292,13 @@ export class ServiceMetrics {
   constructor(logger: MetricsLogger) {
     this.#logger = logger;
     collectDefaultMetrics({ register: this.registry, prefix: "bridgeline_" });
+    for (const name of GAUGES_NAMED_TOTAL) this.registry.removeSingleMetric(name);
+    const build = readBuildInfo();
+    this.#buildInfo.set({ version: build.version, commit: build.commit }, 1);
+    // Every series from the start, so that rate() and increase() see the first ones.
+    for (const reason of REFUSAL_REASONS) this.#callsRefused.inc({ reason }, 0);
+    for (const kind of QUERY_KINDS)
+      for (const cause of QUERY_FAILURES) this.#queryErrors.inc({ kind, cause }, 0);
   }
 
   /** Told of every call's course: give it to the telephony. */
@@ -214,7 +310,46 @@ export class ServiceMetrics {
     },
     failed: (status) => this.#failed.inc({ status_class: `${Math.floor(status / 100)}xx` }),
     received: () => this.#received.inc(),
+    refusedAtLimit: () => this.#callsRefused.inc({ reason: "max-calls" }),
   };
+
+  /** Told of each attendee call a room did not place: give it to the conferences. */
+  readonly callNotPlaced = (reason: CallNotPlaced): void => {
+    this.#callsRefused.inc({ reason });
+  };
+
+  /** Told of each conference this instance claims: give it to the scheduler. */
+  readonly conferenceStarted = (lateSeconds: number): void => {
+    this.#startLag.observe(lateSeconds);
+  };
+
+  /** Told of each due conference marked delayed here: give it to the scheduler. */
+  readonly conferenceDelayed = (): void => {
+    this.#delayed.inc();
+  };
+
+  /** Told of every database statement: give it to the store. */
+  readonly query: QueryObserver = (kind, seconds, failure) => {
+    this.#queryByKind[kind].observe(seconds);
+    if (failure !== undefined) this.#queryErrors.inc({ kind, cause: failure });
+  };
+
+  /** Told of every webhook delivery that got through: give it to the webhook worker. */
+  readonly webhookDelivered = (sinceQueuedSeconds: number): void => {
+    this.#deliveryLag.observe(sinceQueuedSeconds);
+  };
+
+  /**
+   * The certificates the TLS listeners present, by listener, as PEM: at start and after each reload.
+   * One that cannot be read leaves its listener's series out.
+   */
+  certificates(byListener: Readonly<Record<string, string>>): void {
+    this.#certificateExpiry.reset();
+    for (const [listener, pem] of Object.entries(byListener)) {
+      const expiry = certificateExpiry(pem);
+      if (expiry !== undefined) this.#certificateExpiry.set({ listener }, expiry);
+    }
+  }
 
   /** Told of every API request answered: give it to the API. */
   readonly requestDone = (route: string, method: string, status: number, seconds: number): void => {
@@ -307,7 +442,15 @@ export class ServiceMetrics {
       this.#pool.set({ state: "idle" }, pool.idle);
       this.#pool.set({ state: "waiting" }, pool.waiting);
     }
-    await Promise.all([this.#refreshStore(sources.store), this.#refreshMedia(sources.mediaStats)]);
+    await Promise.all([
+      this.#refreshStore(sources.store),
+      this.#refreshMedia(sources.mediaStats),
+      this.#refreshReadiness(sources.readiness),
+    ]);
+  }
+
+  async #refreshReadiness(read: MetricSources["readiness"]): Promise<void> {
+    for (const [check, result] of await read()) this.#ready.set({ check }, result.passes ? 1 : 0);
   }
 
   async #refreshStore(store: Store): Promise<void> {
@@ -330,10 +473,12 @@ export class ServiceMetrics {
   }
 
   async #refreshMedia(read: () => Promise<MediaPlaneStats>): Promise<void> {
-    const { threads } = await read();
+    const { threads, portPairs } = await read();
     this.#lateness = threads;
     threads.forEach((stats, index) => {
       const thread = { thread: String(index) };
+      this.#rtpPortsInUse.set(thread, 2 * stats.portPairsInUse);
+      this.#rtpPorts.set(thread, 2 * (portPairs[index] ?? 0));
       setCounter(this.#skippedTicks, thread, stats.skippedTicks);
       setCounter(this.#packetsReceived, thread, stats.rtpTotals.packetsReceived);
       setCounter(this.#packetsLost, thread, Math.max(0, stats.rtpTotals.packetsLost));

@@ -90,6 +90,15 @@ export function certificateProblem(material: TlsMaterial, now = new Date()): str
   return undefined;
 }
 
+/** When the PEM's (first) certificate expires, in seconds since the epoch; undefined when it cannot be read. */
+export function certificateExpiry(pem: string): number | undefined {
+  try {
+    return Date.parse(new X509Certificate(pem).validTo) / 1000;
+  } catch {
+    return undefined;
+  }
+}
+
 function readRequired(file: string, variable: string): string {
   try {
     return fs.readFileSync(file, "utf8");

@@ -1,9 +1,11 @@
 /**
  * Certificates reloaded without a restart (what SIGHUP does): the HTTPS and SIP TLS listeners of the
  * running service present the new pair to new connections, connections open keep going, and a pair
- * that cannot be used is refused with a log line while the one in use is kept.
+ * that cannot be used is refused with a log line while the one in use is kept. The metrics give the
+ * expiry of the pair each listener presents.
  */
 import assert from "node:assert/strict";
+import { X509Certificate } from "node:crypto";
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -11,7 +13,7 @@ import { after, test } from "node:test";
 import { connect, type TLSSocket } from "node:tls";
 import { loadConfig } from "../src/config.js";
 import { type IssuedCertificate, testAuthority } from "./helpers/certificates.js";
-import { startTestService } from "./helpers/service.js";
+import { scrapeMetrics, startTestService, type TestService } from "./helpers/service.js";
 import { rtpPortRange } from "./helpers/sipp.js";
 
 const dir = mkdtempSync(join(tmpdir(), "bridgeline-tls-reload-"));
@@ -27,6 +29,17 @@ async function presented(port: number, ca: Buffer): Promise<{ name: string; sock
     socket.once("error", reject);
   });
   return { name: String(socket.getPeerCertificate().subject.CN), socket };
+}
+
+/** bridgeline_certificate_expiry_timestamp_seconds by listener, and when `certificate` expires. */
+async function expiries(api: TestService, certificate: IssuedCertificate) {
+  const metrics = await scrapeMetrics(api);
+  const metric = "bridgeline_certificate_expiry_timestamp_seconds";
+  return {
+    https: metrics.get(`${metric}{listener="https"}`),
+    sip: metrics.get(`${metric}{listener="sip"}`),
+    expected: Date.parse(new X509Certificate(readFileSync(certificate.certFile)).validTo) / 1000,
+  };
 }
 
 test("a reload gives new connections the new pair on HTTPS and SIP TLS; a bad pair is refused and the old kept", {
@@ -48,6 +61,7 @@ test("a reload gives new connections the new pair on HTTPS and SIP TLS; a bad pa
     tlsCertFile: certFile,
     tlsKeyFile: keyFile,
     sip: { ...loadConfig({}).sip, bindAddress: "127.0.0.1", port: 0, rtpPorts: rtpPortRange() },
+    metricsPort: 0,
   });
   try {
     const sipTlsPort = api.service.telephony.sipTlsPort ?? assert.fail("no SIP TLS listener");
@@ -55,12 +69,16 @@ test("a reload gives new connections the new pair on HTTPS and SIP TLS; a bad pa
     assert.equal((await presented(httpsPort, ca)).name, "first");
     const openBefore = await presented(sipTlsPort, ca);
     assert.equal(openBefore.name, "first");
+    const atStart = await expiries(api, first);
+    assert.deepEqual([atStart.https, atStart.sip], [atStart.expected, atStart.expected]);
 
     install(second);
     assert.equal(await api.service.reloadCertificates(), true);
     assert.equal((await presented(httpsPort, ca)).name, "second");
     assert.equal((await presented(sipTlsPort, ca)).name, "second");
     assert.ok(api.logs.some((line) => line.includes("certificates reloaded")));
+    const reloaded = await expiries(api, second);
+    assert.deepEqual([reloaded.https, reloaded.sip], [reloaded.expected, reloaded.expected]);
     // A connection made before goes on: its keep-alive is answered.
     const pong = new Promise<string>((resolve) =>
       openBefore.socket.once("data", (chunk: Buffer) => resolve(chunk.toString())),
@@ -83,6 +101,8 @@ test("a reload gives new connections the new pair on HTTPS and SIP TLS; a bad pa
     assert.ok(api.logs.some((line) => line.includes("the certificate is not a PEM certificate")));
     assert.equal((await presented(httpsPort, ca)).name, "second", "HTTPS keeps the pair in use");
     assert.equal((await presented(sipTlsPort, ca)).name, "second", "SIP TLS keeps the pair in use");
+    const kept = await expiries(api, second);
+    assert.deepEqual([kept.https, kept.sip], [kept.expected, kept.expected]);
   } finally {
     // The HTTPS listener waits for open connections as it closes.
     for (const socket of opened) socket.destroy();

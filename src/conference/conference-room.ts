@@ -33,7 +33,7 @@ import {
 } from "../domain/conference.js";
 import { admittedByEncryption, type CallEncryption, callEncryption } from "../domain/encryption.js";
 import type { ConferenceEventType } from "../domain/event.js";
-import { type CallingPolicy, whyNotCallable } from "../domain/phone.js";
+import { type CallingPolicy, type CallNotPlaced, whyNotCallable } from "../domain/phone.js";
 import { Announcements } from "./announcements.js";
 import { CallMenu } from "./call-menu.js";
 import { CallRecords } from "./call-records.js";
@@ -72,6 +72,8 @@ export interface RoomOptions {
   readonly acceptsDialIn: boolean;
   /** Which numbers may be dialled (toll fraud). */
   readonly callingPolicy: CallingPolicy;
+  /** Told of each attendee call not placed for the calling policy (metrics). */
+  readonly onCallNotPlaced?: (reason: CallNotPlaced) => void;
   /** How long the conference stays open with nobody in it, while callers can dial in. */
   readonly emptyPeriods: EmptyConferencePeriods;
   /** Participants reserved for the room on its instance (its attendees when claimed, at least one). */
@@ -547,8 +549,10 @@ export class ConferenceRoom {
       this.#dialled.add(attendee.id);
       const refused = whyNotCallable(attendee.phoneNumberSubscriberNumber ?? "", callingPolicy);
       // A number stored before the rule (or the deny list) said otherwise: never dialled.
-      if (refused !== undefined) refusals.set(attendee, refused);
-      else callable.push(attendee);
+      if (refused !== undefined) {
+        refusals.set(attendee, refused);
+        this.#options.onCallNotPlaced?.("denied-number");
+      } else callable.push(attendee);
     }
     if (callable.length > 0) {
       let allowances: Map<number, PlacedCallAllowance>;
@@ -575,8 +579,10 @@ export class ConferenceRoom {
       for (const attendee of callable) {
         const allowance = allowances.get(attendee.id);
         if (allowance === undefined) continue;
-        if ("refused" in allowance) refusals.set(attendee, allowance.refused);
-        else this.#dial(attendee, allowance.placedCallId, callBack.has(attendee.id));
+        if ("refused" in allowance) {
+          refusals.set(attendee, allowance.refused);
+          this.#options.onCallNotPlaced?.("user-limit");
+        } else this.#dial(attendee, allowance.placedCallId, callBack.has(attendee.id));
       }
     }
     // After the calls placed, so that the room is not found empty in between.

@@ -15,6 +15,7 @@ import type { Conference, EmptyConferencePeriods } from "../domain/conference.js
 import type { RecoveryDetails } from "../domain/event.js";
 import {
   type CallingPolicy,
+  type CallNotPlaced,
   callerNumberKey,
   normalizeNanpNumber,
   OPEN_CALLING_POLICY,
@@ -73,6 +74,8 @@ export interface ConferenceRuntimeOptions {
    * since its old runner was last heard of (the time nobody could talk in it).
    */
   readonly onTakeOverHeard?: (silentSeconds: number) => void;
+  /** Told of each attendee call a room did not place: past its owner's limits, or a number never called. */
+  readonly onCallNotPlaced?: (reason: CallNotPlaced) => void;
 }
 
 const DEFAULT_REFRESH_INTERVAL_MS = 500;
@@ -303,6 +306,7 @@ export class ConferenceRuntime {
       dataDir: this.#options.dataDir,
       acceptsDialIn: this.#accessNumbers.size > 0 || this.#options.acceptsBrowsers === true,
       callingPolicy: this.#options.callingPolicy ?? OPEN_CALLING_POLICY,
+      onCallNotPlaced: this.#options.onCallNotPlaced,
       reserved: Math.max(1, attendees),
       lease,
       instance: this.#options.instance,

@@ -41,6 +41,9 @@ export const OPEN_CALLING_POLICY: CallingPolicy = {
   maxCallsPerHourPerUser: Number.POSITIVE_INFINITY,
 };
 
+/** Why a conference did not place a call: its owner's limits above, or a number never called (whyNotCallable). */
+export type CallNotPlaced = "user-limit" | "denied-number";
+
 /** The window of `maxCallsPerHourPerUser`. */
 export const CALL_RATE_WINDOW_MS = 3_600_000;
 

@@ -65,6 +65,13 @@ export interface SchedulerOptions {
    * how long from now they are surely its own (the lease counted from `askedAt`).
    */
   readonly onLeases?: (held: readonly HeldLease[], validForMs: number, askedAt: number) => void;
+  /**
+   * Told of each conference this instance claims: the seconds from its scheduled start to the claim
+   * (a conference made pending after its time counts from that time).
+   */
+  readonly onStarted?: (lateSeconds: number) => void;
+  /** Told of each due conference this instance marked delayed: no instance had room for it. */
+  readonly onDelayed?: () => void;
   /** How often due conferences are looked for; a conference starts at most this late. */
   readonly pollIntervalMs?: number;
   /** How often the leases are renewed; a quarter of the lease by default. */
@@ -165,6 +172,8 @@ export class Scheduler {
         if (claimed === undefined) return;
         const { conference, attendees } = claimed;
         logger.info({ conferenceId: conference.id }, "conference started");
+        const lateMs = claimedAt.getTime() - Date.parse(conference.scheduledToStartAt);
+        this.#options.onStarted?.(Math.max(0, lateMs) / 1000);
         try {
           this.#options.startConference(conference, attendees, claimed.lease, this.#validFor(claimedAt));
         } catch (error) {
@@ -262,6 +271,7 @@ export class Scheduler {
   /** Once per conference (and scheduled start), by the instance that marked it delayed. */
   #logDelayed(delayed: DelayedConference[]): void {
     for (const conference of delayed) {
+      this.#options.onDelayed?.();
       this.#options.logger.warn(
         {
           conferenceId: conference.id,

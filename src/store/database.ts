@@ -3,6 +3,7 @@ import path from "node:path";
 import SQLite from "better-sqlite3";
 import {
   Kysely,
+  type LogEvent,
   Migrator,
   PostgresDialect,
   type PostgresPool,
@@ -24,6 +25,45 @@ export interface Store {
   /** The connection pool's use (PostgreSQL); undefined for SQLite's single connection. */
   pool?: () => { readonly total: number; readonly idle: number; readonly waiting: number };
   close(): Promise<void>;
+}
+
+/** What a statement does, by its root node; `other` for raw SQL and the rest. */
+export type QueryKind = "select" | "insert" | "update" | "delete" | "other";
+
+/**
+ * Why a statement failed: the database could not be reached or did not answer in time
+ * (unreachableReason), or it refused the statement (a constraint, a lock, a cancelled statement).
+ */
+export type QueryFailure = "unreachable" | "statement";
+
+/**
+ * Told of every statement the store runs (not the migrations): its kind, how long it took, and
+ * why it failed if it did (metrics).
+ */
+export type QueryObserver = (kind: QueryKind, seconds: number, failure: QueryFailure | undefined) => void;
+
+const QUERY_KINDS: Readonly<Record<string, QueryKind>> = {
+  SelectQueryNode: "select",
+  InsertQueryNode: "insert",
+  UpdateQueryNode: "update",
+  DeleteQueryNode: "delete",
+};
+
+/** Kysely's log option telling `observe` of each statement, or none without one. */
+function queryLog(observe: QueryObserver | undefined): { log?: (event: LogEvent) => void } {
+  if (observe === undefined) return {};
+  return {
+    log: (event) =>
+      observe(
+        QUERY_KINDS[event.query.query.kind] ?? "other",
+        event.queryDurationMillis / 1000,
+        event.level === "query"
+          ? undefined
+          : unreachableReason(event.error) === undefined
+            ? "statement"
+            : "unreachable",
+      ),
+  };
 }
 
 export async function migrate(store: Store): Promise<void> {
@@ -109,14 +149,17 @@ function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
 }
 
 /** The embedded store: one SQLite file in the data directory. */
-export async function openSqliteStore(dataDir: string): Promise<Store> {
+export async function openSqliteStore(dataDir: string, onQuery?: QueryObserver): Promise<Store> {
   fs.mkdirSync(dataDir, { recursive: true });
   const sqlite = new SQLite(path.join(dataDir, "bridgeline.sqlite3"));
   // WAL lets readers proceed while a write commits; foreign keys are off by default in SQLite.
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("foreign_keys = ON");
   sqlite.pragma("busy_timeout = 5000");
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const db = new Kysely<Database>({
+    dialect: new SqliteDialect({ database: withStatementCache(sqlite) }),
+    ...queryLog(onQuery),
+  });
   const store: Store = { db, dialect: "sqlite", close: () => db.destroy() };
   await migrate(store);
   return store;
@@ -138,6 +181,7 @@ const KEEPALIVE_DELAY_MS = 10_000;
 export interface PostgresOptions {
   /** Told when an idle connection fails (the pool replaces it). */
   readonly onIdleClientError?: (error: Error) => void;
+  readonly onQuery?: QueryObserver;
   readonly poolSize?: number;
   /**
    * How long a statement may run, and a connection be waited for (a free one of the pool, or a new
@@ -201,7 +245,10 @@ export async function openPostgresStore(
   // reported on the client, where an unheard "error" event would end the process; the query then
   // running or the next one fails with it instead, and the pool drops the client when it returns.
   pool.on("connect", (client) => client.on("error", () => {}));
-  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool: closingTimedOut(pool) }) });
+  const db = new Kysely<Database>({
+    dialect: new PostgresDialect({ pool: closingTimedOut(pool) }),
+    ...queryLog(options.onQuery),
+  });
   return {
     db,
     dialect: "postgres",
@@ -248,14 +295,16 @@ export function openStore(
     dataDir: string;
     databaseTimeoutSeconds?: number;
     idleInTransactionMs?: number;
+    onQuery?: QueryObserver;
   },
   onIdleClientError?: (error: Error) => void,
 ): Promise<Store> {
   return options.databaseUrl
     ? openPostgresStore(options.databaseUrl, {
         onIdleClientError,
+        onQuery: options.onQuery,
         timeoutSeconds: options.databaseTimeoutSeconds,
         idleInTransactionMs: options.idleInTransactionMs,
       })
-    : openSqliteStore(options.dataDir);
+    : openSqliteStore(options.dataDir, options.onQuery);
 }

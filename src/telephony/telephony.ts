@@ -178,6 +178,8 @@ export interface CallObserver {
   failed(status: number): void;
   /** A call taken (an INVITE that reached the service's call handling). */
   received(): void;
+  /** An INVITE refused 503: as many calls in progress as allowed (maxCalls). */
+  refusedAtLimit(): void;
 }
 
 export interface SipStats {
@@ -736,6 +738,7 @@ export class Telephony implements CallHost {
     const maxCalls = this.#options.maxCalls;
     if (maxCalls !== undefined && this.#calls.size >= maxCalls) {
       session.reject(503, "Service Unavailable", [["Retry-After", String(CALLS_FULL_RETRY_AFTER_SECONDS)]]);
+      this.#options.observer?.refusedAtLimit();
       this.#options.logger?.warn(
         { from: fromUser, to: toUser, maxCalls },
         "call refused: as many calls as allowed",

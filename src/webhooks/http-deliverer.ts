@@ -34,6 +34,8 @@ export interface WebhookWorkerOptions {
   random?: () => number;
   /** Told of every attempt's result (metrics). */
   onAttempt?: (result: "delivered" | "failed" | "gone", seconds: number) => void;
+  /** Told of every delivery that got through: the seconds since it was queued (metrics). */
+  onDelivered?: (sinceQueuedSeconds: number) => void;
 }
 
 /** Delivered and failed deliveries are kept this long in the log. */
@@ -68,7 +70,11 @@ function httpDeliverer(options: WebhookWorkerOptions): Deliverer<ClaimedDelivery
       const startedMs = performance.now();
       const result = await post(delivery, options);
       // Counted before the attempt is settled: whoever sees it settled sees it counted.
-      options.onAttempt?.(attemptResult(result.outcome), (performance.now() - startedMs) / 1000);
+      const attempt = attemptResult(result.outcome);
+      options.onAttempt?.(attempt, (performance.now() - startedMs) / 1000);
+      // Queued at the wall clock's time, whatever the schedule's clock says.
+      if (attempt === "delivered")
+        options.onDelivered?.(Math.max(0, Date.now() - Date.parse(delivery.createdAt)) / 1000);
       return result;
     },
 

@@ -439,6 +439,9 @@ describe("webhooks", { concurrency: true }, () => {
       );
       assert.equal(totalOf(metrics, "bridgeline_webhook_deliveries", 'state="pending"'), 0);
       assert.ok(totalOf(metrics, "bridgeline_webhook_deliveries", 'state="delivered"') >= log.length);
+      // Each delivery that got through, its time from the event to the 2xx.
+      const lag = "bridgeline_webhook_delivery_lag_seconds_count";
+      assert.equal(totalOf(metrics, lag) - totalOf(metricsBefore, lag), attempts("delivered"));
     });
 
     it("disables a webhook whose receiver answers 410 Gone, and tells its owner", async () => {

@@ -177,6 +177,7 @@ test("a stored number the calling rules refuse is never dialled: the attendee fa
       },
     ],
   ]);
+  assert.deepEqual(h.notPlaced, ["denied-number", "denied-number"]);
 });
 
 test("with dial-in open, the last one leaving ends it only after the grace period, and a caller within it keeps it going", async () => {
@@ -369,6 +370,7 @@ test("calls past the owner's limit of calls in progress are not placed; a call t
     ],
   ]);
   assert.ok(h.logger.lines.some((line) => line.level === "warn" && line.fields.attendeeId === 3));
+  assert.deepEqual(h.notPlaced, ["user-limit"]);
   // Attendee 2 is busy: its place is free again, and the API's call-again for 3 goes out.
   h.telephone.calls[1]?.fail(486, "Busy Here");
   await flush();
@@ -407,6 +409,7 @@ test("calls past the owner's hourly limit are not placed, though none is in prog
       },
     ],
   );
+  assert.deepEqual(h.notPlaced, ["user-limit"]);
 });
 
 test("a refresh while the first calls are still being reserved does not find the room empty", async () => {

@@ -5,7 +5,7 @@ import { ConferenceRoom } from "../../src/conference/conference-room.js";
 import type { Speak } from "../../src/conference/ports.js";
 import type { Attendee } from "../../src/domain/attendee.js";
 import type { Conference } from "../../src/domain/conference.js";
-import { type CallingPolicy, OPEN_CALLING_POLICY } from "../../src/domain/phone.js";
+import { type CallingPolicy, type CallNotPlaced, OPEN_CALLING_POLICY } from "../../src/domain/phone.js";
 import { FakeClock } from "../helpers/fake-clock.js";
 import {
   attendee,
@@ -37,6 +37,8 @@ export interface Harness {
   /** The call placed to attendee `id`. */
   call: (id: number) => FakeCall;
   spoken: string[];
+  /** Why each attendee call not placed for the calling policy was not (what the metrics count). */
+  notPlaced: CallNotPlaced[];
 }
 
 export interface HarnessOptions {
@@ -77,6 +79,7 @@ export async function startRoom(options: HarnessOptions = {}): Promise<Harness> 
   store.lease = options.lease ?? 1;
   const logger = new FakeLogger();
   const spoken: string[] = [];
+  const notPlaced: CallNotPlaced[] = [];
   let ended = 0;
   const room = new ConferenceRoom(store.conference as Conference, {
     telephone,
@@ -87,6 +90,7 @@ export async function startRoom(options: HarnessOptions = {}): Promise<Harness> 
     dataDir: DATA_DIR,
     acceptsDialIn: options.acceptsDialIn ?? false,
     callingPolicy: options.callingPolicy ?? OPEN_CALLING_POLICY,
+    onCallNotPlaced: (reason) => notPlaced.push(reason),
     emptyPeriods: EMPTY_PERIODS,
     reserved: 1,
     lease: store.lease,
@@ -122,6 +126,7 @@ export async function startRoom(options: HarnessOptions = {}): Promise<Harness> 
     endedCalls: () => ended,
     call: (id) => telephone.callTo(numberOf(id)),
     spoken,
+    notPlaced,
   };
 }
 

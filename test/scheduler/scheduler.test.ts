@@ -12,7 +12,13 @@ import { after, before, describe, it } from "node:test";
 import { loadConfig } from "../../src/config.js";
 import { schedulerStore } from "../../src/store/scheduler-store.js";
 import { createTestDatabase, forEachStore, postgresOnly, type TestDatabase } from "../helpers/databases.js";
-import { createUser, startTestService, type TestService } from "../helpers/service.js";
+import {
+  createUser,
+  scrapeMetrics,
+  startTestService,
+  type TestService,
+  totalOf,
+} from "../helpers/service.js";
 import { until } from "../helpers/until.js";
 
 type Auth = [string, string];
@@ -253,7 +259,7 @@ describe("the scheduler", { concurrency: true }, () => {
       let user: { id: number; auth: Auth };
       before(async () => {
         api = await startTestService(
-          { conferences: { ...loadConfig({}).conferences, maxParticipants: 1 } },
+          { conferences: { ...loadConfig({}).conferences, maxParticipants: 1 }, metricsPort: 0 },
           { store: kind, heartbeatIntervalMs: 100 },
         );
         user = await createUser(api);
@@ -294,6 +300,7 @@ describe("the scheduler", { concurrency: true }, () => {
         assert.equal(reported().length, 1, reported().join("\n"));
         assert.match(reported()[0] ?? "", /"attendees":2/);
         assert.deepEqual(await delayedEvents(), [{ reason: "no instance has room for it" }]);
+        assert.equal(totalOf(await scrapeMetrics(api), "bridgeline_conferences_delayed_total"), 1);
         const now = new Date();
         assert.deepEqual(
           await api.inspect((db) =>
@@ -316,6 +323,11 @@ describe("the scheduler", { concurrency: true }, () => {
           waitForState(api, user.auth, path, "ended"),
         );
         assert.equal((await delayedEvents()).length, 1);
+        // Started a minute or more after its time: the scheduler's lag says so.
+        const metrics = await scrapeMetrics(api);
+        assert.equal(totalOf(metrics, "bridgeline_conference_start_lag_seconds_count"), 1);
+        assert.ok(totalOf(metrics, "bridgeline_conference_start_lag_seconds_sum") >= 60);
+        assert.equal(totalOf(metrics, "bridgeline_conferences_delayed_total"), 1);
       });
     });
   });

@@ -3,11 +3,18 @@
  * owner's first conference's call and hangs up a few seconds later. While that call is up, the
  * owner's second conference does not place its call (the attendee fails "403 Not Called") and a call
  * again is refused 422; once the carrier has hung up, the call again goes out and is answered.
+ * The call not placed is counted in /metrics.
  */
 import assert from "node:assert/strict";
 import { after, describe, test } from "node:test";
 import { loadConfig } from "../../../src/config.js";
-import { createPendingConference, createUser, startTestService } from "../../helpers/service.js";
+import {
+  createPendingConference,
+  createUser,
+  scrapeMetrics,
+  startTestService,
+  totalOf,
+} from "../../helpers/service.js";
 import { rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
 import { until } from "../../helpers/until.js";
 import { textOf, type XmlNode } from "../../helpers/xml.js";
@@ -39,6 +46,7 @@ describe("calls in progress per user, with a real carrier", { skip }, () => {
         accessNumbers: ["+16045550199"],
       },
       conferences: { ...defaults.conferences, maxCallsInProgressPerUser: 1 },
+      metricsPort: 0,
     });
     cleanups.push(() => api.close());
     const owner = await createUser(api);
@@ -89,6 +97,9 @@ describe("calls in progress per user, with a real carrier", { skip }, () => {
       ),
       detail(),
     );
+    const metrics = await scrapeMetrics(api);
+    assert.equal(totalOf(metrics, "bridgeline_calls_refused_total", 'reason="user-limit"'), 1);
+    assert.equal(totalOf(metrics, "bridgeline_calls_refused_total", 'reason="denied-number"'), 0);
     const tooSoon = await api.request("POST", `${secondCallee.path}/call`, { auth: owner.auth, body: "" });
     assert.equal(tooSoon.status, 422, tooSoon.text);
     assert.match(tooSoon.text, /the account has 1 calls in progress/);

@@ -1,6 +1,7 @@
 /**
  * The calls in progress a stack takes (`maxCalls`): an INVITE past them is refused 503 with
- * Retry-After before any call is made of it, and a call that ends makes room. Raw INVITEs over UDP.
+ * Retry-After before any call is made of it (and the observer told, for the metrics), and a call
+ * that ends makes room. Raw INVITEs over UDP.
  */
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
@@ -13,11 +14,19 @@ import { Telephony } from "../../../src/telephony/telephony.js";
 import { rtpPortRange } from "../../helpers/sipp.js";
 
 test("past the calls in progress allowed, an INVITE gets 503 with Retry-After; a call ended makes room", async () => {
+  let refusedAtLimit = 0;
   const telephony = await Telephony.start({
     bindAddress: "127.0.0.1",
     sipPort: 0,
     rtpPorts: rtpPortRange(),
     maxCalls: 1,
+    observer: {
+      placed: () => {},
+      answered: () => {},
+      failed: () => {},
+      received: () => {},
+      refusedAtLimit: () => refusedAtLimit++,
+    },
   });
   const calls: IncomingCall[] = [];
   telephony.onIncomingCall((call) => {
@@ -60,6 +69,7 @@ test("past the calls in progress allowed, an INVITE gets 503 with Retry-After; a
     assert.equal(refused.status, 503);
     assert.equal(refused.headers.get("Retry-After"), "60");
     assert.equal(calls.length, 1, "the refused INVITE never became a call");
+    assert.equal(refusedAtLimit, 1);
     calls[0]?.reject(486, "Busy Here");
     assert.equal((await invite(id())).status, 180, "room again once the first call ended");
     assert.equal(calls.length, 2);

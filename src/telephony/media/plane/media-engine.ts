@@ -906,6 +906,7 @@ export class MediaEngine {
       mixes: this.#mixes.size,
       legs,
       streams,
+      portPairsInUse: this.#allocator.allocated,
     };
   }
 }

@@ -11,6 +11,7 @@ import { Worker } from "node:worker_threads";
 import { LATENESS_BUCKETS_MS } from "../media-clock.js";
 import { MediaError } from "../media-error.js";
 import { checkTalkers } from "../mixer.js";
+import { portPairCount } from "../rtp/port-allocator.js";
 import type { RtpSession } from "../rtp/rtp-session.js";
 import { NO_DROPS, type RtpSessionConfiguration } from "../rtp/rtp-stream.js";
 import { MediaEngine } from "./media-engine.js";
@@ -49,6 +50,8 @@ export interface MediaPlaneOptions {
 
 export interface MediaPlaneStats {
   readonly threads: readonly MediaThreadStats[];
+  /** The RTP/RTCP port pairs of each thread's share of the range (by thread, as `threads`). */
+  readonly portPairs: readonly number[];
 }
 
 /** The figures of a thread not started yet. */
@@ -61,6 +64,7 @@ const IDLE_THREAD: MediaThreadStats = {
   mixes: 0,
   legs: 0,
   streams: [],
+  portPairsInUse: 0,
 };
 
 type Pending = { resolve: (value: unknown) => void; reject: (error: Error) => void };
@@ -323,7 +327,11 @@ export class MediaPlane {
           : IDLE_THREAD,
       ),
     );
-    return { threads };
+    const portPairs = this.#threads.map((_thread, index) => {
+      const { min, max } = this.#threadOptions(index).rtpPorts;
+      return portPairCount(min, max);
+    });
+    return { threads, portPairs };
   }
 
   async close(): Promise<void> {

@@ -153,6 +153,8 @@ export interface MediaThreadStats {
   /** Streams in a mix. */
   readonly legs: number;
   readonly streams: readonly StreamStats[];
+  /** RTP/RTCP port pairs of the thread's share of the range bound now. */
+  readonly portPairsInUse: number;
 }
 
 export type MediaUp =

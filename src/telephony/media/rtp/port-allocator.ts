@@ -14,6 +14,11 @@ function firstEven(port: number): number {
   return port + (port & 1);
 }
 
+/** How many RTP/RTCP pairs (an even port and the odd one above it) the range min-max holds. */
+export function portPairCount(min: number, max: number): number {
+  return Math.floor((max - firstEven(min) + 1) / 2);
+}
+
 export interface BoundPortPair {
   rtp: dgram.Socket;
   rtcp: dgram.Socket;
@@ -70,7 +75,7 @@ export class RtpPortAllocator {
       throw new RangeError(`RTP port range ${min}-${max} is not within 1-65535`);
     }
     this.firstPort = firstEven(min);
-    this.pairCount = Math.floor((max - this.firstPort + 1) / 2);
+    this.pairCount = portPairCount(min, max);
     if (this.pairCount < 1) throw new RangeError(`RTP port range ${min}-${max} holds no even/odd port pair`);
   }
 
