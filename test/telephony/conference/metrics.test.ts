@@ -153,5 +153,12 @@ describe("metrics during a real conference", { skip }, () => {
     assert.equal(textOf(answered.cause as XmlNode, "text"), "Normal call clearing");
     assert.match(String(textOf(answered, "codec")), /^(PCMU|PCMA)$/);
     assert.ok(Number(textOf(answered, "duration")) >= 3, "answered, then the carrier's 4 s of audio");
+    const quality = answered.quality as XmlNode;
+    assert.ok(Number(textOf(quality, "packets-received")) > 100, "the carrier's audio counted");
+    assert.ok(Number(textOf(quality, "packets-sent")) > 100);
+    assert.equal(textOf(quality, "loss-share"), "0", "nothing lost on loopback");
+    const mos = Number(textOf(quality, "mos"));
+    assert.ok(mos > 4 && mos <= 4.5, `MOS ${mos}`);
+    assert.equal((busyCall.quality as XmlNode)["@_nil"], "true", "no media, no quality");
   });
 });
