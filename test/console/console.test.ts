@@ -466,6 +466,10 @@ describe("the moderator console", { skip }, () => {
     ]);
 
     await page.screenshot({ path: join(screenshots, "console-calls-desktop.png"), fullPage: true });
+    await page.setViewportSize({ width: 375, height: 812 });
+    await callsTable(page).scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(screenshots, "console-calls-phone.png") });
+    await page.setViewportSize({ width: 1280, height: 900 });
 
     // The CSV, from the keyboard: the link sends the session cookie, and the browser's Accept admits CSV.
     const link = page.getByRole("link", { name: "Download the calls (CSV)" });
