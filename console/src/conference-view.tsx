@@ -569,7 +569,9 @@ function outcomeLines(call: Call): string[] {
   const { cause } = call;
   if (cause !== null)
     lines.push(`${cause.protocol} ${cause.cause}${cause.text === null ? "" : `: ${cause.text}`}`);
-  if (call.hungUpBy !== null) lines.push(`Hung up by the ${call.hungUpBy}: ${call.endReason}`);
+  // An attendee's BYE is just "hung up": said once.
+  if (call.hungUpBy !== null)
+    lines.push(`Hung up by the ${call.hungUpBy}${call.endReason === "hung up" ? "" : `: ${call.endReason}`}`);
   else if (call.endReason !== status) lines.push(call.endReason);
   return lines;
 }

@@ -366,7 +366,7 @@ describe("the moderator console", { skip }, () => {
       sipReason: "OK",
       cause: { protocol: "Q.850", cause: 16, text: "Normal call clearing" },
       hungUpBy: "attendee",
-      endReason: "BYE",
+      endReason: "hung up",
       codec: "G722",
       srtp: true,
       tls: true,
@@ -432,7 +432,7 @@ describe("the moderator console", { skip }, () => {
     assert.deepEqual(ann, {
       Direction: "Outbound",
       Duration: "2:00",
-      Outcome: "200 OK\nQ.850 16: Normal call clearing\nHung up by the attendee: BYE",
+      Outcome: "200 OK\nQ.850 16: Normal call clearing\nHung up by the attendee",
       Codec: "G722, SRTP",
       MOS: "3.9",
       "Loss in / out": "3.0% / 2.9%",
