@@ -1,3 +1,5 @@
+import type { CallQuality, CallRecord } from "../../src/domain/call-record.js";
+
 /**
  * The service's HTTP interface as the console uses it: the JSON session endpoints and the XML API
  * (parsed with DOMParser), authenticated by the session cookie with the CSRF token on every change.
@@ -51,6 +53,27 @@ export interface Attendee {
   /** When this copy was read, to let the duration tick on between reads. */
   readAt: number;
 }
+
+/** A call's record as the console shows it (times to the second, as the XML API gives them). */
+export type Call = Pick<
+  CallRecord,
+  | "id"
+  | "attendeeId"
+  | "direction"
+  | "number"
+  | "invitedAt"
+  | "answeredAt"
+  | "durationSeconds"
+  | "sipStatus"
+  | "sipReason"
+  | "cause"
+  | "hungUpBy"
+  | "endReason"
+  | "codec"
+  | "srtp"
+> & {
+  quality: Pick<CallQuality, "lossShare" | "remoteLossShare" | "jitterMs" | "roundTripMs" | "mos"> | null;
+};
 
 /** A refused request; `messages` are the `<errors>` of an XML answer or the `error` of a JSON one. */
 export class ApiError extends Error {
@@ -162,14 +185,14 @@ function date(element: Element, name: string): Date | null {
   return value === null ? null : new Date(value);
 }
 
-function integer(element: Element, name: string): number | null {
+function numeric(element: Element, name: string): number | null {
   const value = text(element, name);
   return value === null ? null : Number(value);
 }
 
 export function readConference(element: Element): Conference {
   return {
-    id: integer(element, "id") ?? 0,
+    id: numeric(element, "id") ?? 0,
     state: (text(element, "state") ?? "new") as ConferenceState,
     name: text(element, "name") ?? "",
     scheduledToStartAt: date(element, "scheduled-to-start-at"),
@@ -198,7 +221,7 @@ function phoneNumber(element: Element): string | null {
 
 export function readAttendee(element: Element, readAt: number): Attendee {
   return {
-    id: integer(element, "id") ?? 0,
+    id: numeric(element, "id") ?? 0,
     state: text(element, "state") ?? "new",
     name: text(element, "name"),
     number: phoneNumber(element),
@@ -208,8 +231,52 @@ export function readAttendee(element: Element, readAt: number): Attendee {
     muted: flag(element, "muted"),
     handUp: flag(element, "hand-up"),
     encryption: text(element, "encryption"),
-    duration: integer(element, "duration"),
+    duration: numeric(element, "duration"),
     readAt,
+  };
+}
+
+/** A nested element, or undefined when it is nil. */
+function nestedChild(element: Element, name: string): Element | undefined {
+  const node = child(element, name);
+  return node?.getAttribute("nil") === "true" ? undefined : node;
+}
+
+export function readCall(element: Element): Call {
+  const cause = nestedChild(element, "cause");
+  const quality = nestedChild(element, "quality");
+  return {
+    id: numeric(element, "id") ?? 0,
+    attendeeId: numeric(element, "attendee-id") ?? 0,
+    direction: (text(element, "direction") ?? "outbound") as Call["direction"],
+    number: text(element, "number"),
+    invitedAt: text(element, "invited-at") ?? "",
+    answeredAt: text(element, "answered-at"),
+    durationSeconds: numeric(element, "duration") ?? 0,
+    sipStatus: numeric(element, "sip-status") ?? 0,
+    sipReason: text(element, "sip-reason") ?? "",
+    cause:
+      cause === undefined
+        ? null
+        : {
+            protocol: text(cause, "protocol") as "Q.850" | "SIP",
+            cause: numeric(cause, "code") ?? 0,
+            text: text(cause, "text"),
+          },
+    hungUpBy: text(element, "hung-up-by") as Call["hungUpBy"],
+    endReason: text(element, "end-reason") ?? "",
+    codec: text(element, "codec"),
+    srtp: flag(element, "srtp") === true,
+    quality:
+      quality === undefined
+        ? null
+        : {
+            lossShare: numeric(quality, "loss-share"),
+            remoteLossShare: numeric(quality, "remote-loss-share"),
+            jitterMs: numeric(quality, "jitter-ms"),
+            roundTripMs: numeric(quality, "round-trip-ms"),
+            mos: numeric(quality, "mos"),
+          },
   };
 }
 

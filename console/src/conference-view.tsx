@@ -4,16 +4,18 @@ import {
   ApiError,
   type Attendee,
   accessNumbers,
+  type Call,
   type Conference,
   escapeXml,
   hasRecording,
   items,
   readAttendee,
+  readCall,
   readConference,
   type SessionUser,
   xml,
 } from "./api.js";
-import { clock, dateTimeFormat } from "./format.js";
+import { clock, dateTimeFormat, milliseconds, percent } from "./format.js";
 import { type LiveEvent, useDebounced, useEventStream } from "./live.js";
 import { StreamState } from "./stream-state.js";
 
@@ -75,6 +77,7 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
   const path = `/users/${user.id}/conferences/${conferenceId}`;
   const [conference, setConference] = useState<Conference | null>(null);
   const [attendees, setAttendees] = useState<Attendee[]>([]);
+  const [calls, setCalls] = useState<Call[]>([]);
   const [recording, setRecording] = useState(false);
   const [talking, setTalking] = useState<ReadonlySet<number>>(new Set());
   const [loadError, setLoadError] = useState("");
@@ -89,15 +92,17 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
 
   const load = useCallback(async () => {
     try {
-      const [one, all, recorded] = await Promise.all([
+      const [one, all, recorded, records] = await Promise.all([
         xml("GET", path),
         xml("GET", `${path}/attendees`),
         hasRecording(`${path}/recording`),
+        xml("GET", `${path}/calls`),
       ]);
       const readAt = Date.now();
       if (one !== null) setConference(readConference(one));
       setAttendees(items(all).map((element) => readAttendee(element, readAt)));
       setRecording(recorded);
+      setCalls(items(records).map(readCall));
       setNow(readAt);
       setLoadError("");
     } catch (caught) {
@@ -267,7 +272,7 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
       <section aria-labelledby="attendees-heading">
         <h2 id="attendees-heading">Attendees ({attendees.length})</h2>
         {started && <p class="hint">Hang up also removes the attendee from the conference.</p>}
-        <table class="attendees">
+        <table>
           <thead>
             <tr>
               <th scope="col">Name</th>
@@ -400,6 +405,10 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
           </tbody>
         </table>
       </section>
+
+      {(started || ended) && (
+        <Calls path={path} calls={calls} attendees={attendees} format={format} ended={ended} />
+      )}
 
       {!ended && <AddAttendee path={path} started={started} act={act} />}
 
@@ -544,6 +553,123 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
         )}
       </section>
     </main>
+  );
+}
+
+const DIRECTION: Record<Call["direction"], string> = {
+  outbound: "Outbound",
+  inbound: "Inbound",
+  browser: "Browser",
+};
+
+/** How a call ended, line by line: its SIP outcome, the cause given, and who hung up and why. */
+function outcomeLines(call: Call): string[] {
+  const status = `${call.sipStatus} ${call.sipReason}`;
+  const lines = [status];
+  const { cause } = call;
+  if (cause !== null)
+    lines.push(`${cause.protocol} ${cause.cause}${cause.text === null ? "" : `: ${cause.text}`}`);
+  // An attendee's BYE is just "hung up": said once.
+  if (call.hungUpBy !== null)
+    lines.push(`Hung up by the ${call.hungUpBy}${call.endReason === "hung up" ? "" : `: ${call.endReason}`}`);
+  else if (call.endReason !== status) lines.push(call.endReason);
+  return lines;
+}
+
+/** The calls that are over, each with its outcome and how it sounded, and their CSV export. */
+function Calls({
+  path,
+  calls,
+  attendees,
+  format,
+  ended,
+}: {
+  path: string;
+  calls: Call[];
+  attendees: Attendee[];
+  format: Intl.DateTimeFormat;
+  ended: boolean;
+}) {
+  const names = new Map(attendees.map((attendee) => [attendee.id, nameOf(attendee)]));
+  return (
+    <section aria-labelledby="calls-heading">
+      <h2 id="calls-heading">Calls ({calls.length})</h2>
+      {calls.length === 0 ? (
+        <p class="hint">{ended ? "No calls were made." : "No call has ended yet."}</p>
+      ) : (
+        <>
+          <p>
+            {/* A plain link: the session cookie goes with it, and a browser's Accept admits CSV (by its wildcard). */}
+            <a href={`${path}/calls.csv`} download>
+              Download the calls (CSV)
+            </a>
+          </p>
+          <table>
+            <caption>
+              Each call once it is over, oldest first. Loss in: of the attendee's audio; out: of ours, as
+              their side reported it.
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">Attendee</th>
+                <th scope="col">Direction</th>
+                <th scope="col">Started</th>
+                <th scope="col">Duration</th>
+                <th scope="col">Outcome</th>
+                <th scope="col">Codec</th>
+                <th scope="col">MOS</th>
+                <th scope="col">Loss in / out</th>
+                <th scope="col">Jitter</th>
+                <th scope="col">Round trip</th>
+              </tr>
+            </thead>
+            <tbody>
+              {calls.map((call) => {
+                const quality = call.quality;
+                return (
+                  <tr key={call.id} data-call={call.id}>
+                    <th scope="row" data-label="Attendee">
+                      {names.get(call.attendeeId) ?? call.number ?? `Attendee ${call.attendeeId}`}
+                    </th>
+                    <td data-label="Direction">{DIRECTION[call.direction]}</td>
+                    <td data-label="Started">{format.format(new Date(call.invitedAt))}</td>
+                    <td data-label="Duration" class="numeric">
+                      {call.answeredAt === null ? "—" : clock(call.durationSeconds)}
+                    </td>
+                    <td data-label="Outcome">
+                      <div>
+                        {outcomeLines(call).map((line) => (
+                          <span class="line" key={line}>
+                            {line}
+                          </span>
+                        ))}
+                      </div>
+                    </td>
+                    <td data-label="Codec" class="nowrap">
+                      {call.codec === null ? "—" : `${call.codec}, ${call.srtp ? "SRTP" : "no SRTP"}`}
+                    </td>
+                    <td data-label="MOS" class="numeric">
+                      {quality === null || quality.mos === null ? "—" : quality.mos.toFixed(1)}
+                    </td>
+                    <td data-label="Loss in / out" class="numeric nowrap">
+                      {quality === null
+                        ? "—"
+                        : `${percent(quality.lossShare)} / ${percent(quality.remoteLossShare)}`}
+                    </td>
+                    <td data-label="Jitter" class="numeric nowrap">
+                      {milliseconds(quality?.jitterMs ?? null)}
+                    </td>
+                    <td data-label="Round trip" class="numeric nowrap">
+                      {milliseconds(quality?.roundTripMs ?? null)}
+                    </td>
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        </>
+      )}
+    </section>
   );
 }
 

@@ -29,3 +29,13 @@ export function clock(totalSeconds: number): string {
   const rest = String(seconds % 60).padStart(2, "0");
   return hours > 0 ? `${hours}:${String(minutes).padStart(2, "0")}:${rest}` : `${minutes}:${rest}`;
 }
+
+/** "3.0%" from a share 0-1; "—" when unknown. */
+export function percent(share: number | null): string {
+  return share === null ? "—" : `${(share * 100).toFixed(1)}%`;
+}
+
+/** "21 ms"; "—" when unknown. */
+export function milliseconds(value: number | null): string {
+  return value === null ? "—" : `${Math.round(value)} ms`;
+}

@@ -5,13 +5,16 @@
  */
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
-import type { Browser } from "playwright-core";
+import { parse } from "csv-parse/sync";
+import type { Browser, Page } from "playwright-core";
 import { loadConfig } from "../../src/config.js";
+import type { NewCallRecord } from "../../src/domain/call-record.js";
+import { recordCall } from "../../src/store/call-records.js";
 import { goertzelLevelDb, SAMPLE_RATE } from "../helpers/audio.js";
 import { Baresip } from "../helpers/baresip.js";
 import { launchChromium, openPage, signIn, skipWithoutChromium } from "../helpers/browser.js";
@@ -81,8 +84,6 @@ async function startService(routes: Array<{ prefix: string; trunk: string }> = [
   return service;
 }
 
-/** Signs in through the page's form. */
-
 /** A started conference of the owner (the moderator) with the attendees, dialled at once. */
 async function startConference(
   api: TestService,
@@ -119,6 +120,19 @@ function lastSampleHeard(samples: Int16Array, hz: number): number {
     if (goertzelLevelDb(samples.subarray(end - window, end), hz) > -25) return end;
   }
   return 0;
+}
+
+/** A row of the view's attendees table, by the attendee's name. */
+function attendeeRow(page: Page, name: string) {
+  return page
+    .getByRole("region", { name: /^Attendees/ })
+    .locator("tbody tr")
+    .filter({ hasText: name });
+}
+
+/** The view's table of calls that are over (named by its caption). */
+function callsTable(page: Page) {
+  return page.getByRole("table", { name: /^Each call once it is over/ });
 }
 
 function heardDb(samples: Int16Array, fromSample: number, toSample: number, hz: number): number {
@@ -172,7 +186,7 @@ describe("the moderator console", { skip }, () => {
     await page.evaluate(() => {
       (window as unknown as { unreloaded: boolean }).unreloaded = true;
     });
-    const row = (name: string) => page.locator("tbody tr").filter({ hasText: name });
+    const row = (name: string) => attendeeRow(page, name);
     await row("Ann Low").getByText("connected", { exact: true }).waitFor();
     assert.match(String(await row("Ann Low").textContent()), /\+1 604-555-0151/);
     // Each call's encryption, as the API tells it.
@@ -198,6 +212,11 @@ describe("the moderator console", { skip }, () => {
     // Bob hangs up; the page shows it and calls him again.
     assert.equal((await bob.command("hangup")).ok, true);
     await row("Bob High").getByText("disconnected", { exact: true }).waitFor();
+    // His call is among the calls that are over (its call-ended event read it), still without a reload.
+    const bobsCalls = callsTable(page).getByRole("row").filter({ hasText: "Bob High" });
+    await bobsCalls.getByText("Hung up by the attendee", { exact: false }).waitFor();
+    assert.match(String(await bobsCalls.locator('td[data-label="Outcome"]').textContent()), /^200 OK/);
+    assert.equal(await bobsCalls.locator('td[data-label="Direction"]').textContent(), "Outbound");
     await page.getByRole("button", { name: "Call Bob High again" }).click();
     await until("Bob's phone to answer a second call", async () =>
       bob.events.filter((event) => event.type === "CALL_ESTABLISHED").length === 2 ? true : undefined,
@@ -266,6 +285,19 @@ describe("the moderator console", { skip }, () => {
     ]);
     await page.locator("dl.facts .state-ended").waitFor();
     await row("Bob High").getByText("disconnected", { exact: true }).waitFor();
+    // Every call is over and recorded: Ann's outlives her removal (named by the number called).
+    const calls = callsTable(page).getByRole("row");
+    await calls
+      .filter({ hasText: "+16045550151" })
+      .getByText("Hung up by the service: the attendee was deleted")
+      .waitFor();
+    await calls
+      .filter({ hasText: "Test User" })
+      .getByText(/^Hung up by the service: the conference ended/)
+      .waitFor();
+    await until("both of Bob's calls to be listed", async () =>
+      (await bobsCalls.count()) === 2 ? true : undefined,
+    );
     const ended = (await api.request("GET", path, { auth: owner.auth })).xml.conference as XmlNode;
     assert.equal(textOf(ended, "state"), "ended");
     assert.equal(
@@ -296,6 +328,165 @@ describe("the moderator console", { skip }, () => {
       heardDb(annHeard, afterMute, annHeard.length - 0.3 * SAMPLE_RATE, 660) > -20,
       "Ann still heard the moderator",
     );
+  });
+
+  test("a past conference lists its calls with outcome and quality, and downloads them as CSV", async () => {
+    const api = await startTestService();
+    cleanups.push(() => api.close());
+    const owner = await createUser(api, "<time-zone>Pacific Time (US &amp; Canada)</time-zone>");
+    const created = await api.request("POST", `/users/${owner.id}/conferences`, {
+      auth: owner.auth,
+      body: "<conference><name>Quarterly review</name><scheduled-to-start-at>2026-11-03T18:00:00Z</scheduled-to-start-at></conference>",
+    });
+    assert.equal(created.status, 201, created.text);
+    const conferenceId = Number(textOf(created.xml.conference as XmlNode, "id"));
+    const attendeeIds: number[] = [];
+    for (const [name, number] of [
+      ["Ann Low", "604-555-0111"],
+      ["Bob High", "604-555-0122"],
+    ]) {
+      const added = await api.request("POST", `/users/${owner.id}/conferences/${conferenceId}/attendees`, {
+        auth: owner.auth,
+        body: `<attendee><name>${name}</name><phone-number>${number}</phone-number></attendee>`,
+      });
+      assert.equal(added.status, 201, added.text);
+      attendeeIds.push(Number(textOf(added.xml.attendee as XmlNode, "id")));
+    }
+    // Two calls as the room records them (store/call-records.ts), then the conference over.
+    const answered: NewCallRecord = {
+      attendeeId: attendeeIds[0] as number,
+      direction: "outbound",
+      number: "+16045550111",
+      route: "sip:carrier.example;transport=tls",
+      instance: "bridgeline-a",
+      invitedAt: "2026-11-03T18:00:00.250Z",
+      answeredAt: "2026-11-03T18:00:04.750Z",
+      endedAt: "2026-11-03T18:02:05.100Z",
+      sipStatus: 200,
+      sipReason: "OK",
+      cause: { protocol: "Q.850", cause: 16, text: "Normal call clearing" },
+      hungUpBy: "attendee",
+      endReason: "hung up",
+      codec: "G722",
+      srtp: true,
+      tls: true,
+      quality: {
+        packetsSent: 6000,
+        packetsReceived: 5820,
+        lossShare: 0.03,
+        remoteLossShare: 0.0291234,
+        jitterMs: 21.34,
+        remoteJitterMs: 18,
+        roundTripMs: 42.5,
+        concealmentShare: 0.031,
+        mos: 3.912,
+      },
+    };
+    const busy: NewCallRecord = {
+      ...answered,
+      attendeeId: attendeeIds[1] as number,
+      number: "+16045550122",
+      answeredAt: null,
+      endedAt: "2026-11-03T18:00:03.000Z",
+      sipStatus: 486,
+      sipReason: "Busy Here",
+      cause: { protocol: "Q.850", cause: 17, text: "User busy" },
+      hungUpBy: null,
+      endReason: "486 Busy Here",
+      codec: null,
+      srtp: false,
+      tls: false,
+      quality: null,
+    };
+    await api.inspect(async (db) => {
+      const store = { db, dialect: "sqlite" as const, close: async () => {} };
+      for (const record of [answered, busy])
+        await recordCall(store, { userId: owner.id, conferenceId }, record, new Date());
+      await db
+        .updateTable("conferences")
+        .set({ state: "ended", started_at: "2026-11-03T18:00:00.000Z", ended_at: "2026-11-03T18:30:00.000Z" })
+        .where("id", "=", conferenceId)
+        .execute();
+    });
+
+    const { page, problems, close } = await openPage(browser, api.httpsUrl);
+    cleanups.push(close);
+    page.setDefaultTimeout(15_000);
+    await signIn(page, owner.auth);
+    await page.getByRole("region", { name: /^Past/ }).getByRole("link", { name: "Quarterly review" }).click();
+    await page.getByRole("heading", { level: 2, name: "Calls (2)" }).waitFor();
+    const rows = callsTable(page).getByRole("row");
+    /** A call's cells by their column, as shown (an outcome's lines, one a line). */
+    const cells = async (name: string) => {
+      const tds = rows.filter({ has: page.getByRole("rowheader", { name }) }).locator("td");
+      const labels = await tds.evaluateAll((all) => all.map((td) => (td as HTMLElement).dataset.label));
+      const texts = await tds.allInnerTexts();
+      return Object.fromEntries(labels.map((label, index) => [label, texts[index]])) as Record<
+        string,
+        string
+      >;
+    };
+    // The answered call: its outcome line by line, MOS to one decimal, loss both ways, in the owner's zone.
+    const { Started: annStarted, ...ann } = await cells("Ann Low");
+    assert.match(annStarted ?? "", /^Tue, Nov 3, 2026, 10:00\sAM PST$/);
+    assert.deepEqual(ann, {
+      Direction: "Outbound",
+      Duration: "2:00",
+      Outcome: "200 OK\nQ.850 16: Normal call clearing\nHung up by the attendee",
+      Codec: "G722, SRTP",
+      MOS: "3.9",
+      "Loss in / out": "3.0% / 2.9%",
+      Jitter: "21 ms",
+      "Round trip": "43 ms",
+    });
+    // The busy one: no answer, no media, nothing measured.
+    const { Started: bobStarted, ...bob } = await cells("Bob High");
+    assert.match(bobStarted ?? "", /^Tue, Nov 3, 2026, 10:00\sAM PST$/);
+    assert.deepEqual(bob, {
+      Direction: "Outbound",
+      Duration: "—",
+      Outcome: "486 Busy Here\nQ.850 17: User busy",
+      Codec: "—",
+      MOS: "—",
+      "Loss in / out": "—",
+      Jitter: "—",
+      "Round trip": "—",
+    });
+    assert.deepEqual(await callsTable(page).getByRole("columnheader").allTextContents(), [
+      "Attendee",
+      "Direction",
+      "Started",
+      "Duration",
+      "Outcome",
+      "Codec",
+      "MOS",
+      "Loss in / out",
+      "Jitter",
+      "Round trip",
+    ]);
+
+    await page.screenshot({ path: join(screenshots, "console-calls-desktop.png"), fullPage: true });
+    await page.setViewportSize({ width: 375, height: 812 });
+    await callsTable(page).scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(screenshots, "console-calls-phone.png") });
+    await page.setViewportSize({ width: 1280, height: 900 });
+
+    // The CSV, from the keyboard: the link sends the session cookie, and the browser's Accept admits CSV.
+    const link = page.getByRole("link", { name: "Download the calls (CSV)" });
+    await link.focus();
+    const [download] = await Promise.all([page.waitForEvent("download"), page.keyboard.press("Enter")]);
+    assert.equal(download.suggestedFilename(), `conference-${conferenceId}-calls.csv`);
+    const csv = readFileSync(await download.path(), "utf8");
+    const records = parse(csv, { columns: true }) as Record<string, string>[];
+    assert.deepEqual(
+      records.map((record) => [record.attendee_id, record.sip_status, record.invited_at, record.mos]),
+      [
+        [String(attendeeIds[0]), "200", "2026-11-03T18:00:00.250Z", "3.912"],
+        [String(attendeeIds[1]), "486", "2026-11-03T18:00:00.250Z", ""],
+      ],
+    );
+    assert.equal(records[1]?.cause_text, "User busy");
+    assert.deepEqual(problems, []);
   });
 
   test("says plainly when the event stream drops and when it is back, without a reload", async () => {
@@ -370,7 +561,7 @@ describe("the moderator console", { skip }, () => {
         .getByRole("status")
         .filter({ hasText: /^Live$/ })
         .waitFor();
-      const annRow = page.locator("tbody tr").filter({ hasText: "Ann Low" });
+      const annRow = attendeeRow(page, "Ann Low");
       await annRow.getByText("connected", { exact: true }).waitFor();
 
       // SIGTERM's way out: the first hands its conference over, and the second calls Ann back.
