@@ -11,10 +11,12 @@ import {
   callDurationSeconds,
   type NewCallRecord,
 } from "../domain/call-record.js";
+import type { SearchAttributes, SearchFilter } from "../domain/search.js";
 import type { Store } from "./database.js";
 import { appendEvents } from "./events.js";
 import { checkLease } from "./leases.js";
 import type { CallRecordTable } from "./schema.js";
+import { searchCondition } from "./search.js";
 import { flag } from "./values.js";
 
 function toCallRecord(row: Selectable<CallRecordTable>): CallRecord {
@@ -104,10 +106,30 @@ export async function recordCall(
   });
 }
 
-/** A conference's call records (one attendee's, when given), oldest first. */
+/** What a list of calls can be searched by (`?sip_status=486`, `?invited_at_gte=...`), as the API's other lists. */
+export const CALL_SEARCH: SearchAttributes<keyof CallRecordTable> = {
+  id: { column: "id", type: "integer" },
+  attendee_id: { column: "attendee_id", type: "integer" },
+  direction: { column: "direction", type: "text" },
+  number: { column: "number", type: "text" },
+  route: { column: "route", type: "text" },
+  instance: { column: "instance", type: "text" },
+  invited_at: { column: "invited_at", type: "datetime" },
+  answered_at: { column: "answered_at", type: "datetime" },
+  ended_at: { column: "ended_at", type: "datetime" },
+  sip_status: { column: "sip_status", type: "integer" },
+  cause: { column: "cause", type: "integer" },
+  hung_up_by: { column: "hung_up_by", type: "text" },
+  codec: { column: "codec", type: "text" },
+  srtp: { column: "srtp", type: "boolean" },
+  tls: { column: "tls", type: "boolean" },
+};
+
+/** A conference's call records (one attendee's, when given) that pass the filters, oldest first. */
 export async function listCallRecords(
   store: Store,
   conferenceId: number,
+  filters: readonly SearchFilter<keyof CallRecordTable>[] = [],
   attendeeId?: number,
 ): Promise<CallRecord[]> {
   const rows = await store.db
@@ -115,6 +137,7 @@ export async function listCallRecords(
     .selectAll()
     .where("conference_id", "=", conferenceId)
     .$if(attendeeId !== undefined, (query) => query.where("attendee_id", "=", attendeeId as number))
+    .$if(filters.length > 0, (query) => query.where((eb) => searchCondition(eb, filters)))
     .orderBy("id")
     .execute();
   return rows.map(toCallRecord);

@@ -167,6 +167,40 @@ describe("call records API", () => {
     assert.equal(rows[1]?.mos, "");
   });
 
+  it("searches as the other lists do: by status, cause, who hung up; an unknown attribute is 400", async () => {
+    const statuses = async (query: string, path = callsPath()) => {
+      const response = await api.request("GET", `${path}?${query}`, { auth: alice.auth });
+      assert.equal(response.status, 200, response.text);
+      return itemsOf(response, "calls", "call").map((call) => textOf(call, "sip-status"));
+    };
+    assert.deepEqual(await statuses("sip_status=486"), ["486"]);
+    assert.deepEqual(await statuses("sip_status_gte=300"), ["486"]);
+    assert.deepEqual(await statuses("cause=16"), ["200"]);
+    assert.deepEqual(await statuses("hung_up_by=attendee"), ["200"]);
+    assert.deepEqual(await statuses("srtp=true"), ["200"]);
+    assert.deepEqual(await statuses("direction=inbound"), []);
+    assert.deepEqual(
+      await statuses(
+        "sip_status=200",
+        `${callsPath().replace(/calls$/, "")}attendees/${attendeeIds[1]}/calls`,
+      ),
+      [],
+      "the attendee's own calls, filtered",
+    );
+    const unknown = await api.request("GET", `${callsPath()}?mos=4`, { auth: alice.auth });
+    assert.equal(unknown.status, 400, unknown.text);
+    assert.match(unknown.text, /unknown search attribute "mos"/);
+    const csv = await api.request("GET", `${callsPath()}.csv?sip_status=486`, {
+      auth: alice.auth,
+      headers: { accept: "text/csv" },
+    });
+    const rows = parse(csv.text, { columns: true }) as Record<string, string>[];
+    assert.deepEqual(
+      rows.map((row) => row.sip_status),
+      ["486"],
+    );
+  });
+
   it("is the owner's alone: another user's request is refused", async () => {
     const response = await api.request("GET", callsPath(), { auth: bob.auth });
     assert.ok(response.status === 403 || response.status === 404, `${response.status} ${response.text}`);

@@ -1,11 +1,12 @@
 import { stringify } from "csv-stringify/sync";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { CALL_RECORD_COLUMNS, type CallRecord } from "../../domain/call-record.js";
+import { parseSearch } from "../../domain/search.js";
 import { getAttendee } from "../../store/attendees.js";
-import { listCallRecords } from "../../store/call-records.js";
+import { CALL_SEARCH, listCallRecords } from "../../store/call-records.js";
 import { getConference } from "../../store/conferences.js";
 import { callElement } from "../representations.js";
-import { type ApiContext, idParam, resource, sendList } from "../server.js";
+import { type ApiContext, idParam, resource, searchQuery, sendList } from "../server.js";
 
 /** The conference named by the path, which must belong to the authenticated owner. */
 async function ownedConferenceId(api: ApiContext, request: FastifyRequest): Promise<number> {
@@ -25,7 +26,9 @@ function callRecordsCsv(records: readonly CallRecord[]): string {
 export async function callRoutes(app: FastifyInstance, api: ApiContext): Promise<void> {
   resource(app, "/users/:userId/conferences/:conferenceId/calls", {
     GET: async (request, reply) => {
-      const records = await listCallRecords(api.store, await ownedConferenceId(api, request));
+      const conferenceId = await ownedConferenceId(api, request);
+      const filters = parseSearch(searchQuery(request), CALL_SEARCH);
+      const records = await listCallRecords(api.store, conferenceId, filters);
       return sendList(reply, "calls", "call", records.map(callElement));
     },
   });
@@ -36,7 +39,8 @@ export async function callRoutes(app: FastifyInstance, api: ApiContext): Promise
     {
       GET: async (request, reply) => {
         const conferenceId = await ownedConferenceId(api, request);
-        const records = await listCallRecords(api.store, conferenceId);
+        const filters = parseSearch(searchQuery(request), CALL_SEARCH);
+        const records = await listCallRecords(api.store, conferenceId, filters);
         return reply
           .type("text/csv; charset=utf-8")
           .header("content-disposition", `attachment; filename="conference-${conferenceId}-calls.csv"`)
@@ -50,7 +54,8 @@ export async function callRoutes(app: FastifyInstance, api: ApiContext): Promise
     GET: async (request, reply) => {
       const conferenceId = await ownedConferenceId(api, request);
       const attendee = await getAttendee(api.store, conferenceId, idParam(request, "attendeeId"));
-      const records = await listCallRecords(api.store, conferenceId, attendee.id);
+      const filters = parseSearch(searchQuery(request), CALL_SEARCH);
+      const records = await listCallRecords(api.store, conferenceId, filters, attendee.id);
       return sendList(reply, "calls", "call", records.map(callElement));
     },
   });
