@@ -1,7 +1,9 @@
 /**
  * The calls a room keeps records of: each placed or admitted call is followed until it is over
- * (failed, or ended after its answer), then its record is written with why it ended. When the room
- * hangs a call up it says why here, so the record names the room's reason rather than "hung up".
+ * (failed, or ended after its answer), then, once its media has told how it sounded, its record is
+ * written with why it ended: after the room's own writes of that end, and without holding them up.
+ * When the room hangs a call up it says why here, so the record names the room's reason rather
+ * than "hung up". A room that gives its conference up forgets its calls: none is written after.
  */
 import type { CallQuality, CallRecord, NewCallRecord } from "../domain/call-record.js";
 import type { Clock } from "../domain/clock.js";
@@ -10,11 +12,8 @@ import type { CallEnd, CallFailure, ConferenceCall } from "./ports.js";
 export interface CallRecordsOptions {
   /** This instance, as BRIDGELINE_INSTANCE_ID names it. */
   readonly instance: string;
-  /**
-   * Writes a call's record in the room's order of writes, the call being over at `at`; the record
-   * resolves once the call's media has told its final counts.
-   */
-  readonly write: (record: Promise<NewCallRecord>, at: Date) => void;
+  /** Writes a call's record (in the room's order of writes from then on), the call being over at `at`. */
+  readonly write: (record: NewCallRecord, at: Date) => void;
   /** What the wait for a call's quality runs on. */
   readonly clock: Clock;
 }
@@ -30,7 +29,12 @@ type Followed = { readonly attendeeId: number; hungUpBecause: string | undefined
 
 export class CallRecords {
   readonly #options: CallRecordsOptions;
-  readonly #calls = new Map<ConferenceCall, Followed>();
+  /** Recording the calls followed, until the room gives its conference up: then nothing more. */
+  #state: "recording" | "forgotten" = "recording";
+  /** The calls followed, each with what stops following it (its listeners removed). */
+  readonly #calls = new Map<ConferenceCall, Followed & { readonly unfollow: () => void }>();
+  /** Records of calls over, waiting for their quality before they are written. */
+  readonly #waiting = new Set<Promise<void>>();
 
   constructor(options: CallRecordsOptions) {
     this.#options = options;
@@ -38,26 +42,37 @@ export class CallRecords {
 
   /** Follows `call` (the attendee's) until it is over, then writes its record. */
   follow(call: ConferenceCall, attendeeId: number): void {
-    if (this.#calls.has(call)) return;
-    const followed: Followed = { attendeeId, hungUpBecause: undefined };
-    this.#calls.set(call, followed);
+    if (this.#state === "forgotten" || this.#calls.has(call)) return;
     const over = (outcome: { failure: CallFailure } | { end: CallEnd }) => {
-      call.off("failed", failed);
-      call.off("ended", ended);
-      // Forgotten (the room gave its conference up): nothing is written.
-      if (this.#calls.get(call) !== followed) return;
+      const followed = this.#calls.get(call);
+      unfollow();
+      if (followed === undefined) return;
       this.#calls.delete(call);
       const at = new Date(this.#options.clock.now());
       const record = this.#record(call, followed, outcome, at);
-      this.#options.write(
-        this.#quality(call).then((quality) => ({ ...record, quality })),
-        at,
-      );
+      const written = this.#quality(call).then((quality) => {
+        this.#waiting.delete(written);
+        // Given up meanwhile: its writes would be refused.
+        if (this.#state === "recording") this.#options.write({ ...record, quality }, at);
+      });
+      this.#waiting.add(written);
     };
     const failed = (failure: CallFailure) => over({ failure });
     const ended = (end: CallEnd) => over({ end });
+    const unfollow = () => {
+      call.off("failed", failed);
+      call.off("ended", ended);
+    };
+    this.#calls.set(call, { attendeeId, hungUpBecause: undefined, unfollow });
     call.on("failed", failed);
     call.on("ended", ended);
+  }
+
+  /** Resolves once the records of the calls over so far have been handed to `write`. */
+  async settled(): Promise<void> {
+    // A call hung up just now may tell its end a moment later (a queued microtask).
+    await null;
+    while (this.#waiting.size > 0) await Promise.all(this.#waiting);
   }
 
   /** Hangs the call up for the room's reason, which its record gives (unless the far end hung up first). */
@@ -67,8 +82,10 @@ export class CallRecords {
     call.hangup();
   }
 
-  /** The room gave its conference up: the calls it hangs up now get no record (its writes are refused). */
+  /** The room gave its conference up: no call gets a record from now on (its writes are refused). */
   forgetAll(): void {
+    this.#state = "forgotten";
+    for (const followed of this.#calls.values()) followed.unfollow();
     this.#calls.clear();
   }
 

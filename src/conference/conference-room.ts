@@ -184,7 +184,7 @@ export class ConferenceRoom {
       clock: options.clock,
       write: (record, at) => {
         const scope = this.#scope;
-        this.#writes.append(async () => options.store.recordCall(scope, await record, at));
+        this.#writes.append(() => options.store.recordCall(scope, record, at));
       },
     });
     this.#recording = new RoomRecording({
@@ -417,7 +417,7 @@ export class ConferenceRoom {
   /** Hangs everyone up and ends the conference (graceful shutdown, or the conference ending). */
   async close(reason: string): Promise<void> {
     this.#end(reason);
-    await this.#writes.settled();
+    await this.#settled();
   }
 
   /** The one way the state changes; the room is on hold exactly while it waits for its moderator. */
@@ -868,7 +868,14 @@ export class ConferenceRoom {
     // Dated now, not when the write lands (later, if the database is away meanwhile).
     const endedAt = this.#now();
     this.#writes.queue(() => this.#options.store.endConference(scope, reason, endedAt));
-    void this.#writes.settled().then(() => this.#options.onEnded(this));
+    // After the records of the calls it hung up, written once their media told their quality.
+    void this.#settled().then(() => this.#options.onEnded(this));
+  }
+
+  /** Every write queued so far done, the records of the calls over so far among them. */
+  async #settled(): Promise<void> {
+    await this.#callRecords.settled();
+    await this.#writes.settled();
   }
 
   /** Tells everyone the conference is ending, and ends it a moment later. */

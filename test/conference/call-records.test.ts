@@ -145,24 +145,64 @@ test("a call's record carries its quality as its media told it once over", async
   assert.equal(h.clock.pending, timers, "the wait's timer cleared once the quality came");
 });
 
-test("a call whose media never tells its quality is recorded without it after the wait, and the room's writes go on", async () => {
+test("a call's record lands after its attendee's own write of the end, never before", async () => {
+  const h = await startRoom();
+  await answer(h, 1, 2, 3);
+  h.call(2).hangUpFarEnd();
+  h.call(3).fail(486, "Busy Here");
+  await flush();
+  const log = h.store.callLog;
+  assert.ok(log.indexOf("disconnected 2") < log.indexOf("record 2"), log.join(", "));
+  assert.ok(log.indexOf("record 2") >= 0);
+});
+
+test("a call whose media never tells its quality is recorded without it after the wait, holding up no other write", async () => {
   const h = await startRoom();
   await answer(h, 1, 2, 3);
   h.call(2).quality = () => new Promise(() => {});
   h.call(2).hangUpFarEnd();
   await flush();
-  assert.equal(h.store.callRecords.length, 0, "waiting for the quality");
+  assert.ok(h.store.callLog.includes("disconnected 2"), "the attendee's end is written at once");
+  assert.equal(h.store.callRecords.length, 0, "its record waits for the quality");
   h.call(3).finalQuality = QUALITY;
   h.call(3).hangUpFarEnd();
   await flush();
-  assert.equal(h.store.callRecords.length, 0, "in order: after attendee 2's");
+  assert.deepEqual(
+    h.store.callRecords.map((each) => each.attendeeId),
+    [3],
+    "another call's record is not held up",
+  );
   await h.clock.pass(QUALITY_WAIT_MS);
   await flush();
   assert.deepEqual(
     h.store.callRecords.map((each) => [each.attendeeId, each.quality]),
     [
-      [2, null],
       [3, QUALITY],
+      [2, null],
     ],
   );
+});
+
+test("closing the room (shutdown) waits for the records of the calls it hangs up", async () => {
+  const h = await startRoom();
+  await answer(h, 1, 2, 3);
+  await h.room.close("the service is stopping");
+  assert.deepEqual(h.store.callRecords.map((each) => each.attendeeId).sort(), [1, 2, 3]);
+  assert.ok(
+    h.store.callRecords.every((each) => each.endReason === "the conference ended: the service is stopping"),
+  );
+});
+
+test("a call admitted after the room gave its conference up gets no record", async () => {
+  const h = await startRoom({ attendees: [attendee(1, { moderator: true }), attendee(4, { dialIn: true })] });
+  await answer(h, 1);
+  h.store.lease = 2;
+  await h.room.refresh();
+  await flush();
+  const caller = new FakeCall("inbound", "+16045550199", "+17785550123", h.clock);
+  await caller.accept();
+  h.room.admit(caller, 4, false);
+  await flush();
+  assert.equal(caller.hungUp, true);
+  assert.equal(h.store.callRecordAttempts, 0);
 });

@@ -459,6 +459,7 @@ export class FakeStore implements ConferenceStore {
     event: AttendeeCallEvent,
   ): Promise<boolean> {
     this.writes.push({ op: "call", attendeeId, event });
+    this.callLog.push(`${event.kind} ${attendeeId}`);
     const attendee = this.attendees.find((candidate) => candidate.id === attendeeId);
     if (attendee === undefined) return false;
     if (event.kind === "calling") attendee.state = "calling";
@@ -526,11 +527,14 @@ export class FakeStore implements ConferenceStore {
   readonly callRecords: NewCallRecord[] = [];
   /** Call records asked for, refused ones included. */
   callRecordAttempts = 0;
+  /** Attendees' call writes and call records as they land, one log: "disconnected 2", "record 2". */
+  readonly callLog: string[] = [];
 
   async recordCall(scope: RoomScope, record: NewCallRecord): Promise<void> {
     this.callRecordAttempts++;
     if (scope.lease !== this.lease) throw new FakeLeaseLost(`lease ${scope.lease} is not ${this.lease}`);
     this.callRecords.push(record);
+    this.callLog.push(`record ${record.attendeeId}`);
   }
 
   async appendEvent(_scope: RoomScope, attendeeId: number, type: ConferenceEventType): Promise<void> {
