@@ -144,6 +144,28 @@ describe("failover across trunks", { skip }, () => {
     assert.equal(invitesReceived(b).length, 1, "the default trunk rang, then was cancelled");
   });
 
+  test("a trunk that cannot meet the call's encryption is left out: no INVITE reaches it", async () => {
+    const a = await sipp({ scenario: "uas-answer.xml" });
+    const b = await sipp({ scenario: "uas-answer.xml" });
+    // SRTP required over plain SIP: its keys would travel readable, so that trunk takes no call.
+    const telephony = await service({ uri: a.uri(), srtp: "required" }, b.uri(), []);
+    const record = new CallRecord(telephony.placeCall(NUMBER), () => `${a.report()}\n${b.report()}`);
+    await b.unlessFailed(record.reached("answered"));
+    assert.equal(record.call.route, b.uri());
+    assert.equal(record.call.encrypted, false);
+    record.call.hangup();
+    await record.reached("ended");
+    await b.expectSuccess();
+    assert.deepEqual(invitesReceived(a), []);
+
+    // An encrypted call: neither trunk is SIP over TLS, so none is tried.
+    const refused = new CallRecord(telephony.placeCall(NUMBER, { encrypted: true }));
+    await refused.reached("failed");
+    assert.equal(refused.failure?.status, 488);
+    assert.deepEqual(invitesReceived(a), []);
+    assert.equal(invitesReceived(b).length, 1);
+  });
+
   test("hung up while the route's trunk is silent: that INVITE is given up, nothing goes to the next", async () => {
     const silent = await freePorts();
     const b = await sipp({ scenario: "uas-answer.xml" });
