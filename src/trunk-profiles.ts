@@ -161,6 +161,7 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
     "user-phone",
     "session-timer",
     "100rel",
+    "follow-redirects",
   ]);
   const fail: Fail = (line, message) => {
     throw new TrunkProfileError(line, `trunk ${name}: ${message}`);
@@ -283,6 +284,7 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
     ...(oneOf("user-phone", ["true", "false"] as const) === "true" ? { userPhone: true } : {}),
     ...(sessionTimer === undefined ? {} : { sessionTimer }),
     ...(reliableProvisional === undefined ? {} : { reliableProvisional }),
+    ...(oneOf("follow-redirects", ["true", "false"] as const) === "true" ? { followRedirects: true } : {}),
     privacy: oneOf("privacy", ["none", "id"] as const),
     headers: readHeaders(settings.get("headers"), lineOf, fail),
     codecs: readCodecs(settings.get("codecs"), lineOf, fail),

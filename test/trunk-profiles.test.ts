@@ -106,6 +106,14 @@ describe("trunk profile file", () => {
     assert.equal(read("    asserted-identity: sip\n")?.assertedIdentityForm, undefined);
   });
 
+  it("follow-redirects: true follows a trunk's 3xx; off by default", () => {
+    const read = (settings: string) =>
+      parseTrunkProfiles(`trunks:\n  a:\n    uri: sip:a.example\n${settings}`).trunk;
+    assert.equal(read("    follow-redirects: true\n")?.followRedirects, true);
+    assert.equal(read("    follow-redirects: false\n")?.followRedirects, undefined);
+    assert.equal(read("")?.followRedirects, undefined);
+  });
+
   it("takes a lone trunk as the default, and register: true registers with the trunk itself for an hour", () => {
     const plan = parseTrunkProfiles(
       "trunks:\n  only:\n    uri: sip:a.example\n    username: u\n    password: p\n    register: true\n",
@@ -315,6 +323,12 @@ describe("trunk profile file", () => {
       "trunks:\n  a:\n    uri: sip:a.example\n    session-timer: 60\n",
       4,
       /trunk a: session-timer must be whole seconds, at least 90 \(RFC 4028\), or off, got "60"/,
+    ],
+    [
+      "a follow-redirects that is not true or false",
+      "trunks:\n  a:\n    uri: sip:a.example\n    follow-redirects: yes\n",
+      4,
+      /trunk a: follow-redirects must be one of true, false, got "yes"/,
     ],
     [
       "an unknown 100rel choice",

@@ -25,6 +25,7 @@ import {
   nextVersion,
   resumeMedia,
 } from "./sdp/session-description.js";
+import type { SipResponse } from "./sip/message/sip-message.js";
 import type { IncomingInviteSession } from "./sip/user-agent/incoming-invite-session.js";
 import { type InviteSession, NORMAL_CLEARING } from "./sip/user-agent/invite-session.js";
 import type { Negotiated } from "./sip/user-agent/offer-answer.js";
@@ -150,8 +151,9 @@ export class Call extends EventEmitter<CallEvents> {
   #finalStats: Promise<StreamStats | null> | undefined;
   protected session: InviteSession | undefined;
 
-  readonly #srtp: SrtpPolicy;
-  readonly #mediaOptions: CallMediaOptions;
+  #srtp: SrtpPolicy;
+  #mediaOptions: CallMediaOptions;
+  #route: string | null;
 
   constructor(
     protected readonly host: CallHost,
@@ -159,13 +161,32 @@ export class Call extends EventEmitter<CallEvents> {
     /** The far end's number or user: who we call, or who calls us. */
     readonly remoteNumber: string,
     media: CallMediaOptions = {},
-    /** Where it went or came: a placed call's trunk URI (or the URI called), the number a caller dialled. */
-    readonly route: string | null = null,
+    route: string | null = null,
   ) {
     super();
     this.#srtp = media.srtp ?? "off";
     this.#mediaOptions = media;
+    this.#route = route;
     this.invitedAt = host.clock.now();
+  }
+
+  /**
+   * Where it went or came: a placed call's trunk URI (the trunk that carried it, once another was
+   * failed over to) or the URI called, the number a caller dialled.
+   */
+  get route(): string | null {
+    return this.#route;
+  }
+
+  /**
+   * Before an INVITE to another trunk (no answer taken yet): that trunk's route and media options,
+   * and a new offer made with them (fresh SRTP keys, its codecs); the media stream stays.
+   */
+  protected retarget(route: string, media: CallMediaOptions): void {
+    this.#route = route;
+    this.#srtp = media.srtp ?? "off";
+    this.#mediaOptions = media;
+    this.#local = undefined;
   }
 
   /** When the call began (our INVITE, or theirs arriving), ms since the epoch on the host's clock. */
@@ -368,7 +389,7 @@ export class Call extends EventEmitter<CallEvents> {
     session.listener = {
       progress: () => this.#ringing(),
       confirmed: (answer) => this.confirmed(answer),
-      failed: (status, reason, cause) => this.fail({ status, reason, cause }),
+      failed: (status, reason, cause, response) => this.sessionFailed({ status, reason, cause }, response),
       ended: (by, reason, cause) => this.ended({ by, reason, cause }),
       reoffer: (remoteSdp) => this.#answerReoffer(remoteSdp),
       offer: () => this.#offerInOk(),
@@ -376,6 +397,11 @@ export class Call extends EventEmitter<CallEvents> {
       lateAnswer: (negotiated) => this.#takeLateAnswer(negotiated),
       digit: (key) => this.emit("digit", key),
     };
+  }
+
+  /** The session failed before an answer (`response`, its final response when one came): the call fails. */
+  protected sessionFailed(failure: CallFailure, _response: SipResponse | undefined): void {
+    this.fail(failure);
   }
 
   protected async openMedia(near?: MediaMix | MediaStream): Promise<MediaStream> {
@@ -555,9 +581,31 @@ export class Call extends EventEmitter<CallEvents> {
   }
 }
 
-/** A call we place through a trunk. */
+/** One INVITE of a placed call: where it goes (the route the call then has), with what media. */
+export interface CallAttempt {
+  /** The trunk's URI (or the URI called): the call's route while this attempt carries it. */
+  readonly route: string;
+  readonly media: CallMediaOptions;
+  /** Sends the INVITE with our offer. */
+  readonly send: (offer: string) => OutgoingInviteSession;
+}
+
+/** How an attempt failed: the failure, and the final response that said it (undefined: ours). */
+export interface AttemptFailure {
+  readonly failure: CallFailure;
+  readonly response: SipResponse | undefined;
+}
+
+/**
+ * A call we place through a trunk: its media opened once, then one INVITE after another (another
+ * trunk, a redirect's number), as its placer decides, until one is answered or the placer gives up.
+ * The ring timeout runs from the first INVITE.
+ */
 export class OutgoingCall extends Call {
   #ringTimer: TimerHandle | undefined;
+  #ringTimeoutMs = 0;
+  /** Told of the attempt in flight's outcome: its failure, or undefined once the call is answered or over. */
+  #attemptSettled: ((failed: AttemptFailure | undefined) => void) | undefined;
 
   override get signallingTls(): boolean {
     return (this.session as OutgoingInviteSession | undefined)?.destination.transport === "TLS";
@@ -568,12 +616,17 @@ export class OutgoingCall extends Call {
     this.fail({ status, reason, cause: null });
   }
 
-  /** Opens media, sends the INVITE with our offer, and arms the ring timeout. */
-  async start(
-    send: (offer: string) => OutgoingInviteSession,
-    ringTimeoutMs: number,
-    near: MediaMix | MediaStream | undefined,
-  ): Promise<void> {
+  /** Fails the call with its last attempt's answer, when no other attempt follows it. */
+  failWith(failure: CallFailure): void {
+    this.fail(failure);
+  }
+
+  /**
+   * Opens the call's media (next to `near`); resolves false when that failed (the call failed, 503)
+   * or the call is over meanwhile.
+   */
+  async open(ringTimeoutMs: number, near: MediaMix | MediaStream | undefined): Promise<boolean> {
+    this.#ringTimeoutMs = ringTimeoutMs;
     try {
       await this.openMedia(near);
     } catch (error) {
@@ -582,14 +635,46 @@ export class OutgoingCall extends Call {
         reason: `no media port: ${error instanceof Error ? error.message : error}`,
         cause: null,
       });
+      return false;
+    }
+    return this.#placing;
+  }
+
+  /**
+   * Sends an attempt's INVITE with an offer of its own media options (the first arms the ring
+   * timeout). Resolves with its failure, for the placer to try another or give up (failWith): the
+   * call does not fail by itself; with undefined once the call is answered or over (hung up, timed
+   * out), or at once when it is over already, nothing being sent.
+   */
+  attempt(attempt: CallAttempt): Promise<AttemptFailure | undefined> {
+    if (!this.#placing) return Promise.resolve(undefined);
+    this.retarget(attempt.route, attempt.media);
+    const settled = new Promise<AttemptFailure | undefined>((resolve) => {
+      this.#attemptSettled = resolve;
+    });
+    this.attach(attempt.send(createOffer(this.localMedia())));
+    this.#ringTimer ??= this.host.clock.setTimeout(
+      () => this.abandon(408, "No Answer", NO_ANSWER),
+      this.#ringTimeoutMs,
+    );
+    return settled;
+  }
+
+  /** Not yet answered, failed or ended. */
+  get #placing(): boolean {
+    return this.state === "calling" || this.state === "ringing";
+  }
+
+  /** The attempt in flight failed: told to the placer, its session left (its end is no call's end). */
+  protected override sessionFailed(failure: CallFailure, response: SipResponse | undefined): void {
+    const settle = this.#attemptSettled;
+    if (settle === undefined || !this.#placing) {
+      this.fail(failure);
       return;
     }
-    if (this.state !== "calling") return;
-    this.attach(send(createOffer(this.localMedia())));
-    this.#ringTimer = this.host.clock.setTimeout(
-      () => this.abandon(408, "No Answer", NO_ANSWER),
-      ringTimeoutMs,
-    );
+    this.#attemptSettled = undefined;
+    if (this.session !== undefined) this.session.listener = {};
+    settle({ failure, response });
   }
 
   /** By CANCEL (or BYE, should its 2xx cross it), whose Reason is the failure's cause. */
@@ -600,6 +685,7 @@ export class OutgoingCall extends Call {
 
   protected override confirmed(answer: Negotiated | undefined): void {
     this.host.clock.clearTimeout(this.#ringTimer);
+    this.#settleAttempt();
     const accepted = answer === undefined ? undefined : acceptAnswer(answer.offer, answer.answer);
     if (accepted === undefined || !accepted.ok) {
       // RFC 3264 section 6: an unusable answer leaves no session: hang up.
@@ -613,7 +699,15 @@ export class OutgoingCall extends Call {
 
   protected override fail(failure: CallFailure): void {
     this.host.clock.clearTimeout(this.#ringTimer);
+    this.#settleAttempt();
     super.fail(failure);
+  }
+
+  /** The call is answered or over: the attempt in flight is no longer the placer's to follow. */
+  #settleAttempt(): void {
+    const settle = this.#attemptSettled;
+    this.#attemptSettled = undefined;
+    settle?.(undefined);
   }
 }
 

@@ -78,23 +78,28 @@ export function dialPlanOf(
 }
 
 /**
- * The trunk an E.164 number is called through: of the matching routes, longest prefix first, then
- * the default trunk, the first whose trunk is not in `down` (every server of it found down); when
- * all are, the first all the same (a call is still tried).
+ * The trunks an E.164 number may be called through, in the order to try them: the matching routes'
+ * trunks, longest prefix first, then the default trunk, each once; those in `down` (every server of
+ * it found down) last, in the same order (a call is still tried through them when nothing else is).
  */
-export function trunkFor(
+export function trunkCandidates(
   dialPlan: DialPlan,
   e164: string,
   down: ReadonlySet<Trunk> = new Set(),
-): Trunk | undefined {
+): Trunk[] {
   const candidates = [
-    ...dialPlan.routes
-      .filter((route) => e164.startsWith(route.prefix))
-      .sort((a, b) => b.prefix.length - a.prefix.length)
-      .map((route) => route.trunk),
-    ...(dialPlan.trunk === undefined ? [] : [dialPlan.trunk]),
+    ...new Set([
+      ...dialPlan.routes
+        .filter((route) => e164.startsWith(route.prefix))
+        .sort((a, b) => b.prefix.length - a.prefix.length)
+        .map((route) => route.trunk),
+      ...(dialPlan.trunk === undefined ? [] : [dialPlan.trunk]),
+    ]),
   ];
-  return candidates.find((trunk) => !down.has(trunk)) ?? candidates[0];
+  return [
+    ...candidates.filter((trunk) => !down.has(trunk)),
+    ...candidates.filter((trunk) => down.has(trunk)),
+  ];
 }
 
 /**

@@ -11,14 +11,26 @@ import { networkInterfaces } from "node:os";
 import { systemClock } from "../clock.js";
 import type { Clock } from "../domain/clock.js";
 import { normalizeNanpNumber } from "../domain/phone.js";
-import { BrowserCall, Call, type CallHost, type CallOrigin, IncomingCall, OutgoingCall } from "./call.js";
+import {
+  type AttemptFailure,
+  BrowserCall,
+  Call,
+  type CallAttempt,
+  type CallHost,
+  type CallMediaOptions,
+  type CallOrigin,
+  IncomingCall,
+  OutgoingCall,
+} from "./call.js";
+import { type Attempts, failsOverTrunk, MAX_TRUNKS_PER_CALL, redirectOf } from "./call-attempts.js";
 import {
   type DialPlan,
   dialPlanOf,
   type Hop,
   hopOf,
   locateTrunk,
-  trunkFor,
+  type TrunkHops,
+  trunkCandidates,
   trunkServers,
 } from "./dial-plan.js";
 import { MediaError } from "./media/media-error.js";
@@ -199,6 +211,19 @@ export interface PlaceCallOptions {
    * is sent, and the offer takes no answer without SRTP, whatever the trunk's `;srtp=` says.
    */
   readonly encrypted?: boolean;
+  /**
+   * Whether a number a trunk's 301/302 redirects the call to may be called (the caller's calling
+   * policy), as +1NPANXXXXXX; without it no redirect is followed. Only trunks with
+   * `follow-redirects` are asked.
+   */
+  readonly allowRedirect?: (e164: string) => boolean;
+}
+
+/** A trunk a call may go through, read for the call: its URIs and the SRTP its calls get. */
+interface TrunkChoice {
+  readonly trunk: Trunk;
+  readonly hops: TrunkHops;
+  readonly srtp: SrtpPolicy;
 }
 
 const DEFAULT_RING_TIMEOUT_MS = 45_000;
@@ -510,27 +535,24 @@ export class Telephony implements CallHost {
   }
 
   /**
-   * Calls a number through the trunk its prefix routes to, written as that trunk wants it. The number
-   * may be written any common way. Failures (bad number 484, no trunk 503) arrive as the call's
-   * "failed" event, like any other.
+   * Calls a number through the trunk its prefix routes to, written as that trunk wants it; when that
+   * trunk cannot carry it (no server answered, a 5xx), through the next (docs/telephony.md#failover-
+   * across-trunks), and a trunk's 301/302 to another number is followed when the trunk and
+   * `allowRedirect` say so. The number may be written any common way. Failures (bad number 484, no
+   * trunk 503) arrive as the call's "failed" event, like any other, once: the last attempt's.
    */
   placeCall(number: string, options: PlaceCallOptions = {}): OutgoingCall {
     const nanp = normalizeNanpNumber(number);
     const e164 = nanp === null ? number : `+1${nanp.subscriberNumber}`;
-    const trunk = nanp === null ? undefined : trunkFor(this.#dialPlan, e164, this.#probes.downTrunks());
-    const hops = trunk === undefined ? undefined : this.#dialPlan.hops.get(trunk);
-    // The first hop decides what the INVITE travels over: the outbound proxy, else the trunk.
-    const srtp = this.#srtpOver(
-      hops?.first.destination.transport ?? "UDP",
-      options.encrypted ? "required" : (trunk?.srtp ?? this.#options.srtp?.placed ?? "optional"),
-    );
+    const choices = nanp === null ? { usable: 0, fit: [] } : this.#trunksFor(e164, options);
+    const first = choices.fit[0];
     const call = this.#observed(
       new OutgoingCall(
         this,
         "outbound",
         e164,
-        { srtp: srtp === "refuse" ? "off" : srtp, codecs: trunk?.codecs, dtmf: trunk?.dtmf },
-        trunk?.uri ?? null,
+        first === undefined ? {} : mediaOptionsOf(first),
+        first?.trunk.uri ?? null,
       ),
     );
     this.#calls.add(call);
@@ -543,58 +565,180 @@ export class Telephony implements CallHost {
       failLater(484, "Address Incomplete");
       return call;
     }
-    if (trunk === undefined || hops === undefined) {
+    if (choices.usable === 0) {
       failLater(503, "No trunk configured");
       return call;
     }
-    if (srtp === "refuse" || (options.encrypted && hops.first.destination.transport !== "TLS")) {
+    if (first === undefined) {
       failLater(488, "SRTP is required but the trunk is not SIP over TLS: keys would travel in plain text");
       return call;
     }
+    void this.#dial(
+      call,
+      { number: e164, trunks: choices.fit, index: 0, attempt: 1, redirectedFrom: undefined },
+      options,
+    );
+    return call;
+  }
+
+  /**
+   * The trunks a number may be called through, in order (dial-plan.ts trunkCandidates), leaving out
+   * those without a SIP URI and those that cannot meet the call's encryption: `usable` counts the
+   * former, `fit` lists the rest, at most MAX_TRUNKS_PER_CALL.
+   */
+  #trunksFor(e164: string, options: PlaceCallOptions): { usable: number; fit: TrunkChoice[] } {
+    const usable = trunkCandidates(this.#dialPlan, e164, this.#probes.downTrunks()).flatMap((trunk) => {
+      const hops = this.#dialPlan.hops.get(trunk);
+      return hops === undefined ? [] : [{ trunk, hops }];
+    });
+    const fit = usable.flatMap(({ trunk, hops }): TrunkChoice[] => {
+      // The first hop decides what the INVITE travels over: the outbound proxy, else the trunk.
+      const transport = hops.first.destination.transport;
+      const srtp = this.#srtpOver(
+        transport,
+        options.encrypted ? "required" : (trunk.srtp ?? this.#options.srtp?.placed ?? "optional"),
+      );
+      return srtp === "refuse" || (options.encrypted && transport !== "TLS") ? [] : [{ trunk, hops, srtp }];
+    });
+    return { usable: usable.length, fit: fit.slice(0, MAX_TRUNKS_PER_CALL) };
+  }
+
+  /**
+   * A placed call's attempts, one trunk after another (and a redirect's number through its own),
+   * until one is answered, the call is over, or the last one's failure is the call's.
+   */
+  async #dial(call: OutgoingCall, first: Attempts<TrunkChoice>, options: PlaceCallOptions): Promise<void> {
+    const ringTimeoutMs = options.ringTimeoutMs ?? this.#options.ringTimeoutMs ?? DEFAULT_RING_TIMEOUT_MS;
+    if (!(await call.open(ringTimeoutMs, options.room))) return;
+    for (let attempts = first; ; ) {
+      const choice = attempts.trunks[attempts.index] as TrunkChoice;
+      const failed = await this.#attempt(call, choice, attempts, options);
+      if (failed === undefined) return;
+      const next = this.#afterFailure(attempts, choice, failed, options);
+      if (next === undefined) {
+        call.failWith(failed.failure);
+        return;
+      }
+      this.#options.logger?.warn(
+        {
+          number: attempts.number,
+          from: choice.trunk.uri,
+          to: (next.trunks[next.index] as TrunkChoice).trunk.uri,
+          ...(next.number === attempts.number ? {} : { redirectedTo: next.number }),
+          status: failed.failure.status,
+          reason: failed.failure.reason,
+        },
+        next.number === attempts.number
+          ? "call failed over to the next trunk: the trunk could not carry it"
+          : "call redirected (3xx): the new number is called through the dial plan",
+      );
+      attempts = next;
+    }
+  }
+
+  /**
+   * What follows a failed attempt: the next trunk when the failure says the trunk could not carry the
+   * call, the number a 301/302 names through its own trunks, or undefined (the failure is the call's).
+   */
+  #afterFailure(
+    attempts: Attempts<TrunkChoice>,
+    choice: TrunkChoice,
+    { failure, response }: AttemptFailure,
+    options: PlaceCallOptions,
+  ): Attempts<TrunkChoice> | undefined {
+    if (attempts.attempt >= MAX_TRUNKS_PER_CALL) return undefined;
+    const redirect = redirectOf(failure.status, response?.headers.contact?.uri, {
+      follow: choice.trunk.followRedirects === true,
+      allow: options.allowRedirect,
+      redirectedFrom: attempts.redirectedFrom,
+      calling: attempts.number,
+    });
+    if (redirect !== undefined) {
+      const trunks = "number" in redirect ? this.#trunksFor(redirect.number, options).fit : [];
+      if ("refused" in redirect || trunks.length === 0) {
+        this.#options.logger?.info(
+          { number: attempts.number, status: failure.status, contact: response?.headers.get("Contact") },
+          `redirect not followed: ${"refused" in redirect ? redirect.refused : "no trunk for the number"}`,
+        );
+        return undefined;
+      }
+      return {
+        number: redirect.number,
+        trunks,
+        index: 0,
+        attempt: attempts.attempt + 1,
+        redirectedFrom: attempts.number,
+      };
+    }
+    if (!failsOverTrunk(failure.status, response !== undefined)) return undefined;
+    if (attempts.index + 1 >= attempts.trunks.length) return undefined;
+    return { ...attempts, index: attempts.index + 1, attempt: attempts.attempt + 1 };
+  }
+
+  /**
+   * One INVITE of a placed call through `choice`'s trunk, with that trunk's own request (number
+   * format, caller ID, headers) and media; resolves with its failure (a trunk name DNS does not know
+   * is a 503 of ours), or undefined once the call is answered or over.
+   */
+  async #attempt(
+    call: OutgoingCall,
+    { trunk, hops, srtp }: TrunkChoice,
+    attempts: Attempts<TrunkChoice>,
+    options: PlaceCallOptions,
+  ): Promise<AttemptFailure | undefined> {
+    const e164 = attempts.number;
+    let servers: Destination[];
+    try {
+      servers = await locateTrunk(this.#locator, hops.first);
+    } catch (error) {
+      const reason = `Service Unavailable: ${(error as Error).message}`;
+      this.#options.logger?.warn({ number: e164, trunk: trunk.uri, reason }, `call not placed: ${reason}`);
+      return { failure: { status: 503, reason, cause: null }, response: undefined };
+    }
+    const [first, ...next] = servers;
     const requestUri = trunkRequestUri(trunk, hops.trunk, e164);
     const callerId = options.callerId ?? trunk.callerId ?? this.#options.callerId ?? "bridgeline";
     const caller = trunkCaller(trunk, callerId);
     const withheld = withholdsIdentity(trunk);
     const headers = trunkHeaders(trunk);
-    void locateTrunk(this.#locator, hops.first).then(
-      ([first, ...next]) =>
-        call.start(
-          (offer) =>
-            this.#agent.call({
-              requestUri,
-              // RFC 3323 section 4.1.1.3: a withheld identity leaves an anonymous From.
-              from: withheld ? ANONYMOUS : caller,
-              ...(trunk.assertedIdentity ? { assertedIdentity: trunkAssertedIdentity(trunk, callerId) } : {}),
-              destination: first as Destination,
-              offer,
-              credentials: trunk.credentials ?? undefined,
-              headers,
-              ...(trunk.sessionTimer === undefined
-                ? {}
-                : { sessionTimer: trunk.sessionTimer === "off" ? null : { interval: trunk.sessionTimer } }),
-              reliableProvisional: trunk.reliableProvisional,
-              failover: {
-                next,
-                targetTimeoutMs: this.#options.serverTimeoutMs ?? DEFAULT_SERVER_TIMEOUT_MS,
-                onTargetFailed: (target, reason) => {
-                  this.#locator.markDown(target);
-                  this.#options.logger?.warn(
-                    {
-                      trunk: hops.first.text,
-                      server: `${target.transport} ${target.host}:${target.port}`,
-                      reason,
-                    },
-                    "a trunk server failed: trying the next, and this one last for a while",
-                  );
+    // Another trunk to go to: a silent last server is given up at the server timeout, not Timer B.
+    const elsewhere = attempts.index + 1 < attempts.trunks.length && attempts.attempt < MAX_TRUNKS_PER_CALL;
+    const attempt: CallAttempt = {
+      route: trunk.uri,
+      media: mediaOptionsOf({ trunk, hops, srtp }),
+      send: (offer) =>
+        this.#agent.call({
+          requestUri,
+          // RFC 3323 section 4.1.1.3: a withheld identity leaves an anonymous From.
+          from: withheld ? ANONYMOUS : caller,
+          ...(trunk.assertedIdentity ? { assertedIdentity: trunkAssertedIdentity(trunk, callerId) } : {}),
+          destination: first as Destination,
+          offer,
+          credentials: trunk.credentials ?? undefined,
+          headers,
+          ...(trunk.sessionTimer === undefined
+            ? {}
+            : { sessionTimer: trunk.sessionTimer === "off" ? null : { interval: trunk.sessionTimer } }),
+          reliableProvisional: trunk.reliableProvisional,
+          failover: {
+            next,
+            elsewhere,
+            targetTimeoutMs: this.#options.serverTimeoutMs ?? DEFAULT_SERVER_TIMEOUT_MS,
+            onTargetFailed: (target, reason) => {
+              this.#locator.markDown(target);
+              this.#options.logger?.warn(
+                {
+                  trunk: hops.first.text,
+                  server: `${target.transport} ${target.host}:${target.port}`,
+                  reason,
                 },
-              },
-            }),
-          options.ringTimeoutMs ?? this.#options.ringTimeoutMs ?? DEFAULT_RING_TIMEOUT_MS,
-          options.room,
-        ),
-      (error: unknown) => failLater(503, `Service Unavailable: ${(error as Error).message}`),
-    );
-    return call;
+                "a trunk server failed: trying the next, and this one last for a while",
+              );
+            },
+          },
+        }),
+    };
+    return call.attempt(attempt);
   }
 
   /**
@@ -622,18 +766,23 @@ export class Telephony implements CallHost {
       queueMicrotask(() => call.notPlaced(416, "Unsupported URI Scheme"));
       return call;
     }
-    void call.start(
-      (offer) =>
-        this.#agent.call({
-          requestUri: uri,
-          from: { user: this.#options.callerId ?? "bridgeline" },
-          destination,
-          offer,
-          headers: options.headers,
-        }),
-      options.ringTimeoutMs ?? this.#options.ringTimeoutMs ?? DEFAULT_RING_TIMEOUT_MS,
-      near?.mediaStream,
-    );
+    void (async () => {
+      const ringTimeoutMs = options.ringTimeoutMs ?? this.#options.ringTimeoutMs ?? DEFAULT_RING_TIMEOUT_MS;
+      if (!(await call.open(ringTimeoutMs, near?.mediaStream))) return;
+      const failed = await call.attempt({
+        route: uri,
+        media: { codecs },
+        send: (offer) =>
+          this.#agent.call({
+            requestUri: uri,
+            from: { user: this.#options.callerId ?? "bridgeline" },
+            destination,
+            offer,
+            headers: options.headers,
+          }),
+      });
+      if (failed !== undefined) call.failWith(failed.failure);
+    })();
     return call;
   }
 
@@ -783,4 +932,9 @@ function advertisedAddress(bindAddress: string): string | undefined {
     if (external !== undefined) return external.address;
   }
   return "127.0.0.1";
+}
+
+/** What a call through a trunk offers and accepts: its SRTP, codecs and way of sending keys. */
+function mediaOptionsOf({ trunk, srtp }: TrunkChoice): CallMediaOptions {
+  return { srtp, codecs: trunk.codecs, dtmf: trunk.dtmf };
 }

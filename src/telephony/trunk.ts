@@ -77,6 +77,12 @@ export interface Trunk {
    * BRIDGELINE_SIP_TLS_CA and names its host. Ours is presented to any server that asks.
    */
   readonly mutualTls?: boolean;
+  /**
+   * A 301/302 of this trunk's to another North American number has that number called through the
+   * dial plan (never the Contact's host), when the placer allows it (PlaceCallOptions.allowRedirect);
+   * default off, every 3xx failing the call (toll safety).
+   */
+  readonly followRedirects?: boolean;
   /** How its servers are probed with OPTIONS (its profile's `options:`), over the service's settings. */
   readonly probe?: Partial<ProbeSettings> | null;
 }

@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { dialPlanOf, type Hop, hopOf, trunkFor } from "../../src/telephony/dial-plan.js";
+import { dialPlanOf, type Hop, hopOf, trunkCandidates } from "../../src/telephony/dial-plan.js";
 import type { Destination } from "../../src/telephony/sip/transport/sip-transport.js";
 import {
   type ProbeAnswer,
@@ -262,16 +262,16 @@ describe("routing around a trunk found down", () => {
   ]);
 
   it("takes the longest prefix's trunk, then shorter ones, then the default", () => {
-    assert.equal(trunkFor(plan, "+16045550100"), b);
-    assert.equal(trunkFor(plan, "+16045550100", new Set([b])), a);
-    assert.equal(trunkFor(plan, "+16045550100", new Set([b, a])), c);
-    assert.equal(trunkFor(plan, "+17785550100", new Set([a])), c);
+    assert.equal(trunkCandidates(plan, "+16045550100")[0], b);
+    assert.equal(trunkCandidates(plan, "+16045550100", new Set([b]))[0], a);
+    assert.equal(trunkCandidates(plan, "+16045550100", new Set([b, a]))[0], c);
+    assert.equal(trunkCandidates(plan, "+17785550100", new Set([a]))[0], c);
   });
 
   it("still tries the first when every candidate is down", () => {
-    assert.equal(trunkFor(plan, "+16045550100", new Set([a, b, c])), b);
-    assert.equal(trunkFor(plan, "+17785550100", new Set([c])), c);
-    assert.equal(trunkFor(dialPlanOf(undefined, []), "+17785550100", new Set()), undefined);
+    assert.equal(trunkCandidates(plan, "+16045550100", new Set([a, b, c]))[0], b);
+    assert.equal(trunkCandidates(plan, "+17785550100", new Set([c]))[0], c);
+    assert.equal(trunkCandidates(dialPlanOf(undefined, []), "+17785550100", new Set())[0], undefined);
   });
 });
 

@@ -27,6 +27,11 @@ import { type SessionEdges, SessionState } from "./session-state.js";
 export interface Failover {
   readonly next: readonly Destination[];
   readonly targetTimeoutMs?: number;
+  /**
+   * The call has somewhere else to go once every server here failed (another trunk): the last server
+   * too is given up when silent for targetTimeoutMs (408), rather than at Timer B.
+   */
+  readonly elsewhere?: boolean;
   readonly onTargetFailed?: (target: Destination, reason: string) => void;
 }
 
@@ -104,13 +109,16 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     const transaction = this.host.sendInvite(this.#invite, this.#destination, this);
     this.#transaction = transaction;
     const timeout = this.#failover?.targetTimeoutMs;
-    if (this.#next.length > 0 && timeout !== undefined) {
+    if ((this.#next.length > 0 || this.#failover?.elsewhere) && timeout !== undefined) {
       this.#targetTimer = this.host.clock.setTimeout(() => {
         // Only a silent server is left (nothing answered, and the call is not being given up: a
         // cancelled one keeps its transaction, for the CANCEL once a response comes).
         if (this.state !== SessionState.Initial || this.#transaction !== transaction) return;
         transaction.abandon();
-        this.#failOver(`no response within ${timeout} ms`);
+        const reason = `no response within ${timeout} ms`;
+        if (this.#failOver(reason)) return;
+        this.listener.failed?.(408, "Request Timeout", null);
+        this.end("error", reason);
       }, timeout);
     }
   }
@@ -212,7 +220,7 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     if (response.status === 422 && this.#retryWithLongerInterval(response)) return;
     // RFC 3326 (and RFC 6432 for Q.850 causes in responses): the Reason says why, when given.
     const cause = response.headers.reasonCause;
-    this.listener.failed?.(response.status, response.reason, cause);
+    this.listener.failed?.(response.status, response.reason, cause, response);
     this.end("error", response.reason, cause);
   }
 

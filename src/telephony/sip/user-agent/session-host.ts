@@ -56,9 +56,10 @@ export interface SessionListener {
   confirmed?(answer: Negotiated | undefined): void;
   /**
    * UAC: a final non-2xx (or 408 on timeout, 503 on transport error). UAS: CANCELled before answer.
-   * `cause`: what the response's or CANCEL's Reason said (RFC 3326), null without one.
+   * `cause`: what the response's or CANCEL's Reason said (RFC 3326), null without one; `response`,
+   * the UAC's final response when one came (a 3xx's Contact), undefined for a failure of our own.
    */
-  failed?(status: number, reason: string, cause: CallCause | null): void;
+  failed?(status: number, reason: string, cause: CallCause | null, response?: SipResponse): void;
   /**
    * The session ended: a confirmed one, or one that never was (after `failed`, which comes first; or
    * alone, as a UAS whose 2xx was never ACKed). `cause`: the Reason of the BYE, the peer's or ours

@@ -328,19 +328,25 @@ describe("outgoing INVITE session (RFC 3261 section 13.2)", () => {
 describe("why a call ended, on the wire (RFC 3326 Reason)", () => {
   it("a final non-2xx's Reason is the failure's cause, Q.850 before SIP; none is null", () => {
     const failures: unknown[] = [];
-    const { session } = outgoing({ failed: (...failure) => failures.push(failure) });
+    const responses: unknown[] = [];
+    const failed: SessionListener["failed"] = (status, reason, cause, response) => {
+      failures.push([status, reason, cause]);
+      responses.push(response?.status);
+    };
+    const { session } = outgoing({ failed });
     session.receiveResponse(
       answer(486, "b1", [
         'Reason: SIP;cause=486;text="Busy Here"',
         'Reason: Q.850;cause=17;text="User busy"',
       ]),
     );
-    const other = outgoing({ failed: (...failure) => failures.push(failure) });
+    const other = outgoing({ failed });
     other.session.receiveResponse(answer(480, "b1"));
     assert.deepEqual(failures, [
       [486, "Reason", { protocol: "Q.850", cause: 17, text: "User busy" }],
       [480, "Reason", null],
     ]);
+    assert.deepEqual(responses, [486, 480], "the response itself too (a 3xx's Contact)");
   });
 
   it("our BYE and CANCEL carry their cause: normal clearing unless told otherwise, and a 2xx crossing the CANCEL gets its cause in the BYE", () => {
@@ -480,6 +486,31 @@ describe("503 with Retry-After (RFC 3261 section 21.5.4)", () => {
       host.sent.map((sent) => sent.destination.host),
       ["192.0.2.10", "192.0.2.11", "192.0.2.11"],
     );
+  });
+
+  it("with another trunk to go to, a silent last server is given up at the server timeout (408, none of its own); without, Timer B waits", () => {
+    const failures: unknown[] = [];
+    const failed: SessionListener["failed"] = (status, reason, _cause, response) =>
+      failures.push([status, reason, response]);
+    const start = (elsewhere: boolean) => {
+      const host = new RecordingHost();
+      const session = new OutgoingInviteSession(host, ourInvite(), TRUNK, undefined, {
+        next: [],
+        elsewhere,
+        targetTimeoutMs: 1000,
+      });
+      session.listener = { failed };
+      session.start();
+      return { host, session };
+    };
+    const elsewhere = start(true);
+    elsewhere.host.clock.advance(1000);
+    assert.equal(elsewhere.session.state, SessionState.Terminated);
+    assert.deepEqual(failures, [[408, "Request Timeout", undefined]]);
+    const only = start(false);
+    only.host.clock.advance(1000);
+    assert.equal(only.session.state, SessionState.Initial, "the transaction's Timer B decides");
+    assert.equal(failures.length, 1);
   });
 });
 
