@@ -26,7 +26,7 @@ import { type MediaMix, MediaPlane, type MediaStream } from "./media/plane/media
 import { DEFAULT_SRTP_SUITES, type SrtpPolicy, type SrtpSuite } from "./media/rtp/srtp-suites.js";
 import { type AudioCodec, WIDEBAND_AUDIO_CODECS } from "./sdp/session-description.js";
 import { destinationOf, newCallId, newTag } from "./sip/dialog/dialog.js";
-import { parseSipUri } from "./sip/message/header-values.js";
+import { listItemEnd, parseNameAddr, parseSipUri } from "./sip/message/header-values.js";
 import { SipHeaders, type SipRequest } from "./sip/message/sip-message.js";
 import { ServerLocator } from "./sip/transport/server-locator.js";
 import {
@@ -41,6 +41,7 @@ import type { IncomingInviteSession } from "./sip/user-agent/incoming-invite-ses
 import { Registration } from "./sip/user-agent/registration.js";
 import type { SessionTimerSettings } from "./sip/user-agent/session-timer.js";
 import { UserAgent } from "./sip/user-agent/user-agent.js";
+import { CallerVerifier, type StirShakenOptions, VERIFICATION_NOT_CONFIGURED } from "./stir-shaken.js";
 import type { Trunk } from "./trunk.js";
 import { uriUser } from "./trunk.js";
 import {
@@ -165,6 +166,12 @@ export interface TelephonyOptions {
    * WIDEBAND_AUDIO_CODECS: Opus, G.722, PCMU, PCMA.
    */
   readonly codecs?: readonly AudioCodec[];
+  /**
+   * STIR/SHAKEN verification of the calls taken (docs/telephony.md#stirshaken): the STI-CA roots and
+   * the fetch's limits; undefined: not done, every call's verification is none, "not configured".
+   * A bundle without a readable certificate fails start.
+   */
+  readonly stirShaken?: Omit<StirShakenOptions, "clock">;
   readonly logger?: TelephonyLogger;
   /** Told of each call's course (metrics). */
   readonly observer?: CallObserver;
@@ -222,6 +229,7 @@ export class Telephony implements CallHost {
   /** The other instances' hosts, as last told (trustInstances). */
   #instanceHosts: readonly string[] = [];
   #onIncomingCall: ((call: IncomingCall) => void) | undefined;
+  readonly #verifier: CallerVerifier | undefined;
   #closing: Promise<void> | undefined;
 
   private constructor(
@@ -238,6 +246,10 @@ export class Telephony implements CallHost {
     this.#dialPlan = dialPlan;
     this.#agent = agent;
     this.#options = options;
+    this.#verifier =
+      options.stirShaken === undefined
+        ? undefined
+        : new CallerVerifier({ ...options.stirShaken, clock: this.clock });
     this.#media = new MediaPlane({
       threads: options.mediaThreads ?? 0,
       bindAddress: options.bindAddress,
@@ -764,12 +776,27 @@ export class Telephony implements CallHost {
         address !== undefined && this.#trusted?.check(address, isIPv6(address) ? "ipv6" : "ipv4") === true,
       callId: invite.headers.callId ?? "",
     };
-    const call = new IncomingCall(this, session, fromUser, toUser, origin, srtp);
+    // Verified from now, beside whatever the handler does (the PIN prompt); the call holds the outcome.
+    const verification =
+      this.#verifier?.verify({
+        identities: invite.headers.getAll("Identity"),
+        caller: assertedCaller(invite) ?? fromUser,
+        called: toUser,
+      }) ?? Promise.resolve(VERIFICATION_NOT_CONFIGURED);
+    const call = new IncomingCall(this, session, fromUser, toUser, origin, srtp, verification);
     this.#options.observer?.received();
     this.#calls.add(call);
     this.#options.logger?.info({ from: fromUser, to: toUser }, "incoming call");
     handler(call);
   }
+}
+
+/** The user part of an INVITE's first P-Asserted-Identity (RFC 3325): a tel: URI's number, or a SIP URI's user. */
+function assertedCaller(invite: SipRequest): string | undefined {
+  const field = invite.headers.get("P-Asserted-Identity");
+  if (field === undefined) return undefined;
+  const identity = parseNameAddr(field, 0, listItemEnd(field, 0, field.length));
+  return identity === undefined ? undefined : parseSipUri(identity.uri)?.user;
 }
 
 /**
