@@ -8,11 +8,14 @@
  * OCSP, signing our own calls.
  */
 import { X509Certificate } from "node:crypto";
+import { lookup } from "node:dns";
 import { get } from "node:https";
+import { isIP, type LookupFunction } from "node:net";
 import { compactVerify, decodeProtectedHeader } from "jose";
 import type { CallerVerification } from "../domain/call-record.js";
 import type { Clock } from "../domain/clock.js";
 import { callerNumberKey } from "../domain/phone.js";
+import { refusedAddressKind, urlHost } from "../domain/webhook.js";
 import { parseIdentity } from "./sip/message/header-values.js";
 
 export interface StirShakenOptions {
@@ -28,6 +31,11 @@ export interface StirShakenOptions {
   readonly repositoryCa?: string;
   /** Certificates kept by URL for their Cache-Control max-age; default 100. */
   readonly cacheEntries?: number;
+  /**
+   * Repositories at private, loopback and link-local addresses allowed (tests); by default an x5u
+   * leading there fails, as webhooks' URLs do: the INVITE names the URL the service fetches.
+   */
+  readonly allowPrivateRepositories?: boolean;
   /** What `iat` and the certificates' validity are checked against. */
   readonly clock: Clock;
 }
@@ -73,12 +81,19 @@ export class CallerVerifier {
   readonly #cache = new Map<string, CachedChain>();
   /** Fetches under way by URL: calls from one carrier arriving together share one. */
   readonly #fetching = new Map<string, Promise<readonly X509Certificate[]>>();
+  /** Aborts the fetches under way when closed. */
+  readonly #closed = new AbortController();
 
   /** Throws when the bundle holds no certificate, or one that cannot be read. */
   constructor(options: StirShakenOptions) {
     this.#anchors = pemCertificates(options.trustAnchors);
     if (this.#anchors.length === 0) throw new Error("the STI-CA bundle holds no certificate");
     this.#options = options;
+  }
+
+  /** Stops the fetches under way (their verifications fail, "closed") and any later one. */
+  close(): void {
+    this.#closed.abort();
   }
 
   /** The outcome for an INVITE; never rejects, and resolves within the fetch's timeout. */
@@ -200,10 +215,17 @@ export class CallerVerifier {
       throw new Unverified("x5u is not a URL");
     }
     if (parsed.protocol !== "https:") throw new Unverified("x5u is not an https: URL");
+    const allowPrivate = this.#options.allowPrivateRepositories === true;
+    // An address in the URL is connected to without a lookup: checked here; names, as looked up.
+    const host = urlHost(parsed);
+    const kind = isIP(host) === 0 || allowPrivate ? undefined : refusedAddressKind(host);
+    if (kind !== undefined) throw new Unverified(`x5u leads to ${host}, a ${kind} address`);
     const { body, maxAgeSeconds } = await fetchBody(parsed, {
       timeoutMs: this.#options.fetchTimeoutMs ?? DEFAULT_FETCH_TIMEOUT_MS,
       maxBytes: this.#options.maxCertificateBytes ?? DEFAULT_MAX_CERTIFICATE_BYTES,
       ca: this.#options.repositoryCa,
+      lookup: allowPrivate ? undefined : publicLookup,
+      signal: this.#closed.signal,
     });
     let certificates: X509Certificate[];
     try {
@@ -249,10 +271,27 @@ function sameNumber(tn: string, sip: string): boolean {
  */
 function fetchBody(
   url: URL,
-  options: { readonly timeoutMs: number; readonly maxBytes: number; readonly ca: string | undefined },
+  options: {
+    readonly timeoutMs: number;
+    readonly maxBytes: number;
+    readonly ca: string | undefined;
+    readonly lookup: LookupFunction | undefined;
+    readonly signal: AbortSignal;
+  },
 ): Promise<{ body: Buffer; maxAgeSeconds: number | undefined }> {
   return new Promise((resolve, reject) => {
-    const request = get(url, { ca: options.ca, agent: false, headers: { accept: "application/x-pem-file" } });
+    if (options.signal.aborted) {
+      reject(new Unverified("closed"));
+      return;
+    }
+    const request = get(url, {
+      ca: options.ca,
+      agent: false,
+      lookup: options.lookup,
+      headers: { accept: "application/x-pem-file" },
+    });
+    const closed = () => fail(new Unverified("closed"));
+    options.signal.addEventListener("abort", closed);
     // Settled once: the first of the answer, an error, the size cap or the timeout; the request is
     // given up on every path but the answer's (where it has ended).
     let settled = false;
@@ -260,6 +299,7 @@ function fetchBody(
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      options.signal.removeEventListener("abort", closed);
       request.destroy();
       reject(
         error instanceof Unverified ? error : new Unverified(`x5u could not be fetched: ${error.message}`),
@@ -293,6 +333,7 @@ function fetchBody(
         if (settled) return;
         settled = true;
         clearTimeout(timer);
+        options.signal.removeEventListener("abort", closed);
         const cacheControl = response.headers["cache-control"] ?? "";
         const maxAge = /(?:^|,)\s*max-age\s*=\s*(\d+)/i.exec(cacheControl);
         resolve({
@@ -304,3 +345,23 @@ function fetchBody(
     });
   });
 }
+
+/** The system's lookup, refusing a host with any private, loopback or link-local address. */
+const publicLookup: LookupFunction = (hostname, options, callback) => {
+  lookup(hostname, { ...options, all: true }, (error, addresses) => {
+    if (error !== null) {
+      callback(error, "");
+      return;
+    }
+    const refused = addresses.find(({ address }) => refusedAddressKind(address) !== undefined);
+    const [first] = addresses;
+    if (refused !== undefined || first === undefined) {
+      const kind = refused === undefined ? "no" : `a ${refusedAddressKind(refused.address)}`;
+      callback(
+        new Unverified(`x5u leads to ${hostname} (${refused?.address ?? "nothing"}), ${kind} address`),
+        "",
+      );
+    } else if (options.all) callback(null, addresses);
+    else callback(null, first.address, first.family);
+  });
+};

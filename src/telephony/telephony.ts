@@ -239,17 +239,15 @@ export class Telephony implements CallHost {
     dialPlan: DialPlan,
     options: TelephonyOptions,
     trusted: TrustedSources | undefined,
+    verifier: CallerVerifier | undefined,
   ) {
     this.#trusted = trusted;
+    this.#verifier = verifier;
     this.#transport = transport;
     this.#locator = locator;
     this.#dialPlan = dialPlan;
     this.#agent = agent;
     this.#options = options;
-    this.#verifier =
-      options.stirShaken === undefined
-        ? undefined
-        : new CallerVerifier({ ...options.stirShaken, clock: this.clock });
     this.#media = new MediaPlane({
       threads: options.mediaThreads ?? 0,
       bindAddress: options.bindAddress,
@@ -280,6 +278,11 @@ export class Telephony implements CallHost {
   static async start(options: TelephonyOptions): Promise<Telephony> {
     let agent: UserAgent | undefined;
     const logger = options.logger;
+    // Before anything is opened: a trust store without a certificate throws.
+    const verifier =
+      options.stirShaken === undefined
+        ? undefined
+        : new CallerVerifier({ ...options.stirShaken, clock: options.clock ?? systemClock });
     const locator = new ServerLocator({
       servers: options.dnsServers ?? undefined,
       downForMs: options.serverDownMs,
@@ -333,7 +336,7 @@ export class Telephony implements CallHost {
           `SIP request from an untrusted source ${options.untrustedRequests === "drop" ? "dropped" : "refused"}`,
         ),
     });
-    const telephony = new Telephony(transport, agent, locator, dialPlan, options, trusted);
+    const telephony = new Telephony(transport, agent, locator, dialPlan, options, trusted, verifier);
     for (const trunk of dialPlan.trunks) telephony.#register(trunk);
     telephony.#probes.start();
     return telephony;
@@ -684,6 +687,7 @@ export class Telephony implements CallHost {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#probes.stop();
+      this.#verifier?.close();
       for (const call of [...this.#calls]) call.hangup();
       // Let the BYEs and CANCELs leave before the socket closes.
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -783,6 +787,13 @@ export class Telephony implements CallHost {
         caller: assertedCaller(invite) ?? fromUser,
         called: toUser,
       }) ?? Promise.resolve(VERIFICATION_NOT_CONFIGURED);
+    if (this.#verifier !== undefined)
+      void verification.then(({ status, attestation, reason }) =>
+        this.#options.logger?.info(
+          { from: fromUser, to: toUser, callId: origin.callId, status, attestation, reason },
+          `caller verification (STIR/SHAKEN): ${status}`,
+        ),
+      );
     const call = new IncomingCall(this, session, fromUser, toUser, origin, srtp, verification);
     this.#options.observer?.received();
     this.#calls.add(call);

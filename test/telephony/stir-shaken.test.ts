@@ -4,13 +4,16 @@
  * passes, each way it fails, and none without an Identity header.
  */
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { loadConfig } from "../../src/config.js";
 import { CallerVerifier, type StirShakenOptions } from "../../src/telephony/stir-shaken.js";
+import { loadStirTrustAnchors } from "../../src/tls.js";
 import { FakeClock } from "../helpers/fake-clock.js";
 import { certificateRepository, identityHeader, type StiPki, stiPki } from "../helpers/sti-ca.js";
+import { until } from "../helpers/until.js";
 
 const CALLER = "+16045550111";
 const CALLED = "+16045550199";
@@ -39,6 +42,7 @@ describe("STIR/SHAKEN verification", () => {
     return new CallerVerifier({
       trustAnchors: pki.rootPem,
       repositoryCa: repository.ca,
+      allowPrivateRepositories: true,
       clock: new FakeClock(Date.now()),
       ...options,
     });
@@ -195,6 +199,42 @@ describe("STIR/SHAKEN verification", () => {
     }
   });
 
+  it("fails an x5u that leads to a loopback or private address, unless allowed", async () => {
+    const cases: [string, RegExp][] = [
+      [repository.url("/signer.pem"), /^x5u leads to 127\.0\.0\.1, a loopback address$/],
+      [
+        repository.url("/signer.pem").replace("127.0.0.1", "localhost"),
+        /^x5u leads to localhost \((127\.0\.0\.1|::1)\), a loopback address$/,
+      ],
+      ["https://10.1.2.3/signer.pem", /^x5u leads to 10\.1\.2\.3, a private address$/],
+    ];
+    for (const [x5u, reason] of cases) {
+      const identity = await identityHeader(
+        { orig: CALLER.slice(1), dest: CALLED.slice(1) },
+        x5u,
+        pki.signer.keyPem,
+      );
+      const result = await verify(identity, { allowPrivateRepositories: false });
+      assert.equal(result.status, "failed", x5u);
+      assert.match(result.reason ?? "", reason, x5u);
+    }
+  });
+
+  it("fails the verifications under way when closed", async () => {
+    const closing = verifier();
+    const identity = await identityHeader(
+      { orig: CALLER.slice(1), dest: CALLED.slice(1) },
+      repository.url("/silent?closing"),
+      pki.signer.keyPem,
+    );
+    const pending = closing.verify({ identities: [identity], caller: CALLER, called: CALLED });
+    await until("the repository asked", async () =>
+      repository.requests.includes("/silent?closing") ? true : undefined,
+    );
+    closing.close();
+    assert.deepEqual(await pending, { status: "failed", attestation: null, reason: "closed" });
+  });
+
   it("fails a chain larger than the size cap", async () => {
     const identity = await identityHeader(
       { orig: CALLER.slice(1), dest: CALLED.slice(1) },
@@ -257,5 +297,26 @@ describe("STIR/SHAKEN verification", () => {
 
   it("refuses a trust store without a certificate", () => {
     assert.throws(() => verifier({ trustAnchors: "" }), /holds no certificate/);
+  });
+});
+
+describe("BRIDGELINE_STIR_CA_FILE", () => {
+  const dir = mkdtempSync(join(tmpdir(), "bridgeline-stir-setting-"));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("is read at start; unset, nothing is verified; a file without a certificate, or none, stops start", () => {
+    const pki = stiPki(dir);
+    assert.equal(loadStirTrustAnchors(loadConfig({ BRIDGELINE_STIR_CA_FILE: pki.rootFile })), pki.rootPem);
+    assert.equal(loadStirTrustAnchors(loadConfig({})), undefined);
+    const empty = join(dir, "empty.pem");
+    writeFileSync(empty, "nothing here\n");
+    assert.throws(
+      () => loadStirTrustAnchors(loadConfig({ BRIDGELINE_STIR_CA_FILE: empty })),
+      /^Error: BRIDGELINE_STIR_CA_FILE: .*empty\.pem holds no PEM certificate$/,
+    );
+    assert.throws(
+      () => loadStirTrustAnchors(loadConfig({ BRIDGELINE_STIR_CA_FILE: join(dir, "missing.pem") })),
+      /^Error: BRIDGELINE_STIR_CA_FILE: cannot read /,
+    );
   });
 });
