@@ -145,8 +145,9 @@ export class CallerVerifier {
     if (typeof iat !== "number") throw new Unverified("the PASSporT has no iat");
     const freshness = this.#options.freshnessSeconds ?? DEFAULT_FRESHNESS_SECONDS;
     const now = this.#options.clock.now();
+    const age = Math.round(now / 1000 - iat);
     if (Math.abs(now / 1000 - iat) > freshness)
-      throw new Unverified(`stale: iat is ${Math.round(now / 1000 - iat)} s from now`);
+      throw new Unverified(age > 0 ? `stale: iat is ${age} s old` : `stale: iat is ${-age} s ahead`);
     const orig = (claims.orig as { tn?: unknown } | undefined)?.tn;
     if (typeof orig !== "string" || !sameNumber(orig, invite.caller))
       throw new Unverified("orig.tn is not the caller's number");
@@ -177,8 +178,13 @@ export class CallerVerifier {
   #checkChain(leaf: X509Certificate, chain: readonly X509Certificate[], when: Date): void {
     let current = leaf;
     for (let depth = 0; depth <= MAX_CHAIN_DEPTH; depth++) {
-      const issuedBy = (issuer: X509Certificate) =>
-        current.checkIssued(issuer) !== undefined && current.verify(issuer.publicKey);
+      const issuedBy = (issuer: X509Certificate) => {
+        try {
+          return current.checkIssued(issuer) && current.verify(issuer.publicKey);
+        } catch {
+          return false; // a key that cannot have made the signature (another type)
+        }
+      };
       const anchor = this.#anchors.find(issuedBy);
       if (anchor !== undefined) {
         if (new Date(anchor.validFrom) > when || new Date(anchor.validTo) < when)
