@@ -425,6 +425,11 @@ const VARIABLES = {
     unset: "the system's CAs",
     meaning: "PEM file of the CAs that TLS trunks' certificates must chain to",
   }),
+  BRIDGELINE_STIR_CA_FILE: variable(file, {
+    unset: "unset (no verification)",
+    meaning:
+      "PEM bundle of the STI-CA root certificates: set, the STIR/SHAKEN Identity header of calls taken is verified (signing certificate fetched from its `x5u`, chain, ES256 signature, age, numbers) and each call says passed, failed or none ([docs/telephony.md](docs/telephony.md#stirshaken)); unset, every call's verification is none, not configured",
+  }),
   BRIDGELINE_SIP_TRUSTED: variable(commaList(readTrustedSource), {
     unset: "the trunk's and routes' addresses (anyone without a trunk)",
     meaning:
@@ -891,6 +896,8 @@ function shape(settings: Settings, env: Env) {
       tlsCertFile: settings.BRIDGELINE_SIP_TLS_CERT ?? null,
       tlsKeyFile: settings.BRIDGELINE_SIP_TLS_KEY ?? null,
       tlsCaFile: settings.BRIDGELINE_SIP_TLS_CA ?? null,
+      /** STI-CA roots for STIR/SHAKEN verification of calls taken; null: not verified. */
+      stirCaFile: settings.BRIDGELINE_STIR_CA_FILE ?? null,
       trusted: settings.BRIDGELINE_SIP_TRUSTED ?? null,
       untrusted: settings.BRIDGELINE_SIP_UNTRUSTED,
       srtp: settings.BRIDGELINE_SRTP,

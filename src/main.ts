@@ -35,7 +35,13 @@ import { webhookOutbox } from "./store/webhook-outbox.js";
 import { speak } from "./telephony/media/speech.js";
 import { Telephony } from "./telephony/telephony.js";
 import { DEFAULT_PROBE_SETTINGS, trunksReadiness } from "./telephony/trunk-probe.js";
-import { certificateProblem, loadSipTlsMaterial, loadTlsMaterial, type TlsMaterial } from "./tls.js";
+import {
+  certificateProblem,
+  loadSipTlsMaterial,
+  loadStirTrustAnchors,
+  loadTlsMaterial,
+  type TlsMaterial,
+} from "./tls.js";
 import { webhookWorker } from "./webhooks/http-deliverer.js";
 
 export interface RunningService {
@@ -101,9 +107,11 @@ export async function startService(
   const store = await openStoreWhenReachable(config, logger, metrics.query);
   let tls: TlsMaterial;
   let sipTls: ReturnType<typeof loadSipTlsMaterial>;
+  let stirTrustAnchors: string | undefined;
   try {
     tls = await loadTlsMaterial(config);
     sipTls = loadSipTlsMaterial(config, tls);
+    stirTrustAnchors = loadStirTrustAnchors(config);
   } catch (error) {
     await store.close();
     throw error;
@@ -151,6 +159,7 @@ export async function startService(
         suites: sip.srtpSuites,
       },
       codecs: sip.codecs,
+      stirShaken: stirTrustAnchors === undefined ? undefined : { trustAnchors: stirTrustAnchors },
       logger: logger.child({ component: "telephony" }),
       observer: metrics.calls,
     });

@@ -65,6 +65,16 @@ export function loadSipTlsMaterial(
   return { material, ca: tlsCaFile === null ? undefined : readRequired(tlsCaFile, "BRIDGELINE_SIP_TLS_CA") };
 }
 
+/** The STI-CA roots of STIR/SHAKEN verification (BRIDGELINE_STIR_CA_FILE); undefined when unset. */
+export function loadStirTrustAnchors(config: Config): string | undefined {
+  const file = config.sip.stirCaFile;
+  if (file === null) return undefined;
+  const pem = readRequired(file, "BRIDGELINE_STIR_CA_FILE");
+  if (!pem.includes("-----BEGIN CERTIFICATE-----"))
+    throw new Error(`BRIDGELINE_STIR_CA_FILE: ${file} holds no PEM certificate`);
+  return pem;
+}
+
 /**
  * Why a certificate and key cannot be presented: not PEM, the key not the certificate's, or the
  * certificate not valid now; undefined when they can. Checked before a reloaded pair replaces the one

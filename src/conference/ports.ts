@@ -5,7 +5,7 @@
  * instances share. Unit tests give the rules fakes of each.
  */
 import type { Attendee, AttendeeState } from "../domain/attendee.js";
-import type { CallCause, CallQuality, NewCallRecord } from "../domain/call-record.js";
+import type { CallCause, CallerVerification, CallQuality, NewCallRecord } from "../domain/call-record.js";
 import type { Conference } from "../domain/conference.js";
 import type { CallEncryption } from "../domain/encryption.js";
 import type { ConferenceEventType, LiveControls } from "../domain/event.js";
@@ -101,6 +101,12 @@ export interface ConferenceCall {
    * before an answer, with no early media) or its media's counts were lost (its media thread died).
    */
   quality(): Promise<CallQuality | null>;
+  /**
+   * What STIR/SHAKEN verification said of a dial-in caller's number (docs/telephony.md#stirshaken):
+   * started as the INVITE arrived, resolves within the certificate fetch's timeout and never
+   * rejects. Null for calls we place and browser calls.
+   */
+  callerVerification(): Promise<CallerVerification | null>;
 }
 
 export interface RoomMediaEvents {

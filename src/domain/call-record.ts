@@ -49,6 +49,20 @@ export interface CallQuality {
   readonly mos: number | null;
 }
 
+/**
+ * What STIR/SHAKEN verification (RFC 8224, RFC 8588) said of a caller's number, as a terminating
+ * verifier's "verstat" does (ATIS-1000074): `passed` (TN-Validation-Passed) with the originating
+ * carrier's attestation, `failed` (TN-Validation-Failed) with why, `none` (No-TN-Validation): no
+ * Identity header, or verification not configured (`reason` says which).
+ */
+export interface CallerVerification {
+  readonly status: "passed" | "failed" | "none";
+  /** The PASSporT's `attest` (A full, B partial, C gateway) once it verified; null otherwise. */
+  readonly attestation: "A" | "B" | "C" | null;
+  /** Why it failed or was not done, in words; null when it passed. */
+  readonly reason: string | null;
+}
+
 /** How a call came: placed by the service, dialled in by PIN, or joined from a browser. */
 export type CallDirection = "outbound" | "inbound" | "browser";
 

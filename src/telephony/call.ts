@@ -5,7 +5,7 @@
  * It joins one INVITE session to one RTP session and knows nothing of conferences.
  */
 import { EventEmitter } from "node:events";
-import type { CallCause, CallQuality } from "../domain/call-record.js";
+import type { CallCause, CallerVerification, CallQuality } from "../domain/call-record.js";
 import type { Clock, TimerHandle } from "../domain/clock.js";
 import { callQuality } from "./call-quality.js";
 import { KEYPAD, keypadTones } from "./media/dtmf/keypad-tones.js";
@@ -31,6 +31,7 @@ import { type InviteSession, NORMAL_CLEARING } from "./sip/user-agent/invite-ses
 import type { Negotiated } from "./sip/user-agent/offer-answer.js";
 import type { OutgoingInviteSession } from "./sip/user-agent/outgoing-invite-session.js";
 import type { SessionEndedBy } from "./sip/user-agent/session-host.js";
+import { VERIFICATION_NOT_CONFIGURED } from "./stir-shaken.js";
 import type { DtmfMethod } from "./trunk.js";
 
 export type CallState = "calling" | "ringing" | "answered" | "failed" | "ended";
@@ -333,6 +334,14 @@ export class Call extends EventEmitter<CallEvents> {
 
   leave(): void {
     this.#media?.leave();
+  }
+
+  /**
+   * What STIR/SHAKEN verification said of the caller's number: null but for a call taken by SIP
+   * (IncomingCall), for calls we place carry no PASSporT we check and browsers none at all.
+   */
+  callerVerification(): Promise<CallerVerification | null> {
+    return Promise.resolve(null);
   }
 
   /**
@@ -724,6 +733,7 @@ export interface CallOrigin {
 /** A call that reaches us: ring, accept or reject it. */
 export class IncomingCall extends Call {
   readonly #invite: IncomingInviteSession;
+  readonly #verification: Promise<CallerVerification>;
 
   constructor(
     host: CallHost,
@@ -734,10 +744,22 @@ export class IncomingCall extends Call {
     readonly to: string,
     readonly origin: CallOrigin,
     srtp: SrtpPolicy = "off",
+    /** STIR/SHAKEN verification of the INVITE, started as it arrived (stir-shaken.ts); never rejects. */
+    verification: Promise<CallerVerification> = Promise.resolve(VERIFICATION_NOT_CONFIGURED),
   ) {
     super(host, "inbound", from, { srtp }, to);
     this.#invite = session;
+    this.#verification = verification;
     this.attach(session);
+  }
+
+  /**
+   * What STIR/SHAKEN verification said of the caller's number (docs/telephony.md#stirshaken): it runs
+   * from the INVITE's arrival, beside the PIN prompt; resolves within the certificate fetch's timeout
+   * and never rejects. `none` without an Identity header or with verification not configured.
+   */
+  override callerVerification(): Promise<CallerVerification> {
+    return this.#verification;
   }
 
   ring(): void {

@@ -38,7 +38,7 @@ import { type MediaMix, MediaPlane, type MediaStream } from "./media/plane/media
 import { DEFAULT_SRTP_SUITES, type SrtpPolicy, type SrtpSuite } from "./media/rtp/srtp-suites.js";
 import { type AudioCodec, WIDEBAND_AUDIO_CODECS } from "./sdp/session-description.js";
 import { destinationOf, newCallId, newTag } from "./sip/dialog/dialog.js";
-import { parseSipUri } from "./sip/message/header-values.js";
+import { listItemEnd, parseNameAddr, parseSipUri } from "./sip/message/header-values.js";
 import { SipHeaders, type SipRequest } from "./sip/message/sip-message.js";
 import { ServerLocator } from "./sip/transport/server-locator.js";
 import {
@@ -53,6 +53,7 @@ import type { IncomingInviteSession } from "./sip/user-agent/incoming-invite-ses
 import { Registration } from "./sip/user-agent/registration.js";
 import type { SessionTimerSettings } from "./sip/user-agent/session-timer.js";
 import { UserAgent } from "./sip/user-agent/user-agent.js";
+import { CallerVerifier, type StirShakenOptions, VERIFICATION_NOT_CONFIGURED } from "./stir-shaken.js";
 import type { Trunk } from "./trunk.js";
 import { uriUser } from "./trunk.js";
 import {
@@ -177,6 +178,12 @@ export interface TelephonyOptions {
    * WIDEBAND_AUDIO_CODECS: Opus, G.722, PCMU, PCMA.
    */
   readonly codecs?: readonly AudioCodec[];
+  /**
+   * STIR/SHAKEN verification of the calls taken (docs/telephony.md#stirshaken): the STI-CA roots and
+   * the fetch's limits; undefined: not done, every call's verification is none, "not configured".
+   * A bundle without a readable certificate fails start.
+   */
+  readonly stirShaken?: Omit<StirShakenOptions, "clock">;
   readonly logger?: TelephonyLogger;
   /** Told of each call's course (metrics). */
   readonly observer?: CallObserver;
@@ -247,6 +254,7 @@ export class Telephony implements CallHost {
   /** The other instances' hosts, as last told (trustInstances). */
   #instanceHosts: readonly string[] = [];
   #onIncomingCall: ((call: IncomingCall) => void) | undefined;
+  readonly #verifier: CallerVerifier | undefined;
   #closing: Promise<void> | undefined;
 
   private constructor(
@@ -256,8 +264,10 @@ export class Telephony implements CallHost {
     dialPlan: DialPlan,
     options: TelephonyOptions,
     trusted: TrustedSources | undefined,
+    verifier: CallerVerifier | undefined,
   ) {
     this.#trusted = trusted;
+    this.#verifier = verifier;
     this.#transport = transport;
     this.#locator = locator;
     this.#dialPlan = dialPlan;
@@ -293,6 +303,11 @@ export class Telephony implements CallHost {
   static async start(options: TelephonyOptions): Promise<Telephony> {
     let agent: UserAgent | undefined;
     const logger = options.logger;
+    // Before anything is opened: a trust store without a certificate throws.
+    const verifier =
+      options.stirShaken === undefined
+        ? undefined
+        : new CallerVerifier({ ...options.stirShaken, clock: options.clock ?? systemClock });
     const locator = new ServerLocator({
       servers: options.dnsServers ?? undefined,
       downForMs: options.serverDownMs,
@@ -346,7 +361,7 @@ export class Telephony implements CallHost {
           `SIP request from an untrusted source ${options.untrustedRequests === "drop" ? "dropped" : "refused"}`,
         ),
     });
-    const telephony = new Telephony(transport, agent, locator, dialPlan, options, trusted);
+    const telephony = new Telephony(transport, agent, locator, dialPlan, options, trusted, verifier);
     for (const trunk of dialPlan.trunks) telephony.#register(trunk);
     telephony.#probes.start();
     return telephony;
@@ -821,6 +836,7 @@ export class Telephony implements CallHost {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#probes.stop();
+      this.#verifier?.close();
       for (const call of [...this.#calls]) call.hangup();
       // Let the BYEs and CANCELs leave before the socket closes.
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -913,12 +929,34 @@ export class Telephony implements CallHost {
         address !== undefined && this.#trusted?.check(address, isIPv6(address) ? "ipv6" : "ipv4") === true,
       callId: invite.headers.callId ?? "",
     };
-    const call = new IncomingCall(this, session, fromUser, toUser, origin, srtp);
+    // Verified from now, beside whatever the handler does (the PIN prompt); the call holds the outcome.
+    const verification =
+      this.#verifier?.verify({
+        identities: invite.headers.getAll("Identity"),
+        caller: assertedCaller(invite) ?? fromUser,
+        called: toUser,
+      }) ?? Promise.resolve(VERIFICATION_NOT_CONFIGURED);
+    if (this.#verifier !== undefined)
+      void verification.then(({ status, attestation, reason }) =>
+        this.#options.logger?.info(
+          { from: fromUser, to: toUser, callId: origin.callId, status, attestation, reason },
+          `caller verification (STIR/SHAKEN): ${status}`,
+        ),
+      );
+    const call = new IncomingCall(this, session, fromUser, toUser, origin, srtp, verification);
     this.#options.observer?.received();
     this.#calls.add(call);
     this.#options.logger?.info({ from: fromUser, to: toUser }, "incoming call");
     handler(call);
   }
+}
+
+/** The user part of an INVITE's first P-Asserted-Identity (RFC 3325): a tel: URI's number, or a SIP URI's user. */
+function assertedCaller(invite: SipRequest): string | undefined {
+  const field = invite.headers.get("P-Asserted-Identity");
+  if (field === undefined) return undefined;
+  const identity = parseNameAddr(field, 0, listItemEnd(field, 0, field.length));
+  return identity === undefined ? undefined : parseSipUri(identity.uri)?.user;
 }
 
 /**

@@ -21,7 +21,7 @@ import type {
   Telephone,
 } from "../../src/conference/ports.js";
 import type { Attendee } from "../../src/domain/attendee.js";
-import type { CallQuality, NewCallRecord } from "../../src/domain/call-record.js";
+import type { CallerVerification, CallQuality, NewCallRecord } from "../../src/domain/call-record.js";
 import type { Conference } from "../../src/domain/conference.js";
 import type { ConferenceEventType, LiveControls } from "../../src/domain/event.js";
 import { type CallingPolicy, callsWithinLimits } from "../../src/domain/phone.js";
@@ -175,6 +175,13 @@ export class FakeCall extends EventEmitter implements IncomingConferenceCall {
 
   leave(): void {
     this.room = undefined;
+  }
+
+  /** What callerVerification() resolves with: none (a placed call's null) unless a test says otherwise. */
+  verification: CallerVerification | null = null;
+
+  callerVerification(): Promise<CallerVerification | null> {
+    return Promise.resolve(this.verification);
   }
 
   /** What quality() resolves with once the call is over: no media unless a test says otherwise. */

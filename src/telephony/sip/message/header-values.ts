@@ -868,3 +868,74 @@ export function listsToken(values: readonly string[], token: string): boolean {
   const wanted = token.toLowerCase();
   return listItems(values).some((item) => item.toLowerCase() === wanted);
 }
+
+/** One Identity header field (RFC 8224 section 4.1): the signed PASSporT and its parameters. */
+export interface IdentityValue {
+  /** The JWS: `header.payload.signature`, or the compact form `header..signature`. */
+  readonly token: string;
+  /** The `info` parameter's URI without its angle brackets: the signing certificate's; undefined without one. */
+  readonly info: string | undefined;
+  /** The other parameters (`alg`, `ppt`), by lower-cased name. */
+  readonly params: Params;
+}
+
+/**
+ * `Identity: signed-identity-digest SEMI ident-info *( SEMI ident-info-params )`, where ident-info is
+ * `info=<absoluteURI>` and the digest is base64url with dots (RFC 8224 section 4.1). Undefined when
+ * malformed. Carriers leave ident-info out (ATIS-1000074 takes the x5u of the PASSporT), so it is optional here.
+ */
+export function parseIdentity(text: string, start = 0, end = text.length): IdentityValue | undefined {
+  let i = skipSpace(text, start, end);
+  const tokenStart = i;
+  while (i < end && isJwsChar(text.charCodeAt(i))) i++;
+  if (i === tokenStart) return undefined;
+  const token = text.slice(tokenStart, i);
+  let info: string | undefined;
+  const params = new ParamList();
+  i = skipSpace(text, i, end);
+  while (i < end) {
+    if (text.charCodeAt(i) !== 0x3b) return undefined;
+    const semicolon = i;
+    i = skipSpace(text, i + 1, end);
+    const nameStart = i;
+    while (i < end && isTokenChar(text.charCodeAt(i))) i++;
+    const name = text.slice(nameStart, i).toLowerCase();
+    if (name === "") return undefined;
+    i = skipSpace(text, i, end);
+    if (name === "info") {
+      if (text.charCodeAt(i) !== 0x3d) return undefined;
+      i = skipSpace(text, i + 1, end);
+      if (text.charCodeAt(i) !== 0x3c) return undefined;
+      const close = text.indexOf(">", i);
+      if (close < 0 || close >= end || !isAbsoluteUri(text, i + 1, close)) return undefined;
+      info = text.slice(i + 1, close);
+      i = skipSpace(text, close + 1, end);
+      continue;
+    }
+    let paramEnd = i;
+    if (i < end && text.charCodeAt(i) === 0x3d) {
+      paramEnd = skipSpace(text, i + 1, end);
+      if (paramEnd < end && text.charCodeAt(paramEnd) === 0x22) {
+        paramEnd = quotedStringEnd(text, paramEnd, end);
+        if (paramEnd < 0) return undefined;
+      } else while (paramEnd < end && isTokenChar(text.charCodeAt(paramEnd))) paramEnd++;
+    }
+    const one = parseParams(text, semicolon, paramEnd);
+    if (one === undefined) return undefined;
+    for (const [key, value] of one) params.set(key, value);
+    i = skipSpace(text, paramEnd, end);
+  }
+  return { token, info, params };
+}
+
+/** base64url's alphabet and the dots between a JWS's parts (RFC 7515 section 7.1). */
+function isJwsChar(code: number): boolean {
+  return (
+    (code >= 0x41 && code <= 0x5a) ||
+    (code >= 0x61 && code <= 0x7a) ||
+    (code >= 0x30 && code <= 0x39) ||
+    code === 0x2d ||
+    code === 0x5f ||
+    code === 0x2e
+  );
+}

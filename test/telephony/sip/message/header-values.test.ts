@@ -4,6 +4,7 @@ import {
   formatReason,
   listItemEnd,
   parseCSeq,
+  parseIdentity,
   parseMediaType,
   parseMinSe,
   parseNameAddr,
@@ -358,5 +359,39 @@ describe("parseRetryAfter (RFC 3261 section 20.33)", () => {
   it("refuses what is not delta-seconds", () => {
     for (const bad of ["", "soon", "-1", "1.5", "5 (unclosed", "5 ;", "Fri, 27 Nov 2026 22:00:00 GMT"])
       assert.equal(parseRetryAfter(bad), undefined, bad);
+  });
+});
+
+describe("parseIdentity (RFC 8224 section 4.1)", () => {
+  it("reads the JWS, the info URI without its brackets and the other parameters", () => {
+    const parsed = parseIdentity(
+      "eyJhbGciOiJFUzI1NiJ9.eyJhdHRlc3QiOiJBIn0.c2ln;info=<https://cert.example.org/passport.pem>;alg=ES256;ppt=shaken",
+    );
+    assert.equal(parsed?.token, "eyJhbGciOiJFUzI1NiJ9.eyJhdHRlc3QiOiJBIn0.c2ln");
+    assert.equal(parsed?.info, "https://cert.example.org/passport.pem");
+    assert.equal(parsed?.params.get("alg"), "ES256");
+    assert.equal(parsed?.params.get("ppt"), "shaken");
+  });
+
+  it("takes the compact form, spaces around the separators, names in any case, no info", () => {
+    const parsed = parseIdentity(' a..c ; INFO = <https://x.example/a;b=c> ; PPT="shaken"');
+    assert.equal(parsed?.token, "a..c");
+    assert.equal(parsed?.info, "https://x.example/a;b=c");
+    assert.equal(parsed?.params.get("ppt"), '"shaken"');
+    assert.equal(parseIdentity("a.b.c")?.info, undefined);
+  });
+
+  it("refuses what is not a JWS with parameters", () => {
+    for (const bad of [
+      "",
+      ";info=<https://x>",
+      "a.b.c;",
+      "a.b.c;info=https://x",
+      "a.b.c;info=<https://x",
+      "a b",
+      "a.b.c;info=<not a uri>",
+      "a.b.c;=x",
+    ])
+      assert.equal(parseIdentity(bad), undefined, bad);
   });
 });
