@@ -43,6 +43,7 @@ import type { SessionTimerSettings } from "./sip/user-agent/session-timer.js";
 import { UserAgent } from "./sip/user-agent/user-agent.js";
 import type { Trunk } from "./trunk.js";
 import { uriUser } from "./trunk.js";
+import { TrunkPacing, type TrunkPacingStats } from "./trunk-pacing.js";
 import {
   DEFAULT_PROBE_SETTINGS,
   type ProbeAnswer,
@@ -217,6 +218,8 @@ export class Telephony implements CallHost {
   readonly #dialPlan: DialPlan;
   readonly #registrations: Registration[] = [];
   readonly #probes: TrunkProbes;
+  /** Each trunk's gate: calls per second and channels (trunk-pacing.ts). */
+  readonly #pacing: TrunkPacing;
   /** Whom requests are taken from: the configured peers (trunks, edges, BRIDGELINE_SIP_TRUSTED) and the other instances; undefined when anyone may call. */
   readonly #trusted: TrustedSources | undefined;
   /** The other instances' hosts, as last told (trustInstances). */
@@ -248,6 +251,7 @@ export class Telephony implements CallHost {
       logger: options.logger,
     });
     agent.onInvite((session) => this.#receiveInvite(session));
+    this.#pacing = new TrunkPacing(this.clock, dialPlan.trunks);
     const serviceProbe = options.trunkProbe ?? { ...DEFAULT_PROBE_SETTINGS, intervalMs: 0 };
     this.#probes = new TrunkProbes({
       clock: this.clock,
@@ -556,7 +560,7 @@ export class Telephony implements CallHost {
     const caller = trunkCaller(trunk, callerId);
     const withheld = withholdsIdentity(trunk);
     const headers = trunkHeaders(trunk);
-    void locateTrunk(this.#locator, hops.first).then(
+    void this.#locateInTurn(call, trunk, hops.first).then(
       ([first, ...next]) =>
         call.start(
           (offer) =>
@@ -595,6 +599,51 @@ export class Telephony implements CallHost {
       (error: unknown) => failLater(503, `Service Unavailable: ${(error as Error).message}`),
     );
     return call;
+  }
+
+  /** The servers of the trunk's first hop (RFC 3263), looked up once the call's turn has come. */
+  async #locateInTurn(call: OutgoingCall, trunk: Trunk, first: Hop): Promise<Destination[]> {
+    await this.#turn(call, trunk);
+    return locateTrunk(this.#locator, first);
+  }
+
+  /**
+   * The call's turn at its trunk's gate (trunk-pacing.ts): resolves when its INVITE may go, at once
+   * when no limit holds it; never when it is refused (failed 503 "trunk queue full", or "shutting
+   * down" at close) or hung up while it waits. Whatever it holds is given back when it fails or ends.
+   */
+  #turn(call: OutgoingCall, trunk: Trunk): Promise<void> {
+    const logger = this.#options.logger;
+    return new Promise((resolve) => {
+      const refuse = (reason: string) => {
+        logger?.warn({ number: call.remoteNumber, trunk: trunk.uri, reason }, `call not placed: ${reason}`);
+        call.notPlaced(503, reason);
+      };
+      const turn = this.#pacing.gate(trunk).enter({ go: resolve, refused: refuse });
+      const over = () => turn.release();
+      call.once("failed", over);
+      call.once("ended", over);
+      const state = turn.state;
+      // Told once placeCall's caller has the call, to listen to it.
+      if (state.kind === "through") resolve();
+      else if (state.kind === "refused") queueMicrotask(() => refuse(state.reason));
+      else if (state.kind === "waiting") {
+        const why = state.why;
+        queueMicrotask(() => {
+          if (turn.state.kind !== "waiting") return;
+          logger?.info(
+            { number: call.remoteNumber, trunk: trunk.uri, why },
+            `call queued at its trunk: ${why}`,
+          );
+          call.queued(why, trunk.uri);
+        });
+      }
+    });
+  }
+
+  /** Each trunk's calls waiting their turn and calls through it now (the metrics). */
+  trunkPacing(): TrunkPacingStats[] {
+    return this.#pacing.stats();
   }
 
   /**
@@ -672,6 +721,8 @@ export class Telephony implements CallHost {
   close(): Promise<void> {
     this.#closing ??= (async () => {
       this.#probes.stop();
+      // Calls waiting at a trunk fail 503 "shutting down"; the others are hung up.
+      this.#pacing.close();
       for (const call of [...this.#calls]) call.hangup();
       // Let the BYEs and CANCELs leave before the socket closes.
       await new Promise((resolve) => setTimeout(resolve, 50));
