@@ -296,6 +296,7 @@ export async function startService(
     mediaStats: () => telephony.media.stats(),
     eventFeed,
     sipStats: () => telephony.sipStats,
+    trunkPacing: () => telephony.trunkPacing(),
     readiness: () => runReadinessChecks(readiness),
   });
   let plainServer: http.Server | null = null;

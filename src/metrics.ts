@@ -20,6 +20,7 @@ import { readStoreCounts } from "./store/metrics.js";
 import { LATENESS_BUCKETS_MS } from "./telephony/media/media-clock.js";
 import type { MediaPlaneStats } from "./telephony/media/plane/media-plane.js";
 import type { CallObserver, SipStats } from "./telephony/telephony.js";
+import type { TrunkPacingStats } from "./telephony/trunk-pacing.js";
 import type { TrunkProbeObserver } from "./telephony/trunk-probe.js";
 import { certificateExpiry } from "./tls.js";
 
@@ -30,6 +31,8 @@ export interface MetricSources {
   readonly mediaStats: () => Promise<MediaPlaneStats>;
   readonly eventFeed: EventFeed;
   readonly sipStats: () => SipStats;
+  /** Each trunk's calls waiting their turn and calls through it (calls per second, channels). */
+  readonly trunkPacing: () => readonly TrunkPacingStats[];
   /** The readiness checks of /health/ready: each one's name and whether it passes. */
   readonly readiness: () => Promise<readonly (readonly [string, { readonly passes: boolean }])[]>;
 }
@@ -394,6 +397,28 @@ export class ServiceMetrics {
     moved: (trunk, server, health) => this.#trunkUp.set({ trunk, server }, health === "up" ? 1 : 0),
   };
 
+  // Trunk pacing (src/telephony/trunk-pacing.ts): read at each scrape.
+  readonly #trunkQueued = this.#gauge(
+    "bridgeline_trunk_queued_calls",
+    "Calls waiting their turn at a trunk (its calls-per-second or max-channels), by trunk URI",
+    ["trunk"],
+  );
+  readonly #trunkChannels = this.#gauge(
+    "bridgeline_trunk_channels",
+    "Calls through a trunk now, from the INVITE sent until failed or ended, by trunk URI",
+    ["trunk"],
+  );
+
+  /** Every trunk's figures; two profiles of one URI are added together, as the carrier counts them. */
+  #refreshTrunkPacing(stats: readonly TrunkPacingStats[]): void {
+    this.#trunkQueued.reset();
+    this.#trunkChannels.reset();
+    for (const { trunk, queued, channels } of stats) {
+      this.#trunkQueued.inc({ trunk }, queued);
+      this.#trunkChannels.inc({ trunk }, channels);
+    }
+  }
+
   /** The parts read at each scrape, once they exist. */
   connect(sources: MetricSources): void {
     this.#sources = sources;
@@ -436,6 +461,7 @@ export class ServiceMetrics {
     setCounter(this.#sipConnectionsClosed, { reason: "idle" }, sip.transport.connectionsClosedForIdle);
     setCounter(this.#sipConnectionsClosed, { reason: "stalled" }, sip.transport.connectionsClosedForStall);
     setCounter(this.#sipTlsFailures, {}, sip.transport.tlsFailures);
+    this.#refreshTrunkPacing(sources.trunkPacing());
     const pool = sources.store.pool?.();
     if (pool !== undefined) {
       this.#pool.set({ state: "total" }, pool.total);

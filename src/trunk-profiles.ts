@@ -26,6 +26,7 @@ import {
   type Trunk,
   type TrunkUri,
 } from "./telephony/trunk.js";
+import { MIN_CALLS_PER_SECOND } from "./telephony/trunk-pacing.js";
 
 /** yaml, loaded when a profile file is read: most starts have none, and it takes 40 ms to load. */
 let yamlModule: typeof import("yaml") | undefined;
@@ -162,6 +163,8 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
     "session-timer",
     "100rel",
     "follow-redirects",
+    "calls-per-second",
+    "max-channels",
   ]);
   const fail: Fail = (line, message) => {
     throw new TrunkProfileError(line, `trunk ${name}: ${message}`);
@@ -259,6 +262,19 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
         `session-timer must be whole seconds, at least 90 (RFC 4028), or off, got "${sessionTimerText.value}"`,
       );
   }
+  const callsPerSecond = text("calls-per-second");
+  // A rate written as a decimal (0.5: one call every 2 s); 0 would stop calls altogether.
+  if (
+    callsPerSecond !== undefined &&
+    !(/^\d+(\.\d+)?$/.test(callsPerSecond.value) && Number(callsPerSecond.value) >= MIN_CALLS_PER_SECOND)
+  )
+    fail(
+      callsPerSecond.line,
+      `calls-per-second must be a number of at least ${MIN_CALLS_PER_SECOND} such as 10 or 0.5, got "${callsPerSecond.value}"`,
+    );
+  const maxChannels = text("max-channels");
+  if (maxChannels !== undefined && !(/^\d+$/.test(maxChannels.value) && Number(maxChannels.value) >= 1))
+    fail(maxChannels.line, `max-channels must be a whole number of at least 1, got "${maxChannels.value}"`);
   const srtp = oneOf("srtp", SRTP_POLICIES);
   const mutualTls = oneOf("mutual-tls", ["true", "false"] as const);
   if (mutualTls === "true" && uri.transport !== "TLS")
@@ -292,6 +308,8 @@ function readTrunk(name: string, map: YAMLMap, lineOf: LineOf): Trunk {
     srtp: srtp ?? uri.srtp,
     mutualTls: mutualTls === "true",
     probe: readProbe(settings.get("options"), lineOf, fail),
+    ...(callsPerSecond === undefined ? {} : { callsPerSecond: Number(callsPerSecond.value) }),
+    ...(maxChannels === undefined ? {} : { maxChannels: Number(maxChannels.value) }),
   };
 }
 

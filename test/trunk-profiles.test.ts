@@ -114,6 +114,18 @@ describe("trunk profile file", () => {
     assert.equal(read("")?.followRedirects, undefined);
   });
 
+  it("reads a trunk's limits: calls-per-second (fractions allowed) and max-channels; none set, none", () => {
+    const read = (settings: string) =>
+      parseTrunkProfiles(`trunks:\n  a:\n    uri: sip:a.example\n${settings}`).trunk;
+    const limited = read("    calls-per-second: 0.5\n    max-channels: 30\n");
+    assert.equal(limited?.callsPerSecond, 0.5);
+    assert.equal(limited?.maxChannels, 30);
+    assert.equal(read('    calls-per-second: "10"\n')?.callsPerSecond, 10);
+    const open = read("");
+    assert.equal(open !== null && "callsPerSecond" in open, false);
+    assert.equal(open !== null && "maxChannels" in open, false);
+  });
+
   it("takes a lone trunk as the default, and register: true registers with the trunk itself for an hour", () => {
     const plan = parseTrunkProfiles(
       "trunks:\n  only:\n    uri: sip:a.example\n    username: u\n    password: p\n    register: true\n",
@@ -359,6 +371,30 @@ describe("trunk profile file", () => {
       "trunks:\n  a:\n    uri: sip:a.example\n    username: u\n    password: p\n    register: true\n    register-contact-user: a b\n",
       7,
       /register-contact-user must be a SIP URI user/,
+    ],
+    [
+      "a rate of 0 calls a second",
+      "trunks:\n  a:\n    uri: sip:a.example\n    calls-per-second: 0\n",
+      4,
+      /trunk a: calls-per-second must be a number of at least 0.001 such as 10 or 0.5, got "0"/,
+    ],
+    [
+      "a rate that is not a number",
+      "trunks:\n  a:\n    uri: sip:a.example\n    max-channels: 4\n    calls-per-second: ten\n",
+      5,
+      /trunk a: calls-per-second must be a number/,
+    ],
+    [
+      "0 channels",
+      "trunks:\n  a:\n    uri: sip:a.example\n    max-channels: 0\n",
+      4,
+      /trunk a: max-channels must be a whole number of at least 1, got "0"/,
+    ],
+    [
+      "a fraction of a channel",
+      "trunks:\n  a:\n    uri: sip:a.example\n    max-channels: 2.5\n",
+      4,
+      /trunk a: max-channels must be a whole number of at least 1, got "2.5"/,
     ],
     [
       "several trunks, nothing says which",

@@ -62,6 +62,12 @@ export interface ConferenceCall {
   on(event: "ended", listener: (end: CallEnd) => void): unknown;
   on(event: "digit", listener: (key: string) => void): unknown;
   on(event: "talking", listener: (talking: boolean) => void): unknown;
+  /**
+   * A placed call waits its turn at its trunk before its INVITE goes: `why` is "max-channels" (as
+   * many calls through the trunk as it takes) or "calls-per-second". Told once; when it goes, nothing
+   * (it rings, answers or fails as any call); hung up meanwhile, it fails as any unanswered call.
+   */
+  on(event: "queued", listener: (why: string) => void): unknown;
   off(event: "answered", listener: () => void): unknown;
   off(event: "failed", listener: (failure: CallFailure) => void): unknown;
   off(event: "ended", listener: (end: CallEnd) => void): unknown;

@@ -33,6 +33,7 @@ import type { OutgoingInviteSession } from "./sip/user-agent/outgoing-invite-ses
 import type { SessionEndedBy } from "./sip/user-agent/session-host.js";
 import { VERIFICATION_NOT_CONFIGURED } from "./stir-shaken.js";
 import type { DtmfMethod } from "./trunk.js";
+import type { PacingLimit } from "./trunk-pacing.js";
 
 export type CallState = "calling" | "ringing" | "answered" | "failed" | "ended";
 
@@ -65,6 +66,11 @@ export interface CallEvents {
   held: [held: boolean];
   /** While in a mix: the caller started (true) or stopped (false) talking. */
   talking: [talking: boolean];
+  /**
+   * A placed call waits its turn at its trunk (trunk-pacing.ts), for `why`; told once, before its
+   * INVITE goes (when it goes, nothing is told: it rings, answers or fails as any call).
+   */
+  queued: [why: PacingLimit, trunk: string];
 }
 
 /** What a call needs of the telephony service that made it. */
@@ -623,6 +629,11 @@ export class OutgoingCall extends Call {
   /** Fails a call that could not be placed at all (bad number, no trunk). */
   notPlaced(status: number, reason: string): void {
     this.fail({ status, reason, cause: null });
+  }
+
+  /** Waits at `trunk` for `why` before its INVITE goes: told as the `queued` event, while still calling. */
+  queued(why: PacingLimit, trunk: string): void {
+    if (this.state === "calling") this.emit("queued", why, trunk);
   }
 
   /** Fails the call with its last attempt's answer, when no other attempt follows it. */

@@ -56,6 +56,7 @@ import { UserAgent } from "./sip/user-agent/user-agent.js";
 import { CallerVerifier, type StirShakenOptions, VERIFICATION_NOT_CONFIGURED } from "./stir-shaken.js";
 import type { Trunk } from "./trunk.js";
 import { uriUser } from "./trunk.js";
+import { TrunkPacing, type TrunkPacingStats, type Turn } from "./trunk-pacing.js";
 import {
   DEFAULT_PROBE_SETTINGS,
   type ProbeAnswer,
@@ -249,6 +250,8 @@ export class Telephony implements CallHost {
   readonly #dialPlan: DialPlan;
   readonly #registrations: Registration[] = [];
   readonly #probes: TrunkProbes;
+  /** Each trunk's gate: calls per second and channels (trunk-pacing.ts). */
+  readonly #pacing: TrunkPacing;
   /** Whom requests are taken from: the configured peers (trunks, edges, BRIDGELINE_SIP_TRUSTED) and the other instances; undefined when anyone may call. */
   readonly #trusted: TrustedSources | undefined;
   /** The other instances' hosts, as last told (trustInstances). */
@@ -283,6 +286,7 @@ export class Telephony implements CallHost {
       logger: options.logger,
     });
     agent.onInvite((session) => this.#receiveInvite(session));
+    this.#pacing = new TrunkPacing(this.clock, dialPlan.trunks);
     const serviceProbe = options.trunkProbe ?? { ...DEFAULT_PROBE_SETTINGS, intervalMs: 0 };
     this.#probes = new TrunkProbes({
       clock: this.clock,
@@ -624,10 +628,20 @@ export class Telephony implements CallHost {
    */
   async #dial(call: OutgoingCall, first: Attempts<TrunkChoice>, options: PlaceCallOptions): Promise<void> {
     const ringTimeoutMs = options.ringTimeoutMs ?? this.#options.ringTimeoutMs ?? DEFAULT_RING_TIMEOUT_MS;
-    if (!(await call.open(ringTimeoutMs, options.room))) return;
+    // Its turn at the first trunk before its media port and ring timeout: a call queued there holds
+    // neither while it waits.
+    let turn = await this.#turn(call, (first.trunks[first.index] as TrunkChoice).trunk);
+    if (turn === undefined) return;
+    if (!(await call.open(ringTimeoutMs, options.room))) {
+      turn.release();
+      return;
+    }
     for (let attempts = first; ; ) {
       const choice = attempts.trunks[attempts.index] as TrunkChoice;
-      const failed = await this.#attempt(call, choice, attempts, options);
+      turn ??= await this.#turn(call, choice.trunk);
+      if (turn === undefined) return;
+      const failed = await this.#attempt(call, choice, turn, attempts, options);
+      turn = undefined;
       if (failed === undefined) return;
       const next = this.#afterFailure(attempts, choice, failed, options);
       if (next === undefined) {
@@ -691,13 +705,15 @@ export class Telephony implements CallHost {
   }
 
   /**
-   * One INVITE of a placed call through `choice`'s trunk, with that trunk's own request (number
+   * One INVITE of a placed call through `choice`'s trunk, in its `turn` there (given back when the
+   * attempt fails or the call is over), with that trunk's own request (number
    * format, caller ID, headers) and media; resolves with its failure (a trunk name DNS does not know
    * is a 503 of ours), or undefined once the call is answered or over.
    */
   async #attempt(
     call: OutgoingCall,
     { trunk, hops, srtp }: TrunkChoice,
+    turn: Turn,
     attempts: Attempts<TrunkChoice>,
     options: PlaceCallOptions,
   ): Promise<AttemptFailure | undefined> {
@@ -706,6 +722,7 @@ export class Telephony implements CallHost {
     try {
       servers = await locateTrunk(this.#locator, hops.first);
     } catch (error) {
+      turn.release();
       const reason = `Service Unavailable: ${(error as Error).message}`;
       this.#options.logger?.warn({ number: e164, trunk: trunk.uri, reason }, `call not placed: ${reason}`);
       return { failure: { status: 503, reason, cause: null }, response: undefined };
@@ -753,7 +770,88 @@ export class Telephony implements CallHost {
           },
         }),
     };
-    return call.attempt(attempt);
+    const failed = await call.attempt(attempt);
+    this.#holdChannel(call, turn, failed);
+    return failed;
+  }
+
+  /**
+   * The call's turn at `trunk`'s gate (trunk-pacing.ts): resolves with it once the INVITE may go (at
+   * once when no limit holds it), or undefined when it will not go: refused (the call failed 503,
+   * "trunk queue full" or "shutting down") or the call over while it waited (its place given back).
+   */
+  #turn(call: OutgoingCall, trunk: Trunk): Promise<Turn | undefined> {
+    const logger = this.#options.logger;
+    return new Promise((resolve) => {
+      const stopWaiting = () => {
+        call.off("failed", gone);
+        call.off("ended", gone);
+      };
+      const refuse = (reason: string) => {
+        stopWaiting();
+        resolve(undefined);
+        logger?.warn({ number: call.remoteNumber, trunk: trunk.uri, reason }, `call not placed: ${reason}`);
+        call.notPlaced(503, reason);
+      };
+      const turn = this.#pacing.gate(trunk).enter({
+        go: () => {
+          stopWaiting();
+          resolve(turn);
+        },
+        refused: refuse,
+      });
+      // Hung up while it waits: its place goes to the next.
+      const gone = () => {
+        stopWaiting();
+        turn.release();
+        resolve(undefined);
+      };
+      const state = turn.state;
+      if (state.kind === "through") {
+        resolve(turn);
+        return;
+      }
+      if (state.kind === "refused") {
+        // Told once placeCall's caller has the call, to listen to it.
+        queueMicrotask(() => refuse(state.reason));
+        return;
+      }
+      if (state.kind !== "waiting") return;
+      call.once("failed", gone);
+      call.once("ended", gone);
+      const why = state.why;
+      queueMicrotask(() => {
+        if (turn.state.kind !== "waiting") return;
+        logger?.info(
+          { number: call.remoteNumber, trunk: trunk.uri, why },
+          `call queued at its trunk: ${why}`,
+        );
+        call.queued(why, trunk.uri);
+      });
+    });
+  }
+
+  /**
+   * Holds the call's channel at its trunk while the call goes on, and gives it back when the attempt
+   * failed (another trunk may carry the call) or once the call has failed or ended.
+   */
+  #holdChannel(call: OutgoingCall, turn: Turn, failed: AttemptFailure | undefined): void {
+    if (failed !== undefined || call.state === "failed" || call.state === "ended") {
+      turn.release();
+      return;
+    }
+    const over = () => {
+      call.off("failed", over);
+      call.off("ended", over);
+      turn.release();
+    };
+    call.on("failed", over);
+    call.on("ended", over);
+  }
+
+  /** Each trunk's calls waiting their turn and calls through it now (the metrics). */
+  trunkPacing(): TrunkPacingStats[] {
+    return this.#pacing.stats();
   }
 
   /**
@@ -837,6 +935,8 @@ export class Telephony implements CallHost {
     this.#closing ??= (async () => {
       this.#probes.stop();
       this.#verifier?.close();
+      // Calls waiting at a trunk fail 503 "shutting down"; the others are hung up.
+      this.#pacing.close();
       for (const call of [...this.#calls]) call.hangup();
       // Let the BYEs and CANCELs leave before the socket closes.
       await new Promise((resolve) => setTimeout(resolve, 50));

@@ -85,6 +85,13 @@ export interface Trunk {
   readonly followRedirects?: boolean;
   /** How its servers are probed with OPTIONS (its profile's `options:`), over the service's settings. */
   readonly probe?: Partial<ProbeSettings> | null;
+  /**
+   * INVITEs a second through it at most, above 0, fractions allowed (0.5: one every 2 s): calls past
+   * it wait their turn (trunk-pacing.ts); undefined: no limit.
+   */
+  readonly callsPerSecond?: number;
+  /** Calls through it at once at most (from the INVITE sent until failed or ended); undefined: no limit. */
+  readonly maxChannels?: number;
 }
 
 export type AssertedIdentityForm = "sip" | "e164" | "tel";

@@ -60,6 +60,24 @@ test("every attendee that is not dial-in is called once, into the room's media, 
   assert.deepEqual(h.call(2).digitsSent, ["12,3"]);
 });
 
+test("an attendee's call that waits its turn at its trunk is still calling: nothing is written for the wait, and it joins once answered", async () => {
+  const h = await startRoom({ attendees: [attendee(2), attendee(3)] });
+  h.call(3).queue("max-channels");
+  await flush();
+  assert.equal(h.room.state, "in-session");
+  await answer(h, 2, 3);
+  assert.equal(h.call(3).room, h.media);
+  assert.deepEqual(
+    h.store.of("call").map((write) => [write.attendeeId, write.event.kind]),
+    [
+      [2, "calling"],
+      [3, "calling"],
+      [2, "connected"],
+      [3, "connected"],
+    ],
+  );
+});
+
 test("the room is on hold while it waits for its moderator, and off once the moderator joins", async () => {
   const h = await startRoom();
   assert.equal(h.room.state, "waiting-for-moderator");

@@ -241,6 +241,11 @@ export class FakeCall extends EventEmitter implements IncomingConferenceCall {
     this.emit("ended", { by: "remote", reason: "BYE" } satisfies CallEnd);
   }
 
+  /** Waits its turn at its trunk (a placed call), for "max-channels" or "calls-per-second". */
+  queue(why: string): void {
+    this.emit("queued", why);
+  }
+
   press(keys: string): void {
     for (const key of keys) this.emit("digit", key);
   }

@@ -77,6 +77,11 @@ describe("metrics during a real conference", { skip }, () => {
     assert.equal(totalOf(during, "bridgeline_rooms"), 1);
     assert.equal(totalOf(during, "bridgeline_conferences", 'state="started"'), 1);
     assert.equal(totalOf(during, "bridgeline_live_attendees", 'state="connected"'), 1);
+    // Each trunk's calls through it and waiting (these trunks have no limits: none waits).
+    assert.equal(during.get(`bridgeline_trunk_channels{trunk="sip:127.0.0.1:${answering.sipPort}"}`), 1);
+    assert.equal(during.get(`bridgeline_trunk_channels{trunk="sip:127.0.0.1:${busy.sipPort}"}`), 0);
+    assert.equal(during.get(`bridgeline_trunk_queued_calls{trunk="sip:127.0.0.1:${busy.sipPort}"}`), 0);
+    assert.equal(totalOf(during, "bridgeline_trunk_queued_calls"), 0);
     // The room's thread ticks, and each tick is counted into the lateness histogram.
     const ticks = totalOf(during, "bridgeline_media_tick_lateness_seconds_count");
     assert.ok(ticks > 10, `${ticks} ticks counted`);
@@ -122,6 +127,7 @@ describe("metrics during a real conference", { skip }, () => {
       { detail },
     );
     assert.equal(totalOf(afterwards, "bridgeline_calls_placed_total"), 2);
+    assert.equal(totalOf(afterwards, "bridgeline_trunk_channels"), 0, "the ended call's channel given back");
     assert.ok(
       totalOf(afterwards, "bridgeline_rtp_packets_received_total") >=
         totalOf(during, "bridgeline_rtp_packets_received_total"),

@@ -73,12 +73,17 @@ describe("failover across trunks", { skip }, () => {
     const a = await sipp({ scenario: "uas-unavailable.xml" });
     const b = await sipp({ scenario: "uas-answer.xml" });
     const logs: string[] = [];
-    const telephony = await service({ uri: a.uri() }, b.uri(), logs);
+    // The route's trunk takes one call at a time: the call that left it gave its channel back.
+    const telephony = await service({ uri: a.uri(), maxChannels: 1 }, b.uri(), logs);
     const record = new CallRecord(telephony.placeCall(NUMBER), () => `${a.report()}\n${b.report()}`);
     await b.unlessFailed(record.reached("answered"));
     assert.equal(record.call.route, b.uri(), "the trunk that carried it");
+    const channels = () =>
+      Object.fromEntries(telephony.trunkPacing().map((each) => [each.trunk, each.channels]));
+    assert.deepEqual(channels(), { [a.uri()]: 0, [b.uri()]: 1 });
     record.call.hangup();
     await record.reached("ended");
+    assert.deepEqual(channels(), { [a.uri()]: 0, [b.uri()]: 0 });
     await a.expectSuccess();
     await b.expectSuccess();
     assert.deepEqual(record.events, ["ringing", "answered", "ended"], "one call, no failure told");
