@@ -195,7 +195,7 @@ export function deliveryElement(delivery: WebhookDelivery): XmlElement {
  * the cause and quality nil when unknown, shares as decimals 0-1.
  */
 export function callElement(record: CallRecord): XmlElement {
-  const { cause, quality } = record;
+  const { cause, quality, callerVerification: verification } = record;
   return {
     id: integer(record.id),
     "conference-id": integer(record.conferenceId),
@@ -233,6 +233,15 @@ export function callElement(record: CallRecord): XmlElement {
             "round-trip-ms": float(quality.roundTripMs, 1),
             "concealment-share": float(quality.concealmentShare, 4),
             mos: float(quality.mos, 2),
+          },
+    ),
+    "caller-verification": nested(
+      verification === null
+        ? null
+        : {
+            status: text(verification.status),
+            attestation: text(verification.attestation),
+            reason: text(verification.reason),
           },
     ),
   };

@@ -50,10 +50,13 @@ export class CallRecords {
       this.#calls.delete(call);
       const at = new Date(this.#options.clock.now());
       const record = this.#record(call, followed, outcome, at);
-      const written = this.#quality(call).then((quality) => {
+      const written = Promise.all([
+        this.#told(call.quality(), null),
+        this.#told(call.callerVerification(), null),
+      ]).then(([quality, callerVerification]) => {
         this.#waiting.delete(written);
         // Given up meanwhile: its writes would be refused.
-        if (this.#state === "recording") this.#options.write({ ...record, quality }, at);
+        if (this.#state === "recording") this.#options.write({ ...record, quality, callerVerification }, at);
       });
       this.#waiting.add(written);
     };
@@ -89,19 +92,19 @@ export class CallRecords {
     this.#calls.clear();
   }
 
-  /** The call's quality, or null when its media does not tell it within QUALITY_WAIT_MS. */
-  #quality(call: ConferenceCall): Promise<CallQuality | null> {
+  /** What `told` resolves with, or `otherwise` when it does not within QUALITY_WAIT_MS (or fails). */
+  #told<T>(told: Promise<T>, otherwise: T): Promise<T> {
     const clock = this.#options.clock;
     return new Promise((resolve) => {
-      const timer = clock.setTimeout(() => resolve(null), QUALITY_WAIT_MS);
-      call.quality().then(
-        (quality) => {
+      const timer = clock.setTimeout(() => resolve(otherwise), QUALITY_WAIT_MS);
+      told.then(
+        (value) => {
           clock.clearTimeout(timer);
-          resolve(quality);
+          resolve(value);
         },
         () => {
           clock.clearTimeout(timer);
-          resolve(null);
+          resolve(otherwise);
         },
       );
     });
@@ -127,6 +130,7 @@ export class CallRecords {
       srtp: answered && call.encrypted,
       tls: call.signallingTls,
       quality: null,
+      callerVerification: null,
     } satisfies Partial<CallRecord>;
     if ("failure" in outcome) {
       const { status, reason, cause } = outcome.failure;

@@ -594,7 +594,13 @@ export class ConferenceRoom {
     const conferenceId = this.#conference.id;
     const number = `+${attendee.phoneNumberCountryCode ?? "1"}${attendee.phoneNumberSubscriberNumber ?? ""}`;
     const encrypted = this.#conference.encryptedOnly;
-    const call = this.#options.telephone.placeCall(number, { room: this.#media, encrypted });
+    const call = this.#options.telephone.placeCall(number, {
+      room: this.#media,
+      encrypted,
+      // A trunk's redirect is followed only to a number this conference could have called itself.
+      allowRedirect: (e164) =>
+        e164.startsWith("+1") && whyNotCallable(e164.slice(2), this.#options.callingPolicy) === undefined,
+    });
     this.#callRecords.follow(call, attendee.id);
     const callOver = () => {
       // Dated now: the write may land later, once an unreachable database is back.
@@ -608,6 +614,9 @@ export class ConferenceRoom {
     this.#record(attendee.id, { kind: "calling" });
     this.#options.logger.info({ conferenceId, attendeeId: attendee.id, number }, "calling attendee");
 
+    call.on("queued", (why) => {
+      if (this.#legs.get(attendee.id) === leg) this.#event("attendee-queued", attendee.id, why);
+    });
     call.on("answered", () => {
       if (this.#legs.get(attendee.id) !== leg) return;
       leg.encryption = callEncryption(call);
@@ -897,9 +906,9 @@ export class ConferenceRoom {
   }
 
   /** An event that changes no state (talking), after the writes queued before it. */
-  #event(type: ConferenceEventType, attendeeId: number): void {
+  #event(type: ConferenceEventType, attendeeId: number, reason?: string): void {
     const at = this.#now();
     const scope = this.#scope;
-    this.#writes.append(() => this.#options.store.appendEvent(scope, attendeeId, type, at));
+    this.#writes.append(() => this.#options.store.appendEvent(scope, attendeeId, type, at, reason));
   }
 }

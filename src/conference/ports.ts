@@ -159,6 +159,11 @@ export interface Telephone {
       readonly room?: RoomMedia;
       /** Over SIP over TLS with SRTP only: a trunk that cannot fails the call with the reason. */
       readonly encrypted?: boolean;
+      /**
+       * Whether a number a trunk redirects the call to (3xx, where the trunk's profile follows them)
+       * may be called; without it no redirect is followed.
+       */
+      readonly allowRedirect?: (e164: string) => boolean;
     },
   ): ConferenceCall;
   /**
@@ -316,7 +321,13 @@ export interface ConferenceStore {
   /** A call reserved above is over: it no longer counts as in progress. */
   endPlacedCall(placedCallId: number, at: Date): Promise<unknown>;
   /** An event that changes no state (talking started or stopped). */
-  appendEvent(scope: RoomScope, attendeeId: number, type: ConferenceEventType, at: Date): Promise<unknown>;
+  appendEvent(
+    scope: RoomScope,
+    attendeeId: number,
+    type: ConferenceEventType,
+    at: Date,
+    reason?: string,
+  ): Promise<unknown>;
   /**
    * A recording file the room made: the conference's recording when it has none yet, else a later
    * part (a room that took the conference over records into a file of its own), kept once, in order.

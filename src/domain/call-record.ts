@@ -96,6 +96,8 @@ export interface NewCallRecord {
   readonly srtp: boolean;
   readonly tls: boolean;
   readonly quality: CallQuality | null;
+  /** A caller's STIR/SHAKEN verification (RFC 8224, 8588); null for calls the service placed and browsers. */
+  readonly callerVerification: CallerVerification | null;
 }
 
 export interface CallRecord extends NewCallRecord {
@@ -146,4 +148,7 @@ export const CALL_RECORD_COLUMNS: readonly (readonly [
   ["round_trip_ms", (r) => r.quality?.roundTripMs ?? null],
   ["concealment_share", (r) => r.quality?.concealmentShare ?? null],
   ["mos", (r) => r.quality?.mos ?? null],
+  ["verification_status", (r) => r.callerVerification?.status ?? null],
+  ["attestation", (r) => r.callerVerification?.attestation ?? null],
+  ["verification_reason", (r) => r.callerVerification?.reason ?? null],
 ];

@@ -11,6 +11,8 @@ export const CONFERENCE_EVENT_TYPES = [
   /** Taken over by another instance after its runner fell silent (or handed over on stopping). */
   "conference-recovered",
   "attendee-calling",
+  /** The attendee's call waits for its turn at a trunk that limits its calls (reason: which limit). */
+  "attendee-queued",
   "attendee-connected",
   "attendee-disconnected",
   "attendee-failed",

@@ -6,6 +6,7 @@ import type { Selectable } from "kysely";
 import type { RoomScope } from "../conference/ports.js";
 import {
   type CallCause,
+  type CallerVerification,
   type CallQuality,
   type CallRecord,
   callDurationSeconds,
@@ -41,6 +42,14 @@ function toCallRecord(row: Selectable<CallRecordTable>): CallRecord {
     srtp: Boolean(row.srtp),
     tls: Boolean(row.tls),
     quality: row.quality === null ? null : (JSON.parse(row.quality) as CallQuality),
+    callerVerification:
+      row.verification_status === null
+        ? null
+        : {
+            status: row.verification_status as CallerVerification["status"],
+            attestation: row.attestation as CallerVerification["attestation"],
+            reason: row.verification_reason,
+          },
   };
   return {
     id: row.id,
@@ -85,6 +94,9 @@ export async function recordCall(
         srtp: flag(record.srtp),
         tls: flag(record.tls),
         quality: record.quality === null ? null : JSON.stringify(record.quality),
+        verification_status: record.callerVerification?.status ?? null,
+        attestation: record.callerVerification?.attestation ?? null,
+        verification_reason: record.callerVerification?.reason ?? null,
       })
       .returningAll()
       .executeTakeFirstOrThrow();
@@ -123,6 +135,8 @@ export const CALL_SEARCH: SearchAttributes<keyof CallRecordTable> = {
   codec: { column: "codec", type: "text" },
   srtp: { column: "srtp", type: "boolean" },
   tls: { column: "tls", type: "boolean" },
+  verification_status: { column: "verification_status", type: "text" },
+  attestation: { column: "attestation", type: "text" },
 };
 
 /** A conference's call records (one attendee's, when given) that pass the filters, oldest first. */

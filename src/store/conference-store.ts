@@ -45,10 +45,10 @@ export function conferenceStore(store: Store): ConferenceStore {
     reservePlacedCalls: (scope, attendeeIds, policy, at) =>
       reservePlacedCalls(store, scope, attendeeIds, policy, at),
     endPlacedCall: (placedCallId, at) => endPlacedCall(store, placedCallId, at),
-    appendEvent: (scope, attendeeId, type, at) =>
+    appendEvent: (scope, attendeeId, type, at, reason) =>
       store.db.transaction().execute(async (trx) => {
         await checkLease(trx, store.dialect, scope);
-        await appendEvents(trx, [roomEvent(scope, type, attendeeId)], at);
+        await appendEvents(trx, [roomEvent(scope, type, attendeeId, reason ?? null)], at);
       }),
     setRecordingFile: (scope, fileName) => setRecordingFile(store, scope, fileName),
     findPinTarget: (pin) => findPinTarget(store, pin),

@@ -510,6 +510,10 @@ function callRecords(dialect: StoreDialect): Migration {
         .addColumn("tls", t.flag, (c) => c.notNull())
         // The figures of domain/call-record.ts CallQuality, as JSON; null when the call had no media.
         .addColumn("quality", "text")
+        // A caller's STIR/SHAKEN verification: passed, failed or none; null for calls we placed.
+        .addColumn("verification_status", "text")
+        .addColumn("attestation", "text")
+        .addColumn("verification_reason", "text")
         .execute();
       await db.schema
         .createIndex("call_records_conference")

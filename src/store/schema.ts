@@ -281,6 +281,9 @@ export interface CallRecordTable {
   tls: Flag;
   /** CallQuality as JSON; null when the call had no media. */
   quality: string | null;
+  verification_status: string | null;
+  attestation: string | null;
+  verification_reason: string | null;
 }
 
 /** Attempts under one key (a client address, a caller) in the window open now (store/attempt-counts.ts). */

@@ -39,10 +39,13 @@ const ANSWERED: NewCallRecord = {
     concealmentShare: 0.031,
     mos: 3.912,
   },
+  callerVerification: null,
 };
 
 const BUSY: NewCallRecord = {
   ...ANSWERED,
+  direction: "inbound",
+  callerVerification: { status: "failed", attestation: null, reason: "the signature does not verify" },
   number: "+16045550122",
   answeredAt: null,
   endedAt: "2030-01-01T10:00:03.000Z",
@@ -124,6 +127,11 @@ describe("call records API", () => {
     assert.equal(textOf(busy, "duration"), "0");
     assert.equal(textOf(busy, "hung-up-by"), null);
     assert.equal((busy.quality as XmlNode)["@_nil"], "true");
+    const verification = busy["caller-verification"] as XmlNode;
+    assert.equal(textOf(verification, "status"), "failed");
+    assert.equal(textOf(verification, "attestation"), null);
+    assert.equal(textOf(verification, "reason"), "the signature does not verify");
+    assert.equal((answered["caller-verification"] as XmlNode)["@_nil"], "true");
   });
 
   it("lists one attendee's calls; an unknown attendee is 404", async () => {
@@ -165,6 +173,8 @@ describe("call records API", () => {
     assert.equal(rows[1]?.cause_text, 'User busy, "really"');
     assert.equal(rows[1]?.answered_at, "");
     assert.equal(rows[1]?.mos, "");
+    assert.equal(rows[1]?.verification_status, "failed");
+    assert.equal(rows[0]?.verification_status, "");
   });
 
   it("searches as the other lists do: by status, cause, who hung up; an unknown attribute is 400", async () => {
@@ -178,7 +188,8 @@ describe("call records API", () => {
     assert.deepEqual(await statuses("cause=16"), ["200"]);
     assert.deepEqual(await statuses("hung_up_by=attendee"), ["200"]);
     assert.deepEqual(await statuses("srtp=true"), ["200"]);
-    assert.deepEqual(await statuses("direction=inbound"), []);
+    assert.deepEqual(await statuses("direction=inbound"), ["486"]);
+    assert.deepEqual(await statuses("verification_status=failed"), ["486"]);
     assert.deepEqual(
       await statuses(
         "sip_status=200",

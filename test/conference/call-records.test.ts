@@ -38,6 +38,7 @@ test("the moderator hangs up: their record says the attendee hung up, the others
     srtp: false,
     tls: false,
     quality: null,
+    callerVerification: null,
     sipStatus: 200,
     sipReason: "OK",
     cause: { protocol: "Q.850", cause: 16, text: null },
@@ -99,6 +100,7 @@ test("a caller who dialled in is recorded inbound, from their number, through th
   const h = await startRoom({ attendees: [attendee(1, { moderator: true }), attendee(4, { dialIn: true })] });
   await answer(h, 1);
   const caller = new FakeCall("inbound", "+16045550199", "+17785550123", h.clock);
+  caller.verification = { status: "passed", attestation: "B", reason: null };
   await caller.accept();
   h.room.admit(caller, 4, false);
   await flush();
@@ -108,6 +110,7 @@ test("a caller who dialled in is recorded inbound, from their number, through th
   assert.equal(record?.direction, "inbound");
   assert.equal(record?.number, "+17785550123");
   assert.equal(record?.route, "+16045550199");
+  assert.deepEqual(record?.callerVerification, { status: "passed", attestation: "B", reason: null });
   assert.equal(record?.hungUpBy, "attendee");
 });
 
@@ -205,4 +208,24 @@ test("a call admitted after the room gave its conference up gets no record", asy
   await flush();
   assert.equal(caller.hungUp, true);
   assert.equal(h.store.callRecordAttempts, 0);
+});
+
+test("a call waiting at a trunk's limit is told as attendee-queued, with which limit", async () => {
+  const h = await startRoom();
+  h.call(2).queue("max-channels");
+  await flush();
+  assert.deepEqual(
+    h.store.writes.filter((write) => write.op === "event"),
+    [{ op: "event", attendeeId: 2, type: "attendee-queued", reason: "max-channels" }],
+  );
+});
+
+test("a trunk's redirect is allowed only to a number the conference could call itself", async () => {
+  const h = await startRoom();
+  const allow = h.call(2).allowRedirect;
+  assert.ok(allow !== undefined);
+  assert.equal(allow("+16045550199"), true);
+  assert.equal(allow("+19005550199"), false, "premium rate");
+  assert.equal(allow("+16049765555"), false, "976 exchange");
+  assert.equal(allow("+442071234567"), false, "not North American");
 });

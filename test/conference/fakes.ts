@@ -242,6 +242,9 @@ export class FakeCall extends EventEmitter implements IncomingConferenceCall {
   }
 
   /** Waits its turn at its trunk (a placed call), for "max-channels" or "calls-per-second". */
+  /** What the room said of redirects when it placed the call. */
+  allowRedirect: ((e164: string) => boolean) | undefined;
+
   queue(why: string): void {
     this.emit("queued", why);
   }
@@ -327,9 +330,17 @@ export class FakeTelephone implements Telephone {
     return room;
   }
 
-  placeCall(number: string, options: { readonly room: RoomMedia; readonly encrypted?: boolean }): FakeCall {
+  placeCall(
+    number: string,
+    options: {
+      readonly room: RoomMedia;
+      readonly encrypted?: boolean;
+      readonly allowRedirect?: (e164: string) => boolean;
+    },
+  ): FakeCall {
     const call = new FakeCall("outbound", number, undefined, this.clock);
     call.encryptionRequired = options.encrypted === true;
+    call.allowRedirect = options.allowRedirect;
     this.calls.push(call);
     this.placedInto.set(call, options.room);
     return call;
@@ -403,7 +414,7 @@ export type Write =
       controls: Partial<LiveControls>;
     }
   | { op: "end"; reason: string }
-  | { op: "event"; attendeeId: number; type: ConferenceEventType }
+  | { op: "event"; attendeeId: number; type: ConferenceEventType; reason?: string }
   | { op: "recording-file"; fileName: string };
 
 /** A write the fake store refuses because the room's lease is not the conference's any more. */
@@ -549,8 +560,16 @@ export class FakeStore implements ConferenceStore {
     this.callLog.push(`record ${record.attendeeId}`);
   }
 
-  async appendEvent(_scope: RoomScope, attendeeId: number, type: ConferenceEventType): Promise<void> {
-    this.writes.push({ op: "event", attendeeId, type });
+  async appendEvent(
+    _scope: RoomScope,
+    attendeeId: number,
+    type: ConferenceEventType,
+    _at: Date,
+    reason?: string,
+  ): Promise<void> {
+    this.writes.push(
+      reason === undefined ? { op: "event", attendeeId, type } : { op: "event", attendeeId, type, reason },
+    );
   }
 
   /** Refused unless made under the conference's lease (a room always writes with its own). */

@@ -370,6 +370,7 @@ describe("the moderator console", { skip }, () => {
       codec: "G722",
       srtp: true,
       tls: true,
+      callerVerification: null,
       quality: {
         packetsSent: 6000,
         packetsReceived: 5820,

@@ -183,6 +183,7 @@ describe("deliveries", () => {
       srtp: false,
       tls: false,
       quality: null,
+      callerVerification: null,
     };
     const ended = { ...event, type: "call-ended" as const, attendeeId: 5, reason: "486 Busy Here", call };
     assert.deepEqual(JSON.parse(webhookPayload(ended)).data.call, call, "the call's record, whole");

@@ -238,6 +238,7 @@ forEachStore("the runner's lease", (kind) => {
     srtp: false,
     tls: false,
     quality: null,
+    callerVerification: { status: "passed", attestation: "A", reason: null },
   });
 
   it("a call's record is written with a call-ended event carrying it, as live views and webhooks read it", async () => {
@@ -255,6 +256,7 @@ forEachStore("the runner's lease", (kind) => {
     const [record] = await listCallRecords(store, conferenceId);
     assert.equal(record?.attendeeId, attendeeId);
     assert.equal(record?.durationSeconds, 60);
+    assert.deepEqual(record?.callerVerification, { status: "passed", attestation: "A", reason: null });
     assert.deepEqual(record?.cause, { protocol: "Q.850", cause: 16, text: "Normal call clearing" });
     const events = await eventsAfter(store, Number(since.id ?? 0), { conferenceId }, 10);
     assert.deepEqual(
