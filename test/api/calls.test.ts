@@ -46,14 +46,15 @@ const BUSY: NewCallRecord = {
   ...ANSWERED,
   direction: "inbound",
   callerVerification: { status: "failed", attestation: null, reason: "the signature does not verify" },
-  number: "+16045550122",
   answeredAt: null,
   endedAt: "2030-01-01T10:00:03.000Z",
   sipStatus: 486,
   sipReason: "Busy Here",
   cause: { protocol: "Q.850", cause: 17, text: 'User busy, "really"' },
+  // What a caller or carrier chose, as a spreadsheet would run it.
+  number: '=HYPERLINK("http://evil.example")',
   hungUpBy: null,
-  endReason: "486 Busy Here",
+  endReason: "@SUM(1+1)",
   codec: null,
   srtp: false,
   quality: null,
@@ -171,6 +172,10 @@ describe("call records API", () => {
     assert.equal(rows[0]?.loss_share, "0.03");
     assert.equal(rows[0]?.mos, "3.912");
     assert.equal(rows[1]?.cause_text, 'User busy, "really"');
+    assert.equal(rows[1]?.number, `'=HYPERLINK("http://evil.example")`, "no formula a spreadsheet would run");
+    assert.equal(rows[1]?.end_reason, "'@SUM(1+1)");
+    assert.equal(rows[1]?.sip_reason, "Busy Here");
+    assert.equal(rows[0]?.number, "+16045550111", "a telephone number stays as it is");
     assert.equal(rows[1]?.answered_at, "");
     assert.equal(rows[1]?.mos, "");
     assert.equal(rows[1]?.verification_status, "failed");

@@ -14,10 +14,21 @@ async function ownedConferenceId(api: ApiContext, request: FastifyRequest): Prom
   return (await getConference(api.store, userId, idParam(request, "conferenceId"))).id;
 }
 
+/**
+ * A field as a spreadsheet must not run it: text the far end chose (a caller's number, a carrier's
+ * reason) that starts like a formula (=, @, +, - or a tab or return) gets a leading apostrophe (OWASP
+ * "CSV injection"); a telephone number such as +16045550100 and a negative figure stay as they are.
+ */
+function inertField(value: string | number | null): string | number {
+  if (value === null) return "";
+  if (typeof value === "number") return value;
+  return /^[=@\t\r]|^[+-](?!\d+$)/.test(value) ? `'${value}` : value;
+}
+
 /** RFC 4180 CSV with a header row; an unknown value is an empty field, times keep their milliseconds. */
 function callRecordsCsv(records: readonly CallRecord[]): string {
   return stringify(
-    records.map((record) => CALL_RECORD_COLUMNS.map(([, value]) => value(record) ?? "")),
+    records.map((record) => CALL_RECORD_COLUMNS.map(([, value]) => inertField(value(record)))),
     { header: true, columns: CALL_RECORD_COLUMNS.map(([name]) => name), record_delimiter: "windows" },
   );
 }
