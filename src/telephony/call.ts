@@ -697,10 +697,15 @@ export class OutgoingCall extends Call {
     settle({ failure, response });
   }
 
-  /** By CANCEL (or BYE, should its 2xx cross it), whose Reason is the failure's cause. */
+  /**
+   * By CANCEL (or BYE, should its 2xx cross it), whose Reason is the failure's cause. The failure is
+   * told first: a session given up at once (waiting to retry a 503) ends without a final response,
+   * and its end must not be taken for the call's failure.
+   */
   protected override abandon(status: number, reason: string, cause: CallCause): void {
-    (this.session as OutgoingInviteSession | undefined)?.cancel(cause);
+    const session = this.session as OutgoingInviteSession | undefined;
     this.fail({ status, reason, cause });
+    session?.cancel(cause);
   }
 
   protected override confirmed(answer: Negotiated | undefined): void {

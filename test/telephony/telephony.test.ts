@@ -8,6 +8,7 @@ import { after, before, describe, it } from "node:test";
 import type { Call, CallEnd, CallFailure, IncomingCall } from "../../src/telephony/call.js";
 import { Telephony } from "../../src/telephony/telephony.js";
 import { goertzelLevelDb } from "../helpers/audio.js";
+import { until } from "../helpers/until.js";
 
 const FRAME = 160;
 
@@ -67,6 +68,24 @@ describe("telephony: placing and taking calls", () => {
   after(async () => {
     await Promise.all([caller.close(), tcpCaller.close()]);
     await callee.close();
+  });
+
+  it("hung up while it waits out a 503's Retry-After: fails 487 at once, and no INVITE follows", async () => {
+    let invites = 0;
+    incoming = (call) => {
+      invites++;
+      call.reject(503, "Service Unavailable", 5);
+    };
+    const call = caller.placeCall("(604) 555-0123");
+    const failed = once(call, "failed") as Promise<[CallFailure]>;
+    await until("the 503", async () => (invites === 1 ? true : undefined));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    call.hangup();
+    const [failure] = await failed;
+    assert.equal(failure.status, 487);
+    assert.equal(failure.reason, "Request Terminated");
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(invites, 1);
   });
 
   it("rings, answers, carries audio both ways and digits, holds and resumes, and hangs up", async () => {

@@ -255,7 +255,11 @@ export class OutgoingInviteSession extends InviteSession implements InviteRespon
     this.transition(SessionState.Retrying);
     this.#retryTimer = this.host.clock.setTimeout(() => {
       this.#retryTimer = undefined;
-      if (this.state === SessionState.Retrying) this.#sendAgain({}, true);
+      if (this.state !== SessionState.Retrying) return;
+      // A new request: its credentials are answered afresh should the server challenge it (a
+      // nonce's count is not replayed, RFC 2617 section 3.2.2).
+      this.#challengeAnswered = false;
+      this.#sendAgain({ Authorization: null, "Proxy-Authorization": null }, true);
     }, seconds * 1000);
     return true;
   }

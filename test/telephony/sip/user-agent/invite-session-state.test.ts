@@ -446,6 +446,25 @@ describe("503 with Retry-After (RFC 3261 section 21.5.4)", () => {
     assert.equal(host.methods().length, 2);
   });
 
+  it("the INVITE sent again after a challenge carries no replayed credentials, and answers a new challenge", () => {
+    const failures: number[] = [];
+    const host = new RecordingHost();
+    const session = new OutgoingInviteSession(host, ourInvite(), TRUNK, { username: "acct", password: "pw" });
+    session.listener = { failed: (status) => failures.push(status) };
+    session.start();
+    const challenge = ['WWW-Authenticate: Digest realm="carrier", nonce="n1", algorithm=MD5, qop="auth"'];
+    session.receiveResponse(answer(401, "c1", challenge));
+    assert.match(host.sent.at(-1)?.request.headers.get("Authorization") ?? "", /nonce="n1"/);
+    session.receiveResponse(busy(1));
+    host.clock.advance(1000);
+    const retried = host.sent.at(-1)?.request;
+    assert.equal(retried?.method, "INVITE");
+    assert.equal(retried?.headers.get("Authorization"), undefined, "the old nonce's answer is not replayed");
+    session.receiveResponse(answer(401, "c2", [challenge[0]?.replace("n1", "n2") ?? ""]));
+    assert.match(host.sent.at(-1)?.request.headers.get("Authorization") ?? "", /nonce="n2"/);
+    assert.deepEqual(failures, [], "the new challenge answered, not failed");
+  });
+
   it(`fails at once without Retry-After, or with one over ${MAX_RETRY_AFTER_SECONDS} s`, () => {
     for (const seconds of [undefined, MAX_RETRY_AFTER_SECONDS + 1, 60]) {
       const failures: number[] = [];
