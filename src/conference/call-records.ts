@@ -5,7 +5,7 @@
  * When the room hangs a call up it says why here, so the record names the room's reason rather
  * than "hung up". A room that gives its conference up forgets its calls: none is written after.
  */
-import type { CallQuality, CallRecord, NewCallRecord } from "../domain/call-record.js";
+import type { CallRecord, NewCallRecord } from "../domain/call-record.js";
 import type { Clock } from "../domain/clock.js";
 import type { CallEnd, CallFailure, ConferenceCall } from "./ports.js";
 
