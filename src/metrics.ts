@@ -379,7 +379,7 @@ export class ServiceMetrics {
   );
   readonly #trunkRtt = this.#gauge(
     "bridgeline_trunk_options_rtt_seconds",
-    "The round trip of the last OPTIONS a trunk server answered",
+    "The round trip of the last OPTIONS a trunk server answered, while it is up",
     ["trunk", "server"],
   );
   readonly #trunkProbes = this.#counter(
@@ -394,7 +394,11 @@ export class ServiceMetrics {
       this.#trunkProbes.inc({ trunk, server, result });
       if (rttSeconds !== undefined) this.#trunkRtt.set({ trunk, server }, rttSeconds);
     },
-    moved: (trunk, server, health) => this.#trunkUp.set({ trunk, server }, health === "up" ? 1 : 0),
+    moved: (trunk, server, health) => {
+      this.#trunkUp.set({ trunk, server }, health === "up" ? 1 : 0);
+      // A server down has no round trip: its last one would read as current.
+      if (health === "down") this.#trunkRtt.remove({ trunk, server });
+    },
   };
 
   // Trunk pacing (src/telephony/trunk-pacing.ts): read at each scrape.

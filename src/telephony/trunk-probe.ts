@@ -57,7 +57,6 @@ const MOVES: Readonly<Record<ServerHealth, readonly ServerHealth[]>> = {
  * sent or its transaction failed (a refused connection, a TLS failure, an ICMP unreachable).
  */
 export type ProbeResult = "ok" | "unavailable" | "timeout" | "error";
-export const PROBE_RESULTS: readonly ProbeResult[] = ["ok", "unavailable", "timeout", "error"];
 
 /** What sending one OPTIONS came to (the timeout is the probe's own). */
 export type ProbeAnswer =
@@ -198,17 +197,30 @@ export interface TrunkProbesOptions {
   readonly observer?: TrunkProbeObserver;
 }
 
-/** A trunk's servers' health, for readiness. */
+/** A trunk's servers' health, for readiness; `lookupFailed` while its servers cannot be found. */
 export interface TrunkHealth {
   readonly uri: string;
+  readonly lookupFailed: boolean;
   readonly servers: readonly { readonly server: string; readonly health: ServerHealth }[];
 }
 
-/** Every trunk's servers, probed; a trunk whose lookup fails is looked up again every interval. */
+/**
+ * How often a trunk's servers are looked up again (RFC 3263): a carrier's DNS that moves its
+ * servers is followed within this, the servers gone no longer probed, the new ones probed.
+ */
+export const LOOKUP_REFRESH_MS = 5 * 60_000;
+
+/**
+ * Every trunk's servers, probed; each trunk's servers are looked up again every LOOKUP_REFRESH_MS,
+ * and every interval while its lookup fails (the trunk counted down meanwhile).
+ */
 export class TrunkProbes {
   readonly #options: TrunkProbesOptions;
   readonly #probes = new Map<Trunk, { server: string; probe: ServerProbe }[]>();
+  /** The next lookup of each trunk's servers. */
   readonly #lookups = new Map<Trunk, TimerHandle>();
+  /** Trunks whose last lookup failed: no server of theirs can be called. */
+  readonly #lookupFailed = new Set<Trunk>();
   #stopped = false;
 
   constructor(options: TrunkProbesOptions) {
@@ -227,9 +239,9 @@ export class TrunkProbes {
     for (const probes of this.#probes.values()) for (const { probe } of probes) probe.stop();
   }
 
-  /** The trunks every server of which is down. */
+  /** The trunks every server of which is down, and those whose servers cannot be found. */
   downTrunks(): ReadonlySet<Trunk> {
-    const down = new Set<Trunk>();
+    const down = new Set<Trunk>(this.#lookupFailed);
     for (const [trunk, probes] of this.#probes)
       if (probes.length > 0 && probes.every(({ probe }) => probe.health === "down")) down.add(trunk);
     return down;
@@ -239,6 +251,7 @@ export class TrunkProbes {
   health(): TrunkHealth[] {
     return this.#options.trunks.map(({ trunk }) => ({
       uri: trunk.uri,
+      lookupFailed: this.#lookupFailed.has(trunk),
       servers: (this.#probes.get(trunk) ?? []).map(({ server, probe }) => ({ server, health: probe.health })),
     }));
   }
@@ -246,30 +259,41 @@ export class TrunkProbes {
   #locate(each: TrunkProbesOptions["trunks"][number]): void {
     const { trunk, first, settings } = each;
     const { logger, clock } = this.#options;
+    const again = (ms: number) =>
+      this.#lookups.set(
+        trunk,
+        clock.setTimeout(() => {
+          this.#lookups.delete(trunk);
+          if (!this.#stopped) this.#locate(each);
+        }, ms),
+      );
     this.#options.locate(first).then(
       (servers) => {
         if (this.#stopped) return;
-        const unique = new Map(servers.map((server) => [serverName(server), server]));
-        const probes = [...unique].map(([name, server]) => ({
-          server: name,
-          probe: this.#probe(trunk.uri, name, server, first, settings),
-        }));
+        this.#lookupFailed.delete(trunk);
+        // Servers still named keep their probes (and health); gone ones stop; new ones start.
+        const before = new Map((this.#probes.get(trunk) ?? []).map((each) => [each.server, each]));
+        const probes = [...new Map(servers.map((server) => [serverName(server), server]))].map(
+          ([name, server]) =>
+            before.get(name) ?? {
+              server: name,
+              probe: this.#probe(trunk.uri, name, server, first, settings),
+            },
+        );
+        const kept = new Set(probes);
+        for (const gone of before.values()) if (!kept.has(gone)) gone.probe.stop();
         this.#probes.set(trunk, probes);
-        for (const { probe } of probes) probe.start();
+        for (const each of probes) if (before.get(each.server) !== each) each.probe.start();
+        again(LOOKUP_REFRESH_MS);
       },
       (error: unknown) => {
         if (this.#stopped) return;
+        this.#lookupFailed.add(trunk);
         logger?.warn(
           { trunk: trunk.uri, err: error },
           `a trunk's servers could not be looked up to probe them: trying again in ${settings.intervalMs / 1000} s`,
         );
-        this.#lookups.set(
-          trunk,
-          clock.setTimeout(() => {
-            this.#lookups.delete(trunk);
-            if (!this.#stopped) this.#locate(each);
-          }, settings.intervalMs),
-        );
+        again(settings.intervalMs);
       },
     );
   }
@@ -317,7 +341,13 @@ export interface TrunksReadiness {
 export function trunksReadiness(health: readonly TrunkHealth[], mode: "any" | "all"): TrunksReadiness {
   const named: string[] = [];
   let trunksDown = 0;
-  for (const { uri, servers } of health) {
+  for (const { uri, lookupFailed, servers } of health) {
+    // Its servers cannot be found: no call can go through it.
+    if (lookupFailed) {
+      trunksDown++;
+      named.push(`${uri} (servers not found)`);
+      continue;
+    }
     const down = servers.filter((server) => server.health === "down").length;
     if (down === 0) continue;
     const all = down === servers.length;

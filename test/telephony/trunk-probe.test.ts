@@ -10,11 +10,13 @@ import { describe, it } from "node:test";
 import { dialPlanOf, type Hop, hopOf, trunkCandidates } from "../../src/telephony/dial-plan.js";
 import type { Destination } from "../../src/telephony/sip/transport/sip-transport.js";
 import {
+  LOOKUP_REFRESH_MS,
   type ProbeAnswer,
   type ProbeSettings,
   probeSettingsOf,
   ServerProbe,
   serverName,
+  type TrunkHealth,
   TrunkProbes,
   trunksReadiness,
 } from "../../src/telephony/trunk-probe.js";
@@ -179,13 +181,19 @@ describe("every trunk's servers", () => {
     probes.start();
     await clock.pass(0);
     assert.equal(lookups, 1);
-    assert.deepEqual(probes.health(), [{ uri: trunk.uri, servers: [] }]);
+    assert.deepEqual(probes.health(), [{ uri: trunk.uri, lookupFailed: true, servers: [] }]);
+    assert.deepEqual([...probes.downTrunks()], [trunk], "no server found: down");
+    assert.deepEqual(trunksReadiness(probes.health(), "any"), {
+      state: "down",
+      text: "down: sip:carrier.example (servers not found)",
+    });
     await clock.pass(1000); // looked up again after an interval: both servers probed from then
     assert.deepEqual(sent, ["1000 UDP 192.0.2.1:5060", "1000 UDP 192.0.2.2:5060"]);
     await clock.pass(1300); // t = 2300: the silent one's second timeout
     assert.deepEqual(probes.health(), [
       {
         uri: trunk.uri,
+        lookupFailed: false,
         servers: [
           { server: "UDP 192.0.2.1:5060", health: "down" },
           { server: "UDP 192.0.2.2:5060", health: "up" },
@@ -226,6 +234,40 @@ describe("every trunk's servers", () => {
     const before = sent.length;
     await clock.pass(5000);
     assert.equal(sent.length, before, "no OPTIONS after stop");
+  });
+
+  it("looks the servers up again every LOOKUP_REFRESH_MS: a server gone is no longer probed, a new one is, one kept keeps its health", async () => {
+    const clock = new FakeClock();
+    const trunk = { uri: "sip:carrier.example" };
+    const a: Destination = { host: "192.0.2.1", port: 5060, transport: "UDP" };
+    const b: Destination = { host: "192.0.2.2", port: 5060, transport: "UDP" };
+    const c: Destination = { host: "192.0.2.3", port: 5060, transport: "UDP" };
+    let servers = [a, b];
+    const sent: string[] = [];
+    const probes = new TrunkProbes({
+      clock,
+      trunks: [{ trunk, first: hop(trunk.uri), settings: { ...SETTINGS, intervalMs: 60_000 } }],
+      locate: async () => servers,
+      sendOptions: (_hop, server) => {
+        sent.push(serverName(server));
+        return Promise.resolve(OK);
+      },
+      markDown: () => undefined,
+      markUp: () => undefined,
+    });
+    probes.start();
+    await clock.pass(0);
+    servers = [b, c];
+    await clock.pass(LOOKUP_REFRESH_MS);
+    sent.length = 0;
+    await clock.pass(60_000);
+    assert.deepEqual(sent.sort(), ["UDP 192.0.2.2:5060", "UDP 192.0.2.3:5060"]);
+    assert.deepEqual(
+      probes.health()[0]?.servers.map((each) => `${each.server} ${each.health}`),
+      ["UDP 192.0.2.2:5060 up", "UDP 192.0.2.3:5060 up"],
+    );
+    probes.stop();
+    assert.equal(clock.pending, 0, "every timer cleared, the next lookup's too");
   });
 
   it("stops a lookup's retry", async () => {
@@ -278,11 +320,15 @@ describe("routing around a trunk found down", () => {
 describe("trunk readiness", () => {
   const up = { server: "UDP 192.0.2.1:5060", health: "up" as const };
   const down = { server: "UDP 192.0.2.2:5060", health: "down" as const };
-  const bDown = { uri: "sip:b.example", servers: [down, { ...down, server: "UDP 192.0.2.3:5060" }] };
-  const health = [{ uri: "sip:a.example", servers: [up] }, bDown];
+  const bDown = {
+    uri: "sip:b.example",
+    lookupFailed: false,
+    servers: [down, { ...down, server: "UDP 192.0.2.3:5060" }],
+  };
+  const health = [{ uri: "sip:a.example", lookupFailed: false, servers: [up] }, bDown];
 
   it("is ok with none down, degraded while a trunk can carry calls, down when none can", () => {
-    assert.deepEqual(trunksReadiness([{ uri: "sip:a.example", servers: [up] }], "any"), {
+    assert.deepEqual(trunksReadiness([{ uri: "sip:a.example", lookupFailed: false, servers: [up] }], "any"), {
       state: "ok",
       text: "ok",
     });
@@ -290,17 +336,27 @@ describe("trunk readiness", () => {
       state: "degraded",
       text: "degraded: sip:b.example (2 servers down)",
     });
-    assert.deepEqual(trunksReadiness([{ uri: "sip:a.example", servers: [down] }, bDown], "any"), {
-      state: "down",
-      text: "down: sip:a.example (1 server down); sip:b.example (2 servers down)",
-    });
+    assert.deepEqual(
+      trunksReadiness([{ uri: "sip:a.example", lookupFailed: false, servers: [down] }, bDown], "any"),
+      {
+        state: "down",
+        text: "down: sip:a.example (1 server down); sip:b.example (2 servers down)",
+      },
+    );
     assert.equal(trunksReadiness([], "any").state, "ok");
+    // A trunk whose servers cannot be found carries no call: with the other down, none can.
+    const notFound = { uri: "sip:a.example", lookupFailed: true, servers: [] };
+    assert.deepEqual(trunksReadiness([notFound, bDown], "any"), {
+      state: "down",
+      text: "down: sip:a.example (servers not found); sip:b.example (2 servers down)",
+    });
+    assert.equal(trunksReadiness([notFound, health[0] as TrunkHealth], "any").state, "degraded");
   });
 
   it("with all, is down when any trunk is", () => {
     assert.equal(trunksReadiness(health, "all").state, "down");
     assert.equal(
-      trunksReadiness([{ uri: "sip:a.example", servers: [up, down] }], "all").text,
+      trunksReadiness([{ uri: "sip:a.example", lookupFailed: false, servers: [up, down] }], "all").text,
       "degraded: sip:a.example (1 server down of 2)",
     );
   });

@@ -142,7 +142,13 @@ describe("trunk health", { skip }, () => {
       down.body.checks.trunks,
       `down: ${sippTrunk} (1 server down); ${silentTrunk} (1 server down)`,
     );
-    assert.equal((await scrapeMetrics(api)).get(`bridgeline_trunk_up{${sippLabels}}`), 0);
+    const whileDown = await scrapeMetrics(api);
+    assert.equal(whileDown.get(`bridgeline_trunk_up{${sippLabels}}`), 0);
+    assert.equal(
+      whileDown.get(`bridgeline_trunk_options_rtt_seconds{${sippLabels}}`),
+      undefined,
+      "no stale round trip",
+    );
 
     // SIPp back on its port: up at its first answer, ready again with the silent trunk named.
     sipp = await optionsAnswerer(sippPort);
