@@ -18,23 +18,33 @@ export function trunkRequestUri(trunk: Trunk, own: Hop, e164: string): string {
   const transportName = own.destination.transport;
   const transport =
     transportName === "UDP" || scheme === "sips" ? "" : `;transport=${transportName.toLowerCase()}`;
-  const userPhone = trunk.userPhone ? ";user=phone" : "";
-  return `${scheme}:${uriUser(dialString(trunk, e164))}@${trunkUri.host}${port}${userPhone}${transport}`;
+  const dialled = dialString(trunk, e164);
+  const userPhone = trunk.userPhone && isGlobalNumber(dialled) ? ";user=phone" : "";
+  return `${scheme}:${uriUser(dialled)}@${trunkUri.host}${port}${userPhone}${transport}`;
 }
 
 /** A caller ID that is a +E.164 number (readCallerId keeps North American ones so). */
 const E164_CALLER = /^\+\d{8,15}$/;
 
 /**
+ * Whether a URI user is a global telephone number (+ and digits): the only kind `;user=phone` is
+ * written on, as a local one would need a phone-context (RFC 3966 section 5.1.5) the trunk gives none of.
+ */
+function isGlobalNumber(user: string): boolean {
+  return E164_CALLER.test(user);
+}
+
+/**
  * The caller as the trunk wants it written: `callerId` in its number format, with its caller name,
  * in its From domain, `;user=phone` on a number when it asks.
  */
 export function trunkCaller(trunk: Trunk, callerId: string): Identity {
+  const user = formatNumber(callerId, trunk.numberFormat ?? "+E164");
   return {
-    user: uriUser(formatNumber(callerId, trunk.numberFormat ?? "+E164")),
+    user: uriUser(user),
     ...(trunk.callerName === undefined ? {} : { displayName: trunk.callerName }),
     ...(trunk.fromDomain === undefined ? {} : { host: trunk.fromDomain }),
-    ...(trunk.userPhone && E164_CALLER.test(callerId) ? { params: ";user=phone" } : {}),
+    ...(trunk.userPhone && isGlobalNumber(user) ? { params: ";user=phone" } : {}),
   };
 }
 

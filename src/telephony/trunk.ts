@@ -57,7 +57,10 @@ export interface Trunk {
   readonly assertedIdentityForm?: AssertedIdentityForm;
   /** The host of From and P-Asserted-Identity, for carriers that check it (default our address). */
   readonly fromDomain?: string;
-  /** `;user=phone` on the Request-URI and To, and on a From or P-Asserted-Identity that is a number (RFC 3261 section 19.1.1). */
+  /**
+   * `;user=phone` (RFC 3261 section 19.1.1) on a Request-URI and To, From or P-Asserted-Identity
+   * whose user is a +E.164 number; a number written nationally would need a phone-context.
+   */
   readonly userPhone?: boolean;
   /** The session timer asked of the trunk (RFC 4028): its interval in seconds, or off; default the service's. */
   readonly sessionTimer?: number | "off";

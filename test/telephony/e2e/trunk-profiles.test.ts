@@ -135,6 +135,7 @@ describe("trunk profiles, read back from the INVITE a SIPp carrier received", {
     const telephony = await telephonyWith({
       uri: `sip:127.0.0.1:${peer.sipPort}`,
       numberFormat: "national",
+      userPhone: true,
       assertedIdentity: true,
       assertedIdentityForm: "e164",
       sessionTimer: 600,
@@ -144,8 +145,10 @@ describe("trunk profiles, read back from the INVITE a SIPp carrier received", {
     assert.match(
       header(invite, "From") ?? "",
       /^<sip:6045550100@127\.0\.0\.1>;tag=/,
-      "From keeps the trunk's format",
+      "From keeps the trunk's format, a national number: no user=phone",
     );
+    // Nor on the Request-URI: a local number would need a phone-context (RFC 3966 section 5.1.5).
+    assert.match(invite, /^INVITE sip:6045550123@127\.0\.0\.1:\d+ SIP\/2\.0\r?$/m);
     assert.equal(header(invite, "P-Asserted-Identity"), "<sip:+16045550100@127.0.0.1;user=phone>");
     assert.equal(header(invite, "Supported"), "timer");
     assert.equal(header(invite, "Require"), undefined);
