@@ -26,10 +26,13 @@ export function callQuality(stats: StreamStats): CallQuality | null {
   if (stats.packetsSent === 0 && stats.packetsReceived === 0) return null;
   const lossShare = share(stats.packetsLost, stats.packetsReceived + stats.packetsLost);
   const roundTrip = stats.roundTripMs ?? ASSUMED_ROUND_TRIP_MS;
+  // The E-model's Ppl is what the listener did not hear: packets lost on the way and those that came
+  // too late for their turn and were thrown away (G.1020 section 6.1), as VoIP monitors count it.
+  const unheard = share(stats.packetsLost + stats.packetsLate, stats.packetsReceived + stats.packetsLost);
   const mos =
-    lossShare === null || stats.codec === null
+    unheard === null || stats.codec === null
       ? null
-      : meanOpinionScore(CODEC_IMPAIRMENTS[stats.codec], lossShare, roundTrip / 2 + LOCAL_DELAY_MS);
+      : meanOpinionScore(CODEC_IMPAIRMENTS[stats.codec], unheard, roundTrip / 2 + LOCAL_DELAY_MS);
   return {
     packetsSent: stats.packetsSent,
     packetsReceived: stats.packetsReceived,
