@@ -130,6 +130,7 @@ export const CALL_SEARCH: SearchAttributes<keyof CallRecordTable> = {
   answered_at: { column: "answered_at", type: "datetime" },
   ended_at: { column: "ended_at", type: "datetime" },
   sip_status: { column: "sip_status", type: "integer" },
+  cause_protocol: { column: "cause_protocol", type: "text" },
   cause: { column: "cause", type: "integer" },
   hung_up_by: { column: "hung_up_by", type: "text" },
   codec: { column: "codec", type: "text" },

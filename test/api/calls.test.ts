@@ -191,6 +191,7 @@ describe("call records API", () => {
     assert.deepEqual(await statuses("sip_status=486"), ["486"]);
     assert.deepEqual(await statuses("sip_status_gte=300"), ["486"]);
     assert.deepEqual(await statuses("cause=16"), ["200"]);
+    assert.deepEqual(await statuses("cause_protocol=q.850&cause=17"), ["486"]);
     assert.deepEqual(await statuses("hung_up_by=attendee"), ["200"]);
     assert.deepEqual(await statuses("srtp=true"), ["200"]);
     assert.deepEqual(await statuses("direction=inbound"), ["486"]);
@@ -225,6 +226,17 @@ describe("call records API", () => {
       headers: { accept: "text/csv" },
     });
     assert.ok(csv.status === 403 || csv.status === 404, `${csv.status}`);
+    // Bob's own path, Alice's conference: not his.
+    const own = await api.request("GET", `/users/${bob.id}/conferences/${conferenceId}/calls`, {
+      auth: bob.auth,
+    });
+    assert.equal(own.status, 404, own.text);
+    const attendee = await api.request(
+      "GET",
+      `/users/${bob.id}/conferences/${conferenceId}/attendees/${attendeeIds[0]}/calls`,
+      { auth: bob.auth },
+    );
+    assert.equal(attendee.status, 404, attendee.text);
   });
 
   it("says which method it allows", async () => {
