@@ -6,15 +6,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { ASSUMED_ROUND_TRIP_MS, callQuality } from "../../src/telephony/call-quality.js";
 import type { StreamStats } from "../../src/telephony/media/plane/protocol.js";
-
-const NO_DROPS = {
-  unknownPayloadType: 0,
-  unknownSource: 0,
-  srtpAuthentication: 0,
-  srtpReplay: 0,
-  malformed: 0,
-  jitterBufferOverflow: 0,
-};
+import { NO_DROPS } from "../../src/telephony/media/rtp/rtp-stream.js";
 
 /** A minute of PCMU both ways, nothing lost, RTCP round trip measured. */
 const CLEAN: StreamStats = {
