@@ -12,7 +12,7 @@ import type { CallEnd, CallFailure, ConferenceCall } from "./ports.js";
 export interface CallRecordsOptions {
   /** This instance, as BRIDGELINE_INSTANCE_ID names it. */
   readonly instance: string;
-  /** Writes a call's record (in the room's order of writes from then on), the call being over at `at`. */
+  /** Writes a call's record (in the room's order of writes from then on), its event dated `at`. */
   readonly write: (record: NewCallRecord, at: Date) => void;
   /** What the wait for a call's quality runs on. */
   readonly clock: Clock;
@@ -56,7 +56,12 @@ export class CallRecords {
       ]).then(([quality, callerVerification]) => {
         this.#waiting.delete(written);
         // Given up meanwhile: its writes would be refused.
-        if (this.#state === "recording") this.#options.write({ ...record, quality, callerVerification }, at);
+        // Dated now, as its call-ended event: after the room's own write of the call's end.
+        if (this.#state === "recording")
+          this.#options.write(
+            { ...record, quality, callerVerification },
+            new Date(this.#options.clock.now()),
+          );
       });
       this.#waiting.add(written);
     };

@@ -229,3 +229,21 @@ test("a trunk's redirect is allowed only to a number the conference could call i
   assert.equal(allow("+16049765555"), false, "976 exchange");
   assert.equal(allow("+442071234567"), false, "not North American");
 });
+
+test("a record's event is dated when it is written (after the call's end, which the record keeps)", async () => {
+  const h = await startRoom();
+  await answer(h, 1, 2);
+  let tell: (quality: typeof QUALITY) => void = () => undefined;
+  h.call(2).quality = () =>
+    new Promise((resolve) => {
+      tell = resolve;
+    });
+  h.call(2).hangUpFarEnd();
+  const endedAt = h.clock.now();
+  await flush();
+  await h.clock.pass(300);
+  tell(QUALITY);
+  await flush();
+  assert.equal(h.store.callRecords[0]?.endedAt, new Date(endedAt).toISOString());
+  assert.deepEqual(h.store.callRecordTimes, [endedAt + 300]);
+});

@@ -553,10 +553,14 @@ export class FakeStore implements ConferenceStore {
   /** Attendees' call writes and call records as they land, one log: "disconnected 2", "record 2". */
   readonly callLog: string[] = [];
 
-  async recordCall(scope: RoomScope, record: NewCallRecord): Promise<void> {
+  /** When each call record's event was dated, in order. */
+  readonly callRecordTimes: number[] = [];
+
+  async recordCall(scope: RoomScope, record: NewCallRecord, at: Date): Promise<void> {
     this.callRecordAttempts++;
     if (scope.lease !== this.lease) throw new FakeLeaseLost(`lease ${scope.lease} is not ${this.lease}`);
     this.callRecords.push(record);
+    this.callRecordTimes.push(at.getTime());
     this.callLog.push(`record ${record.attendeeId}`);
   }
 
