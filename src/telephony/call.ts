@@ -657,7 +657,7 @@ export class OutgoingCall extends Call {
       });
       return false;
     }
-    return this.#placing;
+    return this.placing;
   }
 
   /**
@@ -667,7 +667,7 @@ export class OutgoingCall extends Call {
    * out), or at once when it is over already, nothing being sent.
    */
   attempt(attempt: CallAttempt): Promise<AttemptFailure | undefined> {
-    if (!this.#placing) return Promise.resolve(undefined);
+    if (!this.placing) return Promise.resolve(undefined);
     this.retarget(attempt.route, attempt.media);
     const settled = new Promise<AttemptFailure | undefined>((resolve) => {
       this.#attemptSettled = resolve;
@@ -680,15 +680,15 @@ export class OutgoingCall extends Call {
     return settled;
   }
 
-  /** Not yet answered, failed or ended. */
-  get #placing(): boolean {
+  /** Not yet answered, failed or ended: what placing it (the next trunk, a redirect) is still for. */
+  get placing(): boolean {
     return this.state === "calling" || this.state === "ringing";
   }
 
   /** The attempt in flight failed: told to the placer, its session left (its end is no call's end). */
   protected override sessionFailed(failure: CallFailure, response: SipResponse | undefined): void {
     const settle = this.#attemptSettled;
-    if (settle === undefined || !this.#placing) {
+    if (settle === undefined || !this.placing) {
       this.fail(failure);
       return;
     }

@@ -642,7 +642,8 @@ export class Telephony implements CallHost {
       if (turn === undefined) return;
       const failed = await this.#attempt(call, choice, turn, attempts, options);
       turn = undefined;
-      if (failed === undefined) return;
+      // Over meanwhile (hung up, its ring timeout): no other trunk is tried.
+      if (failed === undefined || !call.placing) return;
       const next = this.#afterFailure(attempts, choice, failed, options);
       if (next === undefined) {
         call.failWith(failed.failure);
@@ -723,6 +724,7 @@ export class Telephony implements CallHost {
       servers = await locateTrunk(this.#locator, hops.first);
     } catch (error) {
       turn.release();
+      if (!call.placing) return undefined;
       const reason = `Service Unavailable: ${(error as Error).message}`;
       this.#options.logger?.warn({ number: e164, trunk: trunk.uri, reason }, `call not placed: ${reason}`);
       return { failure: { status: 503, reason, cause: null }, response: undefined };
@@ -782,6 +784,8 @@ export class Telephony implements CallHost {
    */
   #turn(call: OutgoingCall, trunk: Trunk): Promise<Turn | undefined> {
     const logger = this.#options.logger;
+    // Over already (hung up while it looked for a trunk): it takes no place.
+    if (!call.placing) return Promise.resolve(undefined);
     return new Promise((resolve) => {
       const stopWaiting = () => {
         call.off("failed", gone);

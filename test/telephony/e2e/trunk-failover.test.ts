@@ -7,6 +7,7 @@
  * points at a third SIPp that must hear nothing.
  */
 import assert from "node:assert/strict";
+import dgram from "node:dgram";
 import { after, describe, test } from "node:test";
 import { Telephony } from "../../../src/telephony/telephony.js";
 import type { Trunk } from "../../../src/telephony/trunk.js";
@@ -129,6 +130,55 @@ describe("failover across trunks", { skip }, () => {
         (line) => line.startsWith("call failed over to the next trunk") && line.includes('"status":408'),
       ),
       logs.join("\n"),
+    );
+  });
+
+  test("hung up while its trunk's servers are looked up, and the lookup then fails: no other trunk is tried, nothing held", async () => {
+    // A DNS server for carrier-a.invalid: at start an A record of no lifetime (TTL 0: asked again
+    // for the call), no NAPTR or SRV; once the call is placed, NXDOMAIN 600 ms late.
+    const dns = dgram.createSocket("udp4");
+    await new Promise<void>((resolve) => dns.bind(0, "127.0.0.1", resolve));
+    running.push({ stop: () => new Promise<void>((resolve) => dns.close(() => resolve())) });
+    let placed = false;
+    dns.on("message", (query, from) => {
+      let end = 12;
+      while ((query[end] ?? 0) !== 0) end += (query[end] ?? 0) + 1;
+      const type = query.readUInt16BE(end + 1);
+      const question = query.subarray(0, end + 5);
+      const reply = (answer: Buffer) => dns.send(answer, from.port, from.address);
+      if (placed) {
+        // The query back as its answer: QR, RD and RA set, RCODE 3 (NXDOMAIN), no records.
+        const nxdomain = Buffer.from(question);
+        nxdomain.writeUInt16BE(0x8183, 2);
+        setTimeout(() => reply(nxdomain), 600);
+        return;
+      }
+      const header = Buffer.from(question);
+      header.writeUInt16BE(type === 1 ? 0x8180 : 0x8183, 2);
+      if (type !== 1) return reply(header);
+      header.writeUInt16BE(1, 6); // one answer: 127.0.0.1, TTL 0
+      reply(Buffer.concat([header, Buffer.from([0xc0, 12, 0, 1, 0, 1, 0, 0, 0, 0, 0, 4, 127, 0, 0, 1])]));
+    });
+    const b = await sipp({ scenario: "uas-answer.xml" });
+    const logs: string[] = [];
+    const telephony = await service({ uri: "sip:carrier-a.invalid" }, b.uri(), logs, {
+      dnsServer: `127.0.0.1:${dns.address().port}`,
+    });
+    placed = true;
+    const record = new CallRecord(telephony.placeCall(NUMBER), () => `${b.report()}\n${logs.join("\n")}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    record.call.hangup();
+    await record.reached("failed");
+    assert.equal(record.failure?.status, 487);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    assert.deepEqual(invitesReceived(b), [], "nothing reached the default trunk");
+    assert.ok(!logs.some((line) => line.startsWith("call failed over")), logs.join("\n"));
+    assert.deepEqual(
+      telephony.trunkPacing().map((each) => [each.queued, each.channels]),
+      [
+        [0, 0],
+        [0, 0],
+      ],
     );
   });
 
