@@ -1037,7 +1037,7 @@ export class Telephony implements CallHost {
     const verification =
       this.#verifier?.verify({
         identities: invite.headers.getAll("Identity"),
-        caller: assertedCaller(invite) ?? fromUser,
+        caller: callerToVerify(invite, fromUser, origin.peer),
         called: toUser,
       }) ?? Promise.resolve(VERIFICATION_NOT_CONFIGURED);
     if (this.#verifier !== undefined)
@@ -1053,6 +1053,17 @@ export class Telephony implements CallHost {
     this.#options.logger?.info({ from: fromUser, to: toUser }, "incoming call");
     handler(call);
   }
+}
+
+/**
+ * The number a caller's PASSporT must be from (RFC 8224 section 6.2: the identity the call
+ * presents): its From number, which the call shows and records; only when From is no number (an
+ * anonymous caller) a trusted peer's P-Asserted-Identity (RFC 3325: believed from its trust domain
+ * alone), else none is taken from an INVITE that anyone could have written.
+ */
+function callerToVerify(invite: SipRequest, fromUser: string, fromPeer: boolean): string {
+  if (/^\+?\d+$/.test(fromUser) || !fromPeer) return fromUser;
+  return assertedCaller(invite) ?? fromUser;
 }
 
 /** The user part of an INVITE's first P-Asserted-Identity (RFC 3325): a tel: URI's number, or a SIP URI's user. */

@@ -36,12 +36,17 @@ describe("STIR/SHAKEN verification of a carrier's INVITE", { skip }, () => {
   });
 
   /** The call SIPp makes to a stack with `stirShaken`, rejected 486 as it arrives. */
-  async function callIn(stirShaken: TelephonyOptions["stirShaken"]): Promise<IncomingCall> {
+  async function callIn(
+    stirShaken: TelephonyOptions["stirShaken"],
+    options: { readonly trusted?: boolean; readonly from?: string } = {},
+  ): Promise<IncomingCall> {
     const telephony = await Telephony.start({
       bindAddress: "127.0.0.1",
       sipPort: 0,
       rtpPorts: rtpPortRange(),
       stirShaken,
+      // SIPp as the carrier: a trusted peer, whose P-Asserted-Identity is believed.
+      ...(options.trusted === false ? {} : { trustedSources: ["127.0.0.1"] }),
     });
     running.push({ stop: () => telephony.close() });
     const arrived = new Promise<IncomingCall>((resolve) =>
@@ -59,7 +64,7 @@ describe("STIR/SHAKEN verification of a carrier's INVITE", { skip }, () => {
       scenario: "uac-identity.xml",
       remote: `127.0.0.1:${telephony.sipPort}`,
       args: ["-s", CALLED],
-      keys: { caller: CALLER, identity },
+      keys: { caller: CALLER, identity, from: options.from ?? "anonymous" },
     });
     running.push(peer);
     const call = await arrived;
@@ -76,6 +81,19 @@ describe("STIR/SHAKEN verification of a carrier's INVITE", { skip }, () => {
     assert.equal(call.from, "anonymous");
     assert.equal(call.state, "failed");
     assert.deepEqual(await call.callerVerification(), { status: "passed", attestation: "A", reason: null });
+  });
+
+  test("a From number other than the one signed fails, whatever P-Asserted-Identity says; an untrusted source's P-Asserted-Identity is not believed", async () => {
+    const settings = {
+      trustAnchors: pki.rootPem,
+      repositoryCa: repository.ca,
+      allowPrivateRepositories: true,
+    };
+    const spoofed = await callIn(settings, { from: "+16045550666" });
+    assert.equal(spoofed.from, "+16045550666");
+    assert.equal((await spoofed.callerVerification())?.status, "failed");
+    const untrusted = await callIn(settings, { trusted: false });
+    assert.equal((await untrusted.callerVerification())?.status, "failed");
   });
 
   test("without verification configured the same call is none, not configured", async () => {
