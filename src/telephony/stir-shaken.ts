@@ -40,6 +40,12 @@ export interface StirShakenOptions {
   readonly clock: Clock;
 }
 
+/**
+ * Certificate fetches in flight at once, over every x5u: a flood of INVITEs each naming a URL of its
+ * own gets no more outbound connections than this (their calls are told "failed", and go on).
+ */
+export const MAX_FETCHES_AT_ONCE = 16;
+
 /** What of an INVITE verification reads. */
 export interface VerifiedInvite {
   /** Its Identity header fields, as written. */
@@ -207,6 +213,9 @@ export class CallerVerifier {
     this.#cache.delete(url);
     let fetching = this.#fetching.get(url);
     if (fetching === undefined) {
+      // Each distinct x5u is a fetch a caller's INVITE chooses: a bounded number at once, the rest fail.
+      if (this.#fetching.size >= MAX_FETCHES_AT_ONCE)
+        throw new Unverified("too many certificate fetches at once");
       fetching = this.#fetch(url).finally(() => this.#fetching.delete(url));
       this.#fetching.set(url, fetching);
     }

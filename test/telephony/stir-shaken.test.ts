@@ -9,7 +9,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { loadConfig } from "../../src/config.js";
-import { CallerVerifier, type StirShakenOptions } from "../../src/telephony/stir-shaken.js";
+import {
+  CallerVerifier,
+  MAX_FETCHES_AT_ONCE,
+  type StirShakenOptions,
+} from "../../src/telephony/stir-shaken.js";
 import { loadStirTrustAnchors } from "../../src/tls.js";
 import { FakeClock } from "../helpers/fake-clock.js";
 import { certificateRepository, identityHeader, type StiPki, stiPki } from "../helpers/sti-ca.js";
@@ -194,6 +198,28 @@ describe("STIR/SHAKEN verification", () => {
       reason: "x5u did not answer within 200 ms",
     });
     assert.ok(tookMs < 5000, `took ${tookMs} ms`);
+  });
+
+  it(`fetches at most ${MAX_FETCHES_AT_ONCE} certificates at once: an INVITE naming one more fails at once`, async () => {
+    const checker = verifier({ fetchTimeoutMs: 300 });
+    const identities = await Promise.all(
+      Array.from({ length: MAX_FETCHES_AT_ONCE + 1 }, (_, index) =>
+        identityHeader(
+          { orig: CALLER.slice(1), dest: CALLED.slice(1) },
+          repository.url(`/silent?${index}`),
+          pki.signer.keyPem,
+        ),
+      ),
+    );
+    const results = identities.map((identity) =>
+      checker.verify({ identities: [identity], caller: CALLER, called: CALLED }),
+    );
+    const reasons = (await Promise.all(results)).map((result) => result.reason);
+    assert.equal(
+      reasons.filter((reason) => reason === "x5u did not answer within 300 ms").length,
+      MAX_FETCHES_AT_ONCE,
+    );
+    assert.equal(reasons.at(-1), "too many certificate fetches at once");
   });
 
   it("fails an x5u that is not https:, redirects, is missing or holds no certificate", async () => {
