@@ -67,8 +67,8 @@ export interface CallEvents {
   /** While in a mix: the caller started (true) or stopped (false) talking. */
   talking: [talking: boolean];
   /**
-   * A placed call waits its turn at its trunk (trunk-pacing.ts), for `why`; told once, before its
-   * INVITE goes (when it goes, nothing is told: it rings, answers or fails as any call).
+   * A placed call waits its turn at a trunk (trunk-pacing.ts), for `why`: told at each trunk it waits
+   * at, before its INVITE goes there (when it goes, nothing is told: it rings, answers or fails).
    */
   queued: [why: PacingLimit, trunk: string];
 }

@@ -10,10 +10,12 @@
  * before it went, so 2 calls a second go at 0, 500 and 1000 ms, never two together. A bucket would
  * let a burst of a second's worth go at once after a quiet spell (a room of ten dialled at 10 CPS:
  * ten INVITEs in the same millisecond), and carriers do not all count per whole second: many count
- * over a sliding window, some in tenths of a second, and refuse the burst a bucket allows. Spacing
- * is never over the rate in any window, of any length, and costs a room nothing it would notice (the
- * tenth attendee of a room at 10 CPS rings 0.9 s after the first). The spacing counts from when the
- * last call truly went, not when it was due, so a timer that fires late never makes the next early.
+ * over a sliding window, some in tenths of a second, and refuse the burst a bucket allows. The turns
+ * are spaced; each INVITE leaves once its server is looked up (and, the first time, its media port
+ * opened), a few milliseconds later with a cached lookup, so INVITEs keep the spacing to within that
+ * variation. It costs a room nothing it would notice (the tenth attendee of a room at 10 CPS rings
+ * 0.9 s after the first). The spacing counts from when the last turn truly came, not when it was
+ * due, so a timer that fires late never makes the next early.
  */
 import type { Clock, TimerHandle } from "../domain/clock.js";
 import type { Trunk } from "./trunk.js";
@@ -149,7 +151,10 @@ export class TrunkGate {
     if (kind === "refused" || kind === "over") return;
     turn.state = { kind: "over" };
     if (kind === "through") this.#channels--;
-    else this.#queue.splice(this.#queue.indexOf(turn), 1);
+    else {
+      const place = this.#queue.indexOf(turn);
+      if (place >= 0) this.#queue.splice(place, 1);
+    }
     this.#drain();
   }
 

@@ -288,7 +288,9 @@ export class TrunkProbes {
       },
       (error: unknown) => {
         if (this.#stopped) return;
-        this.#lookupFailed.add(trunk);
+        // Servers found before keep being probed (a refresh that fails moves nothing); a trunk never
+        // found has none to call.
+        if (!this.#probes.has(trunk)) this.#lookupFailed.add(trunk);
         logger?.warn(
           { trunk: trunk.uri, err: error },
           `a trunk's servers could not be looked up to probe them: trying again in ${settings.intervalMs / 1000} s`,
