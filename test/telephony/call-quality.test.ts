@@ -31,11 +31,15 @@ interface Outcome {
 }
 
 /** A call we place to baresip through a relay impaired as given; its quality once hung up. */
-async function callThrough(impairment: { loss: number; maxDelayMs: number; seed: number }): Promise<Outcome> {
+async function callThrough(
+  impairment: { loss: number; maxDelayMs: number; seed: number },
+  /** Which of two calls made at once: each has RTP ports of its own. */
+  lane: 0 | 1,
+): Promise<Outcome> {
   const phone = await Baresip.start({ toneHz: 440, user: "+16045550123", toneSeconds: 60 });
   cleanups.push(() => phone.stop());
   // A small RTP range, so that the relay can listen on every port of it.
-  const min = 20000 + 40 * Math.floor(Math.random() * 240);
+  const min = 20000 + 40 * (2 * Math.floor(Math.random() * 120) + lane);
   const rtpPorts = { min, max: min + 19 };
   const telephony = await Telephony.start({
     bindAddress: "127.0.0.1",
@@ -81,10 +85,13 @@ const describeOutcome = (outcome: Outcome) =>
 
 describe("a call's quality against baresip", { skip }, () => {
   test("3 % lost each way and 40 ms of jitter: both losses near 3 %, jitter well above a clean call's, a lower MOS", async () => {
-    const clean = await callThrough({ loss: 0, maxDelayMs: 0, seed: 1 });
-    // Seed 4 drops between 1.8 and 4.5 % of each way's packets over every first 150 to 460 of them:
-    // a report of baresip's, whenever it comes, finds the loss near 3 % (so does our own count).
-    const bad = await callThrough({ loss: 0.03, maxDelayMs: 40, seed: 4 });
+    // The two calls at once (two phones, two services). Seed 4 drops between 1.8 and 4.5 % of each
+    // way's packets over every first 150 to 460 of them: a report of baresip's, whenever it comes,
+    // finds the loss near 3 % (so does our own count).
+    const [clean, bad] = await Promise.all([
+      callThrough({ loss: 0, maxDelayMs: 0, seed: 1 }, 0),
+      callThrough({ loss: 0.03, maxDelayMs: 40, seed: 4 }, 1),
+    ]);
     console.log(`clean: ${describeOutcome(clean)}`);
     console.log(`impaired: ${describeOutcome(bad)}`);
     const good = clean.quality;
