@@ -1,11 +1,13 @@
 /**
- * A bad network between a service on loopback and its peers (baresip), both ways: it drops a share
- * of the RTP each way and holds each RTP datagram back a random 0 to `maxDelayMs` (so late and
- * reordered packets happen too), from a seeded generator so that a failure can be reproduced.
+ * A bad network between a service on loopback and its peers (baresip, which cannot drop packets
+ * itself), both ways: it drops a share of the RTP each way (or the packets a test picks on the way
+ * in) and holds each RTP datagram back a random 0 to `maxDelayMs` (so late and reordered packets
+ * happen too), from a seeded generator so that a failure can be reproduced. Nothing on the machine
+ * is reconfigured (no tc, no firewall), and other tests' traffic never passes through it.
  *
- * As lossy-relay.ts: the service binds 127.0.0.1 and advertises 127.0.0.2 (its public address), so
- * peers send to 127.0.0.2, where the relay listens on the service's ports (SIP, RTP, RTCP) and passes
- * each datagram on to 127.0.0.1 from a socket of its own for that peer, as a NAT would; what the
+ * The service binds 127.0.0.1 and advertises 127.0.0.2 (its public address), so peers send to
+ * 127.0.0.2, where the relay listens on the service's ports (SIP, RTP, RTCP) and passes each
+ * datagram on to 127.0.0.1 from a socket of its own for that peer, as a NAT would; what the
  * service sends back to that socket goes to the peer. The service latches its RTP onto that socket
  * (symmetric RTP) with the peer's first packet, so its packets before then go to the peer directly.
  * SIP and RTCP pass untouched; only RTP (RFC 5761's test: not payload types 64-95) is impaired.
@@ -21,9 +23,11 @@ export interface ImpairedRelayOptions {
   readonly ports: readonly number[];
   /** Where the service is. Default 127.0.0.1. */
   readonly serviceAddress?: string;
-  /** The share (0-1) of RTP dropped on the way to the service, and on the way from it. */
-  readonly lossIn: number;
-  readonly lossOut: number;
+  /** The share (0-1) of RTP dropped on the way to the service, and on the way from it; default 0. */
+  readonly lossIn?: number;
+  readonly lossOut?: number;
+  /** Instead of `lossIn`: whether to drop this RTP datagram on its way to the service's `port`. */
+  readonly dropIn?: (datagram: Buffer, port: number) => boolean;
   /** Each RTP datagram is held back a random 0 to this many ms, each way. Default 0. */
   readonly maxDelayMs?: number;
   readonly seed?: number;
@@ -100,8 +104,11 @@ export class ImpairedRelay {
       if (socket === undefined) {
         socket = this.#bind(0).then((bound) => {
           bound.on("message", (reply) =>
-            this.#pass(reply, this.options.lossOut, this.#loseOut, this.fromService, () =>
-              listening.send(reply, peer.port, peer.address),
+            this.#pass(
+              reply,
+              () => this.#loseOut() < (this.options.lossOut ?? 0),
+              this.fromService,
+              () => listening.send(reply, peer.port, peer.address),
             ),
           );
           return bound;
@@ -109,10 +116,12 @@ export class ImpairedRelay {
         towardService.set(key, socket);
       }
       const ready = socket;
+      const dropIn = this.options.dropIn;
       this.#pass(
         datagram,
-        this.options.lossIn,
-        this.#loseIn,
+        dropIn === undefined
+          ? () => this.#loseIn() < (this.options.lossIn ?? 0)
+          : () => dropIn(datagram, port),
         this.toService,
         () => void ready.then((bound) => bound.send(datagram, port, serviceAddress)),
       );
@@ -120,13 +129,7 @@ export class ImpairedRelay {
   }
 
   /** Sends `datagram` on by `send`: SIP and RTCP at once, RTP maybe not at all, maybe later. */
-  #pass(
-    datagram: Buffer,
-    loss: number,
-    lose: () => number,
-    direction: RelayDirection,
-    send: () => void,
-  ): void {
+  #pass(datagram: Buffer, drop: () => boolean, direction: RelayDirection, send: () => void): void {
     if (this.#closed) return;
     if (!isRtp(datagram)) {
       if (isRtcp(datagram)) direction.rtcp++;
@@ -134,7 +137,7 @@ export class ImpairedRelay {
       return;
     }
     direction.rtp++;
-    if (lose() < loss) {
+    if (drop()) {
       direction.dropped++;
       return;
     }
@@ -159,4 +162,15 @@ export class ImpairedRelay {
     socket.on("error", () => undefined);
     return socket;
   }
+}
+
+/** RTP (version 2) of payload type `payloadType`. */
+export function isRtpOfPayloadType(datagram: Buffer, payloadType: number): boolean {
+  return isRtp(datagram) && ((datagram[1] ?? 0) & 0x7f) === payloadType;
+}
+
+/** A repeatable pseudo-random share: true `share` of the time. */
+export function randomShare(share: number, seed = 1): () => boolean {
+  const random = seededRandom(seed);
+  return () => random() < share;
 }

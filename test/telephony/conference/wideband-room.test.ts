@@ -10,7 +10,12 @@ import { after, describe, test } from "node:test";
 import { loadConfig } from "../../../src/config.js";
 import { goertzelLevelDb } from "../../helpers/audio.js";
 import { Baresip, type BaresipCodec } from "../../helpers/baresip.js";
-import { isRtpOfPayloadType, LossyRelay, RELAY_ADDRESS, randomShare } from "../../helpers/lossy-relay.js";
+import {
+  IMPAIRED_RELAY_ADDRESS,
+  ImpairedRelay,
+  isRtpOfPayloadType,
+  randomShare,
+} from "../../helpers/impaired-relay.js";
 import {
   createPendingConference,
   createUser,
@@ -139,16 +144,15 @@ describe("wideband rooms with real phones", { skip, concurrency: true }, () => {
     // A small RTP range, so that the relay can listen on every port of it.
     const min = 20000 + 40 * Math.floor(Math.random() * 240);
     const rtpPorts = { min, max: min + 19 };
-    const api = await startService([lossy, listener], { publicAddress: RELAY_ADDRESS, rtpPorts });
+    const api = await startService([lossy, listener], { publicAddress: IMPAIRED_RELAY_ADDRESS, rtpPorts });
     const rtpPortList = Array.from({ length: rtpPorts.max - rtpPorts.min + 1 }, (_, i) => rtpPorts.min + i);
     // Only the Opus phone's audio is dropped: Opus under our offer's payload type (111), or baresip's
     // own (96) had it offered first.
     const lose = randomShare(0.05, 27);
     let opusPackets = 0;
-    const relay = await LossyRelay.start({
+    const relay = await ImpairedRelay.start({
       ports: [api.service.sipPort, ...rtpPortList],
-      drop: (datagram, port) => {
-        if (port === api.service.sipPort) return false;
+      dropIn: (datagram) => {
         if (!isRtpOfPayloadType(datagram, 111) && !isRtpOfPayloadType(datagram, 96)) return false;
         opusPackets++;
         return lose();
@@ -163,7 +167,7 @@ describe("wideband rooms with real phones", { skip, concurrency: true }, () => {
     // The listener hangs up first: what it heard to its end is the lossy phone's tone throughout.
     const [heard] = (await hangUpAndHear([listener, lossy], 3)) as [Int16Array, Int16Array];
 
-    const dropped = relay.dropped;
+    const dropped = relay.toService.dropped;
     assert.ok(recovered > 0, `no frame was recovered from FEC, ${dropped} packets dropped`);
     assert.ok(opusPackets > 150, `only ${opusPackets} Opus packets went through the relay`);
     assert.ok(dropped >= opusPackets * 0.03, `only ${dropped} of ${opusPackets} Opus packets were dropped`);
