@@ -5,7 +5,7 @@
  * When the room hangs a call up it says why here, so the record names the room's reason rather
  * than "hung up". A room that gives its conference up forgets its calls: none is written after.
  */
-import type { CallRecord, NewCallRecord } from "../domain/call-record.js";
+import type { CallerVerification, CallQuality, CallRecord, NewCallRecord } from "../domain/call-record.js";
 import type { Clock } from "../domain/clock.js";
 import type { CallEnd, CallFailure, ConferenceCall } from "./ports.js";
 
@@ -14,26 +14,38 @@ export interface CallRecordsOptions {
   readonly instance: string;
   /** Writes a call's record (in the room's order of writes from then on), its event dated `at`. */
   readonly write: (record: NewCallRecord, at: Date) => void;
-  /** What the wait for a call's quality runs on. */
+  /** What the wait for a call's figures runs on. */
   readonly clock: Clock;
 }
 
 /**
- * A call's quality comes from its media thread as the media closes, within milliseconds; a thread
- * that does not answer by then leaves the record without it rather than holding up the room's writes.
+ * How long a call over is waited for its figures: its quality comes from its media thread as the
+ * media closes, its caller's verification long before (it began with the INVITE); within
+ * milliseconds both. One that does not come by then is left out of the record (null) rather than
+ * holding it back.
  */
-export const QUALITY_WAIT_MS = 2_000;
+export const FIGURES_WAIT_MS = 2_000;
 
-/** Where the call is in its life as the records see it: followed until over, then written once. */
-type Followed = { readonly attendeeId: number; hungUpBecause: string | undefined };
+/** A call followed until it is over: whose it is, why the room hung it up, how to stop following it. */
+interface Followed {
+  readonly attendeeId: number;
+  hungUpBecause: string | undefined;
+  readonly unfollow: () => void;
+}
+
+/** What a call's record needs beside the call: how it sounded, who the caller was proved to be. */
+interface Figures {
+  readonly quality: CallQuality | null;
+  readonly callerVerification: CallerVerification | null;
+}
 
 export class CallRecords {
   readonly #options: CallRecordsOptions;
   /** Recording the calls followed, until the room gives its conference up: then nothing more. */
   #state: "recording" | "forgotten" = "recording";
   /** The calls followed, each with what stops following it (its listeners removed). */
-  readonly #calls = new Map<ConferenceCall, Followed & { readonly unfollow: () => void }>();
-  /** Records of calls over, waiting for their quality before they are written. */
+  readonly #calls = new Map<ConferenceCall, Followed>();
+  /** Records of calls over, waiting for their figures before they are written. */
   readonly #waiting = new Set<Promise<void>>();
 
   constructor(options: CallRecordsOptions) {
@@ -48,20 +60,17 @@ export class CallRecords {
       unfollow();
       if (followed === undefined) return;
       this.#calls.delete(call);
-      const at = new Date(this.#options.clock.now());
-      const record = this.#record(call, followed, outcome, at);
+      const endedAt = new Date(this.#options.clock.now());
       const written = Promise.all([
         this.#told(call.quality(), null),
         this.#told(call.callerVerification(), null),
       ]).then(([quality, callerVerification]) => {
         this.#waiting.delete(written);
-        // Given up meanwhile: its writes would be refused.
-        // Dated now, as its call-ended event: after the room's own write of the call's end.
-        if (this.#state === "recording")
-          this.#options.write(
-            { ...record, quality, callerVerification },
-            new Date(this.#options.clock.now()),
-          );
+        // Given up meanwhile: its writes would be refused. Dated now, as its call-ended event: after
+        // the room's own write of the call's end.
+        if (this.#state !== "recording") return;
+        const record = this.#record(call, followed, outcome, endedAt, { quality, callerVerification });
+        this.#options.write(record, new Date(this.#options.clock.now()));
       });
       this.#waiting.add(written);
     };
@@ -97,11 +106,11 @@ export class CallRecords {
     this.#calls.clear();
   }
 
-  /** What `told` resolves with, or `otherwise` when it does not within QUALITY_WAIT_MS (or fails). */
+  /** What `told` resolves with, or `otherwise` when it does not within FIGURES_WAIT_MS (or fails). */
   #told<T>(told: Promise<T>, otherwise: T): Promise<T> {
     const clock = this.#options.clock;
     return new Promise((resolve) => {
-      const timer = clock.setTimeout(() => resolve(otherwise), QUALITY_WAIT_MS);
+      const timer = clock.setTimeout(() => resolve(otherwise), FIGURES_WAIT_MS);
       told.then(
         (value) => {
           clock.clearTimeout(timer);
@@ -119,7 +128,8 @@ export class CallRecords {
     call: ConferenceCall,
     followed: Followed,
     outcome: { failure: CallFailure } | { end: CallEnd },
-    at: Date,
+    endedAt: Date,
+    figures: Figures,
   ): NewCallRecord {
     const answered = call.answeredAt !== null;
     const base = {
@@ -130,12 +140,11 @@ export class CallRecords {
       instance: this.#options.instance,
       invitedAt: new Date(call.invitedAt).toISOString(),
       answeredAt: call.answeredAt === null ? null : new Date(call.answeredAt).toISOString(),
-      endedAt: at.toISOString(),
+      endedAt: endedAt.toISOString(),
       codec: answered ? (call.codec ?? null) : null,
       srtp: answered && call.encrypted,
       tls: call.signallingTls,
-      quality: null,
-      callerVerification: null,
+      ...figures,
     } satisfies Partial<CallRecord>;
     if ("failure" in outcome) {
       const { status, reason, cause } = outcome.failure;

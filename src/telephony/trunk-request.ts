@@ -23,15 +23,14 @@ export function trunkRequestUri(trunk: Trunk, own: Hop, e164: string): string {
   return `${scheme}:${uriUser(dialled)}@${trunkUri.host}${port}${userPhone}${transport}`;
 }
 
-/** A caller ID that is a +E.164 number (readCallerId keeps North American ones so). */
-const E164_CALLER = /^\+\d{8,15}$/;
-
 /**
- * Whether a URI user is a global telephone number (+ and digits): the only kind `;user=phone` is
- * written on, as a local one would need a phone-context (RFC 3966 section 5.1.5) the trunk gives none of.
+ * Whether a URI user (a caller ID, a number as dialled) is a global telephone number, +E.164:
+ * readCallerId keeps North American caller IDs so. Only such a number is written with
+ * `;user=phone` or as a tel: URI: a local one would need a phone-context (RFC 3966 section 5.1.5)
+ * the trunk gives none of.
  */
 function isGlobalNumber(user: string): boolean {
-  return E164_CALLER.test(user);
+  return /^\+\d{8,15}$/.test(user);
 }
 
 /**
@@ -54,7 +53,7 @@ export function trunkCaller(trunk: Trunk, callerId: string): Identity {
  */
 export function trunkAssertedIdentity(trunk: Trunk, callerId: string): Identity {
   const caller = trunkCaller(trunk, callerId);
-  if (!E164_CALLER.test(callerId)) return caller;
+  if (!isGlobalNumber(callerId)) return caller;
   const named = trunk.callerName === undefined ? {} : { displayName: trunk.callerName };
   switch (trunk.assertedIdentityForm ?? "sip") {
     case "sip":

@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { QUALITY_WAIT_MS } from "../../src/conference/call-records.js";
+import { FIGURES_WAIT_MS } from "../../src/conference/call-records.js";
 import { attendee, FakeCall, flush } from "./fakes.js";
 import { answer, startRoom } from "./harness.js";
 
@@ -175,7 +175,7 @@ test("a call whose media never tells its quality is recorded without it after th
     [3],
     "another call's record is not held up",
   );
-  await h.clock.pass(QUALITY_WAIT_MS);
+  await h.clock.pass(FIGURES_WAIT_MS);
   await flush();
   assert.deepEqual(
     h.store.callRecords.map((each) => [each.attendeeId, each.quality]),
