@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage, Server, ServerResponse } from "node:http";
 import { MAX_BODY_BYTES, TOO_LARGE_MESSAGE } from "./http-errors.js";
-import { renderDocument } from "./xml.js";
+import { errorsDocument } from "./xml.js";
 
 /** A client has this long to send a request's headers (slow senders hold a connection). */
 export const HEADERS_TIMEOUT_MS = 20_000;
@@ -26,7 +26,7 @@ export function limitListener<S extends Server>(server: S, maxConnections: numbe
   return server;
 }
 
-const TOO_LARGE_BODY = renderDocument("errors", { error: [TOO_LARGE_MESSAGE] });
+const TOO_LARGE_BODY = errorsDocument([TOO_LARGE_MESSAGE]);
 
 /**
  * `Expect: 100-continue` (RFC 9110 §10.1.1): Node would answer 100 Continue to every such request, so

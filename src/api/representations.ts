@@ -5,112 +5,146 @@ import type { Contact } from "../domain/contact.js";
 import type { User, Versioned } from "../domain/user.js";
 import type { Webhook, WebhookDelivery } from "../domain/webhook.js";
 import type { BillingPackage } from "../store/users.js";
-import { array, boolean, datetime, float, integer, nested, text, type XmlElement } from "./xml.js";
+import { documentType } from "./documents.js";
+import * as schemas from "./schemas.js";
+import {
+  type AccessNumberDocument,
+  type AttendeeBasicDocument,
+  type AttendeeDocument,
+  type BillingPackageDocument,
+  type CallDocument,
+  type ConferenceBasicDocument,
+  type ConferenceDocument,
+  type ContactDocument,
+  type DeliveryDocument,
+  ListOf,
+  type UserDocument,
+  type WebhookDocument,
+} from "./schemas.js";
 
 export type Representation = "extended" | "basic";
 
+/*
+ * Each resource as its document (schemas.ts): the stored record's fields under their API names.
+ * Types are the schema's; the writers of both representations are compiled from it.
+ */
+
+/** Datetimes are given in UTC, to the second, with a Z. */
+function utc(iso: string): string;
+function utc(iso: string | null): string | null;
+function utc(iso: string | null): string | null {
+  return iso === null ? null : `${iso.slice(0, 19)}Z`;
+}
+
+/** A decimal figure rounded to `digits` decimals. */
+function figure(value: number | null, digits: number): number | null {
+  return value === null ? null : Number(value.toFixed(digits));
+}
+
 /**
- * The versioned elements first, then the resource's own. Object.assign rather than a leading
+ * The versioned fields first, then the resource's own. Object.assign rather than a leading
  * spread: on Node 20 `{ ...versioned, a, b }` is about a hundred times slower (measured).
  */
-function versioned<Fields extends Record<string, XmlElement>>(record: Versioned, fields: Fields) {
+function versioned<Fields extends object>(record: Versioned, fields: Fields) {
   return Object.assign(
     {
-      id: integer(record.id),
-      "created-at": datetime(record.createdAt),
-      "updated-at": datetime(record.updatedAt),
-      "lock-version": integer(record.lockVersion),
+      id: record.id,
+      "created-at": utc(record.createdAt),
+      "updated-at": utc(record.updatedAt),
+      "lock-version": record.lockVersion,
     },
     fields,
   );
 }
 
 /** The user document: write-only fields (password, card number and code, package) never appear. */
-export function userElement(user: User): XmlElement {
+export function userDocument(user: User): UserDocument {
   const card = user.creditCard;
   const address = user.address;
   return versioned(user, {
-    name: text(user.name),
-    email: text(user.email),
-    im: text(user.im),
-    "im-network": text(user.imNetwork),
-    "time-zone": text(user.timeZone),
-    "member-pin": text(user.memberPin),
-    "moderator-pin": text(user.moderatorPin),
-    "terms-of-service": boolean(user.termsOfService),
-    "credit-card": nested(
+    name: user.name,
+    email: user.email,
+    im: user.im,
+    "im-network": user.imNetwork,
+    "time-zone": user.timeZone,
+    "member-pin": user.memberPin,
+    "moderator-pin": user.moderatorPin,
+    "terms-of-service": user.termsOfService,
+    "credit-card":
       card &&
-        versioned(card, {
-          name: text(card.name),
-          "expiry-month": integer(card.expiryMonth),
-          "expiry-year": integer(card.expiryYear),
-          brand: text(card.brand),
-          "last-four-digits": text(card.lastFour),
-        }),
-    ),
-    address: nested(
+      versioned(card, {
+        name: card.name,
+        "expiry-month": card.expiryMonth,
+        "expiry-year": card.expiryYear,
+        brand: card.brand,
+        "last-four-digits": card.lastFour,
+      }),
+    address:
       address &&
-        versioned(address, {
-          "street-address": text(address.streetAddress),
-          "postal-code": text(address.postalCode),
-          location: text(address.location),
-          subdivision: text(address.subdivision),
-          country: text(address.country),
-        }),
-    ),
-    "phone-numbers": array(
-      "phone-number",
-      user.phoneNumbers.map((phone) =>
-        versioned(phone, {
-          "country-code": integer(phone.countryCode),
-          "subscriber-number": text(phone.subscriberNumber),
-          location: text(phone.location),
-          extension: text(phone.extension),
-        }),
-      ),
+      versioned(address, {
+        "street-address": address.streetAddress,
+        "postal-code": address.postalCode,
+        location: address.location,
+        subdivision: address.subdivision,
+        country: address.country,
+      }),
+    "phone-numbers": user.phoneNumbers.map((phone) =>
+      versioned(phone, {
+        "country-code": phone.countryCode,
+        "subscriber-number": phone.subscriberNumber,
+        location: phone.location,
+        extension: phone.extension,
+      }),
     ),
   });
 }
 
-export function contactElement(contact: Contact): XmlElement {
+export function contactDocument(contact: Contact): ContactDocument {
   return versioned(contact, {
-    name: text(contact.name),
-    email: text(contact.email),
-    "phone-number": text(contact.phoneNumber),
-    im: text(contact.im),
-    "im-network": text(contact.imNetwork),
-    "time-zone": text(contact.timeZone),
+    name: contact.name,
+    email: contact.email,
+    "phone-number": contact.phoneNumber,
+    im: contact.im,
+    "im-network": contact.imNetwork,
+    "time-zone": contact.timeZone,
+  });
+}
+
+export function conferenceBasicDocument(conference: Conference): ConferenceBasicDocument {
+  return versioned(conference, {
+    state: conference.state,
+    name: conference.name,
+    "scheduled-to-start-at": utc(conference.scheduledToStartAt),
+    "started-at": utc(conference.startedAt),
+    "ended-at": utc(conference.endedAt),
   });
 }
 
 /** The create response alone carries the create-only flags (spec, Conference). */
-export function conferenceElement(
-  conference: Conference,
-  representation: Representation,
-  created = false,
-): XmlElement {
-  const basic = versioned(conference, {
-    state: text(conference.state),
-    name: text(conference.name),
-    "scheduled-to-start-at": datetime(conference.scheduledToStartAt),
-    "started-at": datetime(conference.startedAt),
-    "ended-at": datetime(conference.endedAt),
-  });
-  if (representation === "basic") return basic;
-  const extended = Object.assign(basic, {
-    "direct-dial": boolean(conference.directDial),
-    "dial-in-locked": boolean(conference.dialInLocked),
-    "record-audio": boolean(conference.recordAudio),
-    "lecture-mode": boolean(conference.lectureMode),
-    "encrypted-only": boolean(conference.encryptedOnly),
-    "accounting-code": integer(conference.accountingCode),
-    "member-pin": text(conference.memberPin),
-    "moderator-pin": text(conference.moderatorPin),
+export function conferenceDocument(conference: Conference, created = false): ConferenceDocument {
+  const extended: ConferenceDocument = Object.assign(conferenceBasicDocument(conference), {
+    "direct-dial": conference.directDial,
+    "dial-in-locked": conference.dialInLocked,
+    "record-audio": conference.recordAudio,
+    "lecture-mode": conference.lectureMode,
+    "encrypted-only": conference.encryptedOnly,
+    "accounting-code": conference.accountingCode,
+    "member-pin": conference.memberPin,
+    "moderator-pin": conference.moderatorPin,
   });
   if (!created) return extended;
   return Object.assign(extended, {
-    "send-notification-emails": boolean(conference.sendNotificationEmails),
-    "announce-attendees": boolean(conference.announceAttendees),
+    "send-notification-emails": conference.sendNotificationEmails,
+    "announce-attendees": conference.announceAttendees,
+  });
+}
+
+export function attendeeBasicDocument(attendee: Attendee): AttendeeBasicDocument {
+  return versioned(attendee, {
+    state: attendee.state,
+    "phone-number": attendee.phoneNumberSubscriberNumber,
+    moderator: attendee.moderator,
+    duration: attendee.duration,
   });
 }
 
@@ -118,75 +152,65 @@ export function conferenceElement(
  * muted, hand-up and duration stay nil until the attendee has been called; encryption (tls+srtp,
  * tls, srtp or none) until it has been connected, then it tells its current or last call's.
  */
-export function attendeeElement(attendee: Attendee, representation: Representation): XmlElement {
-  if (representation === "basic") {
-    return versioned(attendee, {
-      state: text(attendee.state),
-      "phone-number": text(attendee.phoneNumberSubscriberNumber),
-      moderator: boolean(attendee.moderator),
-      duration: integer(attendee.duration),
-    });
-  }
+export function attendeeDocument(attendee: Attendee): AttendeeDocument {
   return versioned(attendee, {
-    state: text(attendee.state),
-    "phone-number-subscriber-number": text(attendee.phoneNumberSubscriberNumber),
-    "phone-number-country-code": text(attendee.phoneNumberCountryCode),
-    "phone-number-extension": text(attendee.phoneNumberExtension),
-    "phone-number-location": text(attendee.phoneNumberLocation),
-    moderator: boolean(attendee.moderator),
-    muted: boolean(attendee.muted),
-    "hand-up": boolean(attendee.handUp),
-    "dial-in": boolean(attendee.dialIn),
-    name: text(attendee.name),
-    email: text(attendee.email),
-    duration: integer(attendee.duration),
-    encryption: text(attendee.encryption),
+    state: attendee.state,
+    "phone-number-subscriber-number": attendee.phoneNumberSubscriberNumber,
+    "phone-number-country-code": attendee.phoneNumberCountryCode,
+    "phone-number-extension": attendee.phoneNumberExtension,
+    "phone-number-location": attendee.phoneNumberLocation,
+    moderator: attendee.moderator,
+    muted: attendee.muted,
+    "hand-up": attendee.handUp,
+    "dial-in": attendee.dialIn,
+    name: attendee.name,
+    email: attendee.email,
+    duration: attendee.duration,
+    encryption: attendee.encryption,
   });
 }
 
-export function billingPackageElement(billingPackage: BillingPackage): XmlElement {
-  return { id: integer(billingPackage.id), name: text(billingPackage.name) };
+export function billingPackageDocument(billingPackage: BillingPackage): BillingPackageDocument {
+  return { id: billingPackage.id, name: billingPackage.name };
+}
+
+export function accessNumberDocument(number: string): AccessNumberDocument {
+  return { number };
 }
 
 /**
  * A webhook. event-types is nil when it takes every type; the secret appears in the create response
  * alone (the only time it is shown).
  */
-export function webhookElement(webhook: Webhook, secret?: string): XmlElement {
-  const element = versioned(webhook, {
-    url: text(webhook.url),
-    "event-types":
-      webhook.eventTypes === null
-        ? { "@_type": "array", "@_nil": "true" }
-        : array("event-type", webhook.eventTypes),
-    enabled: boolean(webhook.enabled),
-    "disabled-at": datetime(webhook.disabledAt),
-    "disabled-reason": text(webhook.disabledReason),
+export function webhookDocument(webhook: Webhook, secret?: string): WebhookDocument {
+  const document: WebhookDocument = versioned(webhook, {
+    url: webhook.url,
+    "event-types": webhook.eventTypes === null ? null : [...webhook.eventTypes],
+    enabled: webhook.enabled,
+    "disabled-at": utc(webhook.disabledAt),
+    "disabled-reason": webhook.disabledReason,
   });
-  return secret === undefined ? element : Object.assign(element, { secret: text(secret) });
+  return secret === undefined ? document : Object.assign(document, { secret });
 }
 
 /** A delivery of the webhook log, with every attempt (duration-ms in milliseconds). */
-export function deliveryElement(delivery: WebhookDelivery): XmlElement {
+export function deliveryDocument(delivery: WebhookDelivery): DeliveryDocument {
   return versioned(delivery, {
-    "message-id": text(delivery.messageId),
-    "event-id": integer(delivery.eventId),
-    "event-type": text(delivery.eventType),
-    state: text(delivery.state),
-    "attempt-count": integer(delivery.attemptCount),
-    "next-attempt-at": datetime(delivery.nextAttemptAt),
-    "delivered-at": datetime(delivery.deliveredAt),
-    "last-error": text(delivery.lastError),
-    payload: text(delivery.payload),
-    attempts: array(
-      "attempt",
-      delivery.attempts.map((attempt) => ({
-        "attempted-at": datetime(attempt.attemptedAt),
-        "status-code": integer(attempt.statusCode),
-        error: text(attempt.error),
-        "duration-ms": integer(attempt.durationMs),
-      })),
-    ),
+    "message-id": delivery.messageId,
+    "event-id": delivery.eventId,
+    "event-type": delivery.eventType,
+    state: delivery.state,
+    "attempt-count": delivery.attemptCount,
+    "next-attempt-at": utc(delivery.nextAttemptAt),
+    "delivered-at": utc(delivery.deliveredAt),
+    "last-error": delivery.lastError,
+    payload: delivery.payload,
+    attempts: delivery.attempts.map((attempt) => ({
+      "attempted-at": utc(attempt.attemptedAt),
+      "status-code": attempt.statusCode,
+      error: attempt.error,
+      "duration-ms": attempt.durationMs,
+    })),
   });
 }
 
@@ -194,55 +218,67 @@ export function deliveryElement(delivery: WebhookDelivery): XmlElement {
  * A call record: times to the second as everywhere in this API (the CSV export keeps milliseconds),
  * the cause and quality nil when unknown, shares as decimals 0-1.
  */
-export function callElement(record: CallRecord): XmlElement {
+export function callDocument(record: CallRecord): CallDocument {
   const { cause, quality, callerVerification: verification } = record;
   return {
-    id: integer(record.id),
-    "conference-id": integer(record.conferenceId),
-    "attendee-id": integer(record.attendeeId),
-    direction: text(record.direction),
-    number: text(record.number),
-    route: text(record.route),
-    instance: text(record.instance),
-    "invited-at": datetime(record.invitedAt),
-    "answered-at": datetime(record.answeredAt),
-    "ended-at": datetime(record.endedAt),
-    duration: integer(record.durationSeconds),
-    "sip-status": integer(record.sipStatus),
-    "sip-reason": text(record.sipReason),
-    cause: nested(
-      cause === null
-        ? null
-        : { protocol: text(cause.protocol), code: integer(cause.cause), text: text(cause.text) },
-    ),
-    "hung-up-by": text(record.hungUpBy),
-    "end-reason": text(record.endReason),
-    codec: text(record.codec),
-    srtp: boolean(record.srtp),
-    tls: boolean(record.tls),
-    quality: nested(
+    id: record.id,
+    "conference-id": record.conferenceId,
+    "attendee-id": record.attendeeId,
+    direction: record.direction,
+    number: record.number,
+    route: record.route,
+    instance: record.instance,
+    "invited-at": utc(record.invitedAt),
+    "answered-at": utc(record.answeredAt),
+    "ended-at": utc(record.endedAt),
+    duration: record.durationSeconds,
+    "sip-status": record.sipStatus,
+    "sip-reason": record.sipReason,
+    cause: cause === null ? null : { protocol: cause.protocol, code: cause.cause, text: cause.text },
+    "hung-up-by": record.hungUpBy,
+    "end-reason": record.endReason,
+    codec: record.codec,
+    srtp: record.srtp,
+    tls: record.tls,
+    quality:
       quality === null
         ? null
         : {
-            "packets-sent": integer(quality.packetsSent),
-            "packets-received": integer(quality.packetsReceived),
-            "loss-share": float(quality.lossShare, 4),
-            "remote-loss-share": float(quality.remoteLossShare, 4),
-            "jitter-ms": float(quality.jitterMs, 1),
-            "remote-jitter-ms": float(quality.remoteJitterMs, 1),
-            "round-trip-ms": float(quality.roundTripMs, 1),
-            "concealment-share": float(quality.concealmentShare, 4),
-            mos: float(quality.mos, 2),
+            "packets-sent": quality.packetsSent,
+            "packets-received": quality.packetsReceived,
+            "loss-share": figure(quality.lossShare, 4),
+            "remote-loss-share": figure(quality.remoteLossShare, 4),
+            "jitter-ms": figure(quality.jitterMs, 1),
+            "remote-jitter-ms": figure(quality.remoteJitterMs, 1),
+            "round-trip-ms": figure(quality.roundTripMs, 1),
+            "concealment-share": figure(quality.concealmentShare, 4),
+            mos: figure(quality.mos, 2),
           },
-    ),
-    "caller-verification": nested(
+    "caller-verification":
       verification === null
         ? null
-        : {
-            status: text(verification.status),
-            attestation: text(verification.attestation),
-            reason: text(verification.reason),
-          },
-    ),
+        : { status: verification.status, attestation: verification.attestation, reason: verification.reason },
   };
 }
+
+/** The documents the API answers with, compiled once. */
+export const Documents = {
+  user: documentType<UserDocument>(schemas.User),
+  contact: documentType<ContactDocument>(schemas.Contact),
+  contacts: documentType<ContactDocument[]>(ListOf("contacts", schemas.Contact)),
+  conference: documentType<ConferenceDocument>(schemas.Conference),
+  conferenceBasic: documentType<ConferenceBasicDocument>(schemas.ConferenceBasic),
+  conferences: documentType<ConferenceDocument[]>(ListOf("conferences", schemas.Conference)),
+  conferencesBasic: documentType<ConferenceBasicDocument[]>(ListOf("conferences", schemas.ConferenceBasic)),
+  attendee: documentType<AttendeeDocument>(schemas.Attendee),
+  attendeeBasic: documentType<AttendeeBasicDocument>(schemas.AttendeeBasic),
+  attendees: documentType<AttendeeDocument[]>(ListOf("attendees", schemas.Attendee)),
+  attendeesBasic: documentType<AttendeeBasicDocument[]>(ListOf("attendees", schemas.AttendeeBasic)),
+  billingPackages: documentType<BillingPackageDocument[]>(ListOf("billing-packages", schemas.BillingPackage)),
+  accessNumbers: documentType<AccessNumberDocument[]>(ListOf("access-numbers", schemas.AccessNumber)),
+  webhook: documentType<WebhookDocument>(schemas.Webhook),
+  webhooks: documentType<WebhookDocument[]>(ListOf("webhooks", schemas.Webhook)),
+  delivery: documentType<DeliveryDocument>(schemas.Delivery),
+  deliveries: documentType<DeliveryDocument[]>(ListOf("deliveries", schemas.Delivery)),
+  calls: documentType<CallDocument[]>(ListOf("calls", schemas.Call)),
+};

@@ -1,5 +1,6 @@
 import fastifyCookie from "@fastify/cookie";
 import fastifyRateLimit, { type RateLimitOptions } from "@fastify/rate-limit";
+import type { TSchema } from "@sinclair/typebox";
 import Fastify, {
   type FastifyInstance,
   type FastifyReply,
@@ -17,8 +18,11 @@ import { userExists } from "../store/users.js";
 import type { DestinationPolicy } from "../webhooks/destination.js";
 import { Authenticator } from "./authentication.js";
 import type { BrowserJoins } from "./browser-joins.js";
+import type { DocumentType } from "./documents.js";
+import { readJsonInput } from "./documents.js";
 import { EventFeed } from "./event-feed.js";
 import { answerFor, type ErrorAnswer, fastifyClientError, HttpError, MAX_BODY_BYTES } from "./http-errors.js";
+import { acceptJsonBodies } from "./json-bodies.js";
 import { PASSWORD_COST } from "./passwords.js";
 import { byClientAddress, sharedRateLimits } from "./rate-limits.js";
 import type { Representation } from "./representations.js";
@@ -37,10 +41,10 @@ import { liveControlRoutes } from "./routes/live-control.js";
 import { recordingRoutes } from "./routes/recordings.js";
 import { userRoutes } from "./routes/users.js";
 import { webhookRoutes } from "./routes/webhooks.js";
-import { parseDocument, readXmlBody, renderDocument, type XmlElement } from "./xml.js";
+import { errorsDocument, parseDocument, readXmlBody } from "./xml.js";
 
 const XML_TYPE = "application/xml; charset=utf-8";
-const XML_MEDIA_TYPES = ["application/xml", "text/xml"];
+const JSON_TYPE = "application/json; charset=utf-8";
 const METHODS: HTTPMethods[] = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
 
 export interface ApiOptions {
@@ -102,11 +106,20 @@ export interface ResourceOptions {
   rateLimit?: RateLimitOptions;
 }
 
+/** The representation a request is answered in: XML (the original API's) or JSON. */
+export type Format = "xml" | "json";
+
 declare module "fastify" {
   interface FastifyContextConfig {
     produces?: readonly string[];
   }
+  interface FastifyRequest {
+    format: Format;
+  }
 }
+
+/** Requests whose path ended in .json (before the suffix was taken off). */
+const jsonSuffixed = new WeakSet<object>();
 
 export type RouteHandler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
@@ -115,8 +128,12 @@ export async function buildApi(options: ApiOptions) {
     loggerInstance: options.logger,
     bodyLimit: MAX_BODY_BYTES,
     routerOptions: { ignoreTrailingSlash: true },
-    // Rails clients of the original service add .xml to every path.
-    rewriteUrl: (request) => (request.url ?? "/").replace(/\.xml(?=\?|$)/, ""),
+    // Rails clients of the original service add .xml to every path; .json asks for JSON the same way.
+    rewriteUrl: (request) =>
+      (request.url ?? "/").replace(/\.(xml|json)(?=\?|$)/, (_suffix, format: string) => {
+        if (format === "json") jsonSuffixed.add(request);
+        return "";
+      }),
     // Behind a load balancer the client address (for throttling) comes from X-Forwarded-For.
     trustProxy: options.trustedProxies ?? false,
     ...(options.serverFactory && { serverFactory: options.serverFactory }),
@@ -144,7 +161,9 @@ export async function buildApi(options: ApiOptions) {
   app.addHook("preClose", async () => feed.close());
   void app.register(fastifyCookie);
 
+  app.decorateRequest("format", "xml");
   app.removeAllContentTypeParsers();
+  acceptJsonBodies(app);
   app.addContentTypeParser(["application/xml", "text/xml"], { parseAs: "buffer" }, (request, body, done) => {
     try {
       done(null, readXmlBody(body as Buffer, request.headers["content-type"]));
@@ -158,14 +177,17 @@ export async function buildApi(options: ApiOptions) {
     if (produces) {
       if (!accepts(request.headers.accept, produces))
         throw new HttpError("BL_ERR_NOT_ACCEPTABLE", `This resource answers only ${produces.join(", ")}`);
-    } else if (!accepts(request.headers.accept, XML_MEDIA_TYPES))
-      throw new HttpError("BL_ERR_NOT_ACCEPTABLE");
+    } else {
+      const format = jsonSuffixed.has(request.raw) ? "json" : preferredFormat(request.headers.accept);
+      if (format === undefined) throw new HttpError("BL_ERR_NOT_ACCEPTABLE");
+      request.format = format;
+    }
     // Also for POSTs without a body: a cross-site form or no-cors fetch cannot send this type
     // without a CORS preflight, which this API never grants.
     if ((request.method === "POST" || request.method === "PUT") && !request.headers["content-type"]) {
       throw new HttpError(
         "BL_ERR_UNSUPPORTED_MEDIA_TYPE",
-        "POST and PUT bodies must be sent as Content-Type: application/xml",
+        "POST and PUT bodies must be sent as Content-Type: application/xml or application/json",
       );
     }
     // Search values reach the database (PostgreSQL refuses U+0000 with a 500) and errors quote them.
@@ -293,6 +315,35 @@ function accepts(accept: string | undefined, mediaTypes: readonly string[]): boo
   });
 }
 
+/**
+ * XML or JSON, by the Accept header's quality values (RFC 9110 section 12.5.1: the most specific
+ * range naming a type gives its q); XML, the original API's, when they tie or Accept is absent.
+ * Undefined when neither is acceptable.
+ */
+export function preferredFormat(accept: string | undefined): Format | undefined {
+  if (!accept) return "xml";
+  const xml = Math.max(qualityOf(accept, "application/xml"), qualityOf(accept, "text/xml"));
+  const json = qualityOf(accept, "application/json");
+  if (xml === 0 && json === 0) return undefined;
+  return json > xml ? "json" : "xml";
+}
+
+function qualityOf(accept: string, mediaType: string): number {
+  const group = `${mediaType.split("/")[0]}/*`;
+  let quality = 0;
+  let specificity = 0;
+  for (const range of accept.split(",")) {
+    const [type = "", ...params] = range.trim().toLowerCase().split(";");
+    const wanted = type.trim();
+    const rank = wanted === mediaType ? 3 : wanted === group ? 2 : wanted === "*/*" ? 1 : 0;
+    if (rank <= specificity) continue;
+    specificity = rank;
+    const q = params.map((param) => /^\s*q\s*=\s*([01](?:\.\d{0,3})?)\s*$/.exec(param)?.[1]).find(Boolean);
+    quality = q === undefined ? 1 : Number(q);
+  }
+  return quality;
+}
+
 /** The answer to anything thrown: by its code's entry in the registry, else 500 without detail. */
 export function describeError(error: unknown): ErrorAnswer {
   if (error instanceof DomainError) return answerFor(error.code, error.messages);
@@ -324,41 +375,42 @@ export function boundedMessage(message: string): string {
 }
 
 function sendErrors(reply: FastifyReply, messages: readonly string[]): FastifyReply {
-  return sendDocument(reply, reply.statusCode, "errors", { error: messages.map(boundedMessage) });
+  const bounded = messages.map(boundedMessage);
+  if (reply.request.format === "json") return reply.type(JSON_TYPE).send(JSON.stringify({ errors: bounded }));
+  return reply.type(XML_TYPE).send(errorsDocument(bounded));
 }
 
-export function sendDocument(
+/** Answers with a document, in the representation the request asked for. */
+export function sendDocument<T>(
   reply: FastifyReply,
   status: number,
-  root: string,
-  element: XmlElement,
+  type: DocumentType<T>,
+  value: T,
 ): FastifyReply {
-  return reply.status(status).type(XML_TYPE).send(renderDocument(root, element));
+  reply.status(status);
+  if (reply.request.format === "json") return reply.type(JSON_TYPE).send(type.json(value));
+  return reply.type(XML_TYPE).send(type.xml(value));
 }
 
-export function sendList(
-  reply: FastifyReply,
-  root: string,
-  itemName: string,
-  items: XmlElement[],
-): FastifyReply {
-  const element = items.length === 0 ? { "@_type": "array" } : { "@_type": "array", [itemName]: items };
-  return sendDocument(reply, 200, root, element);
-}
-
-export function sendCreated(
+export function sendCreated<T>(
   reply: FastifyReply,
   location: string,
-  root: string,
-  element: XmlElement,
+  type: DocumentType<T>,
+  value: T,
 ): FastifyReply {
   reply.header("location", location);
-  return sendDocument(reply, 201, root, element);
+  return sendDocument(reply, 201, type, value);
 }
 
-/** The request body as a document with the given root element. */
-export function readBody(request: FastifyRequest, root: string): InputMap {
+/**
+ * The request body, XML or JSON by its Content-Type, as the domain reads it; `schema` is the
+ * resource's write schema (its root element's name and, for JSON, the fields' types).
+ */
+export function readBody(request: FastifyRequest, schema: TSchema): InputMap {
+  const root = (schema.xml as { name: string }).name;
   const body = request.body;
+  if (/^application\/json\s*(;|$)/i.test(request.headers["content-type"] ?? ""))
+    return readJsonInput(body, schema, root);
   if (typeof body !== "string" || body.trim() === "")
     throw new BadRequest([`a <${root}> document is required`]);
   return parseDocument(body, root);

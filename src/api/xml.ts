@@ -9,41 +9,13 @@ import { decodeRequestBody, forbiddenCharacterMessage, isUtf8Label, isXmlChar } 
  * a type attribute on non-text values, nil="true" on absent values, type="array" on lists.
  */
 
-/**
- * An element: text, or a map of attributes (`@_name`), text (`#text`) and child elements, where a
- * list repeats the child. The same shape fast-xml-parser reads.
- */
-export type XmlElement = string | { [key: string]: XmlElement | XmlElement[] | string };
+export const DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n';
 
-const DECLARATION = '<?xml version="1.0" encoding="UTF-8"?>\n';
-
-/*
- * Rendering is written out here rather than left to fast-xml-parser's builder: every response
- * passes through it, and the builder's generality cost a fifth of a GET's CPU (profiled).
- */
-export function renderDocument(root: string, element: XmlElement): string {
-  return `${DECLARATION}${renderElement(root, element, "")}`;
-}
-
-function renderElement(name: string, element: XmlElement, indent: string): string {
-  if (typeof element === "string") {
-    return element === "" ? `${indent}<${name}/>\n` : `${indent}<${name}>${escapeText(element)}</${name}>\n`;
-  }
-  let attributes = "";
-  let content: string | undefined;
-  let children = "";
-  const childIndent = `${indent}  `;
-  for (const key in element) {
-    const value = element[key] as XmlElement | XmlElement[];
-    if (key.startsWith("@_")) attributes += ` ${key.slice(2)}="${escapeAttribute(value as string)}"`;
-    else if (key === "#text") content = escapeText(value as string);
-    else if (Array.isArray(value))
-      for (const item of value) children += renderElement(key, item, childIndent);
-    else children += renderElement(key, value, childIndent);
-  }
-  if (children !== "") return `${indent}<${name}${attributes}>\n${children}${indent}</${name}>\n`;
-  if (content !== undefined && content !== "") return `${indent}<${name}${attributes}>${content}</${name}>\n`;
-  return `${indent}<${name}${attributes}/>\n`;
+/** An errors document: `<errors>` with one `<error>` per message (the documents are documents.ts's). */
+export function errorsDocument(messages: readonly string[]): string {
+  let errors = "";
+  for (const message of messages) errors += `  <error>${escapeText(message)}</error>\n`;
+  return errors === "" ? `${DECLARATION}<errors/>\n` : `${DECLARATION}<errors>\n${errors}</errors>\n`;
 }
 
 /*
@@ -54,58 +26,11 @@ function renderElement(name: string, element: XmlElement, indent: string): strin
 const TEXT_SPECIALS =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces.
   /[&<>\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-const ATTRIBUTE_SPECIALS =
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces.
-  /[&<>"\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-const ENTITIES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" };
+const ENTITIES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;" };
 const replacementOf = (c: string) => ENTITIES[c] ?? "\uFFFD";
 
-function escapeText(value: string): string {
+export function escapeText(value: string): string {
   return value.replace(TEXT_SPECIALS, replacementOf);
-}
-
-function escapeAttribute(value: string): string {
-  return value.replace(ATTRIBUTE_SPECIALS, replacementOf);
-}
-
-const NIL = { "@_nil": "true" };
-
-export function text(value: string | null): XmlElement {
-  return value === null ? NIL : value;
-}
-
-export function integer(value: number | null): XmlElement {
-  return value === null
-    ? { "@_type": "integer", "@_nil": "true" }
-    : { "@_type": "integer", "#text": String(value) };
-}
-
-/** A decimal figure, as Rails writes one (type="float"), rounded to `digits` decimals. */
-export function float(value: number | null, digits: number): XmlElement {
-  return value === null
-    ? { "@_type": "float", "@_nil": "true" }
-    : { "@_type": "float", "#text": String(Number(value.toFixed(digits))) };
-}
-
-export function boolean(value: boolean | null): XmlElement {
-  return value === null
-    ? { "@_type": "boolean", "@_nil": "true" }
-    : { "@_type": "boolean", "#text": String(value) };
-}
-
-/** Datetimes are written in UTC, to the second, with a Z. */
-export function datetime(iso: string | null): XmlElement {
-  return iso === null
-    ? { "@_type": "datetime", "@_nil": "true" }
-    : { "@_type": "datetime", "#text": `${iso.slice(0, 19)}Z` };
-}
-
-export function nested(element: XmlElement | null): XmlElement {
-  return element === null ? NIL : element;
-}
-
-export function array(itemName: string, items: XmlElement[]): XmlElement {
-  return items.length === 0 ? { "@_type": "array" } : { "@_type": "array", [itemName]: items };
 }
 
 /** Elements nested deeper than any document of this API holds (a user's phone numbers are at the third level). */

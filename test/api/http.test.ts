@@ -295,17 +295,32 @@ describe("HTTP conventions", () => {
   });
 
   describe("406 Not Acceptable", () => {
-    it("answers an Accept header that excludes XML", async () => {
-      for (const accept of ["application/json", "text/html", "application/xml;q=0"]) {
+    it("answers an Accept header that admits neither XML nor JSON", async () => {
+      for (const accept of ["text/html", "application/xml;q=0", "application/json;q=0, text/xml;q=0"]) {
         const response = await api.request("GET", "/billing-packages", { headers: { accept } });
         assertError(response, 406);
       }
     });
 
-    it("serves XML to */*, text/xml and a list that admits XML", async () => {
-      for (const accept of ["*/*", "text/xml", "application/json, application/xml;q=0.5"]) {
+    it("serves XML to */*, text/xml and a list that prefers XML or ties; JSON to a list that prefers it", async () => {
+      for (const accept of [
+        "*/*",
+        "text/xml",
+        "application/json;q=0.4, application/xml;q=0.5",
+        "application/json, application/xml",
+      ]) {
         const response = await api.request("GET", "/billing-packages", { headers: { accept } });
         assert.equal(response.status, 200, `${accept}: ${response.text}`);
+        assert.match(response.headers["content-type"] ?? "", /^application\/xml/, accept);
+      }
+      for (const accept of [
+        "application/json",
+        "application/json, application/xml;q=0.5",
+        "application/*;q=0.1, application/json",
+      ]) {
+        const response = await api.request("GET", "/billing-packages", { headers: { accept } });
+        assert.equal(response.status, 200, `${accept}: ${response.text}`);
+        assert.match(response.headers["content-type"] ?? "", /^application\/json/, accept);
       }
     });
   });
@@ -381,12 +396,12 @@ describe("HTTP conventions", () => {
   });
 
   describe("415 Unsupported Media Type", () => {
-    it("answers a JSON body and a body of no declared type", async () => {
-      const json = await api.request("POST", "/users", {
-        body: JSON.stringify({ user: { name: "Json" } }),
-        headers: { "content-type": "application/json" },
+    it("answers a form body and a body of no declared type", async () => {
+      const form = await api.request("POST", "/users", {
+        body: "name=Form",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
       });
-      assertError(json, 415);
+      assertError(form, 415);
       const plain = await api.request("PUT", `/users/${alice.id}`, {
         auth: alice.auth,
         body: "<user><name>Plain</name></user>",

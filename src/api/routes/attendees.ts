@@ -11,7 +11,8 @@ import {
 } from "../../store/attendees.js";
 import { getConference } from "../../store/conferences.js";
 import { HttpError } from "../http-errors.js";
-import { attendeeElement } from "../representations.js";
+import { attendeeBasicDocument, attendeeDocument, Documents } from "../representations.js";
+import { AttendeeWrite } from "../schemas.js";
 import {
   type ApiContext,
   idParam,
@@ -22,9 +23,9 @@ import {
   searchQuery,
   sendCreated,
   sendDocument,
-  sendList,
 } from "../server.js";
 import { notStarted } from "./live-control.js";
+import { sendAttendee } from "./representation-answers.js";
 
 /** The conference named by the path, which must belong to the authenticated owner. */
 async function ownedConference(api: ApiContext, request: FastifyRequest) {
@@ -40,25 +41,20 @@ export async function attendeeRoutes(app: FastifyInstance, api: ApiContext): Pro
       const representation = representationOf(request);
       const filters = parseSearch(searchQuery(request), ATTENDEE_SEARCH);
       const attendees = await listAttendees(api.store, conferenceId, filters);
-      return sendList(
-        reply,
-        "attendees",
-        "attendee",
-        attendees.map((attendee) => attendeeElement(attendee, representation)),
-      );
+      return representation === "basic"
+        ? sendDocument(reply, 200, Documents.attendeesBasic, attendees.map(attendeeBasicDocument))
+        : sendDocument(reply, 200, Documents.attendees, attendees.map(attendeeDocument));
     },
     POST: async (request, reply) => {
       const { userId, conferenceId } = await ownedConference(api, request);
       const representation = representationOf(request);
-      const changes = readAttendeeChanges(readBody(request, "attendee"), "create", api.callingPolicy);
+      const changes = readAttendeeChanges(readBody(request, AttendeeWrite), "create", api.callingPolicy);
       const maxDialled = api.callingPolicy.maxCallsInProgressPerUser;
       const attendee = await createAttendee(api.store, conferenceId, changes, new Date(), maxDialled);
-      return sendCreated(
-        reply,
-        `/users/${userId}/conferences/${conferenceId}/attendees/${attendee.id}`,
-        "attendee",
-        attendeeElement(attendee, representation),
-      );
+      const location = `/users/${userId}/conferences/${conferenceId}/attendees/${attendee.id}`;
+      return representation === "basic"
+        ? sendCreated(reply, location, Documents.attendeeBasic, attendeeBasicDocument(attendee))
+        : sendCreated(reply, location, Documents.attendee, attendeeDocument(attendee));
     },
   });
 
@@ -66,13 +62,13 @@ export async function attendeeRoutes(app: FastifyInstance, api: ApiContext): Pro
     GET: async (request, reply) => {
       const { conferenceId } = await ownedConference(api, request);
       const attendee = await getAttendee(api.store, conferenceId, idParam(request, "attendeeId"));
-      return sendDocument(reply, 200, "attendee", attendeeElement(attendee, representationOf(request)));
+      return sendAttendee(reply, attendee, representationOf(request));
     },
     PUT: async (request, reply) => {
       const { conferenceId, conferenceState } = await ownedConference(api, request);
       const id = idParam(request, "attendeeId");
       const representation = representationOf(request);
-      const input = readBody(request, "attendee");
+      const input = readBody(request, AttendeeWrite);
       const lockVersion = readLockVersion(input);
       const changes = readAttendeeChanges(input, "update", api.callingPolicy);
       if (changes.muted !== undefined || changes.handUp !== undefined) {
@@ -101,7 +97,7 @@ export async function attendeeRoutes(app: FastifyInstance, api: ApiContext): Pro
         new Date(),
         maxDialled,
       );
-      return sendDocument(reply, 200, "attendee", attendeeElement(attendee, representation));
+      return sendAttendee(reply, attendee, representation);
     },
     DELETE: async (request, reply) => {
       const { conferenceId } = await ownedConference(api, request);

@@ -1,8 +1,8 @@
 import type { FastifyInstance } from "fastify";
 import { parseSearch } from "../../domain/search.js";
 import { BILLING_PACKAGE_SEARCH, listBillingPackages } from "../../store/users.js";
-import { billingPackageElement } from "../representations.js";
-import { type ApiContext, resource, searchQuery, sendList } from "../server.js";
+import { billingPackageDocument, Documents } from "../representations.js";
+import { type ApiContext, resource, searchQuery, sendDocument } from "../server.js";
 
 /** The packages a sign-up may name; public, as sign-up needs no credentials. */
 export async function billingPackageRoutes(app: FastifyInstance, api: ApiContext): Promise<void> {
@@ -10,7 +10,7 @@ export async function billingPackageRoutes(app: FastifyInstance, api: ApiContext
     GET: async (request, reply) => {
       const filters = parseSearch(searchQuery(request), BILLING_PACKAGE_SEARCH);
       const packages = await listBillingPackages(api.store, filters);
-      return sendList(reply, "billing-packages", "billing-package", packages.map(billingPackageElement));
+      return sendDocument(reply, 200, Documents.billingPackages, packages.map(billingPackageDocument));
     },
   });
 }

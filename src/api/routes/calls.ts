@@ -5,8 +5,8 @@ import { parseSearch } from "../../domain/search.js";
 import { getAttendee } from "../../store/attendees.js";
 import { CALL_SEARCH, listCallRecords } from "../../store/call-records.js";
 import { getConference } from "../../store/conferences.js";
-import { callElement } from "../representations.js";
-import { type ApiContext, idParam, resource, searchQuery, sendList } from "../server.js";
+import { callDocument, Documents } from "../representations.js";
+import { type ApiContext, idParam, resource, searchQuery, sendDocument } from "../server.js";
 
 /** The conference named by the path, which must belong to the authenticated owner. */
 async function ownedConferenceId(api: ApiContext, request: FastifyRequest): Promise<number> {
@@ -40,7 +40,7 @@ export async function callRoutes(app: FastifyInstance, api: ApiContext): Promise
       const conferenceId = await ownedConferenceId(api, request);
       const filters = parseSearch(searchQuery(request), CALL_SEARCH);
       const records = await listCallRecords(api.store, conferenceId, filters);
-      return sendList(reply, "calls", "call", records.map(callElement));
+      return sendDocument(reply, 200, Documents.calls, records.map(callDocument));
     },
   });
 
@@ -67,7 +67,7 @@ export async function callRoutes(app: FastifyInstance, api: ApiContext): Promise
       const attendee = await getAttendee(api.store, conferenceId, idParam(request, "attendeeId"));
       const filters = parseSearch(searchQuery(request), CALL_SEARCH);
       const records = await listCallRecords(api.store, conferenceId, filters, attendee.id);
-      return sendList(reply, "calls", "call", records.map(callElement));
+      return sendDocument(reply, 200, Documents.calls, records.map(callDocument));
     },
   });
 }

@@ -12,7 +12,8 @@ import {
   updateConference,
 } from "../../store/conferences.js";
 import { findUserTimeZone } from "../../store/users.js";
-import { conferenceElement } from "../representations.js";
+import { conferenceBasicDocument, conferenceDocument, Documents } from "../representations.js";
+import { ConferenceWrite } from "../schemas.js";
 import {
   type ApiContext,
   idParam,
@@ -23,8 +24,8 @@ import {
   searchQuery,
   sendCreated,
   sendDocument,
-  sendList,
 } from "../server.js";
+import { sendConference } from "./representation-answers.js";
 
 /** Start times are read in the owner's zone (UTC when the owner has none). */
 async function ownerTime(api: ApiContext, userId: number, now: Date): Promise<TimeContext> {
@@ -43,18 +44,20 @@ export async function conferenceRoutes(app: FastifyInstance, api: ApiContext): P
         userId,
         parseSearch(searchQuery(request), CONFERENCE_SEARCH),
       );
-      return sendList(
-        reply,
-        "conferences",
-        "conference",
-        conferences.map((conference) => conferenceElement(conference, representation)),
-      );
+      return representation === "basic"
+        ? sendDocument(reply, 200, Documents.conferencesBasic, conferences.map(conferenceBasicDocument))
+        : sendDocument(
+            reply,
+            200,
+            Documents.conferences,
+            conferences.map((conference) => conferenceDocument(conference)),
+          );
     },
     POST: async (request, reply) => {
       const userId = await api.owner(request);
       const representation = representationOf(request);
       const now = new Date();
-      const input = readBody(request, "conference");
+      const input = readBody(request, ConferenceWrite);
       const changes = readConferenceChanges(
         input,
         "create",
@@ -67,12 +70,10 @@ export async function conferenceRoutes(app: FastifyInstance, api: ApiContext): P
         changes as typeof changes & { name: string; scheduledToStartAt: string },
         now,
       );
-      return sendCreated(
-        reply,
-        `/users/${userId}/conferences/${conference.id}`,
-        "conference",
-        conferenceElement(conference, representation, true),
-      );
+      const location = `/users/${userId}/conferences/${conference.id}`;
+      return representation === "basic"
+        ? sendCreated(reply, location, Documents.conferenceBasic, conferenceBasicDocument(conference))
+        : sendCreated(reply, location, Documents.conference, conferenceDocument(conference, true));
     },
   });
 
@@ -80,14 +81,14 @@ export async function conferenceRoutes(app: FastifyInstance, api: ApiContext): P
     GET: async (request, reply) => {
       const userId = await api.owner(request);
       const conference = await getConference(api.store, userId, idParam(request, "conferenceId"));
-      return sendDocument(reply, 200, "conference", conferenceElement(conference, representationOf(request)));
+      return sendConference(reply, conference, representationOf(request));
     },
     PUT: async (request, reply) => {
       const userId = await api.owner(request);
       const id = idParam(request, "conferenceId");
       const representation = representationOf(request);
       const now = new Date();
-      const input = readBody(request, "conference");
+      const input = readBody(request, ConferenceWrite);
       const lockVersion = readLockVersion(input);
       const changes = readConferenceChanges(
         input,
@@ -96,7 +97,7 @@ export async function conferenceRoutes(app: FastifyInstance, api: ApiContext): P
         await ownerTime(api, userId, now),
       );
       const conference = await updateConference(api.store, userId, id, changes, lockVersion, now);
-      return sendDocument(reply, 200, "conference", conferenceElement(conference, representation));
+      return sendConference(reply, conference, representation);
     },
     DELETE: async (request, reply) => {
       const userId = await api.owner(request);

@@ -9,7 +9,8 @@ import {
   listContacts,
   updateContact,
 } from "../../store/contacts.js";
-import { contactElement } from "../representations.js";
+import { contactDocument, Documents } from "../representations.js";
+import { ContactWrite } from "../schemas.js";
 import {
   type ApiContext,
   idParam,
@@ -19,7 +20,6 @@ import {
   searchQuery,
   sendCreated,
   sendDocument,
-  sendList,
 } from "../server.js";
 
 export async function contactRoutes(app: FastifyInstance, api: ApiContext): Promise<void> {
@@ -31,11 +31,11 @@ export async function contactRoutes(app: FastifyInstance, api: ApiContext): Prom
         userId,
         parseSearch(searchQuery(request), CONTACT_SEARCH),
       );
-      return sendList(reply, "contacts", "contact", contacts.map(contactElement));
+      return sendDocument(reply, 200, Documents.contacts, contacts.map(contactDocument));
     },
     POST: async (request, reply) => {
       const userId = await api.owner(request);
-      const changes = readContactChanges(readBody(request, "contact"), "create");
+      const changes = readContactChanges(readBody(request, ContactWrite), "create");
       const contact = await createContact(
         api.store,
         userId,
@@ -45,8 +45,8 @@ export async function contactRoutes(app: FastifyInstance, api: ApiContext): Prom
       return sendCreated(
         reply,
         `/users/${userId}/contacts/${contact.id}`,
-        "contact",
-        contactElement(contact),
+        Documents.contact,
+        contactDocument(contact),
       );
     },
   });
@@ -55,16 +55,16 @@ export async function contactRoutes(app: FastifyInstance, api: ApiContext): Prom
     GET: async (request, reply) => {
       const userId = await api.owner(request);
       const contact = await getContact(api.store, userId, idParam(request, "contactId"));
-      return sendDocument(reply, 200, "contact", contactElement(contact));
+      return sendDocument(reply, 200, Documents.contact, contactDocument(contact));
     },
     PUT: async (request, reply) => {
       const userId = await api.owner(request);
       const id = idParam(request, "contactId");
-      const input = readBody(request, "contact");
+      const input = readBody(request, ContactWrite);
       const lockVersion = readLockVersion(input);
       const changes = readContactChanges(input, "update");
       const contact = await updateContact(api.store, userId, id, changes, lockVersion, new Date());
-      return sendDocument(reply, 200, "contact", contactElement(contact));
+      return sendDocument(reply, 200, Documents.contact, contactDocument(contact));
     },
     DELETE: async (request, reply) => {
       const userId = await api.owner(request);

@@ -17,9 +17,10 @@ import { lastEventId, talkingEvents } from "../../store/events.js";
 import type { BrowserJoinRefusal, BrowserJoins, BrowserParticipant } from "../browser-joins.js";
 import type { EventFeed } from "../event-feed.js";
 import { HttpError } from "../http-errors.js";
+import { acceptJsonBodies } from "../json-bodies.js";
 import { byClientAddress, clientSource } from "../rate-limits.js";
 import { type ApiContext, boundedMessage, describeError, resource } from "../server.js";
-import { acceptJsonBodies, CONSOLE_DIST, JSON_TYPE, SECURITY_HEADERS, sendFile } from "./console.js";
+import { CONSOLE_DIST, JSON_TYPE, SECURITY_HEADERS, sendFile } from "./console.js";
 import { stream } from "./events.js";
 
 /** A STUN or TURN server as RTCPeerConnection takes it (RTCIceServer). */

@@ -11,8 +11,8 @@ import { getConference } from "../../store/conferences.js";
 import { requestAttendeeCall, requestConferenceEnd } from "../../store/live-control.js";
 import { placedCallCounts } from "../../store/placed-calls.js";
 import { HttpError } from "../http-errors.js";
-import { attendeeElement, conferenceElement } from "../representations.js";
 import { type ApiContext, idParam, representationOf, resource, sendDocument } from "../server.js";
+import { sendAttendee, sendConference } from "./representation-answers.js";
 
 /** The answer to acting live on a conference that is not taking place. */
 export function notStarted(state: string, what = "it"): HttpError {
@@ -50,12 +50,7 @@ export async function liveControlRoutes(app: FastifyInstance, api: ApiContext): 
         case "in-call":
           throw new HttpError("BL_ERR_CONFLICT", `the attendee is already ${result.attendee.state}`);
         case "requested":
-          return sendDocument(
-            reply,
-            200,
-            "attendee",
-            attendeeElement(result.attendee, representationOf(request)),
-          );
+          return sendAttendee(reply, result.attendee, representationOf(request));
       }
     },
   });
@@ -66,7 +61,7 @@ export async function liveControlRoutes(app: FastifyInstance, api: ApiContext): 
       const conference = await getConference(api.store, userId, idParam(request, "conferenceId"));
       const ending = await requestConferenceEnd(api.store, userId, conference.id, new Date());
       if (ending === undefined) throw notStarted(conference.state === "started" ? "ended" : conference.state);
-      return sendDocument(reply, 200, "conference", conferenceElement(ending, representationOf(request)));
+      return sendConference(reply, ending, representationOf(request));
     },
   });
 }

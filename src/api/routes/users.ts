@@ -2,7 +2,8 @@ import type { FastifyInstance } from "fastify";
 import { readUserChanges } from "../../domain/user.js";
 import { createUser, getUser, updateUser } from "../../store/users.js";
 import { hashPassword } from "../passwords.js";
-import { userElement } from "../representations.js";
+import { Documents, userDocument } from "../representations.js";
+import { UserWrite } from "../schemas.js";
 import {
   type ApiContext,
   readBody,
@@ -18,7 +19,7 @@ export async function userRoutes(app: FastifyInstance, api: ApiContext): Promise
     "/users",
     {
       POST: async (request, reply) => {
-        const changes = readUserChanges(readBody(request, "user"), "create", api.callingPolicy);
+        const changes = readUserChanges(readBody(request, UserWrite), "create", api.callingPolicy);
         const passwordHash = await hashPassword(changes.password as string, api.passwordCost);
         const user = await createUser(
           api.store,
@@ -26,7 +27,7 @@ export async function userRoutes(app: FastifyInstance, api: ApiContext): Promise
           passwordHash,
           new Date(),
         );
-        return sendCreated(reply, `/users/${user.id}`, "user", userElement(user));
+        return sendCreated(reply, `/users/${user.id}`, Documents.user, userDocument(user));
       },
     },
     // Sign-up needs no credentials, so every attempt counts against its client address instead.
@@ -36,24 +37,24 @@ export async function userRoutes(app: FastifyInstance, api: ApiContext): Promise
   resource(app, "/users/:userId", {
     GET: async (request, reply) => {
       const userId = await api.owner(request);
-      return sendDocument(reply, 200, "user", userElement(await requireUser(api, userId)));
+      return sendDocument(reply, 200, Documents.user, userDocument(await requireUser(api, userId)));
     },
     PUT: async (request, reply) => {
       const userId = await api.owner(request);
-      const input = readBody(request, "user");
+      const input = readBody(request, UserWrite);
       const lockVersion = readLockVersion(input);
       const changes = readUserChanges(input, "update", api.callingPolicy);
       const passwordHash =
         changes.password === undefined ? undefined : await hashPassword(changes.password, api.passwordCost);
       const user = await updateUser(api.store, userId, changes, passwordHash, lockVersion, new Date());
-      return sendDocument(reply, 200, "user", userElement(user));
+      return sendDocument(reply, 200, Documents.user, userDocument(user));
     },
   });
 
   resource(app, "/current", {
     GET: async (request, reply) => {
       const userId = await api.authenticated(request);
-      return sendDocument(reply, 200, "user", userElement(await requireUser(api, userId)));
+      return sendDocument(reply, 200, Documents.user, userDocument(await requireUser(api, userId)));
     },
   });
 }

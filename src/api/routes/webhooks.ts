@@ -15,7 +15,8 @@ import {
 } from "../../store/webhooks.js";
 import { type DestinationPolicy, destinationProblem } from "../../webhooks/destination.js";
 import { newSecret } from "../../webhooks/signature.js";
-import { deliveryElement, webhookElement } from "../representations.js";
+import { Documents, deliveryDocument, webhookDocument } from "../representations.js";
+import { WebhookWrite } from "../schemas.js";
 import {
   type ApiContext,
   idParam,
@@ -25,7 +26,6 @@ import {
   searchQuery,
   sendCreated,
   sendDocument,
-  sendList,
 } from "../server.js";
 
 /** A new or changed URL must lead somewhere webhooks may call (server-side request forgery). */
@@ -47,16 +47,16 @@ export async function webhookRoutes(
         userId,
         parseSearch(searchQuery(request), WEBHOOK_SEARCH),
       );
-      return sendList(
+      return sendDocument(
         reply,
-        "webhooks",
-        "webhook",
-        webhooks.map((webhook) => webhookElement(webhook)),
+        200,
+        Documents.webhooks,
+        webhooks.map((webhook) => webhookDocument(webhook)),
       );
     },
     POST: async (request, reply) => {
       const userId = await api.owner(request);
-      const changes = readWebhookChanges(readBody(request, "webhook"), "create");
+      const changes = readWebhookChanges(readBody(request, WebhookWrite), "create");
       await checkUrl(changes, destinations);
       const secret = newSecret();
       const webhook = await createWebhook(
@@ -69,8 +69,8 @@ export async function webhookRoutes(
       return sendCreated(
         reply,
         `/users/${userId}/webhooks/${webhook.id}`,
-        "webhook",
-        webhookElement(webhook, secret),
+        Documents.webhook,
+        webhookDocument(webhook, secret),
       );
     },
   });
@@ -79,19 +79,19 @@ export async function webhookRoutes(
     GET: async (request, reply) => {
       const userId = await api.owner(request);
       const webhook = await getWebhook(api.store, userId, idParam(request, "webhookId"));
-      return sendDocument(reply, 200, "webhook", webhookElement(webhook));
+      return sendDocument(reply, 200, Documents.webhook, webhookDocument(webhook));
     },
     PUT: async (request, reply) => {
       const userId = await api.owner(request);
       const id = idParam(request, "webhookId");
-      const input = readBody(request, "webhook");
+      const input = readBody(request, WebhookWrite);
       const lockVersion = readLockVersion(input);
       const changes = readWebhookChanges(input, "update");
       const current = await getWebhook(api.store, userId, id);
       // Only a new URL is checked: one that was accepted is not refused again for a DNS hiccup.
       if (changes.url !== current.url) await checkUrl(changes, destinations);
       const webhook = await updateWebhook(api.store, userId, id, changes, lockVersion, new Date());
-      return sendDocument(reply, 200, "webhook", webhookElement(webhook));
+      return sendDocument(reply, 200, Documents.webhook, webhookDocument(webhook));
     },
     DELETE: async (request, reply) => {
       const userId = await api.owner(request);
@@ -109,7 +109,7 @@ export async function webhookRoutes(
         idParam(request, "webhookId"),
         parseSearch(searchQuery(request), DELIVERY_SEARCH),
       );
-      return sendList(reply, "deliveries", "delivery", deliveries.map(deliveryElement));
+      return sendDocument(reply, 200, Documents.deliveries, deliveries.map(deliveryDocument));
     },
   });
 
@@ -122,7 +122,7 @@ export async function webhookRoutes(
         idParam(request, "webhookId"),
         idParam(request, "deliveryId"),
       );
-      return sendDocument(reply, 200, "delivery", deliveryElement(delivery));
+      return sendDocument(reply, 200, Documents.delivery, deliveryDocument(delivery));
     },
   });
 }
