@@ -23,6 +23,7 @@ import { readJsonInput } from "./documents.js";
 import { EventFeed } from "./event-feed.js";
 import { answerFor, type ErrorAnswer, fastifyClientError, HttpError, MAX_BODY_BYTES } from "./http-errors.js";
 import { acceptJsonBodies } from "./json-bodies.js";
+import type { Operation, RouteOperation } from "./openapi.js";
 import { PASSWORD_COST } from "./passwords.js";
 import { byClientAddress, sharedRateLimits } from "./rate-limits.js";
 import type { Representation } from "./representations.js";
@@ -38,6 +39,7 @@ import { eventRoutes } from "./routes/events.js";
 import { healthRoutes, type ReadinessChecks } from "./routes/health.js";
 import { DEFAULT_JOINS_PER_MINUTE, type IceServer, joinRoutes } from "./routes/join.js";
 import { liveControlRoutes } from "./routes/live-control.js";
+import { openApiRoutes } from "./routes/openapi.js";
 import { recordingRoutes } from "./routes/recordings.js";
 import { userRoutes } from "./routes/users.js";
 import { webhookRoutes } from "./routes/webhooks.js";
@@ -112,6 +114,8 @@ export type Format = "xml" | "json";
 declare module "fastify" {
   interface FastifyContextConfig {
     produces?: readonly string[];
+    /** What the route does, for /openapi.json (resource()). */
+    operation?: Operation;
   }
   interface FastifyRequest {
     format: Format;
@@ -129,11 +133,16 @@ export async function buildApi(options: ApiOptions) {
     bodyLimit: MAX_BODY_BYTES,
     routerOptions: { ignoreTrailingSlash: true },
     // Rails clients of the original service add .xml to every path; .json asks for JSON the same way.
+    // (/openapi.json is a file's name, not a suffix.)
     rewriteUrl: (request) =>
-      (request.url ?? "/").replace(/\.(xml|json)(?=\?|$)/, (_suffix, format: string) => {
-        if (format === "json") jsonSuffixed.add(request);
-        return "";
-      }),
+      (request.url ?? "/").replace(
+        /\.(xml|json)(?=\?|$)/,
+        (suffix, format: string, at: number, url: string) => {
+          if (url.startsWith("/openapi.json") && at === "/openapi".length) return suffix;
+          if (format === "json") jsonSuffixed.add(request);
+          return "";
+        },
+      ),
     // Behind a load balancer the client address (for throttling) comes from X-Forwarded-For.
     trustProxy: options.trustedProxies ?? false,
     ...(options.serverFactory && { serverFactory: options.serverFactory }),
@@ -161,6 +170,13 @@ export async function buildApi(options: ApiOptions) {
   app.addHook("preClose", async () => feed.close());
   void app.register(fastifyCookie);
 
+  // Every route's operation, as the route plugins declare them, for /openapi.json.
+  const operations: RouteOperation[] = [];
+  app.addHook("onRoute", (route) => {
+    const operation = route.config?.operation;
+    if (operation !== undefined && typeof route.method === "string")
+      operations.push({ method: route.method, path: route.url, operation });
+  });
   app.decorateRequest("format", "xml");
   app.removeAllContentTypeParsers();
   acceptJsonBodies(app);
@@ -259,6 +275,7 @@ export async function buildApi(options: ApiOptions) {
     destinations: options.webhookDestinations ?? { allowPrivate: false },
   });
   void app.register(healthRoutes, { checks: options.readiness ?? {} });
+  void app.register(openApiRoutes, { operations });
   void app.register(consoleRoutes(context, authenticator));
   if (options.browserJoins !== undefined)
     void app.register(
@@ -273,19 +290,26 @@ export async function buildApi(options: ApiOptions) {
 }
 
 /**
- * Declares a resource in a route plugin: its methods' handlers, and 405 with Allow for the methods it
- * does not have.
+ * Declares a resource in a route plugin: its methods' handlers and what each does (for
+ * /openapi.json), and 405 with Allow for the methods it does not have.
  */
-export function resource(
+export function resource<Method extends HTTPMethods>(
   app: FastifyInstance,
   path: string,
-  handlers: Partial<Record<HTTPMethods, RouteHandler>>,
+  handlers: Record<Method, RouteHandler>,
+  operations: Record<Method, Operation>,
   options: ResourceOptions = {},
 ): void {
   const allowed = Object.keys(handlers) as HTTPMethods[];
   const config = { produces: options.produces, rateLimit: options.rateLimit };
-  for (const method of allowed)
-    app.route({ method, url: path, handler: handlers[method] as RouteHandler, config });
+  for (const method of allowed) {
+    app.route({
+      method,
+      url: path,
+      handler: handlers[method as Method],
+      config: { ...config, operation: operations[method as Method] },
+    });
+  }
   const allow = [...allowed, ...(allowed.includes("GET") ? ["HEAD"] : [])].join(", ");
   const others = METHODS.filter((method) => !allowed.includes(method));
   app.route({

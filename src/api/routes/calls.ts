@@ -6,6 +6,7 @@ import { getAttendee } from "../../store/attendees.js";
 import { CALL_SEARCH, listCallRecords } from "../../store/call-records.js";
 import { getConference } from "../../store/conferences.js";
 import { callDocument, Documents } from "../representations.js";
+import { Call, ListOf } from "../schemas.js";
 import { type ApiContext, idParam, resource, searchQuery, sendDocument } from "../server.js";
 
 /** The conference named by the path, which must belong to the authenticated owner. */
@@ -35,14 +36,25 @@ function callRecordsCsv(records: readonly CallRecord[]): string {
 
 /** A conference's call records, as XML or as a CSV export, and one attendee's. */
 export async function callRoutes(app: FastifyInstance, api: ApiContext): Promise<void> {
-  resource(app, "/users/:userId/conferences/:conferenceId/calls", {
-    GET: async (request, reply) => {
-      const conferenceId = await ownedConferenceId(api, request);
-      const filters = parseSearch(searchQuery(request), CALL_SEARCH);
-      const records = await listCallRecords(api.store, conferenceId, filters);
-      return sendDocument(reply, 200, Documents.calls, records.map(callDocument));
+  resource(
+    app,
+    "/users/:userId/conferences/:conferenceId/calls",
+    {
+      GET: async (request, reply) => {
+        const conferenceId = await ownedConferenceId(api, request);
+        const filters = parseSearch(searchQuery(request), CALL_SEARCH);
+        const records = await listCallRecords(api.store, conferenceId, filters);
+        return sendDocument(reply, 200, Documents.calls, records.map(callDocument));
+      },
     },
-  });
+    {
+      GET: {
+        summary: "The records of a conference's calls, oldest first, once each is over",
+        answer: ListOf("calls", Call),
+        search: CALL_SEARCH,
+      },
+    },
+  );
 
   resource(
     app,
@@ -58,16 +70,34 @@ export async function callRoutes(app: FastifyInstance, api: ApiContext): Promise
           .send(callRecordsCsv(records));
       },
     },
+    {
+      GET: {
+        summary: "The conference's call records as CSV (times to the millisecond)",
+        search: CALL_SEARCH,
+        media: { type: "text/csv", description: "One row per call, with a header row" },
+      },
+    },
     { produces: ["text/csv"] },
   );
 
-  resource(app, "/users/:userId/conferences/:conferenceId/attendees/:attendeeId/calls", {
-    GET: async (request, reply) => {
-      const conferenceId = await ownedConferenceId(api, request);
-      const attendee = await getAttendee(api.store, conferenceId, idParam(request, "attendeeId"));
-      const filters = parseSearch(searchQuery(request), CALL_SEARCH);
-      const records = await listCallRecords(api.store, conferenceId, filters, attendee.id);
-      return sendDocument(reply, 200, Documents.calls, records.map(callDocument));
+  resource(
+    app,
+    "/users/:userId/conferences/:conferenceId/attendees/:attendeeId/calls",
+    {
+      GET: async (request, reply) => {
+        const conferenceId = await ownedConferenceId(api, request);
+        const attendee = await getAttendee(api.store, conferenceId, idParam(request, "attendeeId"));
+        const filters = parseSearch(searchQuery(request), CALL_SEARCH);
+        const records = await listCallRecords(api.store, conferenceId, filters, attendee.id);
+        return sendDocument(reply, 200, Documents.calls, records.map(callDocument));
+      },
     },
-  });
+    {
+      GET: {
+        summary: "The records of one attendee's calls",
+        answer: ListOf("calls", Call),
+        search: CALL_SEARCH,
+      },
+    },
+  );
 }

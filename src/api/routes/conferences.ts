@@ -13,7 +13,7 @@ import {
 } from "../../store/conferences.js";
 import { findUserTimeZone } from "../../store/users.js";
 import { conferenceBasicDocument, conferenceDocument, Documents } from "../representations.js";
-import { ConferenceWrite } from "../schemas.js";
+import { Conference, ConferenceBasic, ConferenceWrite, ListOf } from "../schemas.js";
 import {
   type ApiContext,
   idParam,
@@ -35,74 +35,114 @@ async function ownerTime(api: ApiContext, userId: number, now: Date): Promise<Ti
 }
 
 export async function conferenceRoutes(app: FastifyInstance, api: ApiContext): Promise<void> {
-  resource(app, "/users/:userId/conferences", {
-    GET: async (request, reply) => {
-      const userId = await api.owner(request);
-      const representation = representationOf(request);
-      const conferences = await listConferences(
-        api.store,
-        userId,
-        parseSearch(searchQuery(request), CONFERENCE_SEARCH),
-      );
-      return representation === "basic"
-        ? sendDocument(reply, 200, Documents.conferencesBasic, conferences.map(conferenceBasicDocument))
-        : sendDocument(
-            reply,
-            200,
-            Documents.conferences,
-            conferences.map((conference) => conferenceDocument(conference)),
-          );
+  resource(
+    app,
+    "/users/:userId/conferences",
+    {
+      GET: async (request, reply) => {
+        const userId = await api.owner(request);
+        const representation = representationOf(request);
+        const conferences = await listConferences(
+          api.store,
+          userId,
+          parseSearch(searchQuery(request), CONFERENCE_SEARCH),
+        );
+        return representation === "basic"
+          ? sendDocument(reply, 200, Documents.conferencesBasic, conferences.map(conferenceBasicDocument))
+          : sendDocument(
+              reply,
+              200,
+              Documents.conferences,
+              conferences.map((conference) => conferenceDocument(conference)),
+            );
+      },
+      POST: async (request, reply) => {
+        const userId = await api.owner(request);
+        const representation = representationOf(request);
+        const now = new Date();
+        const input = readBody(request, ConferenceWrite);
+        const changes = readConferenceChanges(
+          input,
+          "create",
+          representation,
+          await ownerTime(api, userId, now),
+        );
+        const conference = await createConference(
+          api.store,
+          userId,
+          changes as typeof changes & { name: string; scheduledToStartAt: string },
+          now,
+        );
+        const location = `/users/${userId}/conferences/${conference.id}`;
+        return representation === "basic"
+          ? sendCreated(reply, location, Documents.conferenceBasic, conferenceBasicDocument(conference))
+          : sendCreated(reply, location, Documents.conference, conferenceDocument(conference, true));
+      },
     },
-    POST: async (request, reply) => {
-      const userId = await api.owner(request);
-      const representation = representationOf(request);
-      const now = new Date();
-      const input = readBody(request, ConferenceWrite);
-      const changes = readConferenceChanges(
-        input,
-        "create",
-        representation,
-        await ownerTime(api, userId, now),
-      );
-      const conference = await createConference(
-        api.store,
-        userId,
-        changes as typeof changes & { name: string; scheduledToStartAt: string },
-        now,
-      );
-      const location = `/users/${userId}/conferences/${conference.id}`;
-      return representation === "basic"
-        ? sendCreated(reply, location, Documents.conferenceBasic, conferenceBasicDocument(conference))
-        : sendCreated(reply, location, Documents.conference, conferenceDocument(conference, true));
+    {
+      GET: {
+        summary: "List the user's conferences",
+        answer: {
+          extended: ListOf("conferences", Conference),
+          basic: ListOf("conferences", ConferenceBasic),
+        },
+        representation: true,
+        search: CONFERENCE_SEARCH,
+      },
+      POST: {
+        summary: "Schedule a conference",
+        body: ConferenceWrite,
+        status: 201,
+        answer: { extended: Conference, basic: ConferenceBasic },
+        representation: true,
+      },
     },
-  });
+  );
 
-  resource(app, "/users/:userId/conferences/:conferenceId", {
-    GET: async (request, reply) => {
-      const userId = await api.owner(request);
-      const conference = await getConference(api.store, userId, idParam(request, "conferenceId"));
-      return sendConference(reply, conference, representationOf(request));
+  resource(
+    app,
+    "/users/:userId/conferences/:conferenceId",
+    {
+      GET: async (request, reply) => {
+        const userId = await api.owner(request);
+        const conference = await getConference(api.store, userId, idParam(request, "conferenceId"));
+        return sendConference(reply, conference, representationOf(request));
+      },
+      PUT: async (request, reply) => {
+        const userId = await api.owner(request);
+        const id = idParam(request, "conferenceId");
+        const representation = representationOf(request);
+        const now = new Date();
+        const input = readBody(request, ConferenceWrite);
+        const lockVersion = readLockVersion(input);
+        const changes = readConferenceChanges(
+          input,
+          "update",
+          representation,
+          await ownerTime(api, userId, now),
+        );
+        const conference = await updateConference(api.store, userId, id, changes, lockVersion, now);
+        return sendConference(reply, conference, representation);
+      },
+      DELETE: async (request, reply) => {
+        const userId = await api.owner(request);
+        await deleteConference(api.store, userId, idParam(request, "conferenceId"), new Date());
+        return reply.status(204).send();
+      },
     },
-    PUT: async (request, reply) => {
-      const userId = await api.owner(request);
-      const id = idParam(request, "conferenceId");
-      const representation = representationOf(request);
-      const now = new Date();
-      const input = readBody(request, ConferenceWrite);
-      const lockVersion = readLockVersion(input);
-      const changes = readConferenceChanges(
-        input,
-        "update",
-        representation,
-        await ownerTime(api, userId, now),
-      );
-      const conference = await updateConference(api.store, userId, id, changes, lockVersion, now);
-      return sendConference(reply, conference, representation);
+    {
+      GET: {
+        summary: "Get a conference",
+        answer: { extended: Conference, basic: ConferenceBasic },
+        representation: true,
+      },
+      PUT: {
+        summary: "Change a conference (its time until it starts; pending from new)",
+        body: ConferenceWrite,
+        answer: { extended: Conference, basic: ConferenceBasic },
+        representation: true,
+      },
+      DELETE: { summary: "Delete a conference (ends it first when started)" },
     },
-    DELETE: async (request, reply) => {
-      const userId = await api.owner(request);
-      await deleteConference(api.store, userId, idParam(request, "conferenceId"), new Date());
-      return reply.status(204).send();
-    },
-  });
+  );
 }

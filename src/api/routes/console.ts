@@ -6,7 +6,7 @@ import { createHash } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
 import { USER_TIME_ZONES } from "../../domain/reference-data.js";
 import { getUser } from "../../store/users.js";
 import { type Authenticator, SESSION_COOKIE } from "../authentication.js";

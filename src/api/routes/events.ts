@@ -40,6 +40,15 @@ export async function eventRoutes(
         await stream(api, feed, request, reply, { userId });
       },
     },
+    {
+      GET: {
+        summary: "The user's events as they happen (Server-Sent Events; Last-Event-ID resumes)",
+        media: {
+          type: "text/event-stream",
+          description: "An event stream: each event's id, type and JSON data",
+        },
+      },
+    },
     { produces: [EVENT_STREAM] },
   );
   resource(
@@ -50,6 +59,15 @@ export async function eventRoutes(
         const userId = await api.owner(request);
         const conference = await getConference(api.store, userId, idParam(request, "conferenceId"));
         await stream(api, feed, request, reply, { userId, conferenceId: conference.id });
+      },
+    },
+    {
+      GET: {
+        summary: "A conference's events as they happen (Server-Sent Events)",
+        media: {
+          type: "text/event-stream",
+          description: "An event stream: each event's id, type and JSON data",
+        },
       },
     },
     { produces: [EVENT_STREAM] },

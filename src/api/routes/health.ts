@@ -34,6 +34,13 @@ export async function healthRoutes(
         return { status: "live" };
       },
     },
+    {
+      GET: {
+        summary: "Liveness: the process answers",
+        access: "public",
+        media: { type: "application/json", description: '{"status": "ok"}' },
+      },
+    },
     json,
   );
   resource(
@@ -49,6 +56,13 @@ export async function healthRoutes(
           .type("application/json");
         const said = results.map(([name, result]) => [name, result.said]);
         return { status: ready ? "ready" : "not ready", checks: Object.fromEntries(said) };
+      },
+    },
+    {
+      GET: {
+        summary: "Readiness: the database, SIP sockets, media threads and trunks (503 when not ready)",
+        access: "public",
+        media: { type: "application/json", description: "Each check's state" },
       },
     },
     json,

@@ -177,6 +177,13 @@ export function joinRoutes(api: ApiContext, options: JoinRouteOptions) {
       "/join",
       { GET: (request, reply) => sendFile(request, reply, distDir, "join.html") },
       {
+        GET: {
+          summary: "The join page (HTML) for taking part from a browser",
+          access: "public",
+          media: { type: "text/html", description: "The page" },
+        },
+      },
+      {
         produces: ["text/html"],
       },
     );
@@ -200,6 +207,13 @@ export function joinRoutes(api: ApiContext, options: JoinRouteOptions) {
             .header("cache-control", "no-store")
             .type(JSON_TYPE)
             .send({ iceServers: options.iceServers() }),
+      },
+      {
+        GET: {
+          summary: "The STUN/TURN servers a join page uses",
+          access: "public",
+          media: { type: "application/json", description: "RTCIceServer entries" },
+        },
       },
       { produces: JSON_MEDIA },
     );
@@ -253,6 +267,15 @@ export function joinRoutes(api: ApiContext, options: JoinRouteOptions) {
         },
       },
       {
+        POST: {
+          summary:
+            "Join a conference from the browser: the PIN and a WebRTC offer; answers the SDP answer and the call's token",
+          access: "public",
+          status: 201,
+          media: { type: "application/json", description: "The answer and the token" },
+        },
+      },
+      {
         produces: JSON_MEDIA,
         rateLimit: {
           max: options.joinsPerMinute,
@@ -282,6 +305,14 @@ export function joinRoutes(api: ApiContext, options: JoinRouteOptions) {
           return reply.status(204).send();
         },
       },
+      {
+        GET: {
+          summary: "The room of a browser call (its token): attendees and controls",
+          access: "token",
+          media: { type: "application/json", description: "The room" },
+        },
+        DELETE: { summary: "Hang up a browser call", access: "token" },
+      },
       { produces: JSON_MEDIA },
     );
 
@@ -295,6 +326,13 @@ export function joinRoutes(api: ApiContext, options: JoinRouteOptions) {
           await stream(api, feed, request, reply, { userId, conferenceId, participant: true }, (event) =>
             endsParticipantCall(event, attendeeId),
           );
+        },
+      },
+      {
+        GET: {
+          summary: "A browser call's conference events (Server-Sent Events)",
+          access: "token",
+          media: { type: "text/event-stream", description: "The room's events" },
         },
       },
       { produces: EVENT_STREAM },

@@ -82,6 +82,12 @@ export async function recordingRoutes(app: FastifyInstance, api: ApiContext): Pr
           .send(body);
       },
     },
+    {
+      GET: {
+        summary: "The conference's recording (WAV; Range requests)",
+        media: { type: "audio/wav", description: "The recording" },
+      },
+    },
     { produces: WAV_MEDIA_TYPES },
   );
 }

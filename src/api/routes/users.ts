@@ -3,7 +3,7 @@ import { readUserChanges } from "../../domain/user.js";
 import { createUser, getUser, updateUser } from "../../store/users.js";
 import { hashPassword } from "../passwords.js";
 import { Documents, userDocument } from "../representations.js";
-import { UserWrite } from "../schemas.js";
+import { User, UserWrite } from "../schemas.js";
 import {
   type ApiContext,
   readBody,
@@ -30,33 +30,47 @@ export async function userRoutes(app: FastifyInstance, api: ApiContext): Promise
         return sendCreated(reply, `/users/${user.id}`, Documents.user, userDocument(user));
       },
     },
+    { POST: { summary: "Sign up", access: "public", body: UserWrite, status: 201, answer: User } },
     // Sign-up needs no credentials, so every attempt counts against its client address instead.
     { rateLimit: api.signupLimit },
   );
 
-  resource(app, "/users/:userId", {
-    GET: async (request, reply) => {
-      const userId = await api.owner(request);
-      return sendDocument(reply, 200, Documents.user, userDocument(await requireUser(api, userId)));
+  resource(
+    app,
+    "/users/:userId",
+    {
+      GET: async (request, reply) => {
+        const userId = await api.owner(request);
+        return sendDocument(reply, 200, Documents.user, userDocument(await requireUser(api, userId)));
+      },
+      PUT: async (request, reply) => {
+        const userId = await api.owner(request);
+        const input = readBody(request, UserWrite);
+        const lockVersion = readLockVersion(input);
+        const changes = readUserChanges(input, "update", api.callingPolicy);
+        const passwordHash =
+          changes.password === undefined ? undefined : await hashPassword(changes.password, api.passwordCost);
+        const user = await updateUser(api.store, userId, changes, passwordHash, lockVersion, new Date());
+        return sendDocument(reply, 200, Documents.user, userDocument(user));
+      },
     },
-    PUT: async (request, reply) => {
-      const userId = await api.owner(request);
-      const input = readBody(request, UserWrite);
-      const lockVersion = readLockVersion(input);
-      const changes = readUserChanges(input, "update", api.callingPolicy);
-      const passwordHash =
-        changes.password === undefined ? undefined : await hashPassword(changes.password, api.passwordCost);
-      const user = await updateUser(api.store, userId, changes, passwordHash, lockVersion, new Date());
-      return sendDocument(reply, 200, Documents.user, userDocument(user));
+    {
+      GET: { summary: "Get the user", answer: User },
+      PUT: { summary: "Change the user (password with its confirmation)", body: UserWrite, answer: User },
     },
-  });
+  );
 
-  resource(app, "/current", {
-    GET: async (request, reply) => {
-      const userId = await api.authenticated(request);
-      return sendDocument(reply, 200, Documents.user, userDocument(await requireUser(api, userId)));
+  resource(
+    app,
+    "/current",
+    {
+      GET: async (request, reply) => {
+        const userId = await api.authenticated(request);
+        return sendDocument(reply, 200, Documents.user, userDocument(await requireUser(api, userId)));
+      },
     },
-  });
+    { GET: { summary: "The signed-in user", answer: User } },
+  );
 }
 
 async function requireUser(api: ApiContext, userId: number) {
