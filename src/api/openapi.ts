@@ -189,6 +189,8 @@ export function openApiDocument(operations: readonly RouteOperation[], version: 
         "",
         'Every document is XML (the original service\'s, with Rails conventions: hyphenated names, type attributes, nil="true") or JSON with the same field names and native types (numbers, booleans, ISO 8601 UTC times, null): ask with `Accept: application/json` or a `.json` suffix, send bodies with `Content-Type: application/json`. XML is the default.',
         "",
+        "HEAD is answered wherever GET is, with the GET's status and headers and no body.",
+        "",
         `Limits: request bodies up to ${MAX_BODY_BYTES} bytes; sign-ups and failed logins are limited per client address (429 with Retry-After).`,
       ].join("\n"),
     },

@@ -170,11 +170,13 @@ export async function buildApi(options: ApiOptions) {
   app.addHook("preClose", async () => feed.close());
   void app.register(fastifyCookie);
 
-  // Every route's operation, as the route plugins declare them, for /openapi.json.
+  // Every route's operation, as the route plugins declare them, for /openapi.json. Not the HEAD
+  // routes Fastify adds beside each GET: HEAD is GET without the body (RFC 9110 section 9.3.2), not
+  // an operation of its own (the document said the GET's body came back).
   const operations: RouteOperation[] = [];
   app.addHook("onRoute", (route) => {
     const operation = route.config?.operation;
-    if (operation !== undefined && typeof route.method === "string")
+    if (operation !== undefined && typeof route.method === "string" && route.method !== "HEAD")
       operations.push({ method: route.method, path: route.url, operation });
   });
   app.decorateRequest("format", "xml");
