@@ -35,6 +35,7 @@ import { callRoutes } from "./routes/calls.js";
 import { conferenceRoutes } from "./routes/conferences.js";
 import { consoleRoutes } from "./routes/console.js";
 import { contactRoutes } from "./routes/contacts.js";
+import { docsRoutes } from "./routes/docs.js";
 import { eventRoutes } from "./routes/events.js";
 import { healthRoutes, type ReadinessChecks } from "./routes/health.js";
 import { DEFAULT_JOINS_PER_MINUTE, type IceServer, joinRoutes } from "./routes/join.js";
@@ -278,6 +279,7 @@ export async function buildApi(options: ApiOptions) {
   });
   void app.register(healthRoutes, { checks: options.readiness ?? {} });
   void app.register(openApiRoutes, { operations });
+  void app.register(docsRoutes);
   void app.register(consoleRoutes(context, authenticator));
   if (options.browserJoins !== undefined)
     void app.register(
