@@ -148,7 +148,7 @@ export function openApiDocument(operations: readonly RouteOperation[], version: 
       const answer = operation.answer;
       const schema =
         "extended" in answer
-          ? { oneOf: [hoist(answer.extended), hoist(answer.basic)] }
+          ? { anyOf: [hoist(answer.extended), hoist(answer.basic)] }
           : hoist(answer as TSchema);
       responses[status] = {
         description: "OK",
