@@ -35,6 +35,7 @@ import { healthRoutes, type ReadinessChecks } from "./routes/health.js";
 import { DEFAULT_JOINS_PER_MINUTE, type IceServer, joinRoutes } from "./routes/join.js";
 import { liveControlRoutes } from "./routes/live-control.js";
 import { recordingRoutes } from "./routes/recordings.js";
+import { startTimeRoutes } from "./routes/start-time.js";
 import { userRoutes } from "./routes/users.js";
 import { webhookRoutes } from "./routes/webhooks.js";
 import { parseDocument, readXmlBody, renderDocument, type XmlElement } from "./xml.js";
@@ -227,6 +228,7 @@ export async function buildApi(options: ApiOptions) {
   void app.register(userRoutes, context);
   void app.register(contactRoutes, context);
   void app.register(conferenceRoutes, context);
+  void app.register(startTimeRoutes, context);
   void app.register(attendeeRoutes, context);
   void app.register(recordingRoutes, context);
   void app.register(callRoutes, context);
