@@ -571,7 +571,8 @@ describe("the moderator console", { skip }, () => {
     await page.getByRole("link", { name: "Conferences" }).first().click();
     await page.getByRole("link", { name: "New conference" }).click();
     await heading("New conference");
-    // From the keyboard: the view's heading has the focus, and Tab goes through the form in order.
+    // From the keyboard: the view's heading takes the focus, and Tab goes through the form in order.
+    await page.waitForFunction(() => document.activeElement?.textContent === "New conference");
     await page.keyboard.press("Tab");
     await page.keyboard.type("Planning");
     await page.keyboard.press("Tab");
@@ -660,7 +661,6 @@ describe("the moderator console", { skip }, () => {
     await page.keyboard.press("Enter");
     await page.locator("dl.facts .state-pending").waitFor();
     await page.getByRole("textbox", { name: "Start time" }).fill("now");
-    await page.locator("#schedule-start-preview time").waitFor();
     await page.getByRole("button", { name: "Save name and start time" }).click();
     await page.locator("dl.facts .state-started").waitFor();
     for (const name of ["Ann Low", "Bob High", "Cleo Typed"])
