@@ -30,8 +30,10 @@ export interface Operation {
   readonly answer?: TSchema | { readonly extended: TSchema; readonly basic: TSchema };
   /** An answer of another media type instead. */
   readonly media?: Media;
-  /** The collection's search attributes (query parameters), or other query parameters. */
+  /** The collection's search attributes (query parameters). */
   readonly search?: SearchAttributes;
+  /** Other query parameters, by name. */
+  readonly query?: Readonly<Record<string, { readonly description: string; readonly required?: boolean }>>;
   /** Whether ?representation=basic|extended applies. */
   readonly representation?: boolean;
 }
@@ -135,6 +137,15 @@ export function openApiDocument(operations: readonly RouteOperation[], version: 
               : `${name}_gt, _lt, _gte, _lte`
         }.`,
         schema: SEARCH_TYPES[attribute.type],
+      });
+
+    for (const [name, parameter] of Object.entries(operation.query ?? {}))
+      parameters.push({
+        name,
+        in: "query",
+        required: parameter.required ?? false,
+        description: parameter.description,
+        schema: { type: "string" },
       });
 
     const responses: Record<string, unknown> = {};
