@@ -290,6 +290,16 @@ describe("JSON beside XML", () => {
     });
     await both("PUT", `${base}/${id}`, { root: "conference", auth, body: { state: "started" }, status: 422 });
 
+    const preview = await both("GET", `/users/${owner.id}/start-time?text=tomorrow%20at%209am`, {
+      auth,
+      same: "exactly",
+    });
+    assert.equal(
+      (preview.json as Record<string, Json>)["scheduled-to-start-at"],
+      (created.json as Record<string, Json>)["scheduled-to-start-at"],
+    );
+    await both("GET", `/users/${owner.id}/start-time?text=whenever`, { auth, status: 422 });
+
     const attendees = `${base}/${id}/attendees`;
     const attendee = await both("POST", attendees, {
       root: "attendee",
