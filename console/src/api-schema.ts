@@ -491,6 +491,23 @@ export interface paths {
     patch?: never;
     trace?: never;
   };
+  "/users/{userId}/start-time": {
+    parameters: {
+      query?: never;
+      header?: never;
+      path?: never;
+      cookie?: never;
+    };
+    /** How a start time would be read (in the user's zone), without scheduling anything */
+    get: operations["getUsersStartTime"];
+    put?: never;
+    post?: never;
+    delete?: never;
+    options?: never;
+    head?: never;
+    patch?: never;
+    trace?: never;
+  };
   "/users/{userId}/webhooks": {
     parameters: {
       query?: never;
@@ -874,6 +891,18 @@ export interface components {
       "time-zone"?: string | null;
       /** @description The lock-version last read: a PUT made against an older one is refused 409 */
       "lock-version"?: number;
+    };
+    /** StartTime */
+    StartTime: {
+      /** @description The text as sent */
+      text: string;
+      /**
+       * Format: date-time
+       * @description The instant it reads as
+       */
+      "scheduled-to-start-at": string;
+      /** @description The IANA zone it was read in: the user's, else UTC */
+      "time-zone": string;
     };
     /** Webhook */
     Webhook: {
@@ -2534,6 +2563,40 @@ export interface operations {
         };
         content: {
           "text/event-stream": unknown;
+        };
+      };
+      400: components["responses"]["Error400"];
+      401: components["responses"]["Error401"];
+      403: components["responses"]["Error403"];
+      404: components["responses"]["Error404"];
+      406: components["responses"]["Error406"];
+      409: components["responses"]["Error409"];
+      429: components["responses"]["Error429"];
+      503: components["responses"]["Error503"];
+    };
+  };
+  getUsersStartTime: {
+    parameters: {
+      query: {
+        /** @description A start time as scheduled-to-start-at takes it: ISO 8601, or free-form (next Tuesday at 3pm) */
+        text: string;
+      };
+      header?: never;
+      path: {
+        userId: number;
+      };
+      cookie?: never;
+    };
+    requestBody?: never;
+    responses: {
+      /** @description OK */
+      200: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/xml": components["schemas"]["StartTime"];
+          "application/json": components["schemas"]["StartTime"];
         };
       };
       400: components["responses"]["Error400"];

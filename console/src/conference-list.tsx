@@ -1,8 +1,9 @@
 import { useCallback, useEffect, useMemo, useState } from "preact/hooks";
-import { type Conference, items, readConference, type SessionUser, xml } from "./api.js";
-import { dateTimeFormat } from "./format.js";
+import { type Conference, listConferences, type SessionUser, userEventsUrl } from "./api.js";
+import { clock, dateTimeFormat } from "./format.js";
 import { useDebounced, useEventStream } from "./live.js";
 import { StreamState } from "./stream-state.js";
+import { useViewHeading } from "./view.js";
 
 const GROUPS: Array<{ title: string; states: string[]; empty: string }> = [
   { title: "Live", states: ["started"], empty: "No conference is running." },
@@ -18,11 +19,11 @@ export function ConferenceList({ user }: { user: SessionUser }) {
   const [conferences, setConferences] = useState<Conference[] | null>(null);
   const [error, setError] = useState("");
   const format = useMemo(() => dateTimeFormat(user.timeZone), [user.timeZone]);
+  const heading = useViewHeading("Conferences");
 
   const load = useCallback(async () => {
     try {
-      const root = await xml("GET", `/users/${user.id}/conferences`);
-      setConferences(items(root).map(readConference));
+      setConferences(await listConferences(user.id));
       setError("");
     } catch (caught) {
       setError(`The conferences could not be read: ${(caught as Error).message}`);
@@ -34,7 +35,7 @@ export function ConferenceList({ user }: { user: SessionUser }) {
   const reload = useDebounced(load, 100);
   // The list shows when conferences start and end; what happens inside them is the live view's.
   const status = useEventStream(
-    `/users/${user.id}/events`,
+    userEventsUrl(user.id),
     (event) => {
       if (event.type === "conference-started" || event.type === "conference-ended") reload();
     },
@@ -44,9 +45,16 @@ export function ConferenceList({ user }: { user: SessionUser }) {
   return (
     <main>
       <div class="title-row">
-        <h1>Conferences</h1>
+        <h1 ref={heading} tabIndex={-1}>
+          Conferences
+        </h1>
         <StreamState status={status} />
       </div>
+      <p>
+        <a class="button" href="#/conferences/new">
+          New conference
+        </a>
+      </p>
       <p class="hint">Times are shown in {user.timeZone ?? "this browser's time zone"}.</p>
       {error !== "" && (
         <p class="error" role="alert">
@@ -89,6 +97,9 @@ export function ConferenceList({ user }: { user: SessionUser }) {
                           <span class="hint">
                             {label}
                             {moment === null ? "" : ` ${format.format(moment)}`}
+                            {conference.startedAt !== null &&
+                              conference.endedAt !== null &&
+                              `, lasted ${clock((conference.endedAt.getTime() - conference.startedAt.getTime()) / 1000)}`}
                           </span>
                         </li>
                       );

@@ -3,21 +3,36 @@ import type { RecoveryDetails } from "../../src/domain/event.js";
 import {
   ApiError,
   type Attendee,
+  type AttendeeChanges,
   accessNumbers,
+  addAttendee,
   type Call,
   type Conference,
-  escapeXml,
+  type ConferenceChanges,
+  type Contact,
+  callAttendee,
+  callsCsvUrl,
+  conferenceEventsUrl,
+  deleteConference,
+  endConference,
+  getConference,
   hasRecording,
-  items,
-  readAttendee,
-  readCall,
-  readConference,
+  listAttendees,
+  listCalls,
+  listContacts,
+  type NewAttendee,
+  recordingUrl,
+  removeAttendee,
   type SessionUser,
-  xml,
+  updateAttendee,
+  updateConference,
 } from "./api.js";
+import { EditSchedule } from "./conference-form.js";
 import { clock, dateTimeFormat, milliseconds, percent } from "./format.js";
 import { type LiveEvent, useDebounced, useEventStream } from "./live.js";
+import { Problems } from "./problems.js";
 import { StreamState } from "./stream-state.js";
+import { messagesOf } from "./view.js";
 
 interface Notice {
   text: string;
@@ -69,12 +84,7 @@ function recoveryWords({
   return `Taken over by ${instance} after ${gapSeconds} s (${why}); ${callBack}. Callers who dialled in call again.`;
 }
 
-function xmlBoolean(element: string, value: boolean): string {
-  return `<${element} type="boolean">${value}</${element}>`;
-}
-
 export function ConferenceView({ user, conferenceId }: { user: SessionUser; conferenceId: number }) {
-  const path = `/users/${user.id}/conferences/${conferenceId}`;
   const [conference, setConference] = useState<Conference | null>(null);
   const [attendees, setAttendees] = useState<Attendee[]>([]);
   const [calls, setCalls] = useState<Call[]>([]);
@@ -83,27 +93,29 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
   const [loadError, setLoadError] = useState("");
   const [notice, setNotice] = useState<Notice>({ text: "", error: false });
   const [confirmingEnd, setConfirmingEnd] = useState(false);
+  const [confirmingDelete, setConfirmingDelete] = useState(false);
   const [now, setNow] = useState(Date.now());
   const [numbers, setNumbers] = useState<string[] | null>(null);
   const format = useMemo(() => dateTimeFormat(user.timeZone), [user.timeZone]);
   const heading = useRef<HTMLHeadingElement>(null);
   const endButton = useRef<HTMLButtonElement>(null);
   const confirmButton = useRef<HTMLButtonElement>(null);
+  const deleteButton = useRef<HTMLButtonElement>(null);
+  const confirmDeleteButton = useRef<HTMLButtonElement>(null);
 
   const load = useCallback(async () => {
     try {
       const [one, all, recorded, records] = await Promise.all([
-        xml("GET", path),
-        xml("GET", `${path}/attendees`),
-        hasRecording(`${path}/recording`),
-        xml("GET", `${path}/calls`),
+        getConference(user.id, conferenceId),
+        listAttendees(user.id, conferenceId),
+        hasRecording(user.id, conferenceId),
+        listCalls(user.id, conferenceId),
       ]);
-      const readAt = Date.now();
-      if (one !== null) setConference(readConference(one));
-      setAttendees(items(all).map((element) => readAttendee(element, readAt)));
+      setConference(one);
+      setAttendees(all);
       setRecording(recorded);
-      setCalls(items(records).map(readCall));
-      setNow(readAt);
+      setCalls(records);
+      setNow(all[0]?.readAt ?? Date.now());
       setLoadError("");
     } catch (caught) {
       setLoadError(
@@ -112,7 +124,7 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
           : `The conference could not be read: ${(caught as Error).message}`,
       );
     }
-  }, [path]);
+  }, [user.id, conferenceId]);
   useEffect(() => {
     load();
   }, [load]);
@@ -150,17 +162,17 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
     },
     [reload],
   );
-  const status = useEventStream(`${path}/events`, onEvent, reload);
+  const status = useEventStream(conferenceEventsUrl(user.id, conferenceId), onEvent, reload);
 
   // The recording file appears a moment after recording starts, with no event of its own: look again.
   const awaitingRecording = conference?.state === "started" && conference.recordAudio && !recording;
   useEffect(() => {
     if (!awaitingRecording) return;
     const timer = setInterval(async () => {
-      if (await hasRecording(`${path}/recording`).catch(() => false)) setRecording(true);
+      if (await hasRecording(user.id, conferenceId).catch(() => false)) setRecording(true);
     }, 2000);
     return () => clearInterval(timer);
-  }, [awaitingRecording, path]);
+  }, [awaitingRecording, user.id, conferenceId]);
 
   const anyoneConnected = attendees.some((attendee) => attendee.state === "connected");
   useEffect(() => {
@@ -179,6 +191,9 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
   useEffect(() => {
     if (confirmingEnd) confirmButton.current?.focus();
   }, [confirmingEnd]);
+  useEffect(() => {
+    if (confirmingDelete) confirmDeleteButton.current?.focus();
+  }, [confirmingDelete]);
 
   /** Runs a change, says how it went, and reads the conference again. */
   const act = async (done: string, failed: string, change: () => Promise<unknown>) => {
@@ -191,9 +206,9 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
     reload();
   };
 
-  const putConference = (body: string) => xml("PUT", path, `<conference>${body}</conference>`);
-  const putAttendee = (attendee: Attendee, body: string) =>
-    xml("PUT", `${path}/attendees/${attendee.id}`, `<attendee>${body}</attendee>`);
+  const putConference = (changes: ConferenceChanges) => updateConference(user.id, conferenceId, changes);
+  const putAttendee = (attendee: Attendee, changes: AttendeeChanges) =>
+    updateAttendee(user.id, conferenceId, attendee.id, changes);
 
   if (conference === null) {
     return (
@@ -217,6 +232,7 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
 
   const started = conference.state === "started";
   const ended = conference.state === "ended";
+  const planned = conference.state === "new" || conference.state === "pending";
   const moment = (label: string, value: Date | null) =>
     value === null ? null : (
       <>
@@ -244,7 +260,40 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
         {moment("Scheduled", conference.scheduledToStartAt)}
         {moment("Started", conference.startedAt)}
         {moment("Ended", conference.endedAt)}
+        {conference.startedAt !== null && conference.endedAt !== null && (
+          <>
+            <dt>Lasted</dt>
+            <dd class="numeric">
+              {clock((conference.endedAt.getTime() - conference.startedAt.getTime()) / 1000)}
+            </dd>
+          </>
+        )}
       </dl>
+      {conference.state === "new" && (
+        <div class="callout">
+          <p id="pending-hint">
+            Planned, not confirmed: nobody is called until you set it pending. Then the service calls every
+            attendee at the start time (at once if it has passed).
+          </p>
+          <button
+            type="button"
+            class="primary"
+            aria-describedby="pending-hint"
+            onClick={() =>
+              act(
+                "Set pending: the attendees are called at the start time.",
+                "Could not set the conference pending",
+                () => putConference({ state: "pending" }),
+              )
+            }
+          >
+            Set pending
+          </button>
+        </div>
+      )}
+      {conference.state === "pending" && (
+        <p class="hint">Pending: the service calls the attendees at the start time.</p>
+      )}
       {started && conference.moderatorPin !== null && (
         <p>
           {/* A link, not a button: it opens the join page, with the moderator PIN filled in. */}
@@ -348,7 +397,7 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
                             act(
                               `${attendee.muted ? "Unmuted" : "Muted"} ${name}.`,
                               `Could not ${attendee.muted ? "unmute" : "mute"} ${name}`,
-                              () => putAttendee(attendee, xmlBoolean("muted", !attendee.muted)),
+                              () => putAttendee(attendee, { muted: !attendee.muted }),
                             )
                           }
                         >
@@ -361,7 +410,7 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
                           aria-label={`Lower ${name}'s hand`}
                           onClick={() =>
                             act(`Lowered ${name}'s hand.`, `Could not lower ${name}'s hand`, () =>
-                              putAttendee(attendee, xmlBoolean("hand-up", false)),
+                              putAttendee(attendee, { handUp: false }),
                             )
                           }
                         >
@@ -377,7 +426,7 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
                             act(
                               `Hung up ${name} and removed them from the conference.`,
                               `Could not hang up ${name}`,
-                              () => xml("DELETE", `${path}/attendees/${attendee.id}`),
+                              () => removeAttendee(user.id, conferenceId, attendee.id),
                             )
                           }
                         >
@@ -390,11 +439,24 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
                           aria-label={`Call ${name} ${attendee.state === "new" ? "now" : "again"}`}
                           onClick={() =>
                             act(`Calling ${name}.`, `Could not call ${name}`, () =>
-                              xml("POST", `${path}/attendees/${attendee.id}/call`),
+                              callAttendee(user.id, conferenceId, attendee.id),
                             )
                           }
                         >
                           {attendee.state === "new" ? "Call now" : "Call again"}
+                        </button>
+                      )}
+                      {planned && !attendee.moderator && (
+                        <button
+                          type="button"
+                          aria-label={`Remove ${name}`}
+                          onClick={() =>
+                            act(`Removed ${name}.`, `Could not remove ${name}`, () =>
+                              removeAttendee(user.id, conferenceId, attendee.id),
+                            )
+                          }
+                        >
+                          Remove
                         </button>
                       )}
                     </div>
@@ -407,10 +469,39 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
       </section>
 
       {(started || ended) && (
-        <Calls path={path} calls={calls} attendees={attendees} format={format} ended={ended} />
+        <Calls
+          csvUrl={callsCsvUrl(user.id, conferenceId)}
+          calls={calls}
+          attendees={attendees}
+          format={format}
+          ended={ended}
+        />
       )}
 
-      {!ended && <AddAttendee path={path} started={started} act={act} />}
+      {!ended && (
+        <AddAttendee
+          add={(attendee) => addAttendee(user.id, conferenceId, attendee)}
+          added={(label) => {
+            setNotice({ text: started ? `Added ${label}; calling now.` : `Added ${label}.`, error: false });
+            reload();
+          }}
+          userId={user.id}
+          started={started}
+        />
+      )}
+
+      {planned && (
+        <EditSchedule
+          user={user}
+          name={conference.name}
+          scheduledToStartAt={conference.scheduledToStartAt}
+          save={async (changes) => {
+            await putConference(changes);
+            setNotice({ text: "Saved the name and start time.", error: false });
+            reload();
+          }}
+        />
+      )}
 
       {!ended && (
         <section aria-labelledby="room-heading">
@@ -424,7 +515,7 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
                   act(
                     conference.dialInLocked ? "Dial-in unlocked." : "Dial-in locked.",
                     "Could not change dial-in",
-                    () => putConference(xmlBoolean("dial-in-locked", !conference.dialInLocked)),
+                    () => putConference({ dialInLocked: !conference.dialInLocked }),
                   )
                 }
               >
@@ -439,7 +530,7 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
                   act(
                     conference.lectureMode ? "Lecture mode off." : "Lecture mode on.",
                     "Could not change lecture mode",
-                    () => putConference(xmlBoolean("lecture-mode", !conference.lectureMode)),
+                    () => putConference({ lectureMode: !conference.lectureMode }),
                   )
                 }
               >
@@ -459,7 +550,7 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
                       ? "Unencrypted calls are allowed."
                       : "Only encrypted calls are taken; the others are hung up.",
                     "Could not change encryption",
-                    () => putConference(xmlBoolean("encrypted-only", !conference.encryptedOnly)),
+                    () => putConference({ encryptedOnly: !conference.encryptedOnly }),
                   )
                 }
               >
@@ -474,7 +565,7 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
                   act(
                     conference.recordAudio ? "Recording stopped." : "Recording started.",
                     "Could not change recording",
-                    () => putConference(xmlBoolean("record-audio", !conference.recordAudio)),
+                    () => putConference({ recordAudio: !conference.recordAudio }),
                   )
                 }
               >
@@ -493,7 +584,7 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
                   onClick={() => {
                     setConfirmingEnd(false);
                     act("Conference ended.", "Could not end the conference", () =>
-                      xml("POST", `${path}/end`),
+                      endConference(user.id, conferenceId),
                     );
                   }}
                 >
@@ -517,33 +608,40 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
         </section>
       )}
 
-      <section aria-labelledby="share-heading">
-        <h2 id="share-heading">Joining by phone</h2>
-        <p class="hint">Callers dial an access number, then enter a PIN followed by #.</p>
-        <dl class="facts">
-          <dt>Access numbers</dt>
-          <dd>
-            {numbers === null
-              ? "…"
-              : numbers.length === 0
-                ? "none configured (BRIDGELINE_ACCESS_NUMBERS)"
-                : numbers.join(", ")}
-          </dd>
-          <dt>Member PIN</dt>
-          <dd class="pin">{conference.memberPin ?? "—"}</dd>
-          <dt>Moderator PIN</dt>
-          <dd class="pin">{conference.moderatorPin ?? "—"}</dd>
-        </dl>
-      </section>
+      {!ended && (
+        <section aria-labelledby="share-heading">
+          <h2 id="share-heading">Joining by phone</h2>
+          <p class="hint">Callers dial an access number, then enter a PIN followed by #.</p>
+          <dl class="facts">
+            <dt>Access numbers</dt>
+            <dd>
+              {numbers === null
+                ? "…"
+                : numbers.length === 0
+                  ? "none configured (BRIDGELINE_ACCESS_NUMBERS)"
+                  : numbers.join(", ")}
+            </dd>
+            <dt>Member PIN</dt>
+            <dd class="pin">{conference.memberPin ?? "—"}</dd>
+            <dt>Moderator PIN</dt>
+            <dd class="pin">{conference.moderatorPin ?? "—"}</dd>
+          </dl>
+        </section>
+      )}
 
       <section aria-labelledby="recording-heading">
         <h2 id="recording-heading">Recording</h2>
         {recording ? (
           <>
             {/* biome-ignore lint/a11y/useMediaCaption: a recording of a phone call has no captions to offer */}
-            <audio controls preload="none" src={`${path}/recording`} aria-label="Conference recording" />
+            <audio
+              controls
+              preload="none"
+              src={recordingUrl(user.id, conferenceId)}
+              aria-label="Conference recording"
+            />
             <p>
-              <a href={`${path}/recording`} download>
+              <a href={recordingUrl(user.id, conferenceId)} download>
                 Download the recording (WAV)
               </a>
             </p>
@@ -552,6 +650,49 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
           <p class="hint">No recording yet.</p>
         )}
       </section>
+
+      {!started && (
+        <section aria-labelledby="delete-heading">
+          <h2 id="delete-heading">Delete</h2>
+          {confirmingDelete ? (
+            <fieldset class="confirm">
+              <legend>Delete "{conference.name}" and its attendees for good?</legend>
+              <button
+                ref={confirmDeleteButton}
+                type="button"
+                class="danger"
+                onClick={async () => {
+                  setConfirmingDelete(false);
+                  try {
+                    await deleteConference(user.id, conferenceId);
+                    location.hash = "#/";
+                  } catch (caught) {
+                    setNotice({
+                      text: `Could not delete the conference: ${messagesOf(caught).join(" ")}`,
+                      error: true,
+                    });
+                  }
+                }}
+              >
+                Delete for good
+              </button>
+              <button
+                type="button"
+                onClick={() => {
+                  setConfirmingDelete(false);
+                  requestAnimationFrame(() => deleteButton.current?.focus());
+                }}
+              >
+                Cancel
+              </button>
+            </fieldset>
+          ) : (
+            <button ref={deleteButton} type="button" class="danger" onClick={() => setConfirmingDelete(true)}>
+              Delete conference
+            </button>
+          )}
+        </section>
+      )}
     </main>
   );
 }
@@ -578,13 +719,13 @@ function outcomeLines(call: Call): string[] {
 
 /** The calls that are over, each with its outcome and how it sounded, and their CSV export. */
 function Calls({
-  path,
+  csvUrl,
   calls,
   attendees,
   format,
   ended,
 }: {
-  path: string;
+  csvUrl: string;
   calls: Call[];
   attendees: Attendee[];
   format: Intl.DateTimeFormat;
@@ -600,7 +741,7 @@ function Calls({
         <>
           <p>
             {/* A plain link: the session cookie goes with it, and a browser's Accept admits CSV (by its wildcard). */}
-            <a href={`${path}/calls.csv`} download>
+            <a href={csvUrl} download>
               Download the calls (CSV)
             </a>
           </p>
@@ -673,32 +814,75 @@ function Calls({
   );
 }
 
+/** Attendees added from the user's contacts or by a typed number; the service validates both. */
 function AddAttendee({
-  path,
+  add,
+  added,
+  userId,
   started,
-  act,
 }: {
-  path: string;
+  add: (attendee: NewAttendee) => Promise<unknown>;
+  /** Told of each attendee added, by the name shown. */
+  added: (label: string) => void;
+  userId: number;
   started: boolean;
-  act: (done: string, failed: string, change: () => Promise<unknown>) => Promise<void>;
 }) {
+  const [contacts, setContacts] = useState<Contact[] | null>(null);
+  const [contactId, setContactId] = useState("");
   const [name, setName] = useState("");
   const [number, setNumber] = useState("");
+  const [contactProblems, setContactProblems] = useState<string[]>([]);
+  const [numberProblems, setNumberProblems] = useState<string[]>([]);
 
-  const submit = async (event: Event) => {
+  useEffect(() => {
+    listContacts(userId).then(
+      // Only contacts with a number can be called.
+      (found) => setContacts(found.filter((contact) => contact.phoneNumber !== null)),
+      (caught) => setContactProblems(messagesOf(caught)),
+    );
+  }, [userId]);
+
+  /** Adds one; a refusal's messages (the API's own) show beside the form that was refused. */
+  const addOne = async (
+    label: string,
+    attendee: NewAttendee,
+    setProblems: (messages: string[]) => void,
+  ): Promise<boolean> => {
+    setProblems([]);
+    try {
+      await add(attendee);
+    } catch (caught) {
+      setProblems(messagesOf(caught));
+      return false;
+    }
+    added(label);
+    return true;
+  };
+
+  const addContact = async (event: Event) => {
+    event.preventDefault();
+    const contact = contacts?.find((candidate) => String(candidate.id) === contactId);
+    if (contact === undefined || contact.phoneNumber === null) return;
+    if (
+      await addOne(
+        contact.name,
+        { name: contact.name, email: contact.email, phoneNumber: contact.phoneNumber },
+        setContactProblems,
+      )
+    )
+      setContactId("");
+  };
+
+  const addNumber = async (event: Event) => {
     event.preventDefault();
     const label = name.trim() || number.trim();
-    const body = `<attendee>${name.trim() === "" ? "" : `<name>${escapeXml(name.trim())}</name>`}<phone-number>${escapeXml(number.trim())}</phone-number></attendee>`;
-    let added = false;
-    await act(
-      started ? `Added ${label}; calling now.` : `Added ${label}.`,
-      `Could not add ${label}`,
-      async () => {
-        await xml("POST", `${path}/attendees`, body);
-        added = true;
-      },
-    );
-    if (added) {
+    if (
+      await addOne(
+        label,
+        { name: name.trim() === "" ? null : name.trim(), email: null, phoneNumber: number.trim() },
+        setNumberProblems,
+      )
+    ) {
       setName("");
       setNumber("");
     }
@@ -708,7 +892,47 @@ function AddAttendee({
     <section aria-labelledby="add-heading">
       <h2 id="add-heading">Add an attendee</h2>
       {started && <p class="hint">The service calls the new attendee at once.</p>}
-      <form class="add" onSubmit={submit}>
+      <h3 id="add-contact-heading">From your contacts</h3>
+      {contacts !== null && contacts.length === 0 ? (
+        <p class="hint">
+          No contact with a phone number yet: <a href="#/contacts">add contacts</a>.
+        </p>
+      ) : (
+        <form
+          class="add"
+          onSubmit={addContact}
+          aria-labelledby="add-contact-heading"
+          aria-describedby="add-contact-problems"
+        >
+          <div>
+            <label for="add-contact">Contact</label>
+            <select
+              id="add-contact"
+              required
+              value={contactId}
+              onChange={(event) => setContactId(event.currentTarget.value)}
+            >
+              <option value="">Choose a contact…</option>
+              {(contacts ?? []).map((contact) => (
+                <option key={contact.id} value={String(contact.id)}>
+                  {contact.name} ({contact.phoneNumber})
+                </option>
+              ))}
+            </select>
+          </div>
+          <button type="submit" class="primary">
+            {started ? "Add contact and call" : "Add contact"}
+          </button>
+        </form>
+      )}
+      <Problems id="add-contact-problems" messages={contactProblems} />
+      <h3 id="add-number-heading">By number</h3>
+      <form
+        class="add"
+        onSubmit={addNumber}
+        aria-labelledby="add-number-heading"
+        aria-describedby="add-number-problems"
+      >
         <div>
           <label for="add-name">Name</label>
           <input
@@ -733,6 +957,7 @@ function AddAttendee({
           {started ? "Add and call" : "Add"}
         </button>
       </form>
+      <Problems id="add-number-problems" messages={numberProblems} />
     </section>
   );
 }

@@ -39,3 +39,26 @@ export function percent(share: number | null): string {
 export function milliseconds(value: number | null): string {
   return value === null ? "—" : `${Math.round(value)} ms`;
 }
+
+/**
+ * "2026-12-01 15:00" (seconds only when not zero): the instant on the wall clock of `timeZone`, as
+ * the API reads a start time without an offset in the owner's zone, so it reads back as itself.
+ */
+export function wallClock(instant: Date, timeZone: string): string {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat("en-CA", {
+      timeZone,
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+      hourCycle: "h23",
+    })
+      .formatToParts(instant)
+      .map((part) => [part.type, part.value]),
+  );
+  const seconds = parts.second === "00" ? "" : `:${parts.second}`;
+  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}${seconds}`;
+}

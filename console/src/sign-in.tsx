@@ -1,11 +1,13 @@
 import { useState } from "preact/hooks";
 import { ApiError, type Session, signIn } from "./api.js";
+import { useViewHeading } from "./view.js";
 
 export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
   const [error, setError] = useState("");
   const [busy, setBusy] = useState(false);
+  const heading = useViewHeading("Sign in");
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -27,7 +29,9 @@ export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void 
 
   return (
     <main class="sign-in">
-      <h1>Bridgeline console</h1>
+      <h1 ref={heading} tabIndex={-1}>
+        Bridgeline console
+      </h1>
       <form onSubmit={submit} aria-describedby="sign-in-error">
         <label for="email">E-mail address</label>
         <input
@@ -54,6 +58,9 @@ export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void 
           {error}
         </p>
       </form>
+      <p>
+        New here? <a href="#/sign-up">Create an account</a>
+      </p>
     </main>
   );
 }

@@ -30,8 +30,10 @@ export interface Operation {
   readonly answer?: TSchema | { readonly extended: TSchema; readonly basic: TSchema };
   /** An answer of another media type instead. */
   readonly media?: Media;
-  /** The collection's search attributes (query parameters), or other query parameters. */
+  /** The collection's search attributes (query parameters). */
   readonly search?: SearchAttributes;
+  /** Other query parameters, by name. */
+  readonly query?: Readonly<Record<string, { readonly description: string; readonly required?: boolean }>>;
   /** Whether ?representation=basic|extended applies. */
   readonly representation?: boolean;
 }
@@ -137,6 +139,15 @@ export function openApiDocument(operations: readonly RouteOperation[], version: 
         schema: SEARCH_TYPES[attribute.type],
       });
 
+    for (const [name, parameter] of Object.entries(operation.query ?? {}))
+      parameters.push({
+        name,
+        in: "query",
+        required: parameter.required ?? false,
+        description: parameter.description,
+        schema: { type: "string" },
+      });
+
     const responses: Record<string, unknown> = {};
     const status = String(operation.status ?? (operation.answer || operation.media ? 200 : 204));
     if (operation.media !== undefined)
@@ -148,7 +159,7 @@ export function openApiDocument(operations: readonly RouteOperation[], version: 
       const answer = operation.answer;
       const schema =
         "extended" in answer
-          ? { oneOf: [hoist(answer.extended), hoist(answer.basic)] }
+          ? { anyOf: [hoist(answer.extended), hoist(answer.basic)] }
           : hoist(answer as TSchema);
       responses[status] = {
         description: "OK",

@@ -18,6 +18,7 @@ import {
   type ContactDocument,
   type DeliveryDocument,
   ListOf,
+  type StartTimeDocument,
   type UserDocument,
   type WebhookDocument,
 } from "./schemas.js";
@@ -281,4 +282,5 @@ export const Documents = {
   delivery: documentType<DeliveryDocument>(schemas.Delivery),
   deliveries: documentType<DeliveryDocument[]>(ListOf("deliveries", schemas.Delivery)),
   calls: documentType<CallDocument[]>(ListOf("calls", schemas.Call)),
+  startTime: documentType<StartTimeDocument>(schemas.StartTime),
 };

@@ -287,6 +287,15 @@ export const Call = Type.Object(
   { title: "Call", xml: { name: "call" } },
 );
 
+export const StartTime = Type.Object(
+  {
+    text: Type.String({ description: "The text as sent" }),
+    "scheduled-to-start-at": Type.String({ format: "date-time", description: "The instant it reads as" }),
+    "time-zone": Type.String({ description: "The IANA zone it was read in: the user's, else UTC" }),
+  },
+  { title: "StartTime", xml: { name: "start-time" } },
+);
+
 /** Errors: every problem found, in one answer. XML: `<errors><error>…</error></errors>`. */
 export const Errors = Type.Object(
   { errors: Type.Array(Type.String()) },
@@ -304,6 +313,7 @@ export type AccessNumberDocument = Static<typeof AccessNumber>;
 export type WebhookDocument = Static<typeof Webhook>;
 export type DeliveryDocument = Static<typeof Delivery>;
 export type CallDocument = Static<typeof Call>;
+export type StartTimeDocument = Static<typeof StartTime>;
 
 /*
  * Request bodies. The domain reads them (domain/*.ts) with the rules and messages of both

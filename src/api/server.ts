@@ -42,6 +42,7 @@ import { DEFAULT_JOINS_PER_MINUTE, type IceServer, joinRoutes } from "./routes/j
 import { liveControlRoutes } from "./routes/live-control.js";
 import { openApiRoutes } from "./routes/openapi.js";
 import { recordingRoutes } from "./routes/recordings.js";
+import { startTimeRoutes } from "./routes/start-time.js";
 import { userRoutes } from "./routes/users.js";
 import { webhookRoutes } from "./routes/webhooks.js";
 import { errorsDocument, parseDocument, readXmlBody } from "./xml.js";
@@ -268,6 +269,7 @@ export async function buildApi(options: ApiOptions) {
   void app.register(userRoutes, context);
   void app.register(contactRoutes, context);
   void app.register(conferenceRoutes, context);
+  void app.register(startTimeRoutes, context);
   void app.register(attendeeRoutes, context);
   void app.register(recordingRoutes, context);
   void app.register(callRoutes, context);

@@ -11,17 +11,19 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { parse } from "csv-parse/sync";
+import { DateTime } from "luxon";
 import type { Browser, Page } from "playwright-core";
 import { loadConfig } from "../../src/config.js";
 import type { NewCallRecord } from "../../src/domain/call-record.js";
 import { recordCall } from "../../src/store/call-records.js";
 import { goertzelLevelDb, SAMPLE_RATE } from "../helpers/audio.js";
+import { seriousViolations } from "../helpers/axe.js";
 import { Baresip } from "../helpers/baresip.js";
 import { launchChromium, openPage, signIn, skipWithoutChromium } from "../helpers/browser.js";
 import { testAuthority } from "../helpers/certificates.js";
 import { createTestDatabase, postgresOnly } from "../helpers/databases.js";
 import { createUser, startTestService, type TestService } from "../helpers/service.js";
-import { rtpPortRange, skipWithout } from "../helpers/sipp.js";
+import { rtpPortRange, Sipp, skipWithout } from "../helpers/sipp.js";
 import { until } from "../helpers/until.js";
 import { type Auth, itemsOf, textOf, type XmlNode } from "../helpers/xml.js";
 
@@ -487,6 +489,263 @@ describe("the moderator console", { skip }, () => {
       ],
     );
     assert.equal(records[1]?.cause_text, "User busy");
+    assert.deepEqual(problems, []);
+  });
+
+  test("a new user signs up, keeps contacts, schedules a conference read in their zone, and it runs, ends and is looked back on", {
+    skip: skipWithout("sipp"),
+  }, async () => {
+    // The carrier: SIPp answers the three attendees' calls and holds each until the service hangs up.
+    const carrier = await Sipp.start({ scenario: "uas-answer-until-bye.xml", calls: 3, timeoutSeconds: 60 });
+    cleanups.push(() => carrier.stop());
+    const api = await startService([{ prefix: "+1604555017", trunk: carrier.uri() }]);
+    const { page, problems, close } = await openPage(browser, api.httpsUrl);
+    cleanups.push(close);
+    page.setDefaultTimeout(15_000);
+    /** axe-core on the view as it stands: no serious or critical violation. */
+    const accessible = async (view: string) =>
+      assert.deepEqual(await seriousViolations(page), [], `axe-core on ${view}`);
+    const heading = (name: string) => page.getByRole("heading", { level: 1, name }).waitFor();
+    const notice = (text: string) => page.getByRole("status").filter({ hasText: text }).waitFor();
+
+    // Sign-up from the sign-in page; the API's own refusal shows on the form.
+    await page.goto("/console/");
+    await heading("Bridgeline console");
+    await accessible("the sign-in page");
+    await page.getByRole("link", { name: "Create an account" }).click();
+    await heading("Create an account");
+    const email = `planner-${process.pid}@example.com`;
+    await page.getByLabel("Name").fill("Pat Planner");
+    await page.getByLabel("E-mail address").fill(email);
+    await page.getByLabel("Password", { exact: true }).fill("correct horse");
+    await page.getByLabel("Password again").fill("correct horse");
+    await page.getByLabel("Time zone").selectOption("Pacific Time (US & Canada)");
+    await page.getByLabel("Billing package").selectOption({ label: "Professional" });
+    await accessible("the sign-up page");
+    await page.getByRole("button", { name: "Create the account" }).click();
+    await page.getByRole("alert").getByText("terms-of-service must be accepted").waitFor();
+    await page.getByLabel("I accept the terms of service").check();
+    await page.getByRole("button", { name: "Create the account" }).click();
+    await heading("Conferences");
+    const user = (await api.request("GET", "/current", { auth: [email, "correct horse"] })).xml
+      .user as XmlNode;
+    const userId = Number(textOf(user, "id"));
+    assert.equal(textOf(user, "time-zone"), "Pacific Time (US & Canada)");
+    await accessible("the conference list");
+
+    // Contacts: two kept, one mistyped and corrected, one added and deleted.
+    await page.getByRole("navigation", { name: "Sections" }).getByRole("link", { name: "Contacts" }).click();
+    await heading("Contacts");
+    const addContact = async (name: string, number: string) => {
+      await page.getByLabel("Name").fill(name);
+      await page.getByLabel("Phone number").fill(number);
+      await page.getByRole("button", { name: "Add contact" }).click();
+      await notice(`Added ${name}.`);
+    };
+    await addContact("Ann Low", "+1 604 555 0171");
+    await addContact("Bob Hihg", "604-555-0172");
+    await addContact("Old Friend", "604-555-0199");
+    await page.getByRole("button", { name: "Edit Bob Hihg" }).click();
+    await page.getByRole("heading", { level: 2, name: "Edit Bob Hihg" }).waitFor();
+    await page.getByLabel("Name").fill("Bob High");
+    await page.getByRole("button", { name: "Save contact" }).click();
+    await notice("Saved Bob High.");
+    await page.getByRole("button", { name: "Delete Old Friend" }).click();
+    await notice("Deleted Old Friend.");
+    await page.getByRole("row").filter({ hasText: "Old Friend" }).waitFor({ state: "detached" });
+    await accessible("the contacts");
+    const contacts = itemsOf(
+      await api.request("GET", `/users/${userId}/contacts`, { auth: [email, "correct horse"] }),
+      "contacts",
+      "contact",
+    );
+    assert.deepEqual(
+      contacts.map((contact) => [textOf(contact, "name"), textOf(contact, "phone-number")]),
+      [
+        ["Ann Low", "+1 604 555 0171"],
+        ["Bob High", "604-555-0172"],
+      ],
+    );
+
+    // A new conference: the start time read as typed, by the service, in the owner's zone.
+    await page.getByRole("link", { name: "Conferences" }).first().click();
+    await page.getByRole("link", { name: "New conference" }).click();
+    await heading("New conference");
+    // From the keyboard: the view's heading takes the focus, and Tab goes through the form in order.
+    await page.waitForFunction(() => document.activeElement?.textContent === "New conference");
+    await page.keyboard.press("Tab");
+    await page.keyboard.type("Planning");
+    await page.keyboard.press("Tab");
+    await page.keyboard.type("next blursday");
+    const start = page.getByRole("textbox", { name: "Start time" });
+    const preview = page.locator("#new-conference-start-preview");
+    await preview
+      .getByText('scheduled-to-start-at is not a time that can be read: "next blursday"')
+      .waitFor();
+    const before = DateTime.now().setZone("America/Los_Angeles");
+    await start.fill("next Tuesday at 3pm");
+    await preview.locator("time").waitFor();
+    const after = DateTime.now().setZone("America/Los_Angeles");
+    // The Tuesday after today in Los Angeles (never today), at 15:00 there.
+    const expected = [before, after].map((now) =>
+      now
+        .plus({ days: (2 - now.weekday + 7) % 7 || 7 })
+        .set({ hour: 15, minute: 0, second: 0, millisecond: 0 }),
+    );
+    const read = String(await preview.locator("time").getAttribute("datetime"));
+    const tuesday = expected.find((candidate) => candidate.toUTC().toISO() === read);
+    assert.ok(tuesday, `read as ${read}, expected ${expected.map((candidate) => candidate.toUTC().toISO())}`);
+    // Shown in the owner's zone (Chromium may put a narrow no-break space before PM).
+    assert.equal(
+      String(await preview.locator("time").textContent()).replace(/\s+/g, " "),
+      tuesday.toFormat("ccc, LLL d, yyyy, h:mm a ZZZZ", { locale: "en-US" }),
+    );
+    assert.match(String(await preview.textContent()), /\(America\/Los_Angeles\)$/);
+    for (const option of ["Direct dial", "Record the conference"]) {
+      await page.keyboard.press("Tab");
+      await page.keyboard.press("Space");
+      assert.equal(await page.getByLabel(option).isChecked(), true, option);
+    }
+    await accessible("the new conference form");
+    await page.screenshot({ path: join(screenshots, "console-new-conference.png"), fullPage: true });
+    await page.keyboard.press("Tab");
+    await page.keyboard.press("Enter");
+    await heading("Planning");
+    const conferenceId = Number(/#\/conferences\/(\d+)$/.exec(page.url())?.[1]);
+    const path = `/users/${userId}/conferences/${conferenceId}`;
+    const facts = page.locator("dl.facts").first();
+    assert.match(
+      String(await facts.textContent()),
+      new RegExp(
+        `Scheduled${tuesday.toFormat("ccc, LLL d, yyyy, h:mm a", { locale: "en-US" }).replace(/ /g, "\\s")}\\sP[SD]T`,
+      ),
+    );
+
+    // Its schedule shows the start on the owner's wall clock, which reads back as the same instant.
+    assert.equal(
+      await page.getByRole("textbox", { name: "Start time" }).inputValue(),
+      tuesday.toFormat("yyyy-MM-dd HH:mm"),
+    );
+    await page.locator("#schedule-start-preview time").waitFor();
+    assert.equal(await page.locator("#schedule-start-preview time").getAttribute("datetime"), read);
+
+    // Attendees: two from the contacts, one by number; a refused number gets the API's own words.
+    const addFromContacts = async (label: string) => {
+      await page.getByLabel("Contact", { exact: true }).selectOption({ label });
+      await page.getByRole("button", { name: "Add contact" }).click();
+    };
+    await addFromContacts("Ann Low (+1 604 555 0171)");
+    await notice("Added Ann Low.");
+    await addFromContacts("Bob High (604-555-0172)");
+    await notice("Added Bob High.");
+    await page.getByLabel("Name", { exact: true }).fill("Cleo Typed");
+    await page.getByLabel("Phone number").fill("1-900-555-0123");
+    await page.getByRole("button", { name: "Add", exact: true }).click();
+    await page
+      .getByRole("alert")
+      .getByText(
+        'phone-number "1-900-555-0123" cannot be called: premium-rate numbers (900, 976) are not called',
+      )
+      .waitFor();
+    await page.getByLabel("Phone number").fill("604-555-0173");
+    await page.getByRole("button", { name: "Add", exact: true }).click();
+    await notice("Added Cleo Typed.");
+    const row = (name: string) => attendeeRow(page, name);
+    for (const name of ["Ann Low", "Bob High", "Cleo Typed"]) await row(name).waitFor();
+    assert.match(String(await row("Bob High").textContent()), /\+1 604-555-0172/);
+    await accessible("a planned conference");
+    await page.screenshot({ path: join(screenshots, "console-schedule.png"), fullPage: true });
+
+    // Set pending from the keyboard; then the start moved to now, and it runs.
+    await page.getByRole("button", { name: "Set pending" }).focus();
+    await page.keyboard.press("Enter");
+    await page.locator("dl.facts .state-pending").waitFor();
+    await page.getByRole("textbox", { name: "Start time" }).fill("now");
+    await page.getByRole("button", { name: "Save name and start time" }).click();
+    await page.locator("dl.facts .state-started").waitFor();
+    for (const name of ["Ann Low", "Bob High", "Cleo Typed"])
+      await row(name).getByText("connected", { exact: true }).waitFor();
+    // Seconds on the call, counted by the page between reads.
+    await row("Cleo Typed").locator('td[data-label="Time on call"]').getByText("0:01").waitFor();
+    await accessible("the live view");
+
+    await page.getByRole("button", { name: "End conference" }).click();
+    await page.getByRole("button", { name: "End for everyone" }).click();
+    await page.locator("dl.facts .state-ended").waitFor({ timeout: 20_000 });
+    // SIPp's exit says each call was answered and hung up by the service.
+    await carrier.expectSuccess(20_000);
+
+    // Past conferences: it is there with how long it lasted, and its page has the durations.
+    await page.getByRole("link", { name: "← All conferences" }).click();
+    const past = page
+      .getByRole("region", { name: /^Past/ })
+      .getByRole("listitem")
+      .filter({ hasText: "Planning" });
+    await past.waitFor();
+    assert.match(String(await past.textContent()), /Ended .*P[SD]T, lasted 0:\d\d$/);
+    await past.getByRole("link", { name: "Planning" }).click();
+    await heading("Planning");
+    await page.getByRole("heading", { level: 2, name: "Calls (3)" }).waitFor();
+    const ended = (await api.request("GET", path, { auth: [email, "correct horse"] })).xml
+      .conference as XmlNode;
+    const lasted =
+      (Date.parse(String(textOf(ended, "ended-at"))) - Date.parse(String(textOf(ended, "started-at")))) /
+      1000;
+    assert.equal(
+      await page.locator("dl.facts").first().locator("dt:text('Lasted') + dd").textContent(),
+      `0:${String(lasted).padStart(2, "0")}`,
+    );
+    const attendees = itemsOf(
+      await api.request("GET", `${path}/attendees`, { auth: [email, "correct horse"] }),
+      "attendees",
+      "attendee",
+    );
+    for (const name of ["Ann Low", "Bob High", "Cleo Typed"]) {
+      const seconds = Number(
+        textOf(attendees.find((one) => textOf(one, "name") === name) as XmlNode, "duration"),
+      );
+      assert.ok(seconds >= 1, `${name} was on the call ${seconds} s`);
+      assert.equal(
+        await row(name).locator('td[data-label="Time on call"]').textContent(),
+        `0:${String(seconds).padStart(2, "0")}`,
+      );
+      const call = callsTable(page).getByRole("row").filter({ hasText: name });
+      assert.match(
+        String(await call.locator('td[data-label="Duration"]').textContent()),
+        /^0:0[1-9]|^0:[1-5]\d/,
+      );
+      assert.match(String(await call.locator('td[data-label="Outcome"]').textContent()), /^200 OK/);
+    }
+    await page.getByLabel("Conference recording").waitFor();
+    await accessible("a past conference");
+    await page.screenshot({ path: join(screenshots, "console-past.png"), fullPage: true });
+
+    // Settings: another zone, and every time follows it; the PINs are the account's.
+    await page.getByRole("link", { name: "Settings" }).click();
+    await heading("Settings");
+    await page.getByText(String(textOf(user, "member-pin")), { exact: true }).waitFor();
+    await page.getByText(String(textOf(user, "moderator-pin")), { exact: true }).waitFor();
+    await page.getByRole("combobox", { name: "Time zone" }).selectOption("Eastern Time (US & Canada)");
+    await page.getByRole("button", { name: "Save time zone" }).click();
+    await notice("Saved: times are read and shown in Eastern Time (US & Canada).");
+    await accessible("the settings");
+    const changed = (await api.request("GET", "/current", { auth: [email, "correct horse"] })).xml
+      .user as XmlNode;
+    assert.equal(textOf(changed, "time-zone"), "Eastern Time (US & Canada)");
+    await page.getByRole("link", { name: "Conferences" }).first().click();
+    await page
+      .getByRole("region", { name: /^Past/ })
+      .getByText(/Ended .*E[SD]T/)
+      .waitFor();
+
+    // Deleted, after the confirmation (which takes the focus).
+    await page.getByRole("link", { name: "Planning" }).click();
+    await page.getByRole("button", { name: "Delete conference" }).click();
+    await page.waitForFunction(() => document.activeElement?.textContent?.trim() === "Delete for good");
+    await page.keyboard.press("Enter");
+    await heading("Conferences");
+    await page.getByRole("heading", { level: 2, name: "Past (0)" }).waitFor();
+    assert.equal((await api.request("GET", path, { auth: [email, "correct horse"] })).status, 404);
     assert.deepEqual(problems, []);
   });
 

@@ -28,7 +28,7 @@ import {
 import { sendConference } from "./representation-answers.js";
 
 /** Start times are read in the owner's zone (UTC when the owner has none). */
-async function ownerTime(api: ApiContext, userId: number, now: Date): Promise<TimeContext> {
+export async function ownerTime(api: ApiContext, userId: number, now: Date): Promise<TimeContext> {
   const zoneName = await findUserTimeZone(api.store, userId);
   const zone = zoneName ? USER_TIME_ZONES.get(zoneName) : undefined;
   return { now, timeZone: zone ?? "UTC" };
