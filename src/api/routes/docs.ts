@@ -3,13 +3,17 @@
  * into console/dist/docs by `npm install` (scripts/build-console.mjs) and served from there, so the
  * page loads nothing from another host.
  */
-import path from "node:path";
+import { fileURLToPath } from "node:url";
 import type { FastifyInstance } from "fastify";
 import { HttpError } from "../http-errors.js";
 import { resource } from "../server.js";
-import { CONSOLE_DIST, sendFile } from "./console.js";
+import { sendFile } from "./console.js";
 
-const DOCS_DIST = path.join(CONSOLE_DIST, "docs");
+/**
+ * Where the console build writes the page. Not made from console.ts's CONSOLE_DIST: a module that
+ * imports console.ts first reaches this one (through server.ts) before that constant is set.
+ */
+const DOCS_DIST = fileURLToPath(new URL("../../../console/dist/docs/", import.meta.url));
 const DOCS_ASSETS = new Set(["redoc.standalone.js", "docs.js"]);
 
 /**
