@@ -1041,7 +1041,7 @@ export interface components {
         "application/json": components["schemas"]["Errors"];
       };
     };
-    /** @description The body is not XML or JSON in UTF-8 */
+    /** @description The body is not XML or JSON in UTF-8, or a POST or PUT has no Content-Type (one without a body too: send application/json) */
     Error415: {
       headers: {
         [name: string]: unknown;
@@ -1296,7 +1296,16 @@ export interface operations {
       path?: never;
       cookie?: never;
     };
-    requestBody?: never;
+    /** @description The conference's member or moderator PIN, and the page's SDP offer */
+    requestBody: {
+      content: {
+        "application/json": {
+          pin: string;
+          /** @description An SDP offer ("v=0..."), its ICE candidates gathered */
+          offer: string;
+        };
+      };
+    };
     responses: {
       /** @description The answer and the token */
       201: {
@@ -1311,6 +1320,7 @@ export interface operations {
       404: components["responses"]["Error404"];
       406: components["responses"]["Error406"];
       409: components["responses"]["Error409"];
+      415: components["responses"]["Error415"];
       429: components["responses"]["Error429"];
       503: components["responses"]["Error503"];
     };
@@ -2043,6 +2053,7 @@ export interface operations {
       404: components["responses"]["Error404"];
       406: components["responses"]["Error406"];
       409: components["responses"]["Error409"];
+      415: components["responses"]["Error415"];
       429: components["responses"]["Error429"];
       503: components["responses"]["Error503"];
     };
@@ -2285,6 +2296,7 @@ export interface operations {
       404: components["responses"]["Error404"];
       406: components["responses"]["Error406"];
       409: components["responses"]["Error409"];
+      415: components["responses"]["Error415"];
       429: components["responses"]["Error429"];
       503: components["responses"]["Error503"];
     };

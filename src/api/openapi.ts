@@ -24,6 +24,8 @@ export interface Operation {
   readonly access?: "owner" | "public" | "token";
   /** The request body's write schema (XML root: its xml.name). */
   readonly body?: TSchema;
+  /** A request body of another media type instead (the join page's JSON). */
+  readonly bodyMedia?: Media;
   /** The success status; default 200 (204 when there is no answer). */
   readonly status?: number;
   /** The answer's document schema(s), in XML or JSON as Accept asks; several: by ?representation. */
@@ -53,7 +55,8 @@ const ERROR_STATUSES: Record<string, string> = {
   "406": "Accept admits neither XML nor JSON (nor the route's own media type)",
   "409": "A stale lock-version, or a change the resource's state refuses now",
   "413": `The body is over ${MAX_BODY_BYTES} bytes`,
-  "415": "The body is not XML or JSON in UTF-8",
+  "415":
+    "The body is not XML or JSON in UTF-8, or a POST or PUT has no Content-Type (one without a body too: send application/json)",
   "422": "The fields break a rule; every problem is listed",
   "429":
     "Too many requests from this client address (sign-ups, failed logins); Retry-After says when to retry",
@@ -171,7 +174,9 @@ export function openApiDocument(operations: readonly RouteOperation[], version: 
     } else responses[status] = { description: "Done; no body" };
     for (const code of Object.keys(ERROR_STATUSES)) {
       if (operation.access === "public" && (code === "401" || code === "403")) continue;
-      if (!operation.body && (code === "413" || code === "415" || code === "422")) continue;
+      if (!operation.body && (code === "413" || code === "422")) continue;
+      // Every POST and PUT must say its Content-Type, with a body or not (a cross-site form cannot).
+      if (!operation.body && code === "415" && method !== "POST" && method !== "PUT") continue;
       responses[code] = { $ref: `#/components/responses/Error${code}` };
     }
 
@@ -185,6 +190,13 @@ export function openApiDocument(operations: readonly RouteOperation[], version: 
       ...(parameters.length > 0 && { parameters }),
       ...(operation.body && {
         requestBody: { required: true, content: documentContent(hoist(operation.body)) },
+      }),
+      ...(operation.bodyMedia && {
+        requestBody: {
+          required: true,
+          description: operation.bodyMedia.description,
+          content: { [operation.bodyMedia.type]: { schema: operation.bodyMedia.schema ?? {} } },
+        },
       }),
       responses,
     };

@@ -271,6 +271,21 @@ export function joinRoutes(api: ApiContext, options: JoinRouteOptions) {
           summary:
             "Join a conference from the browser: the PIN and a WebRTC offer; answers the SDP answer and the call's token",
           access: "public",
+          bodyMedia: {
+            type: "application/json",
+            description: "The conference's member or moderator PIN, and the page's SDP offer",
+            schema: {
+              type: "object",
+              required: ["pin", "offer"],
+              properties: {
+                pin: { type: "string", pattern: PIN.source },
+                offer: {
+                  type: "string",
+                  description: 'An SDP offer ("v=0..."), its ICE candidates gathered',
+                },
+              },
+            },
+          },
           status: 201,
           media: { type: "application/json", description: "The answer and the token" },
         },
