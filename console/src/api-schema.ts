@@ -699,6 +699,43 @@ export interface components {
       /** @description The lock-version last read: a PUT made against an older one is refused 409 */
       "lock-version"?: number;
     };
+    /** UserUpdate */
+    UserUpdate: {
+      name?: string | null;
+      email?: string | null;
+      password?: string | null;
+      "password-confirmation"?: string | null;
+      im?: string | null;
+      "im-network"?: string | null;
+      "time-zone"?: string | null;
+      "terms-of-service"?: boolean | null;
+      "billing-package"?: {
+        id: number;
+      } | null;
+      "credit-card"?: {
+        name?: string | null;
+        "expiry-month"?: number | null;
+        "expiry-year"?: number | null;
+        number?: string | null;
+        "security-code"?: string | null;
+      } | null;
+      address?: {
+        "street-address"?: string | null;
+        location?: string | null;
+        country: string | null;
+        subdivision: string | null;
+        "postal-code": string | null;
+      } | null;
+      "phone-numbers"?: {
+        id?: number | null;
+        "country-code"?: number | null;
+        "subscriber-number": string | null;
+        location?: string | null;
+        extension?: string | null;
+      }[];
+      /** @description The lock-version last read: a PUT made against an older one is refused 409 */
+      "lock-version"?: number;
+    };
     /** Conference */
     Conference: {
       /** @description The resource's id */
@@ -760,6 +797,22 @@ export interface components {
       /** @description The lock-version last read: a PUT made against an older one is refused 409 */
       "lock-version"?: number;
     };
+    /** ConferenceUpdate */
+    ConferenceUpdate: {
+      name?: string | null;
+      "scheduled-to-start-at"?: string | null;
+      "direct-dial"?: boolean | null;
+      "dial-in-locked"?: boolean | null;
+      "record-audio"?: boolean | null;
+      "lecture-mode"?: boolean | null;
+      "encrypted-only"?: boolean | null;
+      "send-notification-emails"?: boolean | null;
+      "announce-attendees"?: boolean | null;
+      "accounting-code"?: number | null;
+      state?: string | null;
+      /** @description The lock-version last read: a PUT made against an older one is refused 409 */
+      "lock-version"?: number;
+    };
     /** Attendee */
     Attendee: {
       /** @description The resource's id */
@@ -806,6 +859,20 @@ export interface components {
     };
     /** AttendeeWrite */
     AttendeeWrite: {
+      "phone-number"?: string | null;
+      extension?: string | null;
+      "phone-number-location"?: string | null;
+      "dial-in"?: boolean | null;
+      moderator?: boolean | null;
+      muted?: boolean | null;
+      "hand-up"?: boolean | null;
+      name?: string | null;
+      email?: string | null;
+      /** @description The lock-version last read: a PUT made against an older one is refused 409 */
+      "lock-version"?: number;
+    };
+    /** AttendeeUpdate */
+    AttendeeUpdate: {
       "phone-number"?: string | null;
       extension?: string | null;
       "phone-number-location"?: string | null;
@@ -892,6 +959,17 @@ export interface components {
       /** @description The lock-version last read: a PUT made against an older one is refused 409 */
       "lock-version"?: number;
     };
+    /** ContactUpdate */
+    ContactUpdate: {
+      name?: string | null;
+      email?: string | null;
+      "phone-number"?: string | null;
+      im?: string | null;
+      "im-network"?: string | null;
+      "time-zone"?: string | null;
+      /** @description The lock-version last read: a PUT made against an older one is refused 409 */
+      "lock-version"?: number;
+    };
     /** StartTime */
     StartTime: {
       /** @description The text as sent */
@@ -924,6 +1002,14 @@ export interface components {
     /** WebhookWrite */
     WebhookWrite: {
       url: string | null;
+      "event-types"?: string[] | null;
+      enabled?: boolean | null;
+      /** @description The lock-version last read: a PUT made against an older one is refused 409 */
+      "lock-version"?: number;
+    };
+    /** WebhookUpdate */
+    WebhookUpdate: {
+      url?: string | null;
       "event-types"?: string[] | null;
       enabled?: boolean | null;
       /** @description The lock-version last read: a PUT made against an older one is refused 409 */
@@ -1544,8 +1630,8 @@ export interface operations {
     };
     requestBody: {
       content: {
-        "application/xml": components["schemas"]["UserWrite"];
-        "application/json": components["schemas"]["UserWrite"];
+        "application/xml": components["schemas"]["UserUpdate"];
+        "application/json": components["schemas"]["UserUpdate"];
       };
     };
     responses: {
@@ -1738,8 +1824,8 @@ export interface operations {
     };
     requestBody: {
       content: {
-        "application/xml": components["schemas"]["ConferenceWrite"];
-        "application/json": components["schemas"]["ConferenceWrite"];
+        "application/xml": components["schemas"]["ConferenceUpdate"];
+        "application/json": components["schemas"]["ConferenceUpdate"];
       };
     };
     responses: {
@@ -1963,8 +2049,8 @@ export interface operations {
     };
     requestBody: {
       content: {
-        "application/xml": components["schemas"]["AttendeeWrite"];
-        "application/json": components["schemas"]["AttendeeWrite"];
+        "application/xml": components["schemas"]["AttendeeUpdate"];
+        "application/json": components["schemas"]["AttendeeUpdate"];
       };
     };
     responses: {
@@ -2500,8 +2586,8 @@ export interface operations {
     };
     requestBody: {
       content: {
-        "application/xml": components["schemas"]["ContactWrite"];
-        "application/json": components["schemas"]["ContactWrite"];
+        "application/xml": components["schemas"]["ContactUpdate"];
+        "application/json": components["schemas"]["ContactUpdate"];
       };
     };
     responses: {
@@ -2754,8 +2840,8 @@ export interface operations {
     };
     requestBody: {
       content: {
-        "application/xml": components["schemas"]["WebhookWrite"];
-        "application/json": components["schemas"]["WebhookWrite"];
+        "application/xml": components["schemas"]["WebhookUpdate"];
+        "application/json": components["schemas"]["WebhookUpdate"];
       };
     };
     responses: {

@@ -9,7 +9,7 @@
  * parameters and error messages ("scheduled-to-start-at can't be blank") whichever the client reads.
  * The `xml` keywords are OpenAPI's XML Object: an element's name, and a list's item name.
  */
-import { type Static, type TSchema, Type } from "@sinclair/typebox";
+import { type Static, type TObject, type TSchema, Type } from "@sinclair/typebox";
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 /** UTC, to the second, with a Z (2026-12-01T17:30:00Z). */
@@ -455,3 +455,17 @@ export const WebhookWrite = Type.Object(
   },
   { title: "WebhookWrite", xml: { name: "webhook" } },
 );
+
+/**
+ * A PUT's body: the create body's fields, every one optional (a PUT changes what it names; the
+ * domain refuses blanking a required one). Titled `<Resource>Update`.
+ */
+function changesOf(write: TObject, title: string) {
+  return Type.Partial(write, { title, xml: write.xml });
+}
+
+export const UserUpdate = changesOf(UserWrite, "UserUpdate");
+export const ContactUpdate = changesOf(ContactWrite, "ContactUpdate");
+export const ConferenceUpdate = changesOf(ConferenceWrite, "ConferenceUpdate");
+export const AttendeeUpdate = changesOf(AttendeeWrite, "AttendeeUpdate");
+export const WebhookUpdate = changesOf(WebhookWrite, "WebhookUpdate");

@@ -12,7 +12,7 @@ import {
 import { getConference } from "../../store/conferences.js";
 import { HttpError } from "../http-errors.js";
 import { attendeeBasicDocument, attendeeDocument, Documents } from "../representations.js";
-import { Attendee, AttendeeBasic, AttendeeWrite, ListOf } from "../schemas.js";
+import { Attendee, AttendeeBasic, AttendeeUpdate, AttendeeWrite, ListOf } from "../schemas.js";
 import {
   type ApiContext,
   idParam,
@@ -90,7 +90,7 @@ export async function attendeeRoutes(app: FastifyInstance, api: ApiContext): Pro
         const { conferenceId, conferenceState } = await ownedConference(api, request);
         const id = idParam(request, "attendeeId");
         const representation = representationOf(request);
-        const input = readBody(request, AttendeeWrite);
+        const input = readBody(request, AttendeeUpdate);
         const lockVersion = readLockVersion(input);
         const changes = readAttendeeChanges(input, "update", api.callingPolicy);
         if (changes.muted !== undefined || changes.handUp !== undefined) {
@@ -135,7 +135,7 @@ export async function attendeeRoutes(app: FastifyInstance, api: ApiContext): Pro
       },
       PUT: {
         summary: "Change an attendee (muted and hand-up while connected)",
-        body: AttendeeWrite,
+        body: AttendeeUpdate,
         answer: { extended: Attendee, basic: AttendeeBasic },
         representation: true,
       },

@@ -13,7 +13,7 @@ import {
 } from "../../store/conferences.js";
 import { findUserTimeZone } from "../../store/users.js";
 import { conferenceBasicDocument, conferenceDocument, Documents } from "../representations.js";
-import { Conference, ConferenceBasic, ConferenceWrite, ListOf } from "../schemas.js";
+import { Conference, ConferenceBasic, ConferenceUpdate, ConferenceWrite, ListOf } from "../schemas.js";
 import {
   type ApiContext,
   idParam,
@@ -113,7 +113,7 @@ export async function conferenceRoutes(app: FastifyInstance, api: ApiContext): P
         const id = idParam(request, "conferenceId");
         const representation = representationOf(request);
         const now = new Date();
-        const input = readBody(request, ConferenceWrite);
+        const input = readBody(request, ConferenceUpdate);
         const lockVersion = readLockVersion(input);
         const changes = readConferenceChanges(
           input,
@@ -138,7 +138,7 @@ export async function conferenceRoutes(app: FastifyInstance, api: ApiContext): P
       },
       PUT: {
         summary: "Change a conference (its time until it starts; pending from new)",
-        body: ConferenceWrite,
+        body: ConferenceUpdate,
         answer: { extended: Conference, basic: ConferenceBasic },
         representation: true,
       },

@@ -10,7 +10,7 @@ import {
   updateContact,
 } from "../../store/contacts.js";
 import { contactDocument, Documents } from "../representations.js";
-import { Contact, ContactWrite, ListOf } from "../schemas.js";
+import { Contact, ContactUpdate, ContactWrite, ListOf } from "../schemas.js";
 import {
   type ApiContext,
   idParam,
@@ -75,7 +75,7 @@ export async function contactRoutes(app: FastifyInstance, api: ApiContext): Prom
       PUT: async (request, reply) => {
         const userId = await api.owner(request);
         const id = idParam(request, "contactId");
-        const input = readBody(request, ContactWrite);
+        const input = readBody(request, ContactUpdate);
         const lockVersion = readLockVersion(input);
         const changes = readContactChanges(input, "update");
         const contact = await updateContact(api.store, userId, id, changes, lockVersion, new Date());
@@ -89,7 +89,7 @@ export async function contactRoutes(app: FastifyInstance, api: ApiContext): Prom
     },
     {
       GET: { summary: "Get a contact", answer: Contact },
-      PUT: { summary: "Change a contact", body: ContactWrite, answer: Contact },
+      PUT: { summary: "Change a contact", body: ContactUpdate, answer: Contact },
       DELETE: { summary: "Delete a contact" },
     },
   );

@@ -3,7 +3,7 @@ import { readUserChanges } from "../../domain/user.js";
 import { createUser, getUser, updateUser } from "../../store/users.js";
 import { hashPassword } from "../passwords.js";
 import { Documents, userDocument } from "../representations.js";
-import { User, UserWrite } from "../schemas.js";
+import { User, UserUpdate, UserWrite } from "../schemas.js";
 import {
   type ApiContext,
   readBody,
@@ -45,7 +45,7 @@ export async function userRoutes(app: FastifyInstance, api: ApiContext): Promise
       },
       PUT: async (request, reply) => {
         const userId = await api.owner(request);
-        const input = readBody(request, UserWrite);
+        const input = readBody(request, UserUpdate);
         const lockVersion = readLockVersion(input);
         const changes = readUserChanges(input, "update", api.callingPolicy);
         const passwordHash =
@@ -56,7 +56,7 @@ export async function userRoutes(app: FastifyInstance, api: ApiContext): Promise
     },
     {
       GET: { summary: "Get the user", answer: User },
-      PUT: { summary: "Change the user (password with its confirmation)", body: UserWrite, answer: User },
+      PUT: { summary: "Change the user (password with its confirmation)", body: UserUpdate, answer: User },
     },
   );
 

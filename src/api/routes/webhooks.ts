@@ -16,7 +16,7 @@ import {
 import { type DestinationPolicy, destinationProblem } from "../../webhooks/destination.js";
 import { newSecret } from "../../webhooks/signature.js";
 import { Documents, deliveryDocument, webhookDocument } from "../representations.js";
-import { Delivery, ListOf, Webhook, WebhookWrite } from "../schemas.js";
+import { Delivery, ListOf, Webhook, WebhookUpdate, WebhookWrite } from "../schemas.js";
 import {
   type ApiContext,
   idParam,
@@ -104,7 +104,7 @@ export async function webhookRoutes(
       PUT: async (request, reply) => {
         const userId = await api.owner(request);
         const id = idParam(request, "webhookId");
-        const input = readBody(request, WebhookWrite);
+        const input = readBody(request, WebhookUpdate);
         const lockVersion = readLockVersion(input);
         const changes = readWebhookChanges(input, "update");
         const current = await getWebhook(api.store, userId, id);
@@ -123,7 +123,7 @@ export async function webhookRoutes(
       GET: { summary: "Get a webhook", answer: Webhook },
       PUT: {
         summary: "Change a webhook (enabled: true re-enables one disabled)",
-        body: WebhookWrite,
+        body: WebhookUpdate,
         answer: Webhook,
       },
       DELETE: { summary: "Delete a webhook" },
