@@ -108,10 +108,8 @@ function compileElement(schema: TSchema): ElementWriter {
   }
 }
 
-/** A document type: its schema (for OpenAPI), root element name and writers. */
+/** A document type's writers. */
 export interface DocumentType<T> {
-  readonly schema: TSchema;
-  readonly root: string;
   xml(value: T): string;
   json(value: T): string;
 }
@@ -122,8 +120,6 @@ export function documentType<T>(schema: TSchema): DocumentType<T> {
   if (root === undefined) throw new Error("a document's schema needs an xml name");
   const write = compileElement(schema);
   return {
-    schema,
-    root,
     xml: (value) => `${DECLARATION}${write(root, value, "")}`,
     json: (value) => JSON.stringify(value),
   };
