@@ -60,9 +60,13 @@ writeFileSync(join(docsDist, "index.html"), readFileSync(join(root, "docs.html")
 /** The console's script may not pass this gzipped (docs/console.md): the build fails above it. */
 const CONSOLE_JS_BUDGET = 40 * 1024;
 const gzipped = {};
+// Scripts and styles are also written gzipped (file.gz), which the service sends to browsers that
+// take gzip (src/api/routes/console.ts, sendFile).
 for (const file of ["index.html", "console.js", "console.css", "join.html", "join.js", "join.css"]) {
   const bytes = readFileSync(join(dist, file));
-  gzipped[file] = gzipSync(bytes, { level: 9 }).length;
+  const compressed = gzipSync(bytes, { level: 9 });
+  if (!file.endsWith(".html")) writeFileSync(join(dist, `${file}.gz`), compressed);
+  gzipped[file] = compressed.length;
   console.log(`console/dist/${file}: ${bytes.length} bytes, ${gzipped[file]} gzipped`);
 }
 if (gzipped["console.js"] > CONSOLE_JS_BUDGET) {
@@ -73,7 +77,7 @@ if (gzipped["console.js"] > CONSOLE_JS_BUDGET) {
 }
 for (const file of ["index.html", "redoc.standalone.js", "docs.js"]) {
   const bytes = readFileSync(join(docsDist, file));
-  console.log(
-    `console/dist/docs/${file}: ${bytes.length} bytes, ${gzipSync(bytes, { level: 9 }).length} gzipped`,
-  );
+  const compressed = gzipSync(bytes, { level: 9 });
+  if (!file.endsWith(".html")) writeFileSync(join(docsDist, `${file}.gz`), compressed);
+  console.log(`console/dist/docs/${file}: ${bytes.length} bytes, ${compressed.length} gzipped`);
 }

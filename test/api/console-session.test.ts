@@ -7,6 +7,7 @@
 import assert from "node:assert/strict";
 import fs from "node:fs";
 import { after, before, describe, it } from "node:test";
+import { gunzipSync } from "node:zlib";
 import { request } from "undici";
 import { CONSOLE_DIST } from "../../src/api/routes/console.js";
 import { EventStream } from "../helpers/event-stream.js";
@@ -234,7 +235,7 @@ describe("console session", () => {
     assert.ok(Number(throttled.headers["retry-after"]) > 0);
   });
 
-  it("serves the console's pages from console/dist with no-cache, ETags and strict security headers", async () => {
+  it("serves the console's pages from console/dist with no-cache, ETags, gzip and strict security headers", async () => {
     const built = fs.existsSync(`${CONSOLE_DIST}index.html`);
     const page = await request(`${api.httpUrl}/console`, { headers: { accept: "text/html" } });
     const html = await page.body.text();
@@ -271,6 +272,25 @@ describe("console session", () => {
     assert.equal(style.statusCode, 200);
     assert.match(String(style.headers["content-type"]), /^text\/css/);
     await style.body.text();
+    const plain = await (await request(`${api.httpUrl}/console/assets/console.js`)).body.arrayBuffer();
+    for (const path of ["/console/assets/console.js", "/docs/assets/redoc.standalone.js"]) {
+      const gzipped = await request(`${api.httpUrl}${path}`, { headers: { "accept-encoding": "gzip, br" } });
+      assert.equal(gzipped.statusCode, 200, path);
+      assert.equal(gzipped.headers["content-encoding"], "gzip", path);
+      assert.equal(gzipped.headers.vary, "accept-encoding", path);
+      const body = Buffer.from(await gzipped.body.arrayBuffer());
+      const unzipped = gunzipSync(body);
+      assert.ok(body.length < unzipped.length / 2, `${path}: ${body.length} of ${unzipped.length} bytes`);
+      if (path === "/console/assets/console.js") {
+        assert.deepEqual(unzipped, Buffer.from(plain));
+        assert.notEqual(gzipped.headers.etag, etag, "each encoding its own ETag");
+      }
+    }
+    const refusedGzip = await request(`${api.httpUrl}/console/assets/console.js`, {
+      headers: { "accept-encoding": "gzip;q=0, identity" },
+    });
+    assert.equal(refusedGzip.headers["content-encoding"], undefined);
+    assert.deepEqual(Buffer.from(await refusedGzip.body.arrayBuffer()), Buffer.from(plain));
     for (const path of [
       "/console/assets/..%2Fpackage.json",
       "/console/assets/missing.js",

@@ -27,6 +27,8 @@ const CONTENT_TYPES: Record<string, string> = {
   ".ico": "image/x-icon",
   ".woff2": "font/woff2",
 };
+/** What the build also writes gzipped (scripts/build-console.mjs). */
+const COMPRESSED_EXTENSIONS = new Set([".js", ".css"]);
 const ASSET_NAME = /^[A-Za-z0-9_-][A-Za-z0-9._-]*$/;
 export const SECURITY_HEADERS = {
   "content-security-policy":
@@ -120,16 +122,32 @@ export function consoleRoutes(
   };
 }
 
-/** A file of the built console, with an ETag so browsers revalidate cheaply (no-cache). */
+/** Accept-Encoding admits gzip (named, and not with q=0). */
+const ACCEPTS_GZIP = /(?:^|,)\s*gzip\s*(?:,|$|;(?!\s*q\s*=\s*0(?:\.0*)?\s*(?:,|$)))/i;
+
+/**
+ * A file of the built console, with an ETag so browsers revalidate cheaply (no-cache); gzipped
+ * when the build wrote a .gz beside it (its scripts and styles) and the browser takes gzip.
+ */
 export async function sendFile(
   request: FastifyRequest,
   reply: FastifyReply,
   distDir: string,
   file: string,
 ): Promise<FastifyReply> {
-  let content: Buffer;
+  let content: Buffer | undefined;
+  const compressible = COMPRESSED_EXTENSIONS.has(path.extname(file));
+  if (compressible) reply.header("vary", "accept-encoding");
+  if (compressible && ACCEPTS_GZIP.test(String(request.headers["accept-encoding"] ?? ""))) {
+    try {
+      content = await readFile(path.join(distDir, `${file}.gz`));
+      reply.header("content-encoding", "gzip");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+    }
+  }
   try {
-    content = await readFile(path.join(distDir, file));
+    content ??= await readFile(path.join(distDir, file));
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
     if (path.extname(file) === ".html")
