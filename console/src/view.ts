@@ -17,7 +17,7 @@ export function useViewHeading(title: string) {
   return heading;
 }
 
-/** The service's own messages for a refused request (its `<errors>`), else what went wrong. */
+/** The service's own messages for a refused request (its `errors`), else what went wrong. */
 export function messagesOf(caught: unknown): string[] {
   if (caught instanceof ApiError && caught.messages.length > 0) return caught.messages;
   return [caught instanceof Error ? caught.message : String(caught)];
