@@ -395,7 +395,7 @@ export async function deleteContact(userId: number, contactId: number): Promise<
 /* ---- Conferences ---- */
 
 /** The fields that change; an undefined one is left out of the JSON, so left as it is. */
-function conferenceBody(changes: ConferenceChanges): Schemas["ConferenceWrite"] {
+function conferenceBody(changes: ConferenceChanges): Schemas["ConferenceUpdate"] {
   return {
     name: changes.name,
     "scheduled-to-start-at": changes.startTime,
@@ -458,7 +458,11 @@ export async function createConference(
     await documentOf(
       api.POST("/users/{userId}/conferences", {
         params: { path: { userId } },
-        body: conferenceBody(conference),
+        body: {
+          ...conferenceBody(conference),
+          name: conference.name,
+          "scheduled-to-start-at": conference.startTime,
+        },
       }),
     ),
   );
