@@ -8,6 +8,7 @@ import {
 } from "./api.js";
 import { dateTimeFormat, wallClock } from "./format.js";
 import { Problems } from "./problems.js";
+import { TextInput } from "./text-input.js";
 import { messagesOf, useViewHeading } from "./view.js";
 
 /** How long typing pauses before the start time is read (one request per pause, not per key). */
@@ -133,13 +134,13 @@ export function NewConference({ user }: { user: SessionUser }) {
       </h1>
       <form class="stacked" onSubmit={submit} aria-describedby="new-conference-problems">
         <div>
-          <label for="new-conference-name">Name</label>
-          <input
+          <TextInput
             id="new-conference-name"
+            label="Name"
             required
             autocomplete="off"
             value={name}
-            onInput={(event) => setName(event.currentTarget.value)}
+            onValue={setName}
           />
         </div>
         <StartTimeField id="new-conference-start" userId={user.id} value={startTime} onInput={setStartTime} />
@@ -225,13 +226,13 @@ export function EditSchedule({
       <h2 id="schedule-heading">Name and start time</h2>
       <form class="stacked" onSubmit={submit} aria-describedby="schedule-problems">
         <div>
-          <label for="schedule-name">Conference name</label>
-          <input
+          <TextInput
             id="schedule-name"
+            label="Conference name"
             required
             autocomplete="off"
             value={name}
-            onInput={(event) => setName(event.currentTarget.value)}
+            onValue={setName}
           />
         </div>
         <StartTimeField id="schedule-start" userId={user.id} value={startTime} onInput={setStartTime} />

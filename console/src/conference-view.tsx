@@ -32,6 +32,7 @@ import { clock, dateTimeFormat, milliseconds, percent } from "./format.js";
 import { type LiveEvent, useDebounced, useEventStream } from "./live.js";
 import { Problems } from "./problems.js";
 import { StreamState } from "./stream-state.js";
+import { TextInput } from "./text-input.js";
 import { messagesOf } from "./view.js";
 
 interface Notice {
@@ -934,23 +935,17 @@ function AddAttendee({
         aria-describedby="add-number-problems"
       >
         <div>
-          <label for="add-name">Name</label>
-          <input
-            id="add-name"
-            autocomplete="off"
-            value={name}
-            onInput={(event) => setName(event.currentTarget.value)}
-          />
+          <TextInput id="add-name" label="Name" autocomplete="off" value={name} onValue={setName} />
         </div>
         <div>
-          <label for="add-number">Phone number</label>
-          <input
+          <TextInput
             id="add-number"
+            label="Phone number"
             type="tel"
             required
             autocomplete="off"
             value={number}
-            onInput={(event) => setNumber(event.currentTarget.value)}
+            onValue={setNumber}
           />
         </div>
         <button type="submit" class="primary">

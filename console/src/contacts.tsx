@@ -10,6 +10,7 @@ import {
   updateContact,
 } from "./api.js";
 import { Problems } from "./problems.js";
+import { TextInput } from "./text-input.js";
 import { messagesOf, useViewHeading } from "./view.js";
 
 const EMPTY: ContactFields = { name: "", email: null, phoneNumber: null };
@@ -171,33 +172,33 @@ function ContactForm({
       </h2>
       <form class="add" onSubmit={submit} aria-describedby="contact-problems">
         <div>
-          <label for="contact-name">Name</label>
-          <input
+          <TextInput
             id="contact-name"
+            label="Name"
             required
             autocomplete="off"
             value={name}
-            onInput={(event) => setName(event.currentTarget.value)}
+            onValue={setName}
           />
         </div>
         <div>
-          <label for="contact-email">E-mail</label>
-          <input
+          <TextInput
             id="contact-email"
+            label="E-mail"
             type="email"
             autocomplete="off"
             value={email}
-            onInput={(event) => setEmail(event.currentTarget.value)}
+            onValue={setEmail}
           />
         </div>
         <div>
-          <label for="contact-phone">Phone number</label>
-          <input
+          <TextInput
             id="contact-phone"
+            label="Phone number"
             type="tel"
             autocomplete="off"
             value={phoneNumber}
-            onInput={(event) => setPhoneNumber(event.currentTarget.value)}
+            onValue={setPhoneNumber}
           />
         </div>
         <button type="submit" class="primary">

@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import { ApiError, type Session, signIn } from "./api.js";
+import { TextInput } from "./text-input.js";
 import { useViewHeading } from "./view.js";
 
 export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
@@ -33,23 +34,23 @@ export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void 
         Bridgeline console
       </h1>
       <form onSubmit={submit} aria-describedby="sign-in-error">
-        <label for="email">E-mail address</label>
-        <input
+        <TextInput
           id="email"
+          label="E-mail address"
           type="email"
           autocomplete="username"
           required
           value={email}
-          onInput={(event) => setEmail(event.currentTarget.value)}
+          onValue={setEmail}
         />
-        <label for="password">Password</label>
-        <input
+        <TextInput
           id="password"
+          label="Password"
           type="password"
           autocomplete="current-password"
           required
           value={password}
-          onInput={(event) => setPassword(event.currentTarget.value)}
+          onValue={setPassword}
         />
         <button type="submit" class="primary" disabled={busy}>
           {busy ? "Signing in…" : "Sign in"}

@@ -1,6 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { type BillingPackage, listBillingPackages, type Session, signIn, signUp } from "./api.js";
 import { Problems } from "./problems.js";
+import { TextInput } from "./text-input.js";
 import { browserZoneName, TimeZoneOptions } from "./time-zones.js";
 import { messagesOf, useViewHeading } from "./view.js";
 
@@ -55,44 +56,44 @@ export function SignUp({ onSignedIn }: { onSignedIn: (session: Session) => void 
         Create an account
       </h1>
       <form onSubmit={submit} aria-describedby="sign-up-problems">
-        <label for="sign-up-name">Name</label>
-        <input
+        <TextInput
           id="sign-up-name"
+          label="Name"
           autocomplete="name"
           required
           value={name}
-          onInput={(event) => setName(event.currentTarget.value)}
+          onValue={setName}
         />
-        <label for="sign-up-email">E-mail address</label>
-        <input
+        <TextInput
           id="sign-up-email"
+          label="E-mail address"
           type="email"
           autocomplete="email"
           required
           value={email}
-          onInput={(event) => setEmail(event.currentTarget.value)}
+          onValue={setEmail}
         />
-        <label for="sign-up-password">Password</label>
-        <input
+        <TextInput
           id="sign-up-password"
+          label="Password"
           type="password"
           autocomplete="new-password"
           aria-describedby="sign-up-password-hint"
           required
           value={password}
-          onInput={(event) => setPassword(event.currentTarget.value)}
+          onValue={setPassword}
         />
         <p id="sign-up-password-hint" class="hint">
           At least 8 characters.
         </p>
-        <label for="sign-up-confirmation">Password again</label>
-        <input
+        <TextInput
           id="sign-up-confirmation"
+          label="Password again"
           type="password"
           autocomplete="new-password"
           required
           value={confirmation}
-          onInput={(event) => setConfirmation(event.currentTarget.value)}
+          onValue={setConfirmation}
         />
         <label for="sign-up-time-zone">Time zone</label>
         <select
