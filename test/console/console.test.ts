@@ -507,6 +507,19 @@ describe("the moderator console", { skip }, () => {
       assert.deepEqual(await seriousViolations(page), [], `axe-core on ${view}`);
     const heading = (name: string) => page.getByRole("heading", { level: 1, name }).waitFor();
     const notice = (text: string) => page.getByRole("status").filter({ hasText: text }).waitFor();
+    // What the page asks of the API (its generated client): every answer should be JSON.
+    const apiAnswers: string[] = [];
+    page.on("response", (response) => {
+      const { pathname } = new URL(response.url());
+      // Event streams and the recording (asked with HEAD: no body) are of other types.
+      if (
+        /^\/(users|current|billing-packages|access-numbers)\b/.test(pathname) &&
+        !/\/(events|recording)$/.test(pathname)
+      )
+        apiAnswers.push(
+          `${response.request().method()} ${pathname} ${response.headers()["content-type"] ?? ""}`,
+        );
+    });
 
     // Sign-up from the sign-in page; the API's own refusal shows on the form.
     await page.goto("/console/");
@@ -747,6 +760,12 @@ describe("the moderator console", { skip }, () => {
     await page.getByRole("heading", { level: 2, name: "Past (0)" }).waitFor();
     assert.equal((await api.request("GET", path, { auth: [email, "correct horse"] })).status, 404);
     assert.deepEqual(problems, []);
+    assert.ok(apiAnswers.length > 20, apiAnswers.join("\n"));
+    assert.deepEqual(
+      apiAnswers.filter((answer) => !/ application\/json|^DELETE .* $/.test(answer)),
+      [],
+      "the console reads the API in JSON",
+    );
   });
 
   test("says plainly when the event stream drops and when it is back, without a reload", async () => {
