@@ -427,7 +427,7 @@ export interface paths {
       path?: never;
       cookie?: never;
     };
-    /** The conference's recording (WAV; Range requests) */
+    /** The conference's recording (WAV) */
     get: operations["getUsersConferencesRecording"];
     put?: never;
     post?: never;
@@ -664,17 +664,19 @@ export interface components {
     };
     /** UserWrite */
     UserWrite: {
-      name: string | null;
-      email: string | null;
-      password?: string | null;
-      "password-confirmation"?: string | null;
+      name: string;
+      email: string;
+      password: string;
+      "password-confirmation": string;
       im?: string | null;
       "im-network"?: string | null;
       "time-zone"?: string | null;
-      "terms-of-service"?: boolean | null;
-      "billing-package"?: {
+      /** @description Must be true to sign up */
+      "terms-of-service": boolean;
+      /** @description One of GET /billing-packages */
+      "billing-package": {
         id: number;
-      } | null;
+      };
       "credit-card"?: {
         name?: string | null;
         "expiry-month"?: number | null;
@@ -701,17 +703,19 @@ export interface components {
     };
     /** UserUpdate */
     UserUpdate: {
-      name?: string | null;
-      email?: string | null;
-      password?: string | null;
-      "password-confirmation"?: string | null;
+      name?: string;
+      email?: string;
+      password?: string;
+      "password-confirmation"?: string;
       im?: string | null;
       "im-network"?: string | null;
       "time-zone"?: string | null;
-      "terms-of-service"?: boolean | null;
+      /** @description Must be true to sign up */
+      "terms-of-service"?: boolean;
+      /** @description One of GET /billing-packages */
       "billing-package"?: {
         id: number;
-      } | null;
+      };
       "credit-card"?: {
         name?: string | null;
         "expiry-month"?: number | null;
@@ -783,15 +787,18 @@ export interface components {
     };
     /** ConferenceWrite */
     ConferenceWrite: {
-      name: string | null;
-      "scheduled-to-start-at": string | null;
-      "direct-dial"?: boolean | null;
-      "dial-in-locked"?: boolean | null;
-      "record-audio"?: boolean | null;
-      "lecture-mode"?: boolean | null;
-      "encrypted-only"?: boolean | null;
-      "send-notification-emails"?: boolean | null;
-      "announce-attendees"?: boolean | null;
+      name: string;
+      /** @description An ISO 8601 time, or free-form text read in the owner's time zone: tomorrow at 9am, next Tuesday 3pm, in 2 hours */
+      "scheduled-to-start-at": string;
+      "direct-dial"?: boolean;
+      "dial-in-locked"?: boolean;
+      "record-audio"?: boolean;
+      "lecture-mode"?: boolean;
+      "encrypted-only"?: boolean;
+      /** @description On create only */
+      "send-notification-emails"?: boolean;
+      /** @description On create only */
+      "announce-attendees"?: boolean;
       "accounting-code"?: number | null;
       state?: string | null;
       /** @description The lock-version last read: a PUT made against an older one is refused 409 */
@@ -799,15 +806,18 @@ export interface components {
     };
     /** ConferenceUpdate */
     ConferenceUpdate: {
-      name?: string | null;
-      "scheduled-to-start-at"?: string | null;
-      "direct-dial"?: boolean | null;
-      "dial-in-locked"?: boolean | null;
-      "record-audio"?: boolean | null;
-      "lecture-mode"?: boolean | null;
-      "encrypted-only"?: boolean | null;
-      "send-notification-emails"?: boolean | null;
-      "announce-attendees"?: boolean | null;
+      name?: string;
+      /** @description An ISO 8601 time, or free-form text read in the owner's time zone: tomorrow at 9am, next Tuesday 3pm, in 2 hours */
+      "scheduled-to-start-at"?: string;
+      "direct-dial"?: boolean;
+      "dial-in-locked"?: boolean;
+      "record-audio"?: boolean;
+      "lecture-mode"?: boolean;
+      "encrypted-only"?: boolean;
+      /** @description On create only */
+      "send-notification-emails"?: boolean;
+      /** @description On create only */
+      "announce-attendees"?: boolean;
       "accounting-code"?: number | null;
       state?: string | null;
       /** @description The lock-version last read: a PUT made against an older one is refused 409 */
@@ -862,10 +872,12 @@ export interface components {
       "phone-number"?: string | null;
       extension?: string | null;
       "phone-number-location"?: string | null;
-      "dial-in"?: boolean | null;
-      moderator?: boolean | null;
-      muted?: boolean | null;
-      "hand-up"?: boolean | null;
+      "dial-in"?: boolean;
+      moderator?: boolean;
+      /** @description On update only, while started */
+      muted?: boolean;
+      /** @description On update only, while started */
+      "hand-up"?: boolean;
       name?: string | null;
       email?: string | null;
       /** @description The lock-version last read: a PUT made against an older one is refused 409 */
@@ -876,10 +888,12 @@ export interface components {
       "phone-number"?: string | null;
       extension?: string | null;
       "phone-number-location"?: string | null;
-      "dial-in"?: boolean | null;
-      moderator?: boolean | null;
-      muted?: boolean | null;
-      "hand-up"?: boolean | null;
+      "dial-in"?: boolean;
+      moderator?: boolean;
+      /** @description On update only, while started */
+      muted?: boolean;
+      /** @description On update only, while started */
+      "hand-up"?: boolean;
       name?: string | null;
       email?: string | null;
       /** @description The lock-version last read: a PUT made against an older one is refused 409 */
@@ -950,7 +964,7 @@ export interface components {
     };
     /** ContactWrite */
     ContactWrite: {
-      name: string | null;
+      name: string;
       email?: string | null;
       "phone-number"?: string | null;
       im?: string | null;
@@ -961,7 +975,7 @@ export interface components {
     };
     /** ContactUpdate */
     ContactUpdate: {
-      name?: string | null;
+      name?: string;
       email?: string | null;
       "phone-number"?: string | null;
       im?: string | null;
@@ -1001,17 +1015,17 @@ export interface components {
     };
     /** WebhookWrite */
     WebhookWrite: {
-      url: string | null;
+      url: string;
       "event-types"?: string[] | null;
-      enabled?: boolean | null;
+      enabled?: boolean;
       /** @description The lock-version last read: a PUT made against an older one is refused 409 */
       "lock-version"?: number;
     };
     /** WebhookUpdate */
     WebhookUpdate: {
-      url?: string | null;
+      url?: string;
       "event-types"?: string[] | null;
-      enabled?: boolean | null;
+      enabled?: boolean;
       /** @description The lock-version last read: a PUT made against an older one is refused 409 */
       "lock-version"?: number;
     };
@@ -1346,7 +1360,15 @@ export interface operations {
       406: components["responses"]["Error406"];
       409: components["responses"]["Error409"];
       429: components["responses"]["Error429"];
-      503: components["responses"]["Error503"];
+      /** @description Not ready: the same body, each check's state */
+      503: {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": unknown;
+        };
+      };
     };
   };
   getJoin: {
@@ -1367,12 +1389,30 @@ export interface operations {
           "text/html": unknown;
         };
       };
-      400: components["responses"]["Error400"];
-      404: components["responses"]["Error404"];
-      406: components["responses"]["Error406"];
-      409: components["responses"]["Error409"];
-      429: components["responses"]["Error429"];
-      503: components["responses"]["Error503"];
+      /** @description A refusal: its name (error) and, in words, why (message) */
+      "4XX": {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: string;
+            message: string;
+          };
+        };
+      };
+      /** @description A refusal: its name (error) and, in words, why (message) */
+      "5XX": {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: string;
+            message: string;
+          };
+        };
+      };
     };
   };
   postJoinCalls: {
@@ -1402,13 +1442,30 @@ export interface operations {
           "application/json": unknown;
         };
       };
-      400: components["responses"]["Error400"];
-      404: components["responses"]["Error404"];
-      406: components["responses"]["Error406"];
-      409: components["responses"]["Error409"];
-      415: components["responses"]["Error415"];
-      429: components["responses"]["Error429"];
-      503: components["responses"]["Error503"];
+      /** @description A refusal: its name (error) and, in words, why (message) */
+      "4XX": {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: string;
+            message: string;
+          };
+        };
+      };
+      /** @description A refusal: its name (error) and, in words, why (message) */
+      "5XX": {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: string;
+            message: string;
+          };
+        };
+      };
     };
   };
   getJoinCallsItem: {
@@ -1431,14 +1488,30 @@ export interface operations {
           "application/json": unknown;
         };
       };
-      400: components["responses"]["Error400"];
-      401: components["responses"]["Error401"];
-      403: components["responses"]["Error403"];
-      404: components["responses"]["Error404"];
-      406: components["responses"]["Error406"];
-      409: components["responses"]["Error409"];
-      429: components["responses"]["Error429"];
-      503: components["responses"]["Error503"];
+      /** @description A refusal: its name (error) and, in words, why (message) */
+      "4XX": {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: string;
+            message: string;
+          };
+        };
+      };
+      /** @description A refusal: its name (error) and, in words, why (message) */
+      "5XX": {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: string;
+            message: string;
+          };
+        };
+      };
     };
   };
   deleteJoinCallsItem: {
@@ -1459,14 +1532,30 @@ export interface operations {
         };
         content?: never;
       };
-      400: components["responses"]["Error400"];
-      401: components["responses"]["Error401"];
-      403: components["responses"]["Error403"];
-      404: components["responses"]["Error404"];
-      406: components["responses"]["Error406"];
-      409: components["responses"]["Error409"];
-      429: components["responses"]["Error429"];
-      503: components["responses"]["Error503"];
+      /** @description A refusal: its name (error) and, in words, why (message) */
+      "4XX": {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: string;
+            message: string;
+          };
+        };
+      };
+      /** @description A refusal: its name (error) and, in words, why (message) */
+      "5XX": {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: string;
+            message: string;
+          };
+        };
+      };
     };
   };
   getJoinCallsEvents: {
@@ -1489,14 +1578,30 @@ export interface operations {
           "text/event-stream": unknown;
         };
       };
-      400: components["responses"]["Error400"];
-      401: components["responses"]["Error401"];
-      403: components["responses"]["Error403"];
-      404: components["responses"]["Error404"];
-      406: components["responses"]["Error406"];
-      409: components["responses"]["Error409"];
-      429: components["responses"]["Error429"];
-      503: components["responses"]["Error503"];
+      /** @description A refusal: its name (error) and, in words, why (message) */
+      "4XX": {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: string;
+            message: string;
+          };
+        };
+      };
+      /** @description A refusal: its name (error) and, in words, why (message) */
+      "5XX": {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: string;
+            message: string;
+          };
+        };
+      };
     };
   };
   getJoinIceServers: {
@@ -1517,12 +1622,30 @@ export interface operations {
           "application/json": unknown;
         };
       };
-      400: components["responses"]["Error400"];
-      404: components["responses"]["Error404"];
-      406: components["responses"]["Error406"];
-      409: components["responses"]["Error409"];
-      429: components["responses"]["Error429"];
-      503: components["responses"]["Error503"];
+      /** @description A refusal: its name (error) and, in words, why (message) */
+      "4XX": {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: string;
+            message: string;
+          };
+        };
+      };
+      /** @description A refusal: its name (error) and, in words, why (message) */
+      "5XX": {
+        headers: {
+          [name: string]: unknown;
+        };
+        content: {
+          "application/json": {
+            error: string;
+            message: string;
+          };
+        };
+      };
     };
   };
   getOpenapiJson: {
@@ -2140,6 +2263,7 @@ export interface operations {
       406: components["responses"]["Error406"];
       409: components["responses"]["Error409"];
       415: components["responses"]["Error415"];
+      422: components["responses"]["Error422"];
       429: components["responses"]["Error429"];
       503: components["responses"]["Error503"];
     };
@@ -2703,6 +2827,7 @@ export interface operations {
       404: components["responses"]["Error404"];
       406: components["responses"]["Error406"];
       409: components["responses"]["Error409"];
+      422: components["responses"]["Error422"];
       429: components["responses"]["Error429"];
       503: components["responses"]["Error503"];
     };

@@ -171,12 +171,14 @@ function readObject(
   errors: string[],
   depth: number,
 ): InputMap {
-  if (depth > MAX_ELEMENT_DEPTH)
-    throw new BadRequest([`the JSON nests deeper than ${MAX_ELEMENT_DEPTH} levels`]);
   const properties = schema?.properties as Record<string, TSchema> | undefined;
   const input: InputMap = {};
   for (const key of Object.keys(record)) {
-    input[key] = readValue(record[key], properties?.[key], `${prefix}${key}`, errors, depth);
+    // Names an object has of its own (__proto__, constructor...) are no resource's fields; as
+    // members of the input they would reach its prototype. XML refuses such element names too.
+    if (key in Object.prototype) throw new BadRequest([`the JSON names "${key}", which is no field`]);
+    const property = properties !== undefined && Object.hasOwn(properties, key) ? properties[key] : undefined;
+    input[key] = readValue(record[key], property, `${prefix}${key}`, errors, depth);
   }
   return input;
 }
@@ -189,6 +191,8 @@ function readValue(
   depth: number,
 ): InputValue {
   if (value === null) return null;
+  if (depth > MAX_ELEMENT_DEPTH)
+    throw new BadRequest([`the JSON nests deeper than ${MAX_ELEMENT_DEPTH} levels`]);
   const shape = schema === undefined ? undefined : shapeOf(schema);
   if (shape !== undefined) {
     const { kind } = shape;
@@ -203,13 +207,15 @@ function readValue(
               ? Array.isArray(value)
               : typeof value === "object" && !Array.isArray(value);
     if (!fits) {
-      errors.push(`${label} must be ${JSON_TYPE_NAMES[kind]} or null, not ${jsonTypeOf(value)}`);
+      const expected = `${JSON_TYPE_NAMES[kind]}${shape.nullable ? " or null" : ""}`;
+      errors.push(`${label} must be ${expected}, not ${jsonTypeOf(value)}`);
       return null;
     }
   }
   if (Array.isArray(value)) {
     const items = shape?.schema.items as TSchema | undefined;
-    return value.map((item, index) => readValue(item, items, `${label}[${index}]`, errors, depth + 1));
+    // Counted from 1, as the domain's messages count a list's items.
+    return value.map((item, index) => readValue(item, items, `${label}[${index + 1}]`, errors, depth + 1));
   }
   if (typeof value === "object")
     return readObject(value as Record<string, unknown>, shape?.schema, `${label} `, errors, depth + 1);

@@ -51,7 +51,8 @@ export const API_ERRORS = {
   BL_ERR_BODY_TOO_LARGE: { status: 413, message: TOO_LARGE_MESSAGE },
   BL_ERR_UNSUPPORTED_MEDIA_TYPE: {
     status: 415,
-    message: "Request bodies must be XML (Content-Type: application/xml or text/xml)",
+    message:
+      "Request bodies must be XML or JSON (Content-Type: application/xml, text/xml or application/json)",
   },
   BL_ERR_TOO_MANY_REQUESTS: { status: 429, message: "Too many attempts from this address; try again later" },
   BL_ERR_INTERNAL: { status: 500, message: "Internal server error" },

@@ -20,7 +20,10 @@ export interface Media {
 export interface Operation {
   readonly summary: string;
   readonly description?: string;
-  /** Who may call it: the path's user (Basic or the console's session; the default), or anyone. */
+  /**
+   * Who may call it: the path's user (Basic or the console's session; the default), anyone, or
+   * whoever holds the token in the path (a browser call's).
+   */
   readonly access?: "owner" | "public" | "token";
   /** The request body's write schema (XML root: its xml.name). */
   readonly body?: TSchema;
@@ -38,6 +41,12 @@ export interface Operation {
   readonly query?: Readonly<Record<string, { readonly description: string; readonly required?: boolean }>>;
   /** Whether ?representation=basic|extended applies. */
   readonly representation?: boolean;
+  /** 422 without a body: a query the rules refuse, or a limit (a call refused). */
+  readonly refusesInput?: boolean;
+  /** Errors of the route's own shape instead of the API's errors document (the join page's). */
+  readonly errors?: Media;
+  /** Answers of their own at these statuses, over the shared ones (the readiness check's 503). */
+  readonly otherAnswers?: Readonly<Record<number, Media>>;
 }
 
 /** A route's operation, as buildApi collects them (onRoute). */
@@ -172,13 +181,24 @@ export function openApiDocument(operations: readonly RouteOperation[], version: 
         content: documentContent(schema),
       };
     } else responses[status] = { description: "Done; no body" };
-    for (const code of Object.keys(ERROR_STATUSES)) {
-      if (operation.access === "public" && (code === "401" || code === "403")) continue;
-      if (!operation.body && (code === "413" || code === "422")) continue;
+    const credentialless = operation.access === "public" || operation.access === "token";
+    for (const code of operation.errors === undefined ? Object.keys(ERROR_STATUSES) : []) {
+      if (credentialless && (code === "401" || code === "403")) continue;
+      if (!operation.body && code === "413") continue;
+      if (!operation.body && !operation.refusesInput && code === "422") continue;
       // Every POST and PUT must say its Content-Type, with a body or not (a cross-site form cannot).
       if (!operation.body && code === "415" && method !== "POST" && method !== "PUT") continue;
       responses[code] = { $ref: `#/components/responses/Error${code}` };
     }
+    const own = (media: Media) => ({
+      description: media.description,
+      content: { [media.type]: media.schema ? { schema: media.schema } : {} },
+    });
+    if (operation.errors !== undefined) {
+      responses["4XX"] = own(operation.errors);
+      responses["5XX"] = own(operation.errors);
+    }
+    for (const [code, media] of Object.entries(operation.otherAnswers ?? {})) responses[code] = own(media);
 
     paths[openApiPath] ??= {};
     (paths[openApiPath] as Record<string, unknown>)[method.toLowerCase()] = {
@@ -186,7 +206,7 @@ export function openApiDocument(operations: readonly RouteOperation[], version: 
       summary: operation.summary,
       ...(operation.description && { description: operation.description }),
       tags: [tagOf(path)],
-      ...(operation.access === "public" && { security: [] }),
+      ...(credentialless && { security: [] }),
       ...(parameters.length > 0 && { parameters }),
       ...(operation.body && {
         requestBody: { required: true, content: documentContent(hoist(operation.body)) },

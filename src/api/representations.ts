@@ -31,9 +31,9 @@ export type Representation = "extended" | "basic";
  */
 
 /** Datetimes are given in UTC, to the second, with a Z. */
-function utc(iso: string): string;
-function utc(iso: string | null): string | null;
-function utc(iso: string | null): string | null {
+export function utc(iso: string): string;
+export function utc(iso: string | null): string | null;
+export function utc(iso: string | null): string | null {
   return iso === null ? null : `${iso.slice(0, 19)}Z`;
 }
 

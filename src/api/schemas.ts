@@ -321,24 +321,23 @@ export type StartTimeDocument = Static<typeof StartTime>;
  * text, in JSON the type given here (a JSON body with another type is refused 422).
  */
 const Text = Nullable(Type.String());
-const Flag = Nullable(Type.Boolean());
+/** A flag: true or false (nil is refused, as a flag cannot be unset). */
+const Flag = Type.Boolean();
 const LockVersion = Type.Integer({
   description: "The lock-version last read: a PUT made against an older one is refused 409",
 });
 
 export const UserWrite = Type.Object(
   {
-    name: Text,
-    email: Text,
-    password: Type.Optional(Nullable(Type.String({ writeOnly: true }))),
-    "password-confirmation": Type.Optional(Nullable(Type.String({ writeOnly: true }))),
+    name: Type.String(),
+    email: Type.String(),
+    password: Type.String({ writeOnly: true }),
+    "password-confirmation": Type.String({ writeOnly: true }),
     im: Type.Optional(Text),
     "im-network": Type.Optional(Text),
     "time-zone": Type.Optional(Text),
-    "terms-of-service": Type.Optional(Nullable(Type.Boolean({ description: "Must be true to sign up" }))),
-    "billing-package": Type.Optional(
-      Nullable(Type.Object({ id: Type.Integer() }, { description: "Required to sign up" })),
-    ),
+    "terms-of-service": Type.Boolean({ description: "Must be true to sign up" }),
+    "billing-package": Type.Object({ id: Type.Integer() }, { description: "One of GET /billing-packages" }),
     "credit-card": Type.Optional(
       Nullable(
         Type.Object({
@@ -383,7 +382,7 @@ export const UserWrite = Type.Object(
 
 export const ContactWrite = Type.Object(
   {
-    name: Text,
+    name: Type.String(),
     email: Type.Optional(Text),
     "phone-number": Type.Optional(Text),
     im: Type.Optional(Text),
@@ -396,20 +395,18 @@ export const ContactWrite = Type.Object(
 
 export const ConferenceWrite = Type.Object(
   {
-    name: Text,
-    "scheduled-to-start-at": Nullable(
-      Type.String({
-        description:
-          "An ISO 8601 time, or free-form text read in the owner's time zone: tomorrow at 9am, next Tuesday 3pm, in 2 hours",
-      }),
-    ),
+    name: Type.String(),
+    "scheduled-to-start-at": Type.String({
+      description:
+        "An ISO 8601 time, or free-form text read in the owner's time zone: tomorrow at 9am, next Tuesday 3pm, in 2 hours",
+    }),
     "direct-dial": Type.Optional(Flag),
     "dial-in-locked": Type.Optional(Flag),
     "record-audio": Type.Optional(Flag),
     "lecture-mode": Type.Optional(Flag),
     "encrypted-only": Type.Optional(Flag),
-    "send-notification-emails": Type.Optional(Nullable(Type.Boolean({ description: "On create only" }))),
-    "announce-attendees": Type.Optional(Nullable(Type.Boolean({ description: "On create only" }))),
+    "send-notification-emails": Type.Optional(Type.Boolean({ description: "On create only" })),
+    "announce-attendees": Type.Optional(Type.Boolean({ description: "On create only" })),
     "accounting-code": Type.Optional(Nullable(Type.Integer())),
     state: Type.Optional(Nullable(Type.String({ description: "Only pending may be asked for (from new)" }))),
     "lock-version": Type.Optional(LockVersion),
@@ -430,8 +427,8 @@ export const AttendeeWrite = Type.Object(
     "phone-number-location": Type.Optional(Text),
     "dial-in": Type.Optional(Flag),
     moderator: Type.Optional(Flag),
-    muted: Type.Optional(Nullable(Type.Boolean({ description: "On update only, while started" }))),
-    "hand-up": Type.Optional(Nullable(Type.Boolean({ description: "On update only, while started" }))),
+    muted: Type.Optional(Type.Boolean({ description: "On update only, while started" })),
+    "hand-up": Type.Optional(Type.Boolean({ description: "On update only, while started" })),
     name: Type.Optional(Nullable(Type.String({ description: "On create only" }))),
     email: Type.Optional(Nullable(Type.String({ description: "On create only" }))),
     "lock-version": Type.Optional(LockVersion),
@@ -441,7 +438,7 @@ export const AttendeeWrite = Type.Object(
 
 export const WebhookWrite = Type.Object(
   {
-    url: Text,
+    url: Type.String(),
     "event-types": Type.Optional(
       Nullable(
         Type.Array(Type.String({ xml: { name: "event-type" } }), {

@@ -48,7 +48,7 @@ import { webhookRoutes } from "./routes/webhooks.js";
 import { errorsDocument, parseDocument, readXmlBody } from "./xml.js";
 
 const XML_TYPE = "application/xml; charset=utf-8";
-const JSON_TYPE = "application/json; charset=utf-8";
+export const JSON_TYPE = "application/json; charset=utf-8";
 const METHODS: HTTPMethods[] = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS"];
 
 export interface ApiOptions {
@@ -124,8 +124,10 @@ declare module "fastify" {
   }
 }
 
-/** Requests whose path ended in .json (before the suffix was taken off). */
-const jsonSuffixed = new WeakSet<object>();
+/** The format a request's path asked for with a .xml or .json suffix (taken off), over Accept. */
+const suffixFormats = new WeakMap<object, Format>();
+/** A .xml or .json suffix at the end of a path (not in its query). */
+const FORMAT_SUFFIX = /^([^?]*?)\.(xml|json)(?=\?|$)/;
 
 export type RouteHandler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
@@ -136,15 +138,13 @@ export async function buildApi(options: ApiOptions) {
     routerOptions: { ignoreTrailingSlash: true },
     // Rails clients of the original service add .xml to every path; .json asks for JSON the same way.
     // (/openapi.json is a file's name, not a suffix.)
-    rewriteUrl: (request) =>
-      (request.url ?? "/").replace(
-        /\.(xml|json)(?=\?|$)/,
-        (suffix, format: string, at: number, url: string) => {
-          if (url.startsWith("/openapi.json") && at === "/openapi".length) return suffix;
-          if (format === "json") jsonSuffixed.add(request);
-          return "";
-        },
-      ),
+    rewriteUrl: (request) => {
+      const url = request.url ?? "/";
+      const suffixed = FORMAT_SUFFIX.exec(url);
+      if (suffixed === null || suffixed[1] === "/openapi") return url;
+      suffixFormats.set(request, suffixed[2] as Format);
+      return `${suffixed[1]}${url.slice(suffixed[0].length)}`;
+    },
     // Behind a load balancer the client address (for throttling) comes from X-Forwarded-For.
     trustProxy: options.trustedProxies ?? false,
     ...(options.serverFactory && { serverFactory: options.serverFactory }),
@@ -194,11 +194,13 @@ export async function buildApi(options: ApiOptions) {
 
   app.addHook("onRequest", async (request) => {
     const produces = request.routeOptions.config.produces;
+    const format = suffixFormats.get(request.raw) ?? preferredFormat(request.headers.accept);
     if (produces) {
+      // Its errors are documents still: in JSON when the client prefers it to XML.
+      request.format = format ?? "xml";
       if (!accepts(request.headers.accept, produces))
         throw new HttpError("BL_ERR_NOT_ACCEPTABLE", `This resource answers only ${produces.join(", ")}`);
     } else {
-      const format = jsonSuffixed.has(request.raw) ? "json" : preferredFormat(request.headers.accept);
       if (format === undefined) throw new HttpError("BL_ERR_NOT_ACCEPTABLE");
       request.format = format;
     }
@@ -350,7 +352,7 @@ function accepts(accept: string | undefined, mediaTypes: readonly string[]): boo
  * range naming a type gives its q); XML, the original API's, when they tie or Accept is absent.
  * Undefined when neither is acceptable.
  */
-export function preferredFormat(accept: string | undefined): Format | undefined {
+function preferredFormat(accept: string | undefined): Format | undefined {
   if (!accept) return "xml";
   const xml = Math.max(qualityOf(accept, "application/xml"), qualityOf(accept, "text/xml"));
   const json = qualityOf(accept, "application/json");
@@ -367,9 +369,12 @@ function qualityOf(accept: string, mediaType: string): number {
     const wanted = type.trim();
     const rank = wanted === mediaType ? 3 : wanted === group ? 2 : wanted === "*/*" ? 1 : 0;
     if (rank <= specificity) continue;
+    const q = params.find((param) => /^\s*q\s*=/.test(param));
+    // qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] ): a range with another is ignored.
+    const value = q === undefined ? "1" : /^\s*q\s*=\s*(0(?:\.\d{0,3})?|1(?:\.0{0,3})?)\s*$/.exec(q)?.[1];
+    if (value === undefined) continue;
     specificity = rank;
-    const q = params.map((param) => /^\s*q\s*=\s*([01](?:\.\d{0,3})?)\s*$/.exec(param)?.[1]).find(Boolean);
-    quality = q === undefined ? 1 : Number(q);
+    quality = Number(value);
   }
   return quality;
 }
@@ -406,6 +411,7 @@ export function boundedMessage(message: string): string {
 
 function sendErrors(reply: FastifyReply, messages: readonly string[]): FastifyReply {
   const bounded = messages.map(boundedMessage);
+  reply.header("vary", "accept");
   if (reply.request.format === "json") return reply.type(JSON_TYPE).send(JSON.stringify({ errors: bounded }));
   return reply.type(XML_TYPE).send(errorsDocument(bounded));
 }
@@ -417,7 +423,8 @@ export function sendDocument<T>(
   type: DocumentType<T>,
   value: T,
 ): FastifyReply {
-  reply.status(status);
+  // The same path answers XML or JSON by Accept: caches must keep them apart.
+  reply.status(status).header("vary", "accept");
   if (reply.request.format === "json") return reply.type(JSON_TYPE).send(type.json(value));
   return reply.type(XML_TYPE).send(type.xml(value));
 }

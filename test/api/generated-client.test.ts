@@ -319,7 +319,7 @@ describe("generated client", () => {
       ...runningConference,
       body: {
         name: "Stand-up",
-        "scheduled-to-start-at": running.data?.["scheduled-to-start-at"] ?? null,
+        "scheduled-to-start-at": running.data?.["scheduled-to-start-at"] ?? undefined,
         state: "pending",
       },
     });

@@ -388,8 +388,8 @@ describe("JSON beside XML", () => {
     } as Record<string, Json>);
     assert.equal(wrongTypes.status, 422);
     assert.deepEqual(JSON.parse(wrongTypes.text).errors, [
-      "name must be a string or null, not a number",
-      "record-audio must be true or false or null, not a string",
+      "name must be a string, not a number",
+      "record-audio must be true or false, not a string",
       "accounting-code must be an integer (a JSON number) or null, not a string",
     ]);
     const wrapped = await json("POST", contacts, auth, { contact: { name: "Wrapped" } });
@@ -404,6 +404,68 @@ describe("JSON beside XML", () => {
     assert.deepEqual(JSON.parse(malformed.text), { errors: ["The body is not valid JSON"] });
     const escaped = await json("POST", contacts, auth, { name: "nul\u0000here" });
     assert.equal(escaped.status, 400, escaped.text);
+  });
+
+  it("refuses JSON a stranger could break it with: built-in member names, deep nesting (400, never 500)", async () => {
+    for (const body of [
+      '{"name":"x","constructor":"y"}',
+      '{"__proto__":{"name":"p"},"name":"ok"}',
+      '{"billing-package":{"toString":1}}',
+    ]) {
+      const refused = await api.request("POST", "/users", {
+        body,
+        headers: { accept: "application/json", "content-type": "application/json" },
+      });
+      assert.equal(refused.status, 400, `${body}: ${refused.text}`);
+      assert.match(
+        JSON.parse(refused.text).errors[0],
+        /names "(constructor|__proto__|toString)", which is no field/,
+      );
+    }
+    for (const depth of [30, 20_000]) {
+      const deep = `{"name":"x","junk":${"[".repeat(depth)}${"]".repeat(depth)}}`;
+      const refused = await api.request("POST", "/users", {
+        body: deep,
+        headers: { accept: "application/json", "content-type": "application/json" },
+      });
+      assert.equal(refused.status, 400, `${depth} deep: ${refused.text.slice(0, 200)}`);
+    }
+  });
+
+  it("lets a suffix choose over Accept, reads no suffix in the query, and marks answers Vary: Accept", async () => {
+    const owner = await newUser();
+    const asXml = await api.request("GET", `/users/${owner.id}.xml`, {
+      auth: owner.auth,
+      headers: { accept: "application/json, */*;q=0.5" },
+    });
+    assert.match(asXml.text, /^<\?xml/);
+    assert.equal(asXml.headers.vary, "accept");
+    const contact = await json("POST", `/users/${owner.id}/contacts`, owner.auth, { name: "report.json" });
+    assert.equal(contact.status, 201);
+    const found = await api.request("GET", `/users/${owner.id}/contacts?name=report.json`, {
+      auth: owner.auth,
+    });
+    assert.match(found.text, /^<\?xml/, "the query's .json is a value, not a suffix");
+    assert.match(found.text, /<name>report\.json<\/name>/);
+    // Quality values outside RFC 9110's grammar are not read as 1.
+    const loose = await api.request("GET", "/billing-packages", {
+      headers: { accept: "application/json;q=0.0001, application/xml;q=0.5" },
+    });
+    assert.match(String(loose.headers["content-type"]), /^application\/xml/);
+    // A route of another media type refuses in JSON to a client that prefers it.
+    const noRecording = await api.request("GET", `/users/${owner.id}/conferences/999/recording`, {
+      auth: owner.auth,
+      headers: { accept: "audio/wav, application/json" },
+    });
+    assert.equal(noRecording.status, 404);
+    assert.deepEqual(JSON.parse(noRecording.text), { errors: ["conference not found"] });
+    const form = await api.request("POST", `/users/${owner.id}/contacts`, {
+      auth: owner.auth,
+      body: "name=x",
+      headers: { accept: "application/json", "content-type": "application/x-www-form-urlencoded" },
+    });
+    assert.equal(form.status, 415);
+    assert.match(JSON.parse(form.text).errors[0], /XML or JSON/);
   });
 
   it("answers JSON to a .json suffix as to Accept, and errors before routing in JSON", async () => {

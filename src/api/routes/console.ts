@@ -11,12 +11,11 @@ import { USER_TIME_ZONES } from "../../domain/reference-data.js";
 import { getUser } from "../../store/users.js";
 import { type Authenticator, SESSION_COOKIE } from "../authentication.js";
 import { HttpError } from "../http-errors.js";
-import { type ApiContext, boundedMessage, describeError } from "../server.js";
+import { type ApiContext, boundedMessage, describeError, JSON_TYPE } from "../server.js";
 
 /** Where `npm install` (prepare: build:console) writes the console. */
 export const CONSOLE_DIST = fileURLToPath(new URL("../../../console/dist/", import.meta.url));
 
-export const JSON_TYPE = "application/json; charset=utf-8";
 const CONTENT_TYPES: Record<string, string> = {
   ".html": "text/html; charset=utf-8",
   ".js": "text/javascript; charset=utf-8",

@@ -63,6 +63,9 @@ export async function healthRoutes(
         summary: "Readiness: the database, SIP sockets, media threads and trunks (503 when not ready)",
         access: "public",
         media: { type: "application/json", description: "Each check's state" },
+        otherAnswers: {
+          503: { type: "application/json", description: "Not ready: the same body, each check's state" },
+        },
       },
     },
     json,

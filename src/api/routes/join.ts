@@ -18,10 +18,22 @@ import type { BrowserJoinRefusal, BrowserJoins, BrowserParticipant } from "../br
 import type { EventFeed } from "../event-feed.js";
 import { HttpError } from "../http-errors.js";
 import { acceptJsonBodies } from "../json-bodies.js";
+import type { Media } from "../openapi.js";
 import { byClientAddress, clientSource } from "../rate-limits.js";
-import { type ApiContext, boundedMessage, describeError, resource } from "../server.js";
-import { CONSOLE_DIST, JSON_TYPE, SECURITY_HEADERS, sendFile } from "./console.js";
+import { type ApiContext, boundedMessage, describeError, JSON_TYPE, resource } from "../server.js";
+import { CONSOLE_DIST, SECURITY_HEADERS, sendFile } from "./console.js";
 import { stream } from "./events.js";
+
+/** How the join page's routes refuse: their own JSON, which the page shows (see the error handler below). */
+const JOIN_ERRORS: Media = {
+  type: "application/json",
+  description: "A refusal: its name (error) and, in words, why (message)",
+  schema: {
+    type: "object",
+    required: ["error", "message"],
+    properties: { error: { type: "string" }, message: { type: "string" } },
+  },
+};
 
 /** A STUN or TURN server as RTCPeerConnection takes it (RTCIceServer). */
 export interface IceServer {
@@ -180,6 +192,7 @@ export function joinRoutes(api: ApiContext, options: JoinRouteOptions) {
         GET: {
           summary: "The join page (HTML) for taking part from a browser",
           access: "public",
+          errors: JOIN_ERRORS,
           media: { type: "text/html", description: "The page" },
         },
       },
@@ -212,6 +225,7 @@ export function joinRoutes(api: ApiContext, options: JoinRouteOptions) {
         GET: {
           summary: "The STUN/TURN servers a join page uses",
           access: "public",
+          errors: JOIN_ERRORS,
           media: { type: "application/json", description: "RTCIceServer entries" },
         },
       },
@@ -271,6 +285,7 @@ export function joinRoutes(api: ApiContext, options: JoinRouteOptions) {
           summary:
             "Join a conference from the browser: the PIN and a WebRTC offer; answers the SDP answer and the call's token",
           access: "public",
+          errors: JOIN_ERRORS,
           bodyMedia: {
             type: "application/json",
             description: "The conference's member or moderator PIN, and the page's SDP offer",
@@ -324,9 +339,10 @@ export function joinRoutes(api: ApiContext, options: JoinRouteOptions) {
         GET: {
           summary: "The room of a browser call (its token): attendees and controls",
           access: "token",
+          errors: JOIN_ERRORS,
           media: { type: "application/json", description: "The room" },
         },
-        DELETE: { summary: "Hang up a browser call", access: "token" },
+        DELETE: { summary: "Hang up a browser call", access: "token", errors: JOIN_ERRORS },
       },
       { produces: JSON_MEDIA },
     );
@@ -347,6 +363,7 @@ export function joinRoutes(api: ApiContext, options: JoinRouteOptions) {
         GET: {
           summary: "A browser call's conference events (Server-Sent Events)",
           access: "token",
+          errors: JOIN_ERRORS,
           media: { type: "text/event-stream", description: "The room's events" },
         },
       },

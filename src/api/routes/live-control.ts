@@ -61,6 +61,7 @@ export async function liveControlRoutes(app: FastifyInstance, api: ApiContext): 
     {
       POST: {
         summary: "Call an attendee now (or again) in a started conference",
+        refusesInput: true,
         answer: { extended: Attendee, basic: AttendeeBasic },
         representation: true,
       },

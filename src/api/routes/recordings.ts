@@ -84,7 +84,7 @@ export async function recordingRoutes(app: FastifyInstance, api: ApiContext): Pr
     },
     {
       GET: {
-        summary: "The conference's recording (WAV; Range requests)",
+        summary: "The conference's recording (WAV)",
         media: { type: "audio/wav", description: "The recording" },
       },
     },

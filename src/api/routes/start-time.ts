@@ -1,6 +1,6 @@
 import type { FastifyInstance } from "fastify";
 import { readConferenceChanges } from "../../domain/conference.js";
-import { Documents } from "../representations.js";
+import { Documents, utc } from "../representations.js";
 import { StartTime } from "../schemas.js";
 import { type ApiContext, resource, sendDocument } from "../server.js";
 import { ownerTime } from "./conferences.js";
@@ -29,7 +29,7 @@ export async function startTimeRoutes(app: FastifyInstance, api: ApiContext): Pr
         );
         return sendDocument(reply, 200, Documents.startTime, {
           text: written as string,
-          "scheduled-to-start-at": `${(scheduledToStartAt as string).slice(0, 19)}Z`,
+          "scheduled-to-start-at": utc(scheduledToStartAt as string),
           "time-zone": time.timeZone,
         });
       },
@@ -38,6 +38,7 @@ export async function startTimeRoutes(app: FastifyInstance, api: ApiContext): Pr
       GET: {
         summary: "How a start time would be read (in the user's zone), without scheduling anything",
         answer: StartTime,
+        refusesInput: true,
         query: {
           text: {
             description:
