@@ -228,7 +228,7 @@ describe("the resources' XML", () => {
       packetsReceived: 89700,
       lossShare: 0.0016694490818,
       remoteLossShare: null,
-      jitterMs: 3.16227,
+      jitterMs: 3.08,
       remoteJitterMs: 0,
       roundTripMs: 12.05,
       concealmentShare: 0.0001,
