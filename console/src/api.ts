@@ -15,7 +15,7 @@ export interface SessionUser {
   id: number;
   name: string;
   email: string;
-  /** IANA zone, or null when the user chose none (the browser's zone is used then). */
+  /** IANA zone; null when the user chose none, and times are read (by the service) and shown in UTC. */
   timeZone: string | null;
 }
 
@@ -28,6 +28,8 @@ export type ConferenceState = "new" | "pending" | "started" | "ended";
 
 export interface Conference {
   id: number;
+  /** As last read: sent back with a change, so that one made elsewhere since is not overwritten. */
+  lockVersion: number;
   state: ConferenceState;
   name: string;
   scheduledToStartAt: Date | null;
@@ -60,6 +62,7 @@ export interface ConferenceChanges {
 
 /** How the service reads a start time, in the owner's zone. */
 export interface StartTime {
+  /** The text read, as sent: which of the texts typed this reading is of. */
   text: string;
   scheduledToStartAt: Date;
   /** The IANA zone it was read in. */
@@ -120,6 +123,8 @@ export type Call = Pick<
 
 export interface Contact {
   id: number;
+  /** As last read: sent back with a change, so that one made elsewhere since is not overwritten. */
+  lockVersion: number;
   name: string;
   email: string | null;
   /** Free text, as written (contacts' numbers are not normalized). */
@@ -151,7 +156,6 @@ export interface SignUp {
 
 /** The user's own settings as the console shows them. */
 export interface UserSettings {
-  id: number;
   name: string;
   email: string;
   /** The API's time-zone name, or null when none is set (times are then read in UTC). */
@@ -169,6 +173,9 @@ export class ApiError extends Error {
     super(messages.length > 0 ? messages.join("; ") : `The service answered ${status}.`);
   }
 }
+
+/** A change refused because the resource was changed by someone else since it was read (409). */
+export class ChangedElsewhere extends ApiError {}
 
 let csrfToken = "";
 let onSignedOut: () => void = () => {};
@@ -229,6 +236,30 @@ async function documentOf<T>(pending: Promise<Answer<T>>): Promise<T> {
   const { data } = await succeeded(pending);
   if (data === undefined) throw new ApiError(0, ["The service answered without a document."]);
   return data;
+}
+
+/** The default, extended representations, beside which the document has ?representation=basic. */
+type Extended = Schemas["Conference"] | Schemas["Conference"][] | Schemas["Attendee"] | Schemas["Attendee"][];
+
+/**
+ * The document of a request that could ask for the basic representation: the console never does,
+ * so the service answers the extended one (the document's type allows both).
+ */
+async function extendedOf<T>(pending: Promise<Answer<T>>): Promise<Extract<T, Extended>> {
+  return (await documentOf(pending)) as Extract<T, Extended>;
+}
+
+/**
+ * What a PUT sent with the lock-version last read gets: 409 when the resource has changed since
+ * (the only conflict the API answers a contact's or a conference's PUT with).
+ */
+async function unlessChangedElsewhere<T>(answer: Promise<T>): Promise<T> {
+  try {
+    return await answer;
+  } catch (caught) {
+    if (caught instanceof ApiError && caught.status === 409) throw new ChangedElsewhere(409, caught.messages);
+    throw caught;
+  }
 }
 
 async function sessionAnswer(response: Response): Promise<Session> {
@@ -320,7 +351,6 @@ export async function listBillingPackages(): Promise<BillingPackage[]> {
 
 function readUserSettings(user: Schemas["User"]): UserSettings {
   return {
-    id: user.id,
     name: user.name ?? "",
     email: user.email ?? "",
     timeZone: user["time-zone"],
@@ -347,6 +377,7 @@ export async function updateTimeZone(userId: number, timeZone: string | null): P
 function readContact(contact: Schemas["Contact"]): Contact {
   return {
     id: contact.id,
+    lockVersion: contact["lock-version"],
     name: contact.name ?? "",
     email: contact.email,
     phoneNumber: contact["phone-number"],
@@ -356,6 +387,9 @@ function readContact(contact: Schemas["Contact"]): Contact {
 function contactBody(contact: ContactFields): Schemas["ContactWrite"] {
   return { name: contact.name, email: contact.email, "phone-number": contact.phoneNumber };
 }
+
+/** What a change names: the resource, and the lock-version it was last read at. */
+type LastRead = Pick<Contact | Conference, "id" | "lockVersion">;
 
 export async function listContacts(userId: number): Promise<Contact[]> {
   return (await documentOf(api.GET("/users/{userId}/contacts", { params: { path: { userId } } }))).map(
@@ -371,17 +405,20 @@ export async function createContact(userId: number, contact: ContactFields): Pro
   );
 }
 
+/** Changes a contact as last read; one changed elsewhere since throws ChangedElsewhere. */
 export async function updateContact(
   userId: number,
-  contactId: number,
-  contact: ContactFields,
+  contact: LastRead,
+  fields: ContactFields,
 ): Promise<Contact> {
   return readContact(
-    await documentOf(
-      api.PUT("/users/{userId}/contacts/{contactId}", {
-        params: { path: { userId, contactId } },
-        body: contactBody(contact),
-      }),
+    await unlessChangedElsewhere(
+      documentOf(
+        api.PUT("/users/{userId}/contacts/{contactId}", {
+          params: { path: { userId, contactId: contact.id } },
+          body: { ...contactBody(fields), "lock-version": contact.lockVersion },
+        }),
+      ),
     ),
   );
 }
@@ -408,26 +445,22 @@ function conferenceBody(changes: ConferenceChanges): Schemas["ConferenceUpdate"]
   };
 }
 
-/**
- * The console asks for the default, extended representation; the document also allows the basic one
- * (?representation=basic), which has no settings or PINs: they read as off and none.
- */
-function readConference(conference: Schemas["Conference"] | Schemas["ConferenceBasic"]): Conference {
-  const extended = "member-pin" in conference ? conference : undefined;
+function readConference(conference: Schemas["Conference"]): Conference {
   return {
     id: conference.id,
+    lockVersion: conference["lock-version"],
     state: conference.state,
     name: conference.name ?? "",
     scheduledToStartAt: dateOf(conference["scheduled-to-start-at"]),
     startedAt: dateOf(conference["started-at"]),
     endedAt: dateOf(conference["ended-at"]),
-    directDial: extended?.["direct-dial"] === true,
-    dialInLocked: extended?.["dial-in-locked"] === true,
-    recordAudio: extended?.["record-audio"] === true,
-    lectureMode: extended?.["lecture-mode"] === true,
-    encryptedOnly: extended?.["encrypted-only"] === true,
-    memberPin: extended?.["member-pin"] ?? null,
-    moderatorPin: extended?.["moderator-pin"] ?? null,
+    directDial: conference["direct-dial"] === true,
+    dialInLocked: conference["dial-in-locked"] === true,
+    recordAudio: conference["record-audio"] === true,
+    lectureMode: conference["lecture-mode"] === true,
+    encryptedOnly: conference["encrypted-only"] === true,
+    memberPin: conference["member-pin"],
+    moderatorPin: conference["moderator-pin"],
   };
 }
 
@@ -436,14 +469,14 @@ function dateOf(value: string | null): Date | null {
 }
 
 export async function listConferences(userId: number): Promise<Conference[]> {
-  return (await documentOf(api.GET("/users/{userId}/conferences", { params: { path: { userId } } }))).map(
+  return (await extendedOf(api.GET("/users/{userId}/conferences", { params: { path: { userId } } }))).map(
     readConference,
   );
 }
 
 export async function getConference(userId: number, conferenceId: number): Promise<Conference> {
   return readConference(
-    await documentOf(
+    await extendedOf(
       api.GET("/users/{userId}/conferences/{conferenceId}", { params: { path: { userId, conferenceId } } }),
     ),
   );
@@ -455,7 +488,7 @@ export async function createConference(
   conference: ConferenceChanges & { name: string; startTime: string },
 ): Promise<Conference> {
   return readConference(
-    await documentOf(
+    await extendedOf(
       api.POST("/users/{userId}/conferences", {
         params: { path: { userId } },
         body: {
@@ -468,17 +501,20 @@ export async function createConference(
   );
 }
 
+/** Changes a conference as last read; one changed elsewhere since throws ChangedElsewhere. */
 export async function updateConference(
   userId: number,
-  conferenceId: number,
+  conference: LastRead,
   changes: ConferenceChanges,
 ): Promise<Conference> {
   return readConference(
-    await documentOf(
-      api.PUT("/users/{userId}/conferences/{conferenceId}", {
-        params: { path: { userId, conferenceId } },
-        body: conferenceBody(changes),
-      }),
+    await unlessChangedElsewhere(
+      extendedOf(
+        api.PUT("/users/{userId}/conferences/{conferenceId}", {
+          params: { path: { userId, conferenceId: conference.id } },
+          body: { ...conferenceBody(changes), "lock-version": conference.lockVersion },
+        }),
+      ),
     ),
   );
 }
@@ -537,30 +573,25 @@ function phoneNumber(attendee: Schemas["Attendee"]): string | null {
   return `${country === null ? "" : `+${country} `}${grouped}${extension === null ? "" : ` ext. ${extension}`}`;
 }
 
-/**
- * The console asks for the default, extended representation; the document also allows the basic one
- * (?representation=basic), which has the number as one field and no name, live controls or location.
- */
-function readAttendee(attendee: Schemas["Attendee"] | Schemas["AttendeeBasic"], readAt: number): Attendee {
-  const extended = "phone-number-subscriber-number" in attendee ? attendee : undefined;
+function readAttendee(attendee: Schemas["Attendee"], readAt: number): Attendee {
   return {
     id: attendee.id,
     state: attendee.state,
-    name: extended?.name ?? null,
-    number: "phone-number" in attendee ? attendee["phone-number"] : phoneNumber(attendee),
-    location: extended?.["phone-number-location"] ?? null,
+    name: attendee.name,
+    number: phoneNumber(attendee),
+    location: attendee["phone-number-location"],
     moderator: attendee.moderator === true,
-    dialIn: extended?.["dial-in"] === true,
-    muted: extended?.muted ?? null,
-    handUp: extended?.["hand-up"] ?? null,
-    encryption: extended?.encryption ?? null,
+    dialIn: attendee["dial-in"] === true,
+    muted: attendee.muted,
+    handUp: attendee["hand-up"],
+    encryption: attendee.encryption,
     duration: attendee.duration,
     readAt,
   };
 }
 
 export async function listAttendees(userId: number, conferenceId: number): Promise<Attendee[]> {
-  const all = await documentOf(
+  const all = await extendedOf(
     api.GET("/users/{userId}/conferences/{conferenceId}/attendees", {
       params: { path: { userId, conferenceId } },
     }),
@@ -575,7 +606,7 @@ export async function addAttendee(
   conferenceId: number,
   attendee: NewAttendee,
 ): Promise<Attendee> {
-  const added = await documentOf(
+  const added = await extendedOf(
     api.POST("/users/{userId}/conferences/{conferenceId}/attendees", {
       params: { path: { userId, conferenceId } },
       body: { name: attendee.name, email: attendee.email, "phone-number": attendee.phoneNumber },

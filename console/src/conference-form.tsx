@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { useEffect, useMemo, useState } from "preact/hooks";
 import {
   type ConferenceChanges,
   createConference,
@@ -9,41 +9,46 @@ import {
 import { dateTimeFormat, wallClock } from "./format.js";
 import { Problems } from "./problems.js";
 import { TextInput } from "./text-input.js";
-import { messagesOf, useViewHeading } from "./view.js";
+import { messagesOf, useLatest, useMounted, useSubmit, useViewHeading } from "./view.js";
 
 /** How long typing pauses before the start time is read (one request per pause, not per key). */
 const PREVIEW_DELAY_MS = 250;
 
+/** The service's answer for a text, which the preview shows only while the field still holds that text. */
+type Answer = { kind: "read"; read: StartTime } | { kind: "refused"; text: string; messages: string[] };
+
 type Preview =
   | { kind: "empty" }
-  | { kind: "read"; read: StartTime }
-  | { kind: "refused"; messages: string[] };
+  /** The text has not been read yet (typing, or the answer on its way). */
+  | { kind: "reading" }
+  | Answer;
 
 /**
  * The start time as the service reads it, following what is typed: each pause in typing asks the
- * service (GET /users/{id}/start-time), so the preview is the reading a save gets, not a guess.
+ * service (GET /users/{id}/start-time), so the preview is the reading a save gets, not a guess. An
+ * answer is shown only for the text the field holds: while a newer text is read, it says so.
  */
 function useStartTimePreview(userId: number, text: string): Preview {
-  const [preview, setPreview] = useState<Preview>({ kind: "empty" });
-  // Only the latest text's answer is shown, however the answers arrive.
-  const latest = useRef(0);
+  const [answer, setAnswer] = useState<Answer | null>(null);
+  // Only the latest text's answer is kept, however the answers arrive.
+  const beginRead = useLatest();
   useEffect(() => {
-    const asked = ++latest.current;
-    if (text.trim() === "") {
-      setPreview({ kind: "empty" });
-      return;
-    }
+    const latest = beginRead();
+    if (text.trim() === "") return;
     const timer = setTimeout(async () => {
       try {
         const read = await readStartTime(userId, text);
-        if (asked === latest.current) setPreview({ kind: "read", read });
+        if (latest()) setAnswer({ kind: "read", read });
       } catch (caught) {
-        if (asked === latest.current) setPreview({ kind: "refused", messages: messagesOf(caught) });
+        if (latest()) setAnswer({ kind: "refused", text, messages: messagesOf(caught) });
       }
     }, PREVIEW_DELAY_MS);
     return () => clearTimeout(timer);
-  }, [userId, text]);
-  return preview;
+  }, [userId, text, beginRead]);
+  if (text.trim() === "") return { kind: "empty" };
+  if (answer === null || (answer.kind === "read" ? answer.read.text : answer.text) !== text)
+    return { kind: "reading" };
+  return answer;
 }
 
 /** The start-time field: free-form text, with how the service reads it announced beneath. */
@@ -65,14 +70,15 @@ export function StartTimeField({
   );
   return (
     <div>
-      <label for={id}>Start time</label>
-      <input
+      <TextInput
         id={id}
+        label="Start time"
         required
         autocomplete="off"
         aria-describedby={`${id}-hint ${id}-preview`}
+        aria-invalid={preview.kind === "refused"}
         value={value}
-        onInput={(event) => onInput(event.currentTarget.value)}
+        onValue={onInput}
       />
       <p id={`${id}-hint`} class="hint">
         As you would say it: "next Tuesday at 3pm", "tomorrow 9am", "in 2 hours", or 2026-12-01 09:30.
@@ -93,6 +99,8 @@ export function StartTimeField({
           </>
         ) : preview.kind === "refused" ? (
           preview.messages.join(" ")
+        ) : preview.kind === "reading" ? (
+          "Reading…"
         ) : (
           ""
         )}
@@ -108,19 +116,18 @@ export function NewConference({ user }: { user: SessionUser }) {
   const [directDial, setDirectDial] = useState(false);
   const [recordAudio, setRecordAudio] = useState(false);
   const [problems, setProblems] = useState<string[]>([]);
-  const [busy, setBusy] = useState(false);
+  const { busy, submit } = useSubmit();
+  const mounted = useMounted();
   const heading = useViewHeading("New conference");
 
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    setBusy(true);
+  const create = async () => {
     setProblems([]);
     try {
       const created = await createConference(user.id, { name, startTime, directDial, recordAudio });
-      location.hash = `#/conferences/${created.id}`;
+      // Its page opens, unless the person has gone to another view meanwhile.
+      if (mounted()) location.hash = `#/conferences/${created.id}`;
     } catch (caught) {
-      setProblems(messagesOf(caught));
-      setBusy(false);
+      if (mounted()) setProblems(messagesOf(caught));
     }
   };
 
@@ -132,7 +139,14 @@ export function NewConference({ user }: { user: SessionUser }) {
       <h1 ref={heading} tabIndex={-1}>
         New conference
       </h1>
-      <form class="stacked" onSubmit={submit} aria-describedby="new-conference-problems">
+      <form
+        class="stacked"
+        onSubmit={(event) => {
+          event.preventDefault();
+          submit(create);
+        }}
+        aria-describedby="new-conference-problems"
+      >
         <div>
           <TextInput
             id="new-conference-name"
@@ -168,7 +182,7 @@ export function NewConference({ user }: { user: SessionUser }) {
         </div>
         <p class="hint">You are added as its moderator. Add attendees on the next page.</p>
         <div>
-          <button type="submit" class="primary" disabled={busy}>
+          <button type="submit" class="primary" aria-disabled={busy}>
             {busy ? "Creating…" : "Create conference"}
           </button>
         </div>
@@ -178,53 +192,63 @@ export function NewConference({ user }: { user: SessionUser }) {
   );
 }
 
-/** A planned conference's name and start time, changed in place. */
+/**
+ * A planned conference's name and start time, changed in place. The form holds only what was typed
+ * over them: a field not typed in shows the conference as it now is (saved here or changed
+ * elsewhere), and a save sends only the fields typed in, which then show the conference again.
+ */
 export function EditSchedule({
   user,
   name: currentName,
   scheduledToStartAt,
+  busy,
+  submit,
   save,
 }: {
   user: SessionUser;
   name: string;
   scheduledToStartAt: Date | null;
+  busy: boolean;
+  /** Runs a save unless a change of the view is running. */
+  submit: (save: () => Promise<void>) => Promise<void>;
+  /** Sends the changes (none when nothing was changed); throws what to show under the form. */
   save: (changes: ConferenceChanges) => Promise<void>;
 }) {
-  // The current start on the owner's wall clock, which the service reads back as the same instant;
-  // with no zone of the owner's (the service reads in UTC), the instant itself.
+  // The current start on the owner's wall clock (UTC's for an owner with no zone, as the service
+  // then reads it), which the service reads back as the same instant.
   const currentStart =
-    scheduledToStartAt === null
-      ? ""
-      : user.timeZone === null
-        ? `${scheduledToStartAt.toISOString().slice(0, 19)}Z`
-        : wallClock(scheduledToStartAt, user.timeZone);
-  const [name, setName] = useState(currentName);
-  const [startTime, setStartTime] = useState(currentStart);
+    scheduledToStartAt === null ? "" : wallClock(scheduledToStartAt, user.timeZone ?? "UTC");
+  const [typed, setTyped] = useState<{ name?: string; startTime?: string }>({});
   const [problems, setProblems] = useState<string[]>([]);
-  // Saved (or changed elsewhere): the fields show the conference as it now is.
-  useEffect(() => {
-    setName(currentName);
-    setStartTime(currentStart);
-  }, [currentName, currentStart]);
+  const mounted = useMounted();
+  const name = typed.name ?? currentName;
+  const startTime = typed.startTime ?? currentStart;
 
-  const submit = async (event: Event) => {
-    event.preventDefault();
+  const saveTyped = async () => {
     setProblems([]);
+    const changes: ConferenceChanges = {};
+    if (name !== currentName) changes.name = name;
+    // Sent only when changed: "now" typed again would otherwise move the start each time.
+    if (startTime !== currentStart) changes.startTime = startTime;
     try {
-      const changes: ConferenceChanges = {};
-      if (name !== currentName) changes.name = name;
-      // Sent only when changed: "now" typed again would otherwise move the start each time.
-      if (startTime !== currentStart) changes.startTime = startTime;
       await save(changes);
+      if (mounted()) setTyped({});
     } catch (caught) {
-      setProblems(messagesOf(caught));
+      if (mounted()) setProblems(messagesOf(caught));
     }
   };
 
   return (
     <section aria-labelledby="schedule-heading">
       <h2 id="schedule-heading">Name and start time</h2>
-      <form class="stacked" onSubmit={submit} aria-describedby="schedule-problems">
+      <form
+        class="stacked"
+        onSubmit={(event) => {
+          event.preventDefault();
+          submit(saveTyped);
+        }}
+        aria-describedby="schedule-problems"
+      >
         <div>
           <TextInput
             id="schedule-name"
@@ -232,12 +256,17 @@ export function EditSchedule({
             required
             autocomplete="off"
             value={name}
-            onValue={setName}
+            onValue={(value) => setTyped((before) => ({ ...before, name: value }))}
           />
         </div>
-        <StartTimeField id="schedule-start" userId={user.id} value={startTime} onInput={setStartTime} />
+        <StartTimeField
+          id="schedule-start"
+          userId={user.id}
+          value={startTime}
+          onInput={(value) => setTyped((before) => ({ ...before, startTime: value }))}
+        />
         <div>
-          <button type="submit" class="primary">
+          <button type="submit" class="primary" aria-disabled={busy}>
             Save name and start time
           </button>
         </div>

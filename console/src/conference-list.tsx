@@ -1,9 +1,9 @@
 import { useCallback, useEffect, useMemo, useState } from "preact/hooks";
 import { type Conference, listConferences, type SessionUser, userEventsUrl } from "./api.js";
-import { clock, dateTimeFormat } from "./format.js";
+import { dateTimeFormat, lasted } from "./format.js";
 import { useDebounced, useEventStream } from "./live.js";
 import { StreamState } from "./stream-state.js";
-import { useViewHeading } from "./view.js";
+import { useLatest, useViewHeading } from "./view.js";
 
 const GROUPS: Array<{ title: string; states: string[]; empty: string }> = [
   { title: "Live", states: ["started"], empty: "No conference is running." },
@@ -20,15 +20,19 @@ export function ConferenceList({ user }: { user: SessionUser }) {
   const [error, setError] = useState("");
   const format = useMemo(() => dateTimeFormat(user.timeZone), [user.timeZone]);
   const heading = useViewHeading("Conferences");
+  const beginRead = useLatest();
 
   const load = useCallback(async () => {
+    const latest = beginRead();
     try {
-      setConferences(await listConferences(user.id));
+      const read = await listConferences(user.id);
+      if (!latest()) return;
+      setConferences(read);
       setError("");
     } catch (caught) {
-      setError(`The conferences could not be read: ${(caught as Error).message}`);
+      if (latest()) setError(`The conferences could not be read: ${(caught as Error).message}`);
     }
-  }, [user.id]);
+  }, [user.id, beginRead]);
   useEffect(() => {
     load();
   }, [load]);
@@ -55,7 +59,7 @@ export function ConferenceList({ user }: { user: SessionUser }) {
           New conference
         </a>
       </p>
-      <p class="hint">Times are shown in {user.timeZone ?? "this browser's time zone"}.</p>
+      <p class="hint">Times are shown in {user.timeZone ?? "UTC (no time zone is set: see Settings)"}.</p>
       {error !== "" && (
         <p class="error" role="alert">
           {error}
@@ -83,6 +87,7 @@ export function ConferenceList({ user }: { user: SessionUser }) {
                   <ul class="conferences">
                     {listed.map((conference) => {
                       const moment = when(conference);
+                      const duration = lasted(conference);
                       const label =
                         conference.state === "ended"
                           ? "Ended"
@@ -97,9 +102,7 @@ export function ConferenceList({ user }: { user: SessionUser }) {
                           <span class="hint">
                             {label}
                             {moment === null ? "" : ` ${format.format(moment)}`}
-                            {conference.startedAt !== null &&
-                              conference.endedAt !== null &&
-                              `, lasted ${clock((conference.endedAt.getTime() - conference.startedAt.getTime()) / 1000)}`}
+                            {duration !== null && `, lasted ${duration}`}
                           </span>
                         </li>
                       );

@@ -7,8 +7,10 @@ import {
   accessNumbers,
   addAttendee,
   type Call,
+  ChangedElsewhere,
   type Conference,
   type ConferenceChanges,
+  type ConferenceState,
   type Contact,
   callAttendee,
   callsCsvUrl,
@@ -28,17 +30,27 @@ import {
   updateConference,
 } from "./api.js";
 import { EditSchedule } from "./conference-form.js";
-import { clock, dateTimeFormat, milliseconds, percent } from "./format.js";
+import { clock, dateTimeFormat, lasted, milliseconds, percent } from "./format.js";
 import { type LiveEvent, useDebounced, useEventStream } from "./live.js";
 import { Problems } from "./problems.js";
 import { StreamState } from "./stream-state.js";
 import { TextInput } from "./text-input.js";
-import { messagesOf } from "./view.js";
+import { focusAfterRender, messagesOf, useLatest, useMounted, useSubmit, useViewHeading } from "./view.js";
 
 interface Notice {
   text: string;
   error: boolean;
 }
+
+/** A confirmation asked for, and the conference's state it was asked in: a change of state closes it. */
+interface Confirming {
+  action: "end" | "delete";
+  state: ConferenceState;
+}
+
+/** What a change refused for a stale lock-version says (the view reads the conference again). */
+const CHANGED_ELSEWHERE =
+  "the conference was changed elsewhere meanwhile; it is read again and shown as it is now";
 
 /**
  * How an attendee's call is protected, shortly (the column is narrow) and in full (its title), and
@@ -93,18 +105,23 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
   const [talking, setTalking] = useState<ReadonlySet<number>>(new Set());
   const [loadError, setLoadError] = useState("");
   const [notice, setNotice] = useState<Notice>({ text: "", error: false });
-  const [confirmingEnd, setConfirmingEnd] = useState(false);
-  const [confirmingDelete, setConfirmingDelete] = useState(false);
+  const [confirming, setConfirming] = useState<Confirming | null>(null);
   const [now, setNow] = useState(Date.now());
   const [numbers, setNumbers] = useState<string[] | null>(null);
   const format = useMemo(() => dateTimeFormat(user.timeZone), [user.timeZone]);
-  const heading = useRef<HTMLHeadingElement>(null);
+  // One heading, loading or loaded, so that the focus it takes as the view opens stays on it.
+  const heading = useViewHeading(conference?.name ?? "Conference");
+  const noticeText = useRef<HTMLParagraphElement>(null);
   const endButton = useRef<HTMLButtonElement>(null);
   const confirmButton = useRef<HTMLButtonElement>(null);
   const deleteButton = useRef<HTMLButtonElement>(null);
   const confirmDeleteButton = useRef<HTMLButtonElement>(null);
+  const { busy, submit } = useSubmit();
+  const mounted = useMounted();
+  const beginRead = useLatest();
 
   const load = useCallback(async () => {
+    const latest = beginRead();
     try {
       const [one, all, recorded, records] = await Promise.all([
         getConference(user.id, conferenceId),
@@ -112,6 +129,7 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
         hasRecording(user.id, conferenceId),
         listCalls(user.id, conferenceId),
       ]);
+      if (!latest()) return;
       setConference(one);
       setAttendees(all);
       setRecording(recorded);
@@ -119,19 +137,23 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
       setNow(all[0]?.readAt ?? Date.now());
       setLoadError("");
     } catch (caught) {
+      if (!latest()) return;
       setLoadError(
         caught instanceof ApiError && caught.status === 404
           ? "There is no such conference."
           : `The conference could not be read: ${(caught as Error).message}`,
       );
     }
-  }, [user.id, conferenceId]);
+  }, [user.id, conferenceId, beginRead]);
   useEffect(() => {
     load();
   }, [load]);
   useEffect(() => {
-    accessNumbers().then(setNumbers, () => setNumbers([]));
-  }, []);
+    accessNumbers().then(
+      (found) => mounted() && setNumbers(found),
+      () => mounted() && setNumbers([]),
+    );
+  }, [mounted]);
   const reload = useDebounced(load, 100);
 
   const onEvent = useCallback(
@@ -170,10 +192,10 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
   useEffect(() => {
     if (!awaitingRecording) return;
     const timer = setInterval(async () => {
-      if (await hasRecording(user.id, conferenceId).catch(() => false)) setRecording(true);
+      if ((await hasRecording(user.id, conferenceId).catch(() => false)) && mounted()) setRecording(true);
     }, 2000);
     return () => clearInterval(timer);
-  }, [awaitingRecording, user.id, conferenceId]);
+  }, [awaitingRecording, user.id, conferenceId, mounted]);
 
   const anyoneConnected = attendees.some((attendee) => attendee.state === "connected");
   useEffect(() => {
@@ -182,13 +204,9 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
     return () => clearInterval(timer);
   }, [anyoneConnected]);
 
-  const title = conference?.name;
-  useEffect(() => {
-    document.title = `${title ?? "Conference"} — Bridgeline console`;
-  }, [title]);
-  useEffect(() => {
-    heading.current?.focus();
-  }, []);
+  // A confirmation is of the state it was asked in: once the conference starts or ends, it is gone.
+  const confirmingEnd = confirming?.action === "end" && confirming.state === conference?.state;
+  const confirmingDelete = confirming?.action === "delete" && confirming.state === conference?.state;
   useEffect(() => {
     if (confirmingEnd) confirmButton.current?.focus();
   }, [confirmingEnd]);
@@ -196,30 +214,58 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
     if (confirmingDelete) confirmDeleteButton.current?.focus();
   }, [confirmingDelete]);
 
-  /** Runs a change, says how it went, and reads the conference again. */
-  const act = async (done: string, failed: string, change: () => Promise<unknown>) => {
-    try {
-      await change();
-      setNotice({ text: done, error: false });
-    } catch (caught) {
-      setNotice({ text: `${failed}: ${(caught as Error).message}`, error: true });
-    }
-    reload();
+  /** Says how a change went; `focus` when the control that made it has gone (or is going) with it. */
+  const say = (said: Notice, focus: boolean) => {
+    setNotice(said);
+    if (focus) focusAfterRender(noticeText);
   };
 
-  const putConference = (changes: ConferenceChanges) => updateConference(user.id, conferenceId, changes);
+  /**
+   * Runs a change (none while another runs), says how it went, and reads the conference again.
+   * `controlGoes`: the change takes its control away (the callout of Set pending, a row removed, a
+   * button for a state left), so the notice, which says how it went, takes the focus.
+   */
+  const act = (done: string, failed: string, change: () => Promise<unknown>, controlGoes = false) =>
+    submit(async () => {
+      try {
+        await change();
+        if (mounted()) say({ text: done, error: false }, controlGoes);
+      } catch (caught) {
+        if (!mounted()) return;
+        const why = caught instanceof ChangedElsewhere ? CHANGED_ELSEWHERE : messagesOf(caught).join(" ");
+        say({ text: `${failed}: ${why}`, error: true }, controlGoes);
+      }
+      reload();
+    });
+
+  /** Changes the conference as shown (its lock-version sent: a change made elsewhere since is refused). */
+  const putConference = async (shown: Conference, changes: ConferenceChanges) => {
+    const changed = await updateConference(user.id, shown, changes);
+    if (!mounted()) return;
+    // Shown at once, with the lock-version the next change sends; reads begun before it are older.
+    beginRead();
+    setConference(changed);
+  };
   const putAttendee = (attendee: Attendee, changes: AttendeeChanges) =>
     updateAttendee(user.id, conferenceId, attendee.id, changes);
 
+  const titleRow = (
+    <>
+      <p>
+        <a href="#/">← All conferences</a>
+      </p>
+      <div class="title-row">
+        <h1 ref={heading} tabIndex={-1}>
+          {conference?.name ?? "Conference"}
+        </h1>
+        <StreamState status={status} />
+      </div>
+    </>
+  );
   if (conference === null) {
     return (
       <main>
-        <p>
-          <a href="#/">← All conferences</a>
-        </p>
-        <h1 ref={heading} tabIndex={-1}>
-          Conference
-        </h1>
+        {titleRow}
         {loadError === "" ? (
           <p>Loading…</p>
         ) : (
@@ -242,17 +288,11 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
       </>
     );
 
+  const duration = lasted(conference);
+
   return (
     <main>
-      <p>
-        <a href="#/">← All conferences</a>
-      </p>
-      <div class="title-row">
-        <h1 ref={heading} tabIndex={-1}>
-          {conference.name}
-        </h1>
-        <StreamState status={status} />
-      </div>
+      {titleRow}
       <dl class="facts">
         <dt>State</dt>
         <dd>
@@ -261,14 +301,16 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
         {moment("Scheduled", conference.scheduledToStartAt)}
         {moment("Started", conference.startedAt)}
         {moment("Ended", conference.endedAt)}
-        {conference.startedAt !== null && conference.endedAt !== null && (
+        {duration !== null && (
           <>
             <dt>Lasted</dt>
-            <dd class="numeric">
-              {clock((conference.endedAt.getTime() - conference.startedAt.getTime()) / 1000)}
-            </dd>
+            <dd class="numeric">{duration}</dd>
           </>
         )}
+        <dt>Direct dial</dt>
+        <dd>
+          {conference.directDial ? "on: attendees join as they answer" : "off: attendees press 1 to join"}
+        </dd>
       </dl>
       {conference.state === "new" && (
         <div class="callout">
@@ -280,11 +322,13 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
             type="button"
             class="primary"
             aria-describedby="pending-hint"
+            aria-disabled={busy}
             onClick={() =>
               act(
                 "Set pending: the attendees are called at the start time.",
                 "Could not set the conference pending",
-                () => putConference({ state: "pending" }),
+                () => putConference(conference, { state: "pending" }),
+                true,
               )
             }
           >
@@ -315,7 +359,13 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
           {loadError}
         </p>
       )}
-      <p class={notice.error ? "notice error" : "notice"} role="status" aria-live="polite">
+      <p
+        ref={noticeText}
+        class={notice.error ? "notice error" : "notice"}
+        role="status"
+        aria-live="polite"
+        tabIndex={-1}
+      >
         {notice.text}
       </p>
 
@@ -394,6 +444,7 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
                         <button
                           type="button"
                           aria-label={`${attendee.muted ? "Unmute" : "Mute"} ${name}`}
+                          aria-disabled={busy}
                           onClick={() =>
                             act(
                               `${attendee.muted ? "Unmuted" : "Muted"} ${name}.`,
@@ -409,9 +460,13 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
                         <button
                           type="button"
                           aria-label={`Lower ${name}'s hand`}
+                          aria-disabled={busy}
                           onClick={() =>
-                            act(`Lowered ${name}'s hand.`, `Could not lower ${name}'s hand`, () =>
-                              putAttendee(attendee, { handUp: false }),
+                            act(
+                              `Lowered ${name}'s hand.`,
+                              `Could not lower ${name}'s hand`,
+                              () => putAttendee(attendee, { handUp: false }),
+                              true,
                             )
                           }
                         >
@@ -423,11 +478,13 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
                           type="button"
                           class="danger"
                           aria-label={`Hang up ${name}`}
+                          aria-disabled={busy}
                           onClick={() =>
                             act(
                               `Hung up ${name} and removed them from the conference.`,
                               `Could not hang up ${name}`,
                               () => removeAttendee(user.id, conferenceId, attendee.id),
+                              true,
                             )
                           }
                         >
@@ -438,9 +495,13 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
                         <button
                           type="button"
                           aria-label={`Call ${name} ${attendee.state === "new" ? "now" : "again"}`}
+                          aria-disabled={busy}
                           onClick={() =>
-                            act(`Calling ${name}.`, `Could not call ${name}`, () =>
-                              callAttendee(user.id, conferenceId, attendee.id),
+                            act(
+                              `Calling ${name}.`,
+                              `Could not call ${name}`,
+                              () => callAttendee(user.id, conferenceId, attendee.id),
+                              true,
                             )
                           }
                         >
@@ -451,9 +512,13 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
                         <button
                           type="button"
                           aria-label={`Remove ${name}`}
+                          aria-disabled={busy}
                           onClick={() =>
-                            act(`Removed ${name}.`, `Could not remove ${name}`, () =>
-                              removeAttendee(user.id, conferenceId, attendee.id),
+                            act(
+                              `Removed ${name}.`,
+                              `Could not remove ${name}`,
+                              () => removeAttendee(user.id, conferenceId, attendee.id),
+                              true,
                             )
                           }
                         >
@@ -486,6 +551,8 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
             setNotice({ text: started ? `Added ${label}; calling now.` : `Added ${label}.`, error: false });
             reload();
           }}
+          busy={busy}
+          submit={submit}
           userId={user.id}
           started={started}
         />
@@ -496,8 +563,23 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
           user={user}
           name={conference.name}
           scheduledToStartAt={conference.scheduledToStartAt}
+          busy={busy}
+          submit={submit}
           save={async (changes) => {
-            await putConference(changes);
+            if (Object.keys(changes).length === 0) {
+              setNotice({ text: "Nothing to save: the name and start time are as they were.", error: false });
+              return;
+            }
+            try {
+              await putConference(conference, changes);
+            } catch (caught) {
+              if (!(caught instanceof ChangedElsewhere)) throw caught;
+              reload();
+              throw new Error(
+                `Not saved: ${CHANGED_ELSEWHERE}. Save again to replace it with what this form holds.`,
+              );
+            }
+            if (!mounted()) return;
             setNotice({ text: "Saved the name and start time.", error: false });
             reload();
           }}
@@ -512,11 +594,12 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
               <span>Dial-in: {conference.dialInLocked ? "locked (members are refused)" : "open"}</span>
               <button
                 type="button"
+                aria-disabled={busy}
                 onClick={() =>
                   act(
                     conference.dialInLocked ? "Dial-in unlocked." : "Dial-in locked.",
                     "Could not change dial-in",
-                    () => putConference({ dialInLocked: !conference.dialInLocked }),
+                    () => putConference(conference, { dialInLocked: !conference.dialInLocked }),
                   )
                 }
               >
@@ -527,11 +610,12 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
               <span>Lecture mode: {conference.lectureMode ? "on (only the moderator speaks)" : "off"}</span>
               <button
                 type="button"
+                aria-disabled={busy}
                 onClick={() =>
                   act(
                     conference.lectureMode ? "Lecture mode off." : "Lecture mode on.",
                     "Could not change lecture mode",
-                    () => putConference({ lectureMode: !conference.lectureMode }),
+                    () => putConference(conference, { lectureMode: !conference.lectureMode }),
                   )
                 }
               >
@@ -545,13 +629,14 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
               </span>
               <button
                 type="button"
+                aria-disabled={busy}
                 onClick={() =>
                   act(
                     conference.encryptedOnly
                       ? "Unencrypted calls are allowed."
                       : "Only encrypted calls are taken; the others are hung up.",
                     "Could not change encryption",
-                    () => putConference({ encryptedOnly: !conference.encryptedOnly }),
+                    () => putConference(conference, { encryptedOnly: !conference.encryptedOnly }),
                   )
                 }
               >
@@ -562,11 +647,12 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
               <span>Recording: {conference.recordAudio ? "on" : "off"}</span>
               <button
                 type="button"
+                aria-disabled={busy}
                 onClick={() =>
                   act(
                     conference.recordAudio ? "Recording stopped." : "Recording started.",
                     "Could not change recording",
-                    () => putConference({ recordAudio: !conference.recordAudio }),
+                    () => putConference(conference, { recordAudio: !conference.recordAudio }),
                   )
                 }
               >
@@ -582,27 +668,42 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
                   ref={confirmButton}
                   type="button"
                   class="danger"
-                  onClick={() => {
-                    setConfirmingEnd(false);
-                    act("Conference ended.", "Could not end the conference", () =>
-                      endConference(user.id, conferenceId),
-                    );
-                  }}
+                  aria-disabled={busy}
+                  onClick={() =>
+                    act(
+                      "Conference ended.",
+                      "Could not end the conference",
+                      async () => {
+                        // The confirmation stays while the request runs; then the notice says how it went.
+                        try {
+                          await endConference(user.id, conferenceId);
+                        } finally {
+                          if (mounted()) setConfirming(null);
+                        }
+                      },
+                      true,
+                    )
+                  }
                 >
                   End for everyone
                 </button>
                 <button
                   type="button"
                   onClick={() => {
-                    setConfirmingEnd(false);
-                    requestAnimationFrame(() => endButton.current?.focus());
+                    setConfirming(null);
+                    focusAfterRender(endButton);
                   }}
                 >
                   Cancel
                 </button>
               </fieldset>
             ) : (
-              <button ref={endButton} type="button" class="danger" onClick={() => setConfirmingEnd(true)}>
+              <button
+                ref={endButton}
+                type="button"
+                class="danger"
+                onClick={() => setConfirming({ action: "end", state: conference.state })}
+              >
                 End conference
               </button>
             ))}
@@ -662,33 +763,46 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
                 ref={confirmDeleteButton}
                 type="button"
                 class="danger"
-                onClick={async () => {
-                  setConfirmingDelete(false);
-                  try {
-                    await deleteConference(user.id, conferenceId);
-                    location.hash = "#/";
-                  } catch (caught) {
-                    setNotice({
-                      text: `Could not delete the conference: ${messagesOf(caught).join(" ")}`,
-                      error: true,
-                    });
-                  }
-                }}
+                aria-disabled={busy}
+                onClick={() =>
+                  submit(async () => {
+                    try {
+                      await deleteConference(user.id, conferenceId);
+                      // Back to the list, unless the person has gone to another view meanwhile.
+                      if (mounted()) location.hash = "#/";
+                    } catch (caught) {
+                      if (!mounted()) return;
+                      setConfirming(null);
+                      say(
+                        {
+                          text: `Could not delete the conference: ${messagesOf(caught).join(" ")}`,
+                          error: true,
+                        },
+                        true,
+                      );
+                    }
+                  })
+                }
               >
                 Delete for good
               </button>
               <button
                 type="button"
                 onClick={() => {
-                  setConfirmingDelete(false);
-                  requestAnimationFrame(() => deleteButton.current?.focus());
+                  setConfirming(null);
+                  focusAfterRender(deleteButton);
                 }}
               >
                 Cancel
               </button>
             </fieldset>
           ) : (
-            <button ref={deleteButton} type="button" class="danger" onClick={() => setConfirmingDelete(true)}>
+            <button
+              ref={deleteButton}
+              type="button"
+              class="danger"
+              onClick={() => setConfirming({ action: "delete", state: conference.state })}
+            >
               Delete conference
             </button>
           )}
@@ -819,12 +933,17 @@ function Calls({
 function AddAttendee({
   add,
   added,
+  busy,
+  submit,
   userId,
   started,
 }: {
   add: (attendee: NewAttendee) => Promise<unknown>;
   /** Told of each attendee added, by the name shown. */
   added: (label: string) => void;
+  busy: boolean;
+  /** Runs an addition unless a change of the view is running (a second click adds nobody twice). */
+  submit: (addition: () => Promise<void>) => Promise<void>;
   userId: number;
   started: boolean;
 }) {
@@ -834,14 +953,15 @@ function AddAttendee({
   const [number, setNumber] = useState("");
   const [contactProblems, setContactProblems] = useState<string[]>([]);
   const [numberProblems, setNumberProblems] = useState<string[]>([]);
+  const mounted = useMounted();
 
   useEffect(() => {
     listContacts(userId).then(
       // Only contacts with a number can be called.
-      (found) => setContacts(found.filter((contact) => contact.phoneNumber !== null)),
-      (caught) => setContactProblems(messagesOf(caught)),
+      (found) => mounted() && setContacts(found.filter((contact) => contact.phoneNumber !== null)),
+      (caught) => mounted() && setContactProblems(messagesOf(caught)),
     );
-  }, [userId]);
+  }, [userId, mounted]);
 
   /** Adds one; a refusal's messages (the API's own) show beside the form that was refused. */
   const addOne = async (
@@ -853,15 +973,15 @@ function AddAttendee({
     try {
       await add(attendee);
     } catch (caught) {
-      setProblems(messagesOf(caught));
+      if (mounted()) setProblems(messagesOf(caught));
       return false;
     }
+    if (!mounted()) return false;
     added(label);
     return true;
   };
 
-  const addContact = async (event: Event) => {
-    event.preventDefault();
+  const addContact = async () => {
     const contact = contacts?.find((candidate) => String(candidate.id) === contactId);
     if (contact === undefined || contact.phoneNumber === null) return;
     if (
@@ -874,8 +994,7 @@ function AddAttendee({
       setContactId("");
   };
 
-  const addNumber = async (event: Event) => {
-    event.preventDefault();
+  const addNumber = async () => {
     const label = name.trim() || number.trim();
     if (
       await addOne(
@@ -901,7 +1020,10 @@ function AddAttendee({
       ) : (
         <form
           class="add"
-          onSubmit={addContact}
+          onSubmit={(event) => {
+            event.preventDefault();
+            submit(addContact);
+          }}
           aria-labelledby="add-contact-heading"
           aria-describedby="add-contact-problems"
         >
@@ -921,7 +1043,7 @@ function AddAttendee({
               ))}
             </select>
           </div>
-          <button type="submit" class="primary">
+          <button type="submit" class="primary" aria-disabled={busy}>
             {started ? "Add contact and call" : "Add contact"}
           </button>
         </form>
@@ -930,7 +1052,10 @@ function AddAttendee({
       <h3 id="add-number-heading">By number</h3>
       <form
         class="add"
-        onSubmit={addNumber}
+        onSubmit={(event) => {
+          event.preventDefault();
+          submit(addNumber);
+        }}
         aria-labelledby="add-number-heading"
         aria-describedby="add-number-problems"
       >
@@ -948,7 +1073,7 @@ function AddAttendee({
             onValue={setNumber}
           />
         </div>
-        <button type="submit" class="primary">
+        <button type="submit" class="primary" aria-disabled={busy}>
           {started ? "Add and call" : "Add"}
         </button>
       </form>

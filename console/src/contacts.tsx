@@ -1,6 +1,6 @@
-import type { RefObject } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import {
+  ChangedElsewhere,
   type Contact,
   type ContactFields,
   createContact,
@@ -11,34 +11,92 @@ import {
 } from "./api.js";
 import { Problems } from "./problems.js";
 import { TextInput } from "./text-input.js";
-import { messagesOf, useViewHeading } from "./view.js";
+import { focusAfterRender, messagesOf, useLatest, useMounted, useSubmit, useViewHeading } from "./view.js";
 
 const EMPTY: ContactFields = { name: "", email: null, phoneNumber: null };
 
-/** The user's contacts: listed, added, edited (in the same form) and deleted. */
+/**
+ * The user's contacts: listed, added, edited (in the same form) and deleted, one change at a time.
+ * When a control goes away with what it did (a deleted row, the edit form saved or cancelled), the
+ * focus moves to what says what happened (the notice) or to the form's heading.
+ */
 export function Contacts({ user }: { user: SessionUser }) {
   const [contacts, setContacts] = useState<Contact[] | null>(null);
   const [loadError, setLoadError] = useState("");
   const [notice, setNotice] = useState("");
   const [editing, setEditing] = useState<Contact | null>(null);
+  const { busy, submit } = useSubmit();
+  const mounted = useMounted();
+  const beginRead = useLatest();
   const heading = useViewHeading("Contacts");
   const formHeading = useRef<HTMLHeadingElement>(null);
+  const noticeText = useRef<HTMLParagraphElement>(null);
 
-  const load = useCallback(async () => {
+  /** Reads the list; what it read, or null when a later read (or leaving the view) overtook it. */
+  const load = useCallback(async (): Promise<Contact[] | null> => {
+    const latest = beginRead();
     try {
-      setContacts(await listContacts(user.id));
+      const read = await listContacts(user.id);
+      if (!latest()) return null;
+      setContacts(read);
       setLoadError("");
+      return read;
     } catch (caught) {
-      setLoadError(`The contacts could not be read: ${messagesOf(caught).join(" ")}`);
+      if (latest()) setLoadError(`The contacts could not be read: ${messagesOf(caught).join(" ")}`);
+      return null;
     }
-  }, [user.id]);
+  }, [user.id, beginRead]);
   useEffect(() => {
     load();
   }, [load]);
 
   const edit = (contact: Contact) => {
     setEditing(contact);
-    requestAnimationFrame(() => formHeading.current?.focus());
+    focusAfterRender(formHeading);
+  };
+
+  const remove = async (contact: Contact) => {
+    try {
+      await deleteContact(user.id, contact.id);
+      if (!mounted()) return;
+      setNotice(`Deleted ${contact.name}.`);
+      if (editing?.id === contact.id) setEditing(null);
+    } catch (caught) {
+      if (!mounted()) return;
+      setNotice(`Could not delete ${contact.name}: ${messagesOf(caught).join(" ")}`);
+    }
+    // The row and its button are gone (or may be, once read again).
+    focusAfterRender(noticeText);
+    load();
+  };
+
+  /** Saves the form; throws what to show under it. Resolves true once saved. */
+  const save = async (fields: ContactFields): Promise<boolean> => {
+    try {
+      const saved =
+        editing === null
+          ? await createContact(user.id, fields)
+          : await updateContact(user.id, editing, fields);
+      if (!mounted()) return false;
+      setNotice(editing === null ? `Added ${saved.name}.` : `Saved ${saved.name}.`);
+      if (editing !== null) {
+        // The edit form gives way to the add form: the notice takes the focus.
+        setEditing(null);
+        focusAfterRender(noticeText);
+      }
+      load();
+      return true;
+    } catch (caught) {
+      if (!(caught instanceof ChangedElsewhere) || editing === null) throw caught;
+      // Changed by someone else since it was read: the list shows it as it now is, and the form
+      // keeps what was typed, to be saved over it (with the lock-version just read) if still wanted.
+      const fresh = (await load())?.find((contact) => contact.id === editing.id);
+      if (fresh !== undefined && mounted()) setEditing(fresh);
+      throw new Error(
+        `${editing.name} was changed elsewhere meanwhile: the list shows it as it is now. ` +
+          "Save again to replace it with what this form holds.",
+      );
+    }
   };
 
   return (
@@ -52,7 +110,7 @@ export function Contacts({ user }: { user: SessionUser }) {
           {loadError}
         </p>
       )}
-      <p class="notice" role="status" aria-live="polite">
+      <p ref={noticeText} class="notice" role="status" aria-live="polite" tabIndex={-1}>
         {notice}
       </p>
       {contacts === null ? (
@@ -89,16 +147,8 @@ export function Contacts({ user }: { user: SessionUser }) {
                       type="button"
                       class="danger"
                       aria-label={`Delete ${contact.name}`}
-                      onClick={async () => {
-                        try {
-                          await deleteContact(user.id, contact.id);
-                          setNotice(`Deleted ${contact.name}.`);
-                          if (editing?.id === contact.id) setEditing(null);
-                        } catch (caught) {
-                          setNotice(`Could not delete ${contact.name}: ${messagesOf(caught).join(" ")}`);
-                        }
-                        load();
-                      }}
+                      aria-disabled={busy}
+                      onClick={() => submit(() => remove(contact))}
                     >
                       Delete
                     </button>
@@ -109,34 +159,39 @@ export function Contacts({ user }: { user: SessionUser }) {
           </tbody>
         </table>
       )}
-      <ContactForm
-        key={editing?.id ?? "new"}
-        headingRef={formHeading}
-        contact={editing}
-        save={async (fields) => {
-          const saved =
-            editing === null
-              ? await createContact(user.id, fields)
-              : await updateContact(user.id, editing.id, fields);
-          setNotice(editing === null ? `Added ${saved.name}.` : `Saved ${saved.name}.`);
-          setEditing(null);
-          load();
-        }}
-        cancel={() => setEditing(null)}
-      />
+      <section aria-labelledby="contact-form-heading">
+        {/* Outside the form, which starts afresh for each contact: the heading stays, to take the focus. */}
+        <h2 id="contact-form-heading" ref={formHeading} tabIndex={-1}>
+          {editing === null ? "Add a contact" : `Edit ${editing.name}`}
+        </h2>
+        <ContactForm
+          key={editing?.id ?? "new"}
+          contact={editing}
+          busy={busy}
+          submit={submit}
+          save={save}
+          cancel={() => {
+            setEditing(null);
+            focusAfterRender(formHeading);
+          }}
+        />
+      </section>
     </main>
   );
 }
 
 function ContactForm({
   contact,
-  headingRef,
+  busy,
+  submit,
   save,
   cancel,
 }: {
   contact: Contact | null;
-  headingRef: RefObject<HTMLHeadingElement | null>;
-  save: (fields: ContactFields) => Promise<void>;
+  busy: boolean;
+  /** Runs a save unless a change is running. */
+  submit: (save: () => Promise<void>) => Promise<void>;
+  save: (fields: ContactFields) => Promise<boolean>;
   cancel: () => void;
 }) {
   const initial = contact ?? EMPTY;
@@ -144,33 +199,37 @@ function ContactForm({
   const [email, setEmail] = useState(initial.email ?? "");
   const [phoneNumber, setPhoneNumber] = useState(initial.phoneNumber ?? "");
   const [problems, setProblems] = useState<string[]>([]);
-  const title = contact === null ? "Add a contact" : `Edit ${contact.name}`;
+  const mounted = useMounted();
 
-  const submit = async (event: Event) => {
-    event.preventDefault();
+  const saveFields = async () => {
     setProblems([]);
     try {
-      await save({
+      const saved = await save({
         name: name.trim(),
         email: email.trim() === "" ? null : email.trim(),
         phoneNumber: phoneNumber.trim() === "" ? null : phoneNumber.trim(),
       });
-      if (contact === null) {
+      if (saved && contact === null && mounted()) {
         setName("");
         setEmail("");
         setPhoneNumber("");
       }
     } catch (caught) {
-      setProblems(messagesOf(caught));
+      if (mounted()) setProblems(messagesOf(caught));
     }
   };
 
   return (
-    <section aria-labelledby="contact-form-heading">
-      <h2 id="contact-form-heading" ref={headingRef} tabIndex={-1}>
-        {title}
-      </h2>
-      <form class="add" onSubmit={submit} aria-describedby="contact-problems">
+    <>
+      <form
+        class="add"
+        onSubmit={(event) => {
+          event.preventDefault();
+          submit(saveFields);
+        }}
+        aria-labelledby="contact-form-heading"
+        aria-describedby="contact-problems"
+      >
         <div>
           <TextInput
             id="contact-name"
@@ -201,7 +260,7 @@ function ContactForm({
             onValue={setPhoneNumber}
           />
         </div>
-        <button type="submit" class="primary">
+        <button type="submit" class="primary" aria-disabled={busy}>
           {contact === null ? "Add contact" : "Save contact"}
         </button>
         {contact !== null && (
@@ -211,6 +270,6 @@ function ContactForm({
         )}
       </form>
       <Problems id="contact-problems" messages={problems} />
-    </section>
+    </>
   );
 }

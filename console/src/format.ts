@@ -1,6 +1,9 @@
 /** Times and durations as the console shows them. */
 
-/** A formatter of moments in the user's time zone (the browser's when the user has none). */
+/**
+ * A formatter of moments in the user's time zone; in UTC when the user has none, the zone the service
+ * reads their times in then, so that a time is shown as it was typed.
+ */
 export function dateTimeFormat(timeZone: string | null): Intl.DateTimeFormat {
   const options: Intl.DateTimeFormatOptions = {
     weekday: "short",
@@ -10,8 +13,8 @@ export function dateTimeFormat(timeZone: string | null): Intl.DateTimeFormat {
     hour: "numeric",
     minute: "2-digit",
     timeZoneName: "short",
+    timeZone: timeZone ?? "UTC",
   };
-  if (timeZone !== null) options.timeZone = timeZone;
   try {
     return new Intl.DateTimeFormat(undefined, options);
   } catch {
@@ -19,6 +22,14 @@ export function dateTimeFormat(timeZone: string | null): Intl.DateTimeFormat {
     options.timeZone = undefined;
     return new Intl.DateTimeFormat(undefined, options);
   }
+}
+
+/** How long a conference lasted, as a clock ("0:42"); null until it has started and ended. */
+export function lasted(conference: { startedAt: Date | null; endedAt: Date | null }): string | null {
+  const { startedAt, endedAt } = conference;
+  return startedAt === null || endedAt === null
+    ? null
+    : clock((endedAt.getTime() - startedAt.getTime()) / 1000);
 }
 
 /** "1:05" or "1:02:05". */

@@ -2,7 +2,7 @@ import { useEffect, useState } from "preact/hooks";
 import { getUserSettings, type SessionUser, type UserSettings, updateTimeZone } from "./api.js";
 import { Problems } from "./problems.js";
 import { ianaZoneOf, TimeZoneOptions } from "./time-zones.js";
-import { messagesOf, useViewHeading } from "./view.js";
+import { messagesOf, useMounted, useSubmit, useViewHeading } from "./view.js";
 
 /** The user's own settings: the time zone start times are read and shown in, and their own PINs. */
 export function Settings({
@@ -16,30 +16,33 @@ export function Settings({
   const [timeZone, setTimeZone] = useState("");
   const [problems, setProblems] = useState<string[]>([]);
   const [notice, setNotice] = useState("");
+  const { busy, submit } = useSubmit();
+  const mounted = useMounted();
   const heading = useViewHeading("Settings");
 
   useEffect(() => {
     getUserSettings(user.id).then(
       (read) => {
+        if (!mounted()) return;
         setSettings(read);
         setTimeZone(read.timeZone ?? "");
       },
-      (caught) => setProblems(messagesOf(caught)),
+      (caught) => mounted() && setProblems(messagesOf(caught)),
     );
-  }, [user.id]);
+  }, [user.id, mounted]);
 
-  const submit = async (event: Event) => {
-    event.preventDefault();
+  const save = async () => {
     setProblems([]);
     setNotice("");
     try {
       const saved = await updateTimeZone(user.id, timeZone === "" ? null : timeZone);
+      if (!mounted()) return;
       setSettings(saved);
       // The rest of the console shows times in the session's zone: it follows at once.
       onUserChanged({ ...user, timeZone: ianaZoneOf(saved.timeZone) });
       setNotice(`Saved: times are read and shown in ${saved.timeZone ?? "UTC"}.`);
     } catch (caught) {
-      setProblems(messagesOf(caught));
+      if (mounted()) setProblems(messagesOf(caught));
     }
   };
 
@@ -63,7 +66,14 @@ export function Settings({
           </dl>
           <section aria-labelledby="zone-heading">
             <h2 id="zone-heading">Time zone</h2>
-            <form class="add" onSubmit={submit} aria-describedby="settings-problems">
+            <form
+              class="add"
+              onSubmit={(event) => {
+                event.preventDefault();
+                submit(save);
+              }}
+              aria-describedby="settings-problems"
+            >
               <div>
                 <label for="settings-time-zone">Time zone</label>
                 <select
@@ -75,7 +85,7 @@ export function Settings({
                   <TimeZoneOptions />
                 </select>
               </div>
-              <button type="submit" class="primary">
+              <button type="submit" class="primary" aria-disabled={busy}>
                 Save time zone
               </button>
             </form>

@@ -1,22 +1,23 @@
 import { useState } from "preact/hooks";
 import { ApiError, type Session, signIn } from "./api.js";
 import { TextInput } from "./text-input.js";
-import { useViewHeading } from "./view.js";
+import { useMounted, useSubmit, useViewHeading } from "./view.js";
 
 export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
   const [email, setEmail] = useState("");
   const [password, setPassword] = useState("");
   const [error, setError] = useState("");
-  const [busy, setBusy] = useState(false);
+  const { busy, submit } = useSubmit();
+  const mounted = useMounted();
   const heading = useViewHeading("Sign in");
 
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    setBusy(true);
+  const signInOnce = async () => {
     setError("");
     try {
-      onSignedIn(await signIn(email, password));
+      const session = await signIn(email, password);
+      if (mounted()) onSignedIn(session);
     } catch (caught) {
+      if (!mounted()) return;
       setError(
         caught instanceof ApiError && caught.status === 401
           ? "Wrong e-mail address or password."
@@ -24,7 +25,6 @@ export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void 
             ? caught.message
             : String(caught),
       );
-      setBusy(false);
     }
   };
 
@@ -33,7 +33,13 @@ export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void 
       <h1 ref={heading} tabIndex={-1}>
         Bridgeline console
       </h1>
-      <form onSubmit={submit} aria-describedby="sign-in-error">
+      <form
+        onSubmit={(event) => {
+          event.preventDefault();
+          submit(signInOnce);
+        }}
+        aria-describedby="sign-in-error"
+      >
         <TextInput
           id="email"
           label="E-mail address"
@@ -52,7 +58,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (session: Session) => void 
           value={password}
           onValue={setPassword}
         />
-        <button type="submit" class="primary" disabled={busy}>
+        <button type="submit" class="primary" aria-disabled={busy}>
           {busy ? "Signing in…" : "Sign in"}
         </button>
         <p id="sign-in-error" class="error" role="alert">

@@ -1,11 +1,16 @@
 import { useEffect, useState } from "preact/hooks";
+import { MIN_PASSWORD_LENGTH } from "../../src/domain/user.js";
 import { type BillingPackage, listBillingPackages, type Session, signIn, signUp } from "./api.js";
 import { Problems } from "./problems.js";
 import { TextInput } from "./text-input.js";
 import { browserZoneName, TimeZoneOptions } from "./time-zones.js";
-import { messagesOf, useViewHeading } from "./view.js";
+import { messagesOf, useMounted, useSubmit, useViewHeading } from "./view.js";
 
-/** A new account, as POST /users takes it, then signed in with the same e-mail and password. */
+/**
+ * A new account, as POST /users takes it, then signed in with the same e-mail and password. When the
+ * account is made but the sign-in fails (too many attempts, the network), the form remembers it, and
+ * the next press only signs in: sending the sign-up again would be refused, the e-mail being taken.
+ */
 export function SignUp({ onSignedIn }: { onSignedIn: (session: Session) => void }) {
   const [name, setName] = useState("");
   const [email, setEmail] = useState("");
@@ -16,37 +21,52 @@ export function SignUp({ onSignedIn }: { onSignedIn: (session: Session) => void 
   const [billingPackage, setBillingPackage] = useState("");
   const [terms, setTerms] = useState(false);
   const [problems, setProblems] = useState<string[]>([]);
-  const [busy, setBusy] = useState(false);
+  /** The e-mail address of the account this form made, while it is not signed in yet. */
+  const [createdFor, setCreatedFor] = useState<string | null>(null);
+  const { busy, submit } = useSubmit();
+  const mounted = useMounted();
   const heading = useViewHeading("Create an account");
+  const created = createdFor !== null && createdFor === email;
 
   useEffect(() => {
     listBillingPackages().then(
       (found) => {
+        if (!mounted()) return;
         setPackages(found);
         setBillingPackage((chosen) => chosen || String(found[0]?.id ?? ""));
       },
-      (caught) => setProblems(messagesOf(caught)),
+      (caught) => mounted() && setProblems(messagesOf(caught)),
     );
-  }, []);
+  }, [mounted]);
 
-  const submit = async (event: Event) => {
-    event.preventDefault();
-    setBusy(true);
+  const createAndSignIn = async () => {
     setProblems([]);
+    if (!created) {
+      try {
+        await signUp({
+          name,
+          email,
+          password,
+          passwordConfirmation: confirmation,
+          timeZone: timeZone === "" ? null : timeZone,
+          billingPackageId: Number(billingPackage),
+          termsOfService: terms,
+        });
+      } catch (caught) {
+        if (mounted()) setProblems(messagesOf(caught));
+        return;
+      }
+      setCreatedFor(email);
+    }
     try {
-      await signUp({
-        name,
-        email,
-        password,
-        passwordConfirmation: confirmation,
-        timeZone: timeZone === "" ? null : timeZone,
-        billingPackageId: Number(billingPackage),
-        termsOfService: terms,
-      });
-      onSignedIn(await signIn(email, password));
+      const session = await signIn(email, password);
+      if (mounted()) onSignedIn(session);
     } catch (caught) {
-      setProblems(messagesOf(caught));
-      setBusy(false);
+      if (mounted())
+        setProblems([
+          `The account is created, but signing in failed: ${messagesOf(caught).join(" ")}`,
+          "Press Sign in to try again.",
+        ]);
     }
   };
 
@@ -55,7 +75,13 @@ export function SignUp({ onSignedIn }: { onSignedIn: (session: Session) => void 
       <h1 ref={heading} tabIndex={-1}>
         Create an account
       </h1>
-      <form onSubmit={submit} aria-describedby="sign-up-problems">
+      <form
+        onSubmit={(event) => {
+          event.preventDefault();
+          submit(createAndSignIn);
+        }}
+        aria-describedby="sign-up-problems"
+      >
         <TextInput
           id="sign-up-name"
           label="Name"
@@ -84,7 +110,7 @@ export function SignUp({ onSignedIn }: { onSignedIn: (session: Session) => void 
           onValue={setPassword}
         />
         <p id="sign-up-password-hint" class="hint">
-          At least 8 characters.
+          At least {MIN_PASSWORD_LENGTH} characters.
         </p>
         <TextInput
           id="sign-up-confirmation"
@@ -129,8 +155,14 @@ export function SignUp({ onSignedIn }: { onSignedIn: (session: Session) => void 
           />
           <label for="sign-up-terms">I accept the terms of service</label>
         </div>
-        <button type="submit" class="primary" disabled={busy}>
-          {busy ? "Creating the account…" : "Create the account"}
+        <button type="submit" class="primary" aria-disabled={busy}>
+          {created
+            ? busy
+              ? "Signing in…"
+              : "Sign in"
+            : busy
+              ? "Creating the account…"
+              : "Create the account"}
         </button>
         <Problems id="sign-up-problems" messages={problems} />
       </form>

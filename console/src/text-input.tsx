@@ -15,6 +15,7 @@ export function TextInput({
   autocomplete?: string;
   required?: boolean;
   "aria-describedby"?: string;
+  "aria-invalid"?: boolean;
 }) {
   return (
     <>

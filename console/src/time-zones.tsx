@@ -8,18 +8,48 @@ export function ianaZoneOf(name: string | null): string | null {
   return name === null ? null : (USER_TIME_ZONES.get(name) ?? null);
 }
 
-/** The API's name for this browser's zone, when it offers that zone: a new account's first choice. */
+/** Minutes `timeZone` is ahead of UTC at `instant` (a whole minute). */
+function offsetMinutes(instant: Date, timeZone: string): number {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat("en-US", {
+      timeZone,
+      year: "numeric",
+      month: "numeric",
+      day: "numeric",
+      hour: "numeric",
+      minute: "numeric",
+      hourCycle: "h23",
+    })
+      .formatToParts(instant)
+      .map((part) => [part.type, Number(part.value)]),
+  ) as Record<"year" | "month" | "day" | "hour" | "minute", number>;
+  const wall = Date.UTC(parts.year, parts.month - 1, parts.day, parts.hour, parts.minute);
+  return (wall - instant.getTime()) / 60_000;
+}
+
+/**
+ * The API's name for this browser's zone, a new account's first choice: the zone itself when the
+ * API lists it, else the first listed zone on the same offsets in January and in July (the API
+ * lists one zone per region: America/Vancouver is "Pacific Time (US & Canada)", America/Los_Angeles).
+ */
 export function browserZoneName(): string | null {
   const zone = Intl.DateTimeFormat().resolvedOptions().timeZone;
-  for (const [name, iana] of USER_TIME_ZONES) if (iana === zone) return name;
+  // A browser on UTC may call it "UTC", which the API lists as Etc/UTC.
+  for (const [name, iana] of USER_TIME_ZONES) if (iana === zone || iana === `Etc/${zone}`) return name;
+  const year = new Date().getFullYear();
+  const seasons = [new Date(Date.UTC(year, 0, 15)), new Date(Date.UTC(year, 6, 15))];
+  const offsets = (of: (instant: Date) => number) => seasons.map(of).join();
+  const browser = offsets((instant) => -instant.getTimezoneOffset());
+  for (const [name, iana] of USER_TIME_ZONES)
+    if (offsets((instant) => offsetMinutes(instant, iana)) === browser) return name;
   return null;
 }
 
-/** A select of every zone the API accepts, with "none" first (start times are then read in UTC). */
+/** A select of every zone the API accepts, with "none" first (times are then read and shown in UTC). */
 export function TimeZoneOptions() {
   return (
     <>
-      <option value="">None (times are read in UTC)</option>
+      <option value="">None (times are read and shown in UTC)</option>
       {TIME_ZONE_NAMES.map((name) => (
         <option key={name} value={name}>
           {name}
