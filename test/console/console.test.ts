@@ -1019,4 +1019,28 @@ describe("the moderator console", { skip }, () => {
     });
     assert.equal(afterSignOut.status, 401);
   });
+
+  test("the API reference at /docs renders from /openapi.json, every request to this service", async () => {
+    const api = await startService();
+    const { page, problems, close } = await openPage(browser, api.httpsUrl);
+    cleanups.push(close);
+    const requested: string[] = [];
+    page.on("request", (sent) => requested.push(sent.url()));
+    await page.goto("/docs");
+    await page.getByRole("heading", { name: "Schedule a conference" }).waitFor();
+    // The search index is built in a worker (the CSP's blob: exception).
+    await page.getByPlaceholder("Search...").fill("recording");
+    await page
+      .locator("[data-role='search:results']")
+      .getByRole("menuitem", { name: /The conference's recording/ })
+      .waitFor();
+    assert.deepEqual(problems, []);
+    const origin = new URL(api.httpsUrl).origin;
+    assert.ok(requested.includes(`${origin}/openapi.json`), "the page read /openapi.json");
+    // A blob: URL's origin is the page's that made it (the search worker's).
+    assert.deepEqual(
+      requested.filter((address) => new URL(address).origin !== origin),
+      [],
+    );
+  });
 });
