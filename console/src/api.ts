@@ -384,7 +384,8 @@ function readContact(contact: Schemas["Contact"]): Contact {
   };
 }
 
-function contactBody(contact: ContactFields): Schemas["ContactWrite"] {
+/** The fields given; one left out (undefined) is left out of the JSON, so left as it is. */
+function contactBody(contact: Partial<ContactFields>): Schemas["ContactUpdate"] {
   return { name: contact.name, email: contact.email, "phone-number": contact.phoneNumber };
 }
 
@@ -400,16 +401,22 @@ export async function listContacts(userId: number): Promise<Contact[]> {
 export async function createContact(userId: number, contact: ContactFields): Promise<Contact> {
   return readContact(
     await documentOf(
-      api.POST("/users/{userId}/contacts", { params: { path: { userId } }, body: contactBody(contact) }),
+      api.POST("/users/{userId}/contacts", {
+        params: { path: { userId } },
+        body: { ...contactBody(contact), name: contact.name },
+      }),
     ),
   );
 }
 
-/** Changes a contact as last read; one changed elsewhere since throws ChangedElsewhere. */
+/**
+ * Changes the fields given of a contact as last read (the others are left as they are); one
+ * changed elsewhere since throws ChangedElsewhere.
+ */
 export async function updateContact(
   userId: number,
   contact: LastRead,
-  fields: ContactFields,
+  fields: Partial<ContactFields>,
 ): Promise<Contact> {
   return readContact(
     await unlessChangedElsewhere(

@@ -232,7 +232,13 @@ export function EditSchedule({
     if (startTime !== currentStart) changes.startTime = startTime;
     try {
       await save(changes);
-      if (mounted()) setTyped({});
+      // What was sent is now the conference's; anything typed meanwhile stays typed.
+      if (mounted())
+        setTyped((now) => ({
+          ...(now.name !== undefined && now.name !== changes.name && { name: now.name }),
+          ...(now.startTime !== undefined &&
+            now.startTime !== changes.startTime && { startTime: now.startTime }),
+        }));
     } catch (caught) {
       if (mounted()) setProblems(messagesOf(caught));
     }

@@ -689,7 +689,10 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
                 </button>
                 <button
                   type="button"
+                  // Once confirmed, the request runs on: Cancel would only seem to stop it.
+                  aria-disabled={busy}
                   onClick={() => {
+                    if (busy) return;
                     setConfirming(null);
                     focusAfterRender(endButton);
                   }}
@@ -788,7 +791,10 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
               </button>
               <button
                 type="button"
+                // Once confirmed, the request runs on: Cancel would only seem to stop it.
+                aria-disabled={busy}
                 onClick={() => {
+                  if (busy) return;
                   setConfirming(null);
                   focusAfterRender(deleteButton);
                 }}

@@ -70,18 +70,22 @@ export function Contacts({ user }: { user: SessionUser }) {
     load();
   };
 
-  /** Saves the form; throws what to show under it. Resolves true once saved. */
+  /**
+   * Saves the form: a new contact's fields, or those an edit changed (the others are left as they
+   * are, whoever changed them). Throws what to show under it; resolves true once saved.
+   */
   const save = async (fields: ContactFields): Promise<boolean> => {
     try {
       const saved =
         editing === null
           ? await createContact(user.id, fields)
-          : await updateContact(user.id, editing, fields);
+          : await updateContact(user.id, editing, changedFields(editing, fields));
       if (!mounted()) return false;
       setNotice(editing === null ? `Added ${saved.name}.` : `Saved ${saved.name}.`);
       if (editing !== null) {
         // The edit form gives way to the add form: the notice takes the focus.
-        setEditing(null);
+        // Unless another contact's form was opened meanwhile.
+        setEditing((open) => (open?.id === editing.id ? null : open));
         focusAfterRender(noticeText);
       }
       load();
@@ -91,7 +95,7 @@ export function Contacts({ user }: { user: SessionUser }) {
       // Changed by someone else since it was read: the list shows it as it now is, and the form
       // keeps what was typed, to be saved over it (with the lock-version just read) if still wanted.
       const fresh = (await load())?.find((contact) => contact.id === editing.id);
-      if (fresh !== undefined && mounted()) setEditing(fresh);
+      if (fresh !== undefined && mounted()) setEditing((open) => (open?.id === fresh.id ? fresh : open));
       throw new Error(
         `${editing.name} was changed elsewhere meanwhile: the list shows it as it is now. ` +
           "Save again to replace it with what this form holds.",
@@ -198,6 +202,15 @@ function ContactForm({
   const [name, setName] = useState(initial.name);
   const [email, setEmail] = useState(initial.email ?? "");
   const [phoneNumber, setPhoneNumber] = useState(initial.phoneNumber ?? "");
+  // The contact the fields were filled from: read again (changed elsewhere), the fields nobody
+  // typed in follow it, and what was typed stays.
+  const [filledFrom, setFilledFrom] = useState(initial);
+  if (contact !== null && contact !== filledFrom) {
+    if (name === filledFrom.name) setName(contact.name);
+    if (email === (filledFrom.email ?? "")) setEmail(contact.email ?? "");
+    if (phoneNumber === (filledFrom.phoneNumber ?? "")) setPhoneNumber(contact.phoneNumber ?? "");
+    setFilledFrom(contact);
+  }
   const [problems, setProblems] = useState<string[]>([]);
   const mounted = useMounted();
 
@@ -272,4 +285,13 @@ function ContactForm({
       <Problems id="contact-problems" messages={problems} />
     </>
   );
+}
+
+/** The fields of `typed` that differ from the contact as read. */
+function changedFields(read: ContactFields, typed: ContactFields): Partial<ContactFields> {
+  const changed: Partial<ContactFields> = {};
+  if (typed.name !== read.name) changed.name = typed.name;
+  if (typed.email !== read.email) changed.email = typed.email;
+  if (typed.phoneNumber !== read.phoneNumber) changed.phoneNumber = typed.phoneNumber;
+  return changed;
 }
