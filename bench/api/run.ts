@@ -9,11 +9,15 @@
  * GET conference response: the framework's ceiling on this machine. The load generator
  * (autocannon) runs in a forked child process so that it has its own event loop.
  *
+ * BENCH_PROFILE_DIR=dir writes a CPU profile of this process (the service) for each scenario, warm-up
+ * and measured run, to dir/<scenario>.cpuprofile (open it in Chrome DevTools or speedscope).
+ *
  * BENCH_STORE=postgres runs the service on PostgreSQL instead of SQLite, in a database of its own
  * created (and dropped afterwards) through BENCH_ADMIN_DATABASE_URL
  * (default postgres://postgres@127.0.0.1:5432/test).
  */
 import fs from "node:fs";
+import { Session } from "node:inspector/promises";
 import os from "node:os";
 import path from "node:path";
 import Fastify from "fastify";
@@ -38,6 +42,8 @@ const POST_CAPACITY_MARGIN = 2;
 
 interface ScenarioResult extends LoadOutcome {
   name: string;
+  /** CPU time of this process (the service; the ceiling's server for the ceiling) per request answered. */
+  cpuMicrosPerRequest: number;
 }
 
 /** A whole number from the environment variable `name`, at least `least`; `fallback` when unset. */
@@ -123,10 +129,11 @@ async function attendeeCount(client: Client, conferencePath: string): Promise<nu
 // ---- Report ----
 
 function formatTable(results: ScenarioResult[]): string {
-  const header = ["scenario", "req/s", "p50 ms", "p99 ms", "non-2xx", "errors"];
+  const header = ["scenario", "req/s", "server CPU µs/req", "p50 ms", "p99 ms", "non-2xx", "errors"];
   const rows = results.map((r) => [
     r.name,
     r.requestsPerSecond.toFixed(0),
+    r.cpuMicrosPerRequest.toFixed(0),
     r.p50Ms.toFixed(1),
     r.p99Ms.toFixed(1),
     String(r.non2xx),
@@ -149,6 +156,8 @@ async function main(): Promise<void> {
   const warmUpSeconds = readWholeNumber("BENCH_WARMUP_SECONDS", WARMUP_SECONDS, 0);
   const connections = readWholeNumber("BENCH_CONNECTIONS", CONNECTIONS, 1);
   const requests = process.env.BENCH_REQUESTS ? readWholeNumber("BENCH_REQUESTS", 0, 1) : undefined;
+  const profileDir = process.env.BENCH_PROFILE_DIR || undefined;
+  if (profileDir !== undefined) fs.mkdirSync(profileDir, { recursive: true });
   // The targets are set at CONNECTIONS connections, flat out for a duration.
   const judged = connections === CONNECTIONS && requests === undefined;
   const perScenario = `${warmUpSeconds} s warm-up + ${requests === undefined ? `${durationSeconds} s` : `${requests} requests`}`;
@@ -205,6 +214,8 @@ async function main(): Promise<void> {
     const results: ScenarioResult[] = [];
     const measure = async (name: string, job: Omit<LoadJob, "durationSeconds">) => {
       process.stderr.write(`running ${name} (${perScenario})...\n`);
+      const profiled = profileDir === undefined ? undefined : await startProfile();
+      const cpuBefore = process.cpuUsage();
       const outcome = await runInLoadGenerator(loadGenerator, {
         ...job,
         warmUpSeconds,
@@ -212,7 +223,14 @@ async function main(): Promise<void> {
         durationSeconds,
         requests,
       });
-      results.push({ name, ...outcome });
+      const cpu = process.cpuUsage(cpuBefore);
+      if (profiled !== undefined && profileDir !== undefined) {
+        const file = path.join(profileDir, `${name.replace(/[^\w-]+/g, "-")}.cpuprofile`);
+        fs.writeFileSync(file, JSON.stringify(await profiled.stop()));
+        process.stderr.write(`  CPU profile: ${file}\n`);
+      }
+      const cpuMicrosPerRequest = (cpu.user + cpu.system) / Math.max(outcome.answered, 1);
+      results.push({ name, ...outcome, cpuMicrosPerRequest });
       return outcome;
     };
 
@@ -292,6 +310,21 @@ async function main(): Promise<void> {
     await database?.drop();
     fs.rmSync(dataDir, { recursive: true, force: true });
   }
+}
+
+/** Starts the V8 CPU profiler on this process; `stop` ends it and gives the profile. */
+async function startProfile(): Promise<{ stop(): Promise<object> }> {
+  const session = new Session();
+  session.connect();
+  await session.post("Profiler.enable");
+  await session.post("Profiler.start");
+  return {
+    async stop() {
+      const { profile } = await session.post("Profiler.stop");
+      session.disconnect();
+      return profile;
+    },
+  };
 }
 
 async function createBenchDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
