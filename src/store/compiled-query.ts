@@ -1,5 +1,14 @@
 import { type Compilable, CompiledQuery, type Kysely } from "kysely";
+import type { Store } from "./database.js";
 import type { Database } from "./schema.js";
+
+/** A read compiled once per dialect, run with new parameters. */
+export interface CompiledRead<Row, Args extends unknown[]> {
+  /** Outside any transaction: on the store's reader when it has one (SQLite), else through db. */
+  read(store: Store, ...parameters: Args): Promise<Row[]>;
+  /** Through `db`, which may be a transaction: the read sees the transaction's own writes. */
+  run(db: Kysely<Database>, ...parameters: Args): Promise<Row[]>;
+}
 
 /**
  * Kysely builds and compiles every query anew, which costs more than SQLite's own work for a
@@ -9,10 +18,10 @@ import type { Database } from "./schema.js";
  */
 export function compiledOnce<Row, Args extends unknown[]>(
   build: (db: Kysely<Database>, ...parameters: Args) => Compilable<Row>,
-): (db: Kysely<Database>, ...parameters: Args) => Promise<Row[]> {
+): CompiledRead<Row, Args> {
   // Keyed by the adapter, which a database and its transactions share.
   const sqlByAdapter = new WeakMap<object, string>();
-  return async (db, ...parameters) => {
+  const sqlFor = (db: Kysely<Database>, parameters: Args): string => {
     const adapter = db.getExecutor().adapter;
     let sqlText = sqlByAdapter.get(adapter);
     if (sqlText === undefined) {
@@ -26,7 +35,15 @@ export function compiledOnce<Row, Args extends unknown[]>(
       sqlText = compiled.sql;
       sqlByAdapter.set(adapter, sqlText);
     }
-    const result = await db.executeQuery<Row>(CompiledQuery.raw(sqlText, parameters));
-    return result.rows;
+    return sqlText;
+  };
+  const run = async (db: Kysely<Database>, ...parameters: Args): Promise<Row[]> =>
+    (await db.executeQuery<Row>(CompiledQuery.raw(sqlFor(db, parameters), parameters))).rows;
+  return {
+    run,
+    async read(store, ...parameters) {
+      if (store.reader === undefined) return run(store.db, ...parameters);
+      return store.reader.rows<Row>(sqlFor(store.db, parameters), parameters);
+    },
   };
 }

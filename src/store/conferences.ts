@@ -73,18 +73,22 @@ export async function listConferences(
   return rows.map(toConference);
 }
 
+/** The user's conference; in a transaction when `db` is one. */
 async function findConference(db: Kysely<Database>, userId: number, id: number): Promise<Conference> {
-  const [row] = await selectConference(db, userId, id);
-  if (!row) throw new NotFound("conference");
-  return toConference(row);
+  return foundConference(await selectConference.run(db, userId, id));
 }
 
 const selectConference = compiledOnce((db, userId: number, id: number) =>
   db.selectFrom("conferences").selectAll().where("user_id", "=", userId).where("id", "=", id),
 );
 
-export function getConference(store: Store, userId: number, id: number): Promise<Conference> {
-  return findConference(store.db, userId, id);
+function foundConference([row]: Selectable<ConferenceTable>[]): Conference {
+  if (!row) throw new NotFound("conference");
+  return toConference(row);
+}
+
+export async function getConference(store: Store, userId: number, id: number): Promise<Conference> {
+  return foundConference(await selectConference.read(store, userId, id));
 }
 
 /**

@@ -22,9 +22,22 @@ export type StoreDialect = "sqlite" | "postgres";
 export interface Store {
   db: Kysely<Database>;
   dialect: StoreDialect;
+  /**
+   * SQLite: a read-only connection of the store's own for reads outside any transaction
+   * (compiled-query.ts). Kysely queues every statement behind the open transaction that holds the
+   * one writing connection, and costs more than SQLite's own work for a one-row read; this
+   * connection reads at once, and sees only what was committed (WAL). Absent: reads go through db.
+   */
+  reader?: StoreReader;
   /** The connection pool's use (PostgreSQL); undefined for SQLite's single connection. */
   pool?: () => { readonly total: number; readonly idle: number; readonly waiting: number };
   close(): Promise<void>;
+}
+
+/** Runs a read outside any transaction, synchronously. */
+export interface StoreReader {
+  /** The rows `sql` (with `?` placeholders) selects with `parameters`, as Kysely's SQLite driver gives them. */
+  rows<Row>(sql: string, parameters: readonly unknown[]): Row[];
 }
 
 /** What a statement does, by its root node; `other` for raw SQL and the rest. */
@@ -57,13 +70,13 @@ function queryLog(observe: QueryObserver | undefined): { log?: (event: LogEvent)
       observe(
         QUERY_KINDS[event.query.query.kind] ?? "other",
         event.queryDurationMillis / 1000,
-        event.level === "query"
-          ? undefined
-          : unreachableReason(event.error) === undefined
-            ? "statement"
-            : "unreachable",
+        event.level === "query" ? undefined : queryFailure(event.error),
       ),
   };
+}
+
+function queryFailure(error: unknown): QueryFailure {
+  return unreachableReason(error) === undefined ? "statement" : "unreachable";
 }
 
 export async function migrate(store: Store): Promise<void> {
@@ -151,7 +164,8 @@ function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
 /** The embedded store: one SQLite file in the data directory. */
 export async function openSqliteStore(dataDir: string, onQuery?: QueryObserver): Promise<Store> {
   fs.mkdirSync(dataDir, { recursive: true });
-  const sqlite = new SQLite(path.join(dataDir, "bridgeline.sqlite3"));
+  const file = path.join(dataDir, "bridgeline.sqlite3");
+  const sqlite = new SQLite(file);
   // WAL lets readers proceed while a write commits; foreign keys are off by default in SQLite.
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("foreign_keys = ON");
@@ -160,9 +174,36 @@ export async function openSqliteStore(dataDir: string, onQuery?: QueryObserver):
     dialect: new SqliteDialect({ database: withStatementCache(sqlite) }),
     ...queryLog(onQuery),
   });
-  const store: Store = { db, dialect: "sqlite", close: () => db.destroy() };
-  await migrate(store);
-  return store;
+  await migrate({ db, dialect: "sqlite", close: () => db.destroy() });
+  // Opened once the schema is migrated: its statements are prepared against the tables as they are.
+  const reading = new SQLite(file, { readonly: true });
+  reading.pragma("busy_timeout = 5000");
+  return {
+    db,
+    dialect: "sqlite",
+    reader: sqliteReader(withStatementCache(reading), onQuery),
+    close: async () => {
+      reading.close();
+      await db.destroy();
+    },
+  };
+}
+
+/** Reads on `connection`, each told to `observe` as Kysely's log tells of the others. */
+function sqliteReader(connection: SqliteDatabase, observe: QueryObserver | undefined): StoreReader {
+  return {
+    rows<Row>(sql: string, parameters: readonly unknown[]): Row[] {
+      const startedAt = performance.now();
+      try {
+        const rows = connection.prepare(sql).all(parameters) as Row[];
+        observe?.("select", (performance.now() - startedAt) / 1000, undefined);
+        return rows;
+      } catch (error) {
+        observe?.("select", (performance.now() - startedAt) / 1000, queryFailure(error));
+        throw error;
+      }
+    },
+  };
 }
 
 const TIMESTAMPTZ_OID = 1184;

@@ -52,7 +52,7 @@ export async function findCredentials(
   store: Store,
   email: string,
 ): Promise<{ id: number; passwordHash: string } | undefined> {
-  const [row] = await selectCredentials(store.db, email.toLowerCase());
+  const [row] = await selectCredentials.read(store, email.toLowerCase());
   return row && { id: row.id, passwordHash: row.password_hash };
 }
 
