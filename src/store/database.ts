@@ -29,6 +29,11 @@ export interface Store {
    * connection reads at once, and sees only what was committed (WAL). Absent: reads go through db.
    */
   reader?: StoreReader;
+  /**
+   * Changes of a user's e-mail or password made through this store (users.ts): the API trusts
+   * credentials it verified only while this stays as it was (api/authentication.ts). Absent: none yet.
+   */
+  credentialChanges?: number;
   /** The connection pool's use (PostgreSQL); undefined for SQLite's single connection. */
   pool?: () => { readonly total: number; readonly idle: number; readonly waiting: number };
   close(): Promise<void>;

@@ -372,5 +372,8 @@ export async function updateUser(
       }
     })
     .catch(rethrowEmailTaken);
+  // Committed: credentials verified before this change are read again at their next use.
+  if (changes.email !== undefined || passwordHash !== undefined)
+    store.credentialChanges = (store.credentialChanges ?? 0) + 1;
   return (await getUser(store, id)) as User;
 }
