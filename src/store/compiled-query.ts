@@ -4,8 +4,11 @@ import type { Database } from "./schema.js";
 
 /** A read compiled once per dialect, run with new parameters. */
 export interface CompiledRead<Row, Args extends unknown[]> {
-  /** Outside any transaction: on the store's reader when it has one (SQLite), else through db. */
-  read(store: Store, ...parameters: Args): Promise<Row[]>;
+  /**
+   * Outside any transaction: on the store's reader when it has one (SQLite), remembered there when
+   * made with `rememberedBy`; else through db. The rows are not to be changed.
+   */
+  read(store: Store, ...parameters: Args): Promise<readonly Row[]>;
   /** Through `db`, which may be a transaction: the read sees the transaction's own writes. */
   run(db: Kysely<Database>, ...parameters: Args): Promise<Row[]>;
 }
@@ -14,10 +17,12 @@ export interface CompiledRead<Row, Args extends unknown[]> {
  * Kysely builds and compiles every query anew, which costs more than SQLite's own work for a
  * one-row read. The reads that every request makes are compiled once per dialect and then run
  * with new parameters. `build` receives the parameters, which must appear in the SQL in the order
- * given (checked on the first compile).
+ * given (checked on the first compile). `rememberedBy`, a number standing for the parameters, has
+ * the store's reader remember the rows under it (StoreReader.rememberedRows).
  */
 export function compiledOnce<Row, Args extends unknown[]>(
   build: (db: Kysely<Database>, ...parameters: Args) => Compilable<Row>,
+  rememberedBy?: (...parameters: Args) => number,
 ): CompiledRead<Row, Args> {
   // Keyed by the adapter, which a database and its transactions share.
   const sqlByAdapter = new WeakMap<object, string>();
@@ -42,8 +47,12 @@ export function compiledOnce<Row, Args extends unknown[]>(
   return {
     run,
     async read(store, ...parameters) {
-      if (store.reader === undefined) return run(store.db, ...parameters);
-      return store.reader.rows<Row>(sqlFor(store.db, parameters), parameters);
+      const reader = store.reader;
+      if (reader === undefined) return run(store.db, ...parameters);
+      const sql = sqlFor(store.db, parameters);
+      return rememberedBy === undefined
+        ? reader.rows<Row>(sql, parameters)
+        : reader.rememberedRows<Row>(sql, rememberedBy(...parameters), parameters);
     },
   };
 }

@@ -75,20 +75,23 @@ export async function listConferences(
 
 /** The user's conference; in a transaction when `db` is one. */
 async function findConference(db: Kysely<Database>, userId: number, id: number): Promise<Conference> {
-  return foundConference(await selectConference.run(db, userId, id));
+  return usersConference(await selectConference.run(db, id), userId);
 }
 
-const selectConference = compiledOnce((db, userId: number, id: number) =>
-  db.selectFrom("conferences").selectAll().where("user_id", "=", userId).where("id", "=", id),
+/** Remembered by id (SQLite): every API request about a conference reads it. */
+const selectConference = compiledOnce(
+  (db, id: number) => db.selectFrom("conferences").selectAll().where("id", "=", id),
+  (id) => id,
 );
 
-function foundConference([row]: Selectable<ConferenceTable>[]): Conference {
-  if (!row) throw new NotFound("conference");
+/** The conference of the rows read by id, when it is the user's. */
+function usersConference([row]: readonly Selectable<ConferenceTable>[], userId: number): Conference {
+  if (row?.user_id !== userId) throw new NotFound("conference");
   return toConference(row);
 }
 
 export async function getConference(store: Store, userId: number, id: number): Promise<Conference> {
-  return foundConference(await selectConference.read(store, userId, id));
+  return usersConference(await selectConference.read(store, id), userId);
 }
 
 /**

@@ -10,6 +10,7 @@ import {
   type PostgresPoolClient,
   type SqliteDatabase,
   SqliteDialect,
+  type SqliteStatement,
   sql,
 } from "kysely";
 import type { Pool, PoolClient } from "pg";
@@ -43,7 +44,22 @@ export interface Store {
 export interface StoreReader {
   /** The rows `sql` (with `?` placeholders) selects with `parameters`, as Kysely's SQLite driver gives them. */
   rows<Row>(sql: string, parameters: readonly unknown[]): Row[];
+  /**
+   * The same, remembered under `key` (with `sql`), which must stand for the parameters: read again
+   * once anything was written through the store, and at least every READ_MEMO_MS. Shared by every
+   * caller until then: not to be changed.
+   */
+  rememberedRows<Row>(sql: string, key: number, parameters: readonly unknown[]): readonly Row[];
 }
+
+/**
+ * How long a remembered read (StoreReader.rememberedRows) is answered without reading again when
+ * nothing was written through the store: what another process writes to the file (not a deployment
+ * the service supports: SQLite is one instance) is seen within this long.
+ */
+export const READ_MEMO_MS = 1_000;
+/** Reads remembered per SQL text; past it they are forgotten all at once. */
+const READ_MEMO_LIMIT = 10_000;
 
 /** What a statement does, by its root node; `other` for raw SQL and the rest. */
 export type QueryKind = "select" | "insert" | "update" | "delete" | "other";
@@ -149,20 +165,49 @@ const STATEMENT_CACHE_LIMIT = 500;
 /**
  * Kysely prepares every query anew; preparing is most of a simple query's cost in SQLite, and the
  * service issues the same few hundred SQL texts over and over, so prepared statements are kept.
+ * `written`, when given, is called after each run of a statement that may write or end a transaction.
  */
-function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
-  const statements = new Map<string, SQLite.Statement>();
+function withStatementCache(sqlite: SQLite.Database, written?: () => void): SqliteDatabase {
+  const statements = new Map<string, SqliteStatement>();
   return {
     close: () => sqlite.close(),
     prepare(sql) {
       let statement = statements.get(sql);
       if (!statement) {
         if (statements.size >= STATEMENT_CACHE_LIMIT) statements.clear();
-        statement = sqlite.prepare(sql);
+        const prepared = sqlite.prepare(sql);
+        // Not a reader: runs, as writes without RETURNING and BEGIN, COMMIT and ROLLBACK do (which
+        // SQLite calls read-only); not read-only: a write with RETURNING.
+        statement =
+          written !== undefined && (!prepared.reader || !prepared.readonly)
+            ? tellingWrites(prepared, written)
+            : prepared;
         statements.set(sql, statement);
       }
       return statement;
     },
+  };
+}
+
+function tellingWrites(statement: SQLite.Statement, written: () => void): SqliteStatement {
+  return {
+    reader: statement.reader,
+    all(parameters) {
+      try {
+        return statement.all(parameters);
+      } finally {
+        written();
+      }
+    },
+    run(parameters) {
+      try {
+        return statement.run(parameters);
+      } finally {
+        written();
+      }
+    },
+    // Kysely streams only selects, which are not wrapped.
+    iterate: (parameters) => statement.iterate(parameters),
   };
 }
 
@@ -175,8 +220,14 @@ export async function openSqliteStore(dataDir: string, onQuery?: QueryObserver):
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("foreign_keys = ON");
   sqlite.pragma("busy_timeout = 5000");
+  /** Statements run on the writing connection that may have changed what the reader sees. */
+  const writes = { count: 0 };
   const db = new Kysely<Database>({
-    dialect: new SqliteDialect({ database: withStatementCache(sqlite) }),
+    dialect: new SqliteDialect({
+      database: withStatementCache(sqlite, () => {
+        writes.count += 1;
+      }),
+    }),
     ...queryLog(onQuery),
   });
   await migrate({ db, dialect: "sqlite", close: () => db.destroy() });
@@ -186,7 +237,7 @@ export async function openSqliteStore(dataDir: string, onQuery?: QueryObserver):
   return {
     db,
     dialect: "sqlite",
-    reader: sqliteReader(withStatementCache(reading), onQuery),
+    reader: sqliteReader(withStatementCache(reading), writes, onQuery),
     close: async () => {
       reading.close();
       await db.destroy();
@@ -194,19 +245,58 @@ export async function openSqliteStore(dataDir: string, onQuery?: QueryObserver):
   };
 }
 
-/** Reads on `connection`, each told to `observe` as Kysely's log tells of the others. */
-function sqliteReader(connection: SqliteDatabase, observe: QueryObserver | undefined): StoreReader {
+/** A remembered read: its rows, and the writes counted and the time when it was made. */
+interface RememberedRead {
+  rows: readonly unknown[];
+  writes: number;
+  until: number;
+}
+
+/**
+ * Reads on `connection`, each told to `observe` as Kysely's log tells of the others; remembered
+ * ones while `writes` counts none (every statement that may write goes through the one writing
+ * connection, counted once done: a commit comes after the writes it makes visible).
+ */
+function sqliteReader(
+  connection: SqliteDatabase,
+  writes: { readonly count: number },
+  observe: QueryObserver | undefined,
+): StoreReader {
+  const rows = <Row>(sql: string, parameters: readonly unknown[]): Row[] => {
+    const startedAt = performance.now();
+    try {
+      const read = connection.prepare(sql).all(parameters) as Row[];
+      observe?.("select", (performance.now() - startedAt) / 1000, undefined);
+      return read;
+    } catch (error) {
+      observe?.("select", (performance.now() - startedAt) / 1000, queryFailure(error));
+      throw error;
+    }
+  };
+  const remembered = new Map<string, Map<number, RememberedRead>>();
   return {
-    rows<Row>(sql: string, parameters: readonly unknown[]): Row[] {
-      const startedAt = performance.now();
-      try {
-        const rows = connection.prepare(sql).all(parameters) as Row[];
-        observe?.("select", (performance.now() - startedAt) / 1000, undefined);
-        return rows;
-      } catch (error) {
-        observe?.("select", (performance.now() - startedAt) / 1000, queryFailure(error));
-        throw error;
+    rows,
+    rememberedRows<Row>(sql: string, key: number, parameters: readonly unknown[]): readonly Row[] {
+      let reads = remembered.get(sql);
+      if (reads === undefined) {
+        reads = new Map();
+        remembered.set(sql, reads);
       }
+      const now = Date.now();
+      const known = reads.get(key);
+      if (known !== undefined && known.writes === writes.count && known.until > now)
+        return known.rows as readonly Row[];
+      // Synchronous: no write comes between the read and the count it is kept with.
+      const read = rows<Row>(sql, parameters);
+      if (known !== undefined) {
+        known.rows = read;
+        known.writes = writes.count;
+        known.until = now + READ_MEMO_MS;
+      } else {
+        if (reads.size >= READ_MEMO_LIMIT) reads.clear();
+        reads.set(key, { rows: read, writes: writes.count, until: now + READ_MEMO_MS });
+      }
+      return read;
     },
   };
 }

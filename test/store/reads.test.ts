@@ -2,11 +2,15 @@
  * The reads every API request makes (the credentials, the conference) run outside any transaction:
  * they see what was committed and nothing of a transaction still open, and they do not wait for one
  * (on SQLite, Kysely holds its one connection for the whole of a transaction; the store reads on a
- * read-only connection of its own), on both dialects.
+ * read-only connection of its own), on both dialects. On SQLite the conference read is remembered
+ * until the store writes anything, READ_MEMO_MS at most.
  */
 import assert from "node:assert/strict";
 import { it } from "node:test";
+import SQLite from "better-sqlite3";
+import { sql } from "kysely";
 import { createConference, getConference } from "../../src/store/conferences.js";
+import { READ_MEMO_MS, type Store } from "../../src/store/database.js";
 import { createUser, findCredentials, listBillingPackages } from "../../src/store/users.js";
 import { forEachStore, storeForTests } from "../helpers/databases.js";
 
@@ -27,24 +31,34 @@ async function withoutWaiting<T>(read: Promise<T>, what: string): Promise<T> {
   }
 }
 
+let users = 0;
+
+/** A user (whose password hash is `passwordHash`) with a conference named `name`. */
+async function userWithConference(store: Store, name: string, passwordHash = "a hash") {
+  users += 1;
+  const email = `user${users}@example.com`;
+  const [billing] = await listBillingPackages(store, []);
+  const user = await createUser(
+    store,
+    { name: "Alice", email, billingPackageId: billing?.id ?? 1 },
+    passwordHash,
+    NOW,
+  );
+  const conference = await createConference(
+    store,
+    user.id,
+    { name, scheduledToStartAt: NOW.toISOString() },
+    NOW,
+  );
+  return { user, email, conference };
+}
+
 forEachStore("reads outside a transaction", (kind) => {
   const holder = storeForTests("reads", kind);
 
   it("see the committed conference and credentials while a transaction changing them is open, and its changes once committed", async () => {
     const { store } = holder;
-    const [billing] = await listBillingPackages(store, []);
-    const user = await createUser(
-      store,
-      { name: "Alice", email: "alice@example.com", billingPackageId: billing?.id ?? 1 },
-      "the first hash",
-      NOW,
-    );
-    const conference = await createConference(
-      store,
-      user.id,
-      { name: "Before", scheduledToStartAt: NOW.toISOString() },
-      NOW,
-    );
+    const { user, email, conference } = await userWithConference(store, "Before", "the first hash");
 
     let commit = () => {};
     const committing = new Promise<void>((resolve) => {
@@ -68,18 +82,46 @@ forEachStore("reads outside a transaction", (kind) => {
 
     const during = await withoutWaiting(getConference(store, user.id, conference.id), "the conference read");
     assert.equal(during.name, "Before", "nothing of an open transaction is seen");
-    const credentials = await withoutWaiting(
-      findCredentials(store, "alice@example.com"),
-      "the credentials read",
-    );
+    const credentials = await withoutWaiting(findCredentials(store, email), "the credentials read");
     assert.deepEqual(credentials, { id: user.id, passwordHash: "the first hash" });
 
     commit();
     await transaction;
     assert.equal((await getConference(store, user.id, conference.id)).name, "After");
-    assert.deepEqual(await findCredentials(store, "ALICE@example.com"), {
+    assert.deepEqual(await findCredentials(store, email.toUpperCase()), {
       id: user.id,
       passwordHash: "the second hash",
     });
+  });
+
+  it("finds a conference only for its owner, before and after it was read", async () => {
+    const { store } = holder;
+    const owner = await userWithConference(store, "Owned");
+    const other = await userWithConference(store, "Other's");
+    await assert.rejects(getConference(store, other.user.id, owner.conference.id), /conference/);
+    assert.equal((await getConference(store, owner.user.id, owner.conference.id)).name, "Owned");
+    await assert.rejects(getConference(store, other.user.id, owner.conference.id), /conference/);
+  });
+
+  it("sees a conference changed outside the store (another process on the file) within READ_MEMO_MS", {
+    skip: kind === "postgres" && "the read is remembered on SQLite only",
+  }, async () => {
+    const { store } = holder;
+    const { user, conference } = await userWithConference(store, "Before");
+    assert.equal((await getConference(store, user.id, conference.id)).name, "Before");
+    const { rows } = await sql<{ file: string }>`pragma database_list`.execute(store.db);
+    const outside = new SQLite(rows[0]?.file as string);
+    try {
+      outside.prepare("update conferences set name = 'After' where id = ?").run(conference.id);
+      const changedAt = performance.now();
+      for (;;) {
+        const { name } = await getConference(store, user.id, conference.id);
+        if (name === "After") break;
+        assert.ok(performance.now() - changedAt < READ_MEMO_MS + 200, "still the name before");
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      outside.close();
+    }
   });
 });
