@@ -1,4 +1,4 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import { createConsoleSession, deleteConsoleSession, findConsoleSession } from "../store/console-sessions.js";
 import type { Store } from "../store/database.js";
@@ -53,7 +53,7 @@ interface VerifiedLogin {
 /**
  * HTTP Basic with the user's e-mail as username, or the console's session cookie. scrypt costs tens
  * of milliseconds by design, so a successful check is remembered under a keyed hash of the client
- * address and the credentials, together with the stored hash it matched. For CREDENTIALS_RECHECK_MS
+ * address and the credentials as sent (loginKey), together with the stored hash it matched. For CREDENTIALS_RECHECK_MS
  * they are trusted as they are; after that each request reads the stored hash again (no scrypt) and
  * the address's lockout. A change of e-mail or password made on this instance ends the trust at once
  * (Store.credentialChanges), and so does any password check begun here (it counts a failed login
@@ -105,9 +105,12 @@ export class Authenticator {
 
   /** Checks an e-mail and password as Basic does (same throttle) and opens a console session. */
   async openSession(email: string, password: string, request: FastifyRequest): Promise<OpenedSession> {
-    const userId = await this.verify(email, password, request, () => {
-      throw new HttpError("BL_ERR_NOT_SIGNED_IN", "Invalid e-mail or password");
-    });
+    const key = this.loginKey(request, `form\0${email.toLowerCase()}\0${password}`);
+    const userId =
+      this.trustedUser(key) ??
+      (await this.verify(key, email, password, request, () => {
+        throw new HttpError("BL_ERR_NOT_SIGNED_IN", "Invalid e-mail or password");
+      }));
     const token = randomBytes(32).toString("base64url");
     const csrfToken = randomBytes(32).toString("base64url");
     await createConsoleSession(this.store, { tokenHash: hashToken(token), userId, csrfToken }, new Date());
@@ -122,14 +125,42 @@ export class Authenticator {
 
   /** The Basic-authenticated user's id; throws 401, or 429 once an address has failed too often. */
   private async authenticate(request: FastifyRequest): Promise<number> {
-    const credentials = parseBasic(request.headers.authorization);
-    if (!credentials) {
+    const header = request.headers.authorization;
+    // Known by the header as sent: a trusted login is not even decoded.
+    const key = header === undefined ? undefined : this.loginKey(request, `basic\0${header}`);
+    const trusted = key === undefined ? undefined : this.trustedUser(key);
+    if (trusted !== undefined) return trusted;
+    const credentials = parseBasic(header);
+    if (key === undefined || !credentials) {
       await this.refuseWhenLockedOut(request);
       throw authenticationRequired();
     }
-    return this.verify(credentials.username, credentials.password, request, () => {
+    return this.verify(key, credentials.username, credentials.password, request, () => {
       throw authenticationRequired("Invalid e-mail or password");
     });
+  }
+
+  /**
+   * What a login is remembered under: a keyed SHA-256 of the client address and `presented` (the
+   * credentials as the client sent them), so that no password is kept. The hash is never shown,
+   * so HMAC's guard against length extension would add nothing but its cost (twice this one).
+   */
+  private loginKey(request: FastifyRequest, presented: string): string {
+    return createHash("sha256")
+      .update(this.cacheKey)
+      .update(`${clientSource(request)}\0${presented}`)
+      .digest("base64");
+  }
+
+  /** The user whose login `key` stands for, while it is trusted unread (see the class). */
+  private trustedUser(key: string): number | undefined {
+    const known = this.verified.get(key);
+    return known !== undefined &&
+      known.trustedUntil > Date.now() &&
+      known.credentialChanges === (this.store.credentialChanges ?? 0) &&
+      known.attemptsCounted === this.attemptsCounted
+      ? known.userId
+      : undefined;
   }
 
   /** 429 when the request's client address has no failed logins left in the window. */
@@ -138,25 +169,18 @@ export class Authenticator {
     if (!failures.isAllowed && failures.remaining === 0) throw tooManyRequests(failures.ttlInSeconds);
   }
 
+  /** Checks a login not trusted as it is (trustedUser), remembered under `key` when right. */
   private async verify(
+    key: string,
     username: string,
     password: string,
     request: FastifyRequest,
     refuse: () => never,
   ): Promise<number> {
-    const key = createHmac("sha256", this.cacheKey)
-      .update(`${clientSource(request)}\0${username.toLowerCase()}\0${password}`)
-      .digest("base64");
     const known = this.verified.get(key);
     if (known !== undefined) {
       const credentialChanges = this.store.credentialChanges ?? 0;
       const attemptsCounted = this.attemptsCounted;
-      if (
-        known.trustedUntil > Date.now() &&
-        known.credentialChanges === credentialChanges &&
-        known.attemptsCounted === attemptsCounted
-      )
-        return known.userId;
       const stored = await findCredentials(this.store, username);
       if (stored && known.userId === stored.id && known.passwordHash === stored.passwordHash) {
         await this.refuseWhenLockedOut(request);
