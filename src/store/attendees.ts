@@ -19,7 +19,7 @@ import { recordAttendeeEvents } from "./live-events.js";
 import { queueAttendeeNotification } from "./notifications.js";
 import type { AttendeeTable, Database } from "./schema.js";
 import { searchCondition } from "./search.js";
-import { flag, nextLockVersion, readFlag, timestamp, withVersion } from "./values.js";
+import { flag, nextLockVersion, readFlag, timestamp } from "./values.js";
 
 export const ATTENDEE_SEARCH: SearchAttributes<keyof AttendeeTable> = {
   id: { column: "id", type: "integer" },
@@ -43,8 +43,13 @@ export const ATTENDEE_SEARCH: SearchAttributes<keyof AttendeeTable> = {
   encryption: { column: "encryption", type: "text" },
 };
 
+/** One literal, not withVersion: lists map every attendee's row. */
 export function toAttendee(row: Selectable<AttendeeTable>): Attendee {
-  return withVersion(row, {
+  return {
+    id: row.id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    lockVersion: row.lock_version,
     conferenceId: row.conference_id,
     state: row.state as AttendeeState,
     phoneNumberCountryCode: row.phone_number_country_code,
@@ -59,7 +64,7 @@ export function toAttendee(row: Selectable<AttendeeTable>): Attendee {
     email: row.email,
     duration: connectedSeconds(row.duration, row.connected_at, Date.now()),
     encryption: readCallEncryption(row.encryption),
-  });
+  };
 }
 
 function attendeeRow(changes: AttendeeChanges) {

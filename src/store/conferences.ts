@@ -15,7 +15,7 @@ import { queueConferenceNotifications } from "./notifications.js";
 import { assignPins, claimPins } from "./pins.js";
 import type { ConferenceTable, Database } from "./schema.js";
 import { searchCondition } from "./search.js";
-import { flag, nextLockVersion, timestamp, withVersion } from "./values.js";
+import { flag, nextLockVersion, timestamp } from "./values.js";
 
 export const CONFERENCE_SEARCH: SearchAttributes<keyof ConferenceTable> = {
   id: { column: "id", type: "integer" },
@@ -37,8 +37,13 @@ export const CONFERENCE_SEARCH: SearchAttributes<keyof ConferenceTable> = {
   moderator_pin: { column: "moderator_pin", type: "text" },
 };
 
+/** One literal, not withVersion: every request about a conference maps its row. */
 export function toConference(row: Selectable<ConferenceTable>): Conference {
-  return withVersion(row, {
+  return {
+    id: row.id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    lockVersion: row.lock_version,
     userId: row.user_id,
     name: row.name,
     state: row.state as ConferenceState,
@@ -55,7 +60,7 @@ export function toConference(row: Selectable<ConferenceTable>): Conference {
     moderatorPin: row.moderator_pin,
     sendNotificationEmails: Boolean(row.send_notification_emails),
     announceAttendees: Boolean(row.announce_attendees),
-  });
+  };
 }
 
 export async function listConferences(
