@@ -20,6 +20,7 @@ import fs from "node:fs";
 import { Session } from "node:inspector/promises";
 import os from "node:os";
 import path from "node:path";
+import { monitorEventLoopDelay } from "node:perf_hooks";
 import Fastify from "fastify";
 import pg from "pg";
 import { loadConfig } from "../../src/config.js";
@@ -44,6 +45,9 @@ interface ScenarioResult extends LoadOutcome {
   name: string;
   /** CPU time of this process (the service; the ceiling's server for the ceiling) per request answered. */
   cpuMicrosPerRequest: number;
+  /** How late this process's event loop ran, p99 and most, ms: requests wait at least that long. */
+  loopDelayP99Ms: number;
+  loopDelayMaxMs: number;
 }
 
 /** A whole number from the environment variable `name`, at least `least`; `fallback` when unset. */
@@ -129,11 +133,21 @@ async function attendeeCount(client: Client, conferencePath: string): Promise<nu
 // ---- Report ----
 
 function formatTable(results: ScenarioResult[]): string {
-  const header = ["scenario", "req/s", "server CPU µs/req", "p50 ms", "p99 ms", "non-2xx", "errors"];
+  const header = [
+    "scenario",
+    "req/s",
+    "server CPU µs/req",
+    "loop delay p99 / max ms",
+    "p50 ms",
+    "p99 ms",
+    "non-2xx",
+    "errors",
+  ];
   const rows = results.map((r) => [
     r.name,
     r.requestsPerSecond.toFixed(0),
     r.cpuMicrosPerRequest.toFixed(0),
+    `${r.loopDelayP99Ms.toFixed(0)} / ${r.loopDelayMaxMs.toFixed(0)}`,
     r.p50Ms.toFixed(1),
     r.p99Ms.toFixed(1),
     String(r.non2xx),
@@ -215,6 +229,8 @@ async function main(): Promise<void> {
     const measure = async (name: string, job: Omit<LoadJob, "durationSeconds">) => {
       process.stderr.write(`running ${name} (${perScenario})...\n`);
       const profiled = profileDir === undefined ? undefined : await startProfile();
+      const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+      loopDelay.enable();
       const cpuBefore = process.cpuUsage();
       const outcome = await runInLoadGenerator(loadGenerator, {
         ...job,
@@ -224,13 +240,20 @@ async function main(): Promise<void> {
         requests,
       });
       const cpu = process.cpuUsage(cpuBefore);
+      loopDelay.disable();
       if (profiled !== undefined && profileDir !== undefined) {
         const file = path.join(profileDir, `${name.replace(/[^\w-]+/g, "-")}.cpuprofile`);
         fs.writeFileSync(file, JSON.stringify(await profiled.stop()));
         process.stderr.write(`  CPU profile: ${file}\n`);
       }
       const cpuMicrosPerRequest = (cpu.user + cpu.system) / Math.max(outcome.answered, 1);
-      results.push({ name, ...outcome, cpuMicrosPerRequest });
+      results.push({
+        name,
+        ...outcome,
+        cpuMicrosPerRequest,
+        loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
+        loopDelayMaxMs: loopDelay.max / 1e6,
+      });
       return outcome;
     };
 
