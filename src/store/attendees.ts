@@ -14,6 +14,7 @@ import { NotFound, StaleLockVersion, ValidationFailed } from "../domain/errors.j
 import { attendeeControlEvents } from "../domain/event.js";
 import { attendeesHaveBeenInvited, invitationChanged } from "../domain/notification.js";
 import type { SearchAttributes, SearchFilter } from "../domain/search.js";
+import { compiledOnce } from "./compiled-query.js";
 import type { Store } from "./database.js";
 import { recordAttendeeEvents } from "./live-events.js";
 import { queueAttendeeNotification } from "./notifications.js";
@@ -93,15 +94,23 @@ export async function listAttendees(
   conferenceId: number,
   filters: SearchFilter<keyof AttendeeTable>[],
 ): Promise<Attendee[]> {
+  if (filters.length === 0) return (await selectAttendees.read(store, conferenceId)).map(toAttendee);
   const rows = await store.db
     .selectFrom("attendees")
     .selectAll()
     .where("conference_id", "=", conferenceId)
-    .$if(filters.length > 0, (q) => q.where((eb) => searchCondition(eb, filters)))
+    .where((eb) => searchCondition(eb, filters))
     .orderBy("id")
     .execute();
   return rows.map(toAttendee);
 }
+
+/** A conference's attendees unfiltered, remembered by conference (SQLite): what GET attendees reads. */
+const selectAttendees = compiledOnce(
+  (db, conferenceId: number) =>
+    db.selectFrom("attendees").selectAll().where("conference_id", "=", conferenceId).orderBy("id"),
+  (conferenceId) => conferenceId,
+);
 
 async function findAttendee(db: Kysely<Database>, conferenceId: number, id: number): Promise<Attendee> {
   const row = await db

@@ -58,8 +58,8 @@ export interface StoreReader {
  * the service supports: SQLite is one instance) is seen within this long.
  */
 export const READ_MEMO_MS = 1_000;
-/** Reads remembered per SQL text; past it they are forgotten all at once. */
-const READ_MEMO_LIMIT = 10_000;
+/** Rows remembered in all (some 20 MB of attendees'); past it every read is forgotten at once. */
+const READ_MEMO_ROWS = 20_000;
 
 /** What a statement does, by its root node; `other` for raw SQL and the rest. */
 export type QueryKind = "select" | "insert" | "update" | "delete" | "other";
@@ -274,6 +274,7 @@ function sqliteReader(
     }
   };
   const remembered = new Map<string, Map<number, RememberedRead>>();
+  let rowsRemembered = 0;
   return {
     rows,
     rememberedRows<Row>(sql: string, key: number, parameters: readonly unknown[]): readonly Row[] {
@@ -288,12 +289,16 @@ function sqliteReader(
         return known.rows as readonly Row[];
       // Synchronous: no write comes between the read and the count it is kept with.
       const read = rows<Row>(sql, parameters);
+      rowsRemembered += read.length - (known?.rows.length ?? 0);
       if (known !== undefined) {
         known.rows = read;
         known.writes = writes.count;
         known.until = now + READ_MEMO_MS;
       } else {
-        if (reads.size >= READ_MEMO_LIMIT) reads.clear();
+        if (rowsRemembered > READ_MEMO_ROWS) {
+          for (const kept of remembered.values()) kept.clear();
+          rowsRemembered = read.length;
+        }
         reads.set(key, { rows: read, writes: writes.count, until: now + READ_MEMO_MS });
       }
       return read;

@@ -2,13 +2,14 @@
  * The reads every API request makes (the credentials, the conference) run outside any transaction:
  * they see what was committed and nothing of a transaction still open, and they do not wait for one
  * (on SQLite, Kysely holds its one connection for the whole of a transaction; the store reads on a
- * read-only connection of its own), on both dialects. On SQLite the conference read is remembered
- * until the store writes anything, READ_MEMO_MS at most.
+ * read-only connection of its own), on both dialects. On SQLite the conference and its attendees are
+ * remembered until the store writes anything, READ_MEMO_MS at most.
  */
 import assert from "node:assert/strict";
 import { it } from "node:test";
 import SQLite from "better-sqlite3";
 import { sql } from "kysely";
+import { createAttendee, listAttendees } from "../../src/store/attendees.js";
 import { createConference, getConference } from "../../src/store/conferences.js";
 import { READ_MEMO_MS, type Store } from "../../src/store/database.js";
 import { createUser, findCredentials, listBillingPackages } from "../../src/store/users.js";
@@ -92,6 +93,23 @@ forEachStore("reads outside a transaction", (kind) => {
       id: user.id,
       passwordHash: "the second hash",
     });
+  });
+
+  it("lists an attendee added through the store at once, after the list was read", async () => {
+    const { store } = holder;
+    const { conference } = await userWithConference(store, "Listed");
+    const before = await listAttendees(store, conference.id, []);
+    await createAttendee(
+      store,
+      conference.id,
+      { name: "Bob", phoneNumberSubscriberNumber: "6045550123" },
+      NOW,
+    );
+    const after = await listAttendees(store, conference.id, []);
+    assert.deepEqual(
+      after.map((attendee) => attendee.name),
+      [...before.map((attendee) => attendee.name), "Bob"],
+    );
   });
 
   it("finds a conference only for its owner, before and after it was read", async () => {
