@@ -133,15 +133,19 @@ export function getAttendee(store: Store, conferenceId: number, id: number): Pro
  * instances cannot both pass the check.
  */
 async function lockConference(trx: Kysely<Database>, store: Store, conferenceId: number): Promise<string> {
-  const row = await trx
-    .selectFrom("conferences")
-    .select("state")
-    .where("id", "=", conferenceId)
-    .$if(store.dialect === "postgres", (q) => q.forUpdate())
-    .executeTakeFirst();
+  const read = store.dialect === "postgres" ? selectStateForUpdate : selectState;
+  const [row] = await read.run(trx, conferenceId);
   if (!row) throw new NotFound("conference");
   return row.state;
 }
+
+// Compiled once: adding an attendee runs these on every POST.
+const selectState = compiledOnce((db, conferenceId: number) =>
+  db.selectFrom("conferences").select("state").where("id", "=", conferenceId),
+);
+const selectStateForUpdate = compiledOnce((db, conferenceId: number) =>
+  db.selectFrom("conferences").select("state").where("id", "=", conferenceId).forUpdate(),
+);
 
 async function otherModeratorExists(trx: Kysely<Database>, conferenceId: number, exceptId: number | null) {
   const row = await trx
@@ -160,20 +164,30 @@ async function countAttendees(
   conferenceId: number,
   exceptId: number | null,
 ): Promise<{ count: number; dialled: number }> {
-  const { count, dialled } = await trx
-    .selectFrom("attendees")
-    .select((eb) => [
-      eb.fn.countAll<number>().as("count"),
-      eb.fn
-        .count<number>("phone_number_subscriber_number")
-        .filterWhere("dial_in", "=", flag(false))
-        .as("dialled"),
-    ])
-    .where("conference_id", "=", conferenceId)
-    .$if(exceptId !== null, (q) => q.where("id", "<>", exceptId as number))
-    .executeTakeFirstOrThrow();
-  return { count: Number(count), dialled: Number(dialled) };
+  const [counted] =
+    exceptId === null
+      ? await countAll.run(trx, conferenceId)
+      : await countAllBut.run(trx, conferenceId, exceptId);
+  return { count: Number(counted?.count), dialled: Number(counted?.dialled) };
 }
+
+/** A count of attendees, and of those of them the conference calls (not dialling in). */
+function attendeeCounts(db: Kysely<Database>) {
+  return db.selectFrom("attendees").select((eb) => [
+    eb.fn.countAll<number>().as("count"),
+    eb.fn
+      .count<number>("phone_number_subscriber_number")
+      .filterWhere("dial_in", "=", eb.lit(false))
+      .as("dialled"),
+  ]);
+}
+
+const countAll = compiledOnce((db, conferenceId: number) =>
+  attendeeCounts(db).where("conference_id", "=", conferenceId),
+);
+const countAllBut = compiledOnce((db, conferenceId: number, exceptId: number) =>
+  attendeeCounts(db).where("conference_id", "=", conferenceId).where("id", "<>", exceptId),
+);
 
 /**
  * Adds an attendee. `maxDialled` is how many attendees the conference may dial: the calls its owner
