@@ -37,12 +37,15 @@ import {
 } from "./load-generator.js";
 
 const TARGET_CEILING_RATIO = 0.5;
-const TARGET_P99_MS = 20;
+/** p99 targets at CONNECTIONS connections, ms: GET conference's from the first API benchmark, the others issue 31's. */
+const TARGET_P99_MS = { conference: 20, attendees: 80, post: 123 };
 /** The POST scenario gets conferences for this many times the GET conference rate. */
 const POST_CAPACITY_MARGIN = 2;
 
 interface ScenarioResult extends LoadOutcome {
   name: string;
+  /** What the p99 latency must stay under, ms; undefined for the ceiling. */
+  p99TargetMs?: number;
   /** CPU time of this process (the service; the ceiling's server for the ceiling) per request answered. */
   cpuMicrosPerRequest: number;
   /** How late this process's event loop ran, p99 and most, ms: requests wait at least that long. */
@@ -226,7 +229,7 @@ async function main(): Promise<void> {
 
     const apiHeaders = { accept: "application/xml", authorization };
     const results: ScenarioResult[] = [];
-    const measure = async (name: string, job: Omit<LoadJob, "durationSeconds">) => {
+    const measure = async (name: string, job: Omit<LoadJob, "durationSeconds">, p99TargetMs?: number) => {
       process.stderr.write(`running ${name} (${perScenario})...\n`);
       const profiled = profileDir === undefined ? undefined : await startProfile();
       const loopDelay = monitorEventLoopDelay({ resolution: 1 });
@@ -249,6 +252,7 @@ async function main(): Promise<void> {
       const cpuMicrosPerRequest = (cpu.user + cpu.system) / Math.max(outcome.answered, 1);
       results.push({
         name,
+        p99TargetMs,
         ...outcome,
         cpuMicrosPerRequest,
         loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
@@ -262,16 +266,16 @@ async function main(): Promise<void> {
       method: "GET",
       headers: { accept: "application/xml" },
     });
-    const conferenceOutcome = await measure("GET conference", {
-      url: `${baseUrl}${conferencePath}`,
-      method: "GET",
-      headers: apiHeaders,
-    });
-    await measure(`GET attendees (${attendees})`, {
-      url: `${baseUrl}${conferencePath}/attendees`,
-      method: "GET",
-      headers: apiHeaders,
-    });
+    const conferenceOutcome = await measure(
+      "GET conference",
+      { url: `${baseUrl}${conferencePath}`, method: "GET", headers: apiHeaders },
+      TARGET_P99_MS.conference,
+    );
+    await measure(
+      `GET attendees (${attendees})`,
+      { url: `${baseUrl}${conferencePath}/attendees`, method: "GET", headers: apiHeaders },
+      TARGET_P99_MS.attendees,
+    );
 
     // Each POST must succeed, and a conference holds a bounded number of attendees: enough fresh
     // conferences for a rate well above what GET conference reached, cycled by the load generator.
@@ -286,16 +290,20 @@ async function main(): Promise<void> {
     );
     const requestsPerPath =
       MAX_ATTENDEES_PER_CONFERENCE - (await attendeeCount(client, postPaths[0] as string));
-    await measure("POST attendee", {
-      url: `${baseUrl}${postPaths[0]}/attendees`,
-      method: "POST",
-      headers: { ...apiHeaders, "content-type": "application/xml" },
-      body: attendeeXml(42),
-      cycle: { paths: postPaths.map((p) => `${p}/attendees`), requestsPerPath },
-    });
+    await measure(
+      "POST attendee",
+      {
+        url: `${baseUrl}${postPaths[0]}/attendees`,
+        method: "POST",
+        headers: { ...apiHeaders, "content-type": "application/xml" },
+        body: attendeeXml(42),
+        cycle: { paths: postPaths.map((p) => `${p}/attendees`), requestsPerPath },
+      },
+      TARGET_P99_MS.post,
+    );
 
     const ratio = conferenceOutcome.requestsPerSecond / ceilingOutcome.requestsPerSecond;
-    const apiResults = results.filter((r) => !r.name.startsWith("ceiling"));
+    const targeted = results.filter((r) => r.p99TargetMs !== undefined);
     const lines = [
       "",
       `bridgeline API benchmark: ${connections} connections, ${perScenario} per scenario`,
@@ -306,9 +314,9 @@ async function main(): Promise<void> {
       "non-2xx and errors (socket errors, timeouts after 10 s) count warm-up and measured run",
       "",
       `GET conference / ceiling req/s: ${(ratio * 100).toFixed(1)} % (target >= ${TARGET_CEILING_RATIO * 100} %): ${verdict(ratio >= TARGET_CEILING_RATIO, judged)}`,
-      ...apiResults.map(
+      ...targeted.map(
         (r) =>
-          `p99 ${r.name}: ${r.p99Ms.toFixed(1)} ms (target < ${TARGET_P99_MS} ms at ${CONNECTIONS} connections): ${verdict(r.p99Ms < TARGET_P99_MS, judged)}`,
+          `p99 ${r.name}: ${r.p99Ms.toFixed(1)} ms (target < ${r.p99TargetMs} ms at ${CONNECTIONS} connections): ${verdict(r.p99Ms < (r.p99TargetMs ?? 0), judged)}`,
       ),
     ];
     process.stdout.write(`${lines.join("\n")}\n`);
