@@ -173,13 +173,15 @@ async function countAttendees(
 
 /** A count of attendees, and of those of them the conference calls (not dialling in). */
 function attendeeCounts(db: Kysely<Database>) {
-  return db.selectFrom("attendees").select((eb) => [
-    eb.fn.countAll<number>().as("count"),
-    eb.fn
-      .count<number>("phone_number_subscriber_number")
-      .filterWhere("dial_in", "=", eb.lit(false))
-      .as("dialled"),
-  ]);
+  return db
+    .selectFrom("attendees")
+    .select((eb) => [
+      eb.fn.countAll<number>().as("count"),
+      eb.fn
+        .count<number>("phone_number_subscriber_number")
+        .filterWhere("dial_in", "=", eb.lit(false))
+        .as("dialled"),
+    ]);
 }
 
 const countAll = compiledOnce((db, conferenceId: number) =>
