@@ -53,12 +53,12 @@ interface VerifiedLogin {
 /**
  * HTTP Basic with the user's e-mail as username, or the console's session cookie. scrypt costs tens
  * of milliseconds by design, so a successful check is remembered under a keyed hash of the client
- * address and the credentials as sent (loginKey), together with the stored hash it matched. For CREDENTIALS_RECHECK_MS
- * they are trusted as they are; after that each request reads the stored hash again (no scrypt) and
- * the address's lockout. A change of e-mail or password made on this instance ends the trust at once
- * (Store.credentialChanges), and so does any password check begun here (it counts a failed login
- * for its address until found right); made on another instance, within CREDENTIALS_RECHECK_MS, the
- * bound the failed-login counts already had (UNDER_LIMIT_MEMO_MS).
+ * address and the credentials as sent (loginKey), together with the stored hash it matched. For
+ * CREDENTIALS_RECHECK_MS they are trusted as they are; after that each request reads the stored hash
+ * again (no scrypt) and the address's lockout. A change of e-mail or password made on this instance
+ * ends the trust at once (Store.credentialChanges), and so does any password check begun here (it
+ * counts a failed login for its address until found right); one made on another instance, within
+ * CREDENTIALS_RECHECK_MS, the bound the failed-login counts already had (UNDER_LIMIT_MEMO_MS).
  * A cookie session's changes (POST, PUT, DELETE) must carry its CSRF token in X-CSRF-Token: another
  * site can make a browser send the cookie, but cannot read the token. Failed logins count against the
  * client address (`attempts`, shared by the instances); once it has none left, even the right
