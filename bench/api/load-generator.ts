@@ -32,6 +32,8 @@ export interface LoadJob {
 
 export interface LoadOutcome {
   requestsPerSecond: number;
+  /** Requests answered over warm-up and measured run. */
+  answered: number;
   p50Ms: number;
   p99Ms: number;
   /** Counted over warm-up and measured run: every response must succeed. */
@@ -83,6 +85,7 @@ async function runLoadJob(job: LoadJob): Promise<LoadOutcome> {
   }
   return {
     requestsPerSecond: measured.requests.average,
+    answered: (warmup?.requests.total ?? 0) + measured.requests.total,
     p50Ms: measured.latency.p50,
     p99Ms: measured.latency.p99,
     non2xx: (warmup?.non2xx ?? 0) + measured.non2xx,

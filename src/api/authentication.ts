@@ -1,14 +1,20 @@
-import { createHash, createHmac, randomBytes, timingSafeEqual } from "node:crypto";
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import { createConsoleSession, deleteConsoleSession, findConsoleSession } from "../store/console-sessions.js";
 import type { Store } from "../store/database.js";
 import { findCredentials } from "../store/users.js";
 import { authenticationRequired, HttpError, tooManyRequests } from "./http-errors.js";
 import { hashPassword, verifyPassword } from "./passwords.js";
-import type { RequestLimiter } from "./rate-limits.js";
+import { clientSource, type RequestLimiter } from "./rate-limits.js";
 
 /** Verified credentials remembered (then forgotten all at once): bounds the cache an attacker can grow. */
 export const VERIFIED_CACHE_LIMIT = 10_000;
+/**
+ * How long verified credentials are taken as still right without reading them again: a password or
+ * e-mail changed on another instance stops working here within this long (on this instance, at
+ * once), and so does an address locked out by failed logins counted elsewhere.
+ */
+export const CREDENTIALS_RECHECK_MS = 1_000;
 
 /** The console's session cookie. */
 export const SESSION_COOKIE = "bridgeline_session";
@@ -31,20 +37,39 @@ export interface OpenedSession {
   csrfToken: string;
 }
 
+/** Credentials that were right, from one client address. */
+interface VerifiedLogin {
+  userId: number;
+  /** The stored hash they matched: read again, a different one means the password changed. */
+  passwordHash: string;
+  /** Until when (epoch ms) they are taken as right, and the address as not locked out, unread. */
+  trustedUntil: number;
+  /** The store's credentialChanges then: a change made through this store since ends the trust. */
+  credentialChanges: number;
+  /** This instance's failed-login counts then: one since ends the trust in the address's lockout. */
+  attemptsCounted: number;
+}
+
 /**
  * HTTP Basic with the user's e-mail as username, or the console's session cookie. scrypt costs tens
- * of milliseconds by design, so a successful check is remembered under a keyed hash of the
- * credentials together with the stored hash it matched: a password change anywhere invalidates it
- * at the next request. A cookie session's changes (POST, PUT, DELETE) must carry its CSRF token in
- * X-CSRF-Token: another site can make a browser send the cookie, but cannot read the token. Failed
- * logins count against the client address (`attempts`, shared by the instances); once it has none
- * left, even the right password is answered 429 until the window ends. A password check takes its
- * attempt before scrypt runs, and gives it back when right, so that many checks at once cannot pass
- * the limit together.
+ * of milliseconds by design, so a successful check is remembered under a keyed hash of the client
+ * address and the credentials as sent (loginKey), together with the stored hash it matched. For
+ * CREDENTIALS_RECHECK_MS they are trusted as they are; after that each request reads the stored hash
+ * again (no scrypt) and the address's lockout. A change of e-mail or password made on this instance
+ * ends the trust at once (Store.credentialChanges), and so does any password check begun here (it
+ * counts a failed login for its address until found right); one made on another instance, within
+ * CREDENTIALS_RECHECK_MS, the bound the failed-login counts already had (UNDER_LIMIT_MEMO_MS).
+ * A cookie session's changes (POST, PUT, DELETE) must carry its CSRF token in X-CSRF-Token: another
+ * site can make a browser send the cookie, but cannot read the token. Failed logins count against the
+ * client address (`attempts`, shared by the instances); once it has none left, even the right
+ * password is answered 429 until the window ends. A password check takes its attempt before scrypt
+ * runs, and gives it back when right, so that many checks at once cannot pass the limit together.
  */
 export class Authenticator {
   private readonly cacheKey = randomBytes(32);
-  private readonly verified = new Map<string, { userId: number; passwordHash: string }>();
+  private readonly verified = new Map<string, VerifiedLogin>();
+  /** Failed-login attempts this instance has counted (each password check counts one first). */
+  private attemptsCounted = 0;
   /** Checked against when the user is unknown, at the cost real hashes are made with. */
   private readonly decoyHash: Promise<string>;
 
@@ -80,9 +105,12 @@ export class Authenticator {
 
   /** Checks an e-mail and password as Basic does (same throttle) and opens a console session. */
   async openSession(email: string, password: string, request: FastifyRequest): Promise<OpenedSession> {
-    const userId = await this.verify(email, password, request, () => {
-      throw new HttpError("BL_ERR_NOT_SIGNED_IN", "Invalid e-mail or password");
-    });
+    const key = this.loginKey(request, `form\0${email.toLowerCase()}\0${password}`);
+    const userId =
+      this.trustedUser(key) ??
+      (await this.verify(key, email, password, request, () => {
+        throw new HttpError("BL_ERR_NOT_SIGNED_IN", "Invalid e-mail or password");
+      }));
     const token = randomBytes(32).toString("base64url");
     const csrfToken = randomBytes(32).toString("base64url");
     await createConsoleSession(this.store, { tokenHash: hashToken(token), userId, csrfToken }, new Date());
@@ -97,14 +125,42 @@ export class Authenticator {
 
   /** The Basic-authenticated user's id; throws 401, or 429 once an address has failed too often. */
   private async authenticate(request: FastifyRequest): Promise<number> {
-    const credentials = parseBasic(request.headers.authorization);
-    if (!credentials) {
+    const header = request.headers.authorization;
+    // Known by the header as sent: a trusted login is not even decoded.
+    const key = header === undefined ? undefined : this.loginKey(request, `basic\0${header}`);
+    const trusted = key === undefined ? undefined : this.trustedUser(key);
+    if (trusted !== undefined) return trusted;
+    const credentials = parseBasic(header);
+    if (key === undefined || !credentials) {
       await this.refuseWhenLockedOut(request);
       throw authenticationRequired();
     }
-    return this.verify(credentials.username, credentials.password, request, () => {
+    return this.verify(key, credentials.username, credentials.password, request, () => {
       throw authenticationRequired("Invalid e-mail or password");
     });
+  }
+
+  /**
+   * What a login is remembered under: a keyed SHA-256 of the client address and `presented` (the
+   * credentials as the client sent them), so that no password is kept. The hash is never shown,
+   * so HMAC's guard against length extension would add nothing but its cost (twice this one).
+   */
+  private loginKey(request: FastifyRequest, presented: string): string {
+    return createHash("sha256")
+      .update(this.cacheKey)
+      .update(`${clientSource(request)}\0${presented}`)
+      .digest("base64");
+  }
+
+  /** The user whose login `key` stands for, while it is trusted unread (see the class). */
+  private trustedUser(key: string): number | undefined {
+    const known = this.verified.get(key);
+    return known !== undefined &&
+      known.trustedUntil > Date.now() &&
+      known.credentialChanges === (this.store.credentialChanges ?? 0) &&
+      known.attemptsCounted === this.attemptsCounted
+      ? known.userId
+      : undefined;
   }
 
   /** 429 when the request's client address has no failed logins left in the window. */
@@ -113,26 +169,34 @@ export class Authenticator {
     if (!failures.isAllowed && failures.remaining === 0) throw tooManyRequests(failures.ttlInSeconds);
   }
 
+  /** Checks a login not trusted as it is (trustedUser), remembered under `key` when right. */
   private async verify(
+    key: string,
     username: string,
     password: string,
     request: FastifyRequest,
     refuse: () => never,
   ): Promise<number> {
-    const key = createHmac("sha256", this.cacheKey)
-      .update(`${username.toLowerCase()}\0${password}`)
-      .digest("base64");
-    const cached = this.verified.get(key);
-    if (cached !== undefined) {
+    const known = this.verified.get(key);
+    if (known !== undefined) {
+      const credentialChanges = this.store.credentialChanges ?? 0;
+      const attemptsCounted = this.attemptsCounted;
       const stored = await findCredentials(this.store, username);
-      if (stored && cached.userId === stored.id && cached.passwordHash === stored.passwordHash) {
+      if (stored && known.userId === stored.id && known.passwordHash === stored.passwordHash) {
         await this.refuseWhenLockedOut(request);
+        // What was current before the reads: a change made during them ends this trust too.
+        known.trustedUntil = Date.now() + CREDENTIALS_RECHECK_MS;
+        known.credentialChanges = credentialChanges;
+        known.attemptsCounted = attemptsCounted;
         return stored.id;
       }
     }
     // Counted before the account is even looked up: a locked-out address costs one count and no more.
+    this.attemptsCounted += 1;
+    const attemptsCounted = this.attemptsCounted;
     const attempt = await this.attempts.limiter(request);
     if (!attempt.isAllowed && attempt.isExceeded) throw tooManyRequests(attempt.ttlInSeconds);
+    const credentialChanges = this.store.credentialChanges ?? 0;
     const stored = await findCredentials(this.store, username);
     if (!stored) {
       // The same scrypt cost as a wrong password, so response time does not reveal who has an account.
@@ -140,7 +204,13 @@ export class Authenticator {
     } else if (await verifyPassword(password, stored.passwordHash)) {
       await this.attempts.giveBack(request);
       if (this.verified.size >= VERIFIED_CACHE_LIMIT) this.verified.clear();
-      this.verified.set(key, { userId: stored.id, passwordHash: stored.passwordHash });
+      this.verified.set(key, {
+        userId: stored.id,
+        passwordHash: stored.passwordHash,
+        trustedUntil: Date.now() + CREDENTIALS_RECHECK_MS,
+        credentialChanges,
+        attemptsCounted,
+      });
       return stored.id;
     }
     return refuse();

@@ -14,12 +14,13 @@ import { NotFound, StaleLockVersion, ValidationFailed } from "../domain/errors.j
 import { attendeeControlEvents } from "../domain/event.js";
 import { attendeesHaveBeenInvited, invitationChanged } from "../domain/notification.js";
 import type { SearchAttributes, SearchFilter } from "../domain/search.js";
+import { compiledOnce } from "./compiled-query.js";
 import type { Store } from "./database.js";
 import { recordAttendeeEvents } from "./live-events.js";
 import { queueAttendeeNotification } from "./notifications.js";
 import type { AttendeeTable, Database } from "./schema.js";
 import { searchCondition } from "./search.js";
-import { flag, nextLockVersion, readFlag, timestamp, withVersion } from "./values.js";
+import { flag, nextLockVersion, readFlag, timestamp } from "./values.js";
 
 export const ATTENDEE_SEARCH: SearchAttributes<keyof AttendeeTable> = {
   id: { column: "id", type: "integer" },
@@ -43,8 +44,13 @@ export const ATTENDEE_SEARCH: SearchAttributes<keyof AttendeeTable> = {
   encryption: { column: "encryption", type: "text" },
 };
 
+/** One literal, not withVersion: lists map every attendee's row. */
 export function toAttendee(row: Selectable<AttendeeTable>): Attendee {
-  return withVersion(row, {
+  return {
+    id: row.id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    lockVersion: row.lock_version,
     conferenceId: row.conference_id,
     state: row.state as AttendeeState,
     phoneNumberCountryCode: row.phone_number_country_code,
@@ -59,7 +65,7 @@ export function toAttendee(row: Selectable<AttendeeTable>): Attendee {
     email: row.email,
     duration: connectedSeconds(row.duration, row.connected_at, Date.now()),
     encryption: readCallEncryption(row.encryption),
-  });
+  };
 }
 
 function attendeeRow(changes: AttendeeChanges) {
@@ -88,15 +94,23 @@ export async function listAttendees(
   conferenceId: number,
   filters: SearchFilter<keyof AttendeeTable>[],
 ): Promise<Attendee[]> {
+  if (filters.length === 0) return (await selectAttendees.read(store, conferenceId)).map(toAttendee);
   const rows = await store.db
     .selectFrom("attendees")
     .selectAll()
     .where("conference_id", "=", conferenceId)
-    .$if(filters.length > 0, (q) => q.where((eb) => searchCondition(eb, filters)))
+    .where((eb) => searchCondition(eb, filters))
     .orderBy("id")
     .execute();
   return rows.map(toAttendee);
 }
+
+/** A conference's attendees unfiltered, remembered by conference (SQLite): what GET attendees reads. */
+const selectAttendees = compiledOnce(
+  (db, conferenceId: number) =>
+    db.selectFrom("attendees").selectAll().where("conference_id", "=", conferenceId).orderBy("id"),
+  (conferenceId) => conferenceId,
+);
 
 async function findAttendee(db: Kysely<Database>, conferenceId: number, id: number): Promise<Attendee> {
   const row = await db
@@ -119,15 +133,19 @@ export function getAttendee(store: Store, conferenceId: number, id: number): Pro
  * instances cannot both pass the check.
  */
 async function lockConference(trx: Kysely<Database>, store: Store, conferenceId: number): Promise<string> {
-  const row = await trx
-    .selectFrom("conferences")
-    .select("state")
-    .where("id", "=", conferenceId)
-    .$if(store.dialect === "postgres", (q) => q.forUpdate())
-    .executeTakeFirst();
+  const read = store.dialect === "postgres" ? selectStateForUpdate : selectState;
+  const [row] = await read.run(trx, conferenceId);
   if (!row) throw new NotFound("conference");
   return row.state;
 }
+
+// Compiled once: adding an attendee runs these on every POST.
+const selectState = compiledOnce((db, conferenceId: number) =>
+  db.selectFrom("conferences").select("state").where("id", "=", conferenceId),
+);
+const selectStateForUpdate = compiledOnce((db, conferenceId: number) =>
+  db.selectFrom("conferences").select("state").where("id", "=", conferenceId).forUpdate(),
+);
 
 async function otherModeratorExists(trx: Kysely<Database>, conferenceId: number, exceptId: number | null) {
   const row = await trx
@@ -146,20 +164,32 @@ async function countAttendees(
   conferenceId: number,
   exceptId: number | null,
 ): Promise<{ count: number; dialled: number }> {
-  const { count, dialled } = await trx
+  const [counted] =
+    exceptId === null
+      ? await countAll.run(trx, conferenceId)
+      : await countAllBut.run(trx, conferenceId, exceptId);
+  return { count: Number(counted?.count), dialled: Number(counted?.dialled) };
+}
+
+/** A count of attendees, and of those of them the conference calls (not dialling in). */
+function attendeeCounts(db: Kysely<Database>) {
+  return db
     .selectFrom("attendees")
     .select((eb) => [
       eb.fn.countAll<number>().as("count"),
       eb.fn
         .count<number>("phone_number_subscriber_number")
-        .filterWhere("dial_in", "=", flag(false))
+        .filterWhere("dial_in", "=", eb.lit(false))
         .as("dialled"),
-    ])
-    .where("conference_id", "=", conferenceId)
-    .$if(exceptId !== null, (q) => q.where("id", "<>", exceptId as number))
-    .executeTakeFirstOrThrow();
-  return { count: Number(count), dialled: Number(dialled) };
+    ]);
 }
+
+const countAll = compiledOnce((db, conferenceId: number) =>
+  attendeeCounts(db).where("conference_id", "=", conferenceId),
+);
+const countAllBut = compiledOnce((db, conferenceId: number, exceptId: number) =>
+  attendeeCounts(db).where("conference_id", "=", conferenceId).where("id", "<>", exceptId),
+);
 
 /**
  * Adds an attendee. `maxDialled` is how many attendees the conference may dial: the calls its owner

@@ -1,18 +1,32 @@
 import { type Compilable, CompiledQuery, type Kysely } from "kysely";
+import type { Store } from "./database.js";
 import type { Database } from "./schema.js";
+
+/** A read compiled once per dialect, run with new parameters. */
+export interface CompiledRead<Row, Args extends unknown[]> {
+  /**
+   * Outside any transaction: on the store's reader when it has one (SQLite), remembered there when
+   * made with `rememberedBy`; else through db. The rows are not to be changed.
+   */
+  read(store: Store, ...parameters: Args): Promise<readonly Row[]>;
+  /** Through `db`, which may be a transaction: the read sees the transaction's own writes. */
+  run(db: Kysely<Database>, ...parameters: Args): Promise<Row[]>;
+}
 
 /**
  * Kysely builds and compiles every query anew, which costs more than SQLite's own work for a
  * one-row read. The reads that every request makes are compiled once per dialect and then run
  * with new parameters. `build` receives the parameters, which must appear in the SQL in the order
- * given (checked on the first compile).
+ * given (checked on the first compile). `rememberedBy`, a number standing for the parameters, has
+ * the store's reader remember the rows under it (StoreReader.rememberedRows).
  */
 export function compiledOnce<Row, Args extends unknown[]>(
   build: (db: Kysely<Database>, ...parameters: Args) => Compilable<Row>,
-): (db: Kysely<Database>, ...parameters: Args) => Promise<Row[]> {
+  rememberedBy?: (...parameters: Args) => number,
+): CompiledRead<Row, Args> {
   // Keyed by the adapter, which a database and its transactions share.
   const sqlByAdapter = new WeakMap<object, string>();
-  return async (db, ...parameters) => {
+  const sqlFor = (db: Kysely<Database>, parameters: Args): string => {
     const adapter = db.getExecutor().adapter;
     let sqlText = sqlByAdapter.get(adapter);
     if (sqlText === undefined) {
@@ -26,7 +40,19 @@ export function compiledOnce<Row, Args extends unknown[]>(
       sqlText = compiled.sql;
       sqlByAdapter.set(adapter, sqlText);
     }
-    const result = await db.executeQuery<Row>(CompiledQuery.raw(sqlText, parameters));
-    return result.rows;
+    return sqlText;
+  };
+  const run = async (db: Kysely<Database>, ...parameters: Args): Promise<Row[]> =>
+    (await db.executeQuery<Row>(CompiledQuery.raw(sqlFor(db, parameters), parameters))).rows;
+  return {
+    run,
+    async read(store, ...parameters) {
+      const reader = store.reader;
+      if (reader === undefined) return run(store.db, ...parameters);
+      const sql = sqlFor(store.db, parameters);
+      return rememberedBy === undefined
+        ? reader.rows<Row>(sql, parameters)
+        : reader.rememberedRows<Row>(sql, rememberedBy(...parameters), parameters);
+    },
   };
 }

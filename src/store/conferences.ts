@@ -15,7 +15,7 @@ import { queueConferenceNotifications } from "./notifications.js";
 import { assignPins, claimPins } from "./pins.js";
 import type { ConferenceTable, Database } from "./schema.js";
 import { searchCondition } from "./search.js";
-import { flag, nextLockVersion, timestamp, withVersion } from "./values.js";
+import { flag, nextLockVersion, timestamp } from "./values.js";
 
 export const CONFERENCE_SEARCH: SearchAttributes<keyof ConferenceTable> = {
   id: { column: "id", type: "integer" },
@@ -37,8 +37,13 @@ export const CONFERENCE_SEARCH: SearchAttributes<keyof ConferenceTable> = {
   moderator_pin: { column: "moderator_pin", type: "text" },
 };
 
+/** One literal, not withVersion: every request about a conference maps its row. */
 export function toConference(row: Selectable<ConferenceTable>): Conference {
-  return withVersion(row, {
+  return {
+    id: row.id,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    lockVersion: row.lock_version,
     userId: row.user_id,
     name: row.name,
     state: row.state as ConferenceState,
@@ -55,7 +60,7 @@ export function toConference(row: Selectable<ConferenceTable>): Conference {
     moderatorPin: row.moderator_pin,
     sendNotificationEmails: Boolean(row.send_notification_emails),
     announceAttendees: Boolean(row.announce_attendees),
-  });
+  };
 }
 
 export async function listConferences(
@@ -73,18 +78,25 @@ export async function listConferences(
   return rows.map(toConference);
 }
 
+/** The user's conference; in a transaction when `db` is one. */
 async function findConference(db: Kysely<Database>, userId: number, id: number): Promise<Conference> {
-  const [row] = await selectConference(db, userId, id);
-  if (!row) throw new NotFound("conference");
+  return usersConference(await selectConference.run(db, id), userId);
+}
+
+/** Remembered by id (SQLite): every API request about a conference reads it. */
+const selectConference = compiledOnce(
+  (db, id: number) => db.selectFrom("conferences").selectAll().where("id", "=", id),
+  (id) => id,
+);
+
+/** The conference of the rows read by id, when it is the user's. */
+function usersConference([row]: readonly Selectable<ConferenceTable>[], userId: number): Conference {
+  if (row?.user_id !== userId) throw new NotFound("conference");
   return toConference(row);
 }
 
-const selectConference = compiledOnce((db, userId: number, id: number) =>
-  db.selectFrom("conferences").selectAll().where("user_id", "=", userId).where("id", "=", id),
-);
-
-export function getConference(store: Store, userId: number, id: number): Promise<Conference> {
-  return findConference(store.db, userId, id);
+export async function getConference(store: Store, userId: number, id: number): Promise<Conference> {
+  return usersConference(await selectConference.read(store, id), userId);
 }
 
 /**

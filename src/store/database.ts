@@ -10,6 +10,7 @@ import {
   type PostgresPoolClient,
   type SqliteDatabase,
   SqliteDialect,
+  type SqliteStatement,
   sql,
 } from "kysely";
 import type { Pool, PoolClient } from "pg";
@@ -22,10 +23,43 @@ export type StoreDialect = "sqlite" | "postgres";
 export interface Store {
   db: Kysely<Database>;
   dialect: StoreDialect;
+  /**
+   * SQLite: a read-only connection of the store's own for reads outside any transaction
+   * (compiled-query.ts). Kysely queues every statement behind the open transaction that holds the
+   * one writing connection, and costs more than SQLite's own work for a one-row read; this
+   * connection reads at once, and sees only what was committed (WAL). Absent: reads go through db.
+   */
+  reader?: StoreReader;
+  /**
+   * Changes of a user's e-mail or password made through this store (users.ts): the API trusts
+   * credentials it verified only while this stays as it was (api/authentication.ts). Absent: none yet.
+   */
+  credentialChanges?: number;
   /** The connection pool's use (PostgreSQL); undefined for SQLite's single connection. */
   pool?: () => { readonly total: number; readonly idle: number; readonly waiting: number };
   close(): Promise<void>;
 }
+
+/** Runs a read outside any transaction, synchronously. */
+export interface StoreReader {
+  /** The rows `sql` (with `?` placeholders) selects with `parameters`, as Kysely's SQLite driver gives them. */
+  rows<Row>(sql: string, parameters: readonly unknown[]): Row[];
+  /**
+   * The same, remembered under `key` (with `sql`), which must stand for the parameters: read again
+   * once anything was written through the store, and at least every READ_MEMO_MS. Shared by every
+   * caller until then: not to be changed.
+   */
+  rememberedRows<Row>(sql: string, key: number, parameters: readonly unknown[]): readonly Row[];
+}
+
+/**
+ * How long a remembered read (StoreReader.rememberedRows) is answered without reading again when
+ * nothing was written through the store: what another process writes to the file (not a deployment
+ * the service supports: SQLite is one instance) is seen within this long.
+ */
+export const READ_MEMO_MS = 1_000;
+/** Rows remembered in all (some 20 MB of attendees'); past it every read is forgotten at once. */
+const READ_MEMO_ROWS = 20_000;
 
 /** What a statement does, by its root node; `other` for raw SQL and the rest. */
 export type QueryKind = "select" | "insert" | "update" | "delete" | "other";
@@ -57,13 +91,13 @@ function queryLog(observe: QueryObserver | undefined): { log?: (event: LogEvent)
       observe(
         QUERY_KINDS[event.query.query.kind] ?? "other",
         event.queryDurationMillis / 1000,
-        event.level === "query"
-          ? undefined
-          : unreachableReason(event.error) === undefined
-            ? "statement"
-            : "unreachable",
+        event.level === "query" ? undefined : queryFailure(event.error),
       ),
   };
+}
+
+function queryFailure(error: unknown): QueryFailure {
+  return unreachableReason(error) === undefined ? "statement" : "unreachable";
 }
 
 export async function migrate(store: Store): Promise<void> {
@@ -131,16 +165,23 @@ const STATEMENT_CACHE_LIMIT = 500;
 /**
  * Kysely prepares every query anew; preparing is most of a simple query's cost in SQLite, and the
  * service issues the same few hundred SQL texts over and over, so prepared statements are kept.
+ * `written`, when given, is called after each run of a statement that may write or end a transaction.
  */
-function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
-  const statements = new Map<string, SQLite.Statement>();
+function withStatementCache(sqlite: SQLite.Database, written?: () => void): SqliteDatabase {
+  const statements = new Map<string, SqliteStatement>();
   return {
     close: () => sqlite.close(),
     prepare(sql) {
       let statement = statements.get(sql);
       if (!statement) {
         if (statements.size >= STATEMENT_CACHE_LIMIT) statements.clear();
-        statement = sqlite.prepare(sql);
+        const prepared = sqlite.prepare(sql);
+        // Not a reader: runs, as writes without RETURNING and BEGIN, COMMIT and ROLLBACK do (which
+        // SQLite calls read-only); not read-only: a write with RETURNING.
+        statement =
+          written !== undefined && (!prepared.reader || !prepared.readonly)
+            ? tellingWrites(prepared, written)
+            : prepared;
         statements.set(sql, statement);
       }
       return statement;
@@ -148,21 +189,121 @@ function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
   };
 }
 
+function tellingWrites(statement: SQLite.Statement, written: () => void): SqliteStatement {
+  return {
+    reader: statement.reader,
+    all(parameters) {
+      try {
+        return statement.all(parameters);
+      } finally {
+        written();
+      }
+    },
+    run(parameters) {
+      try {
+        return statement.run(parameters);
+      } finally {
+        written();
+      }
+    },
+    // Kysely streams only selects, which are not wrapped.
+    iterate: (parameters) => statement.iterate(parameters),
+  };
+}
+
 /** The embedded store: one SQLite file in the data directory. */
 export async function openSqliteStore(dataDir: string, onQuery?: QueryObserver): Promise<Store> {
   fs.mkdirSync(dataDir, { recursive: true });
-  const sqlite = new SQLite(path.join(dataDir, "bridgeline.sqlite3"));
+  const file = path.join(dataDir, "bridgeline.sqlite3");
+  const sqlite = new SQLite(file);
   // WAL lets readers proceed while a write commits; foreign keys are off by default in SQLite.
   sqlite.pragma("journal_mode = WAL");
   sqlite.pragma("foreign_keys = ON");
   sqlite.pragma("busy_timeout = 5000");
+  /** Statements run on the writing connection that may have changed what the reader sees. */
+  const writes = { count: 0 };
   const db = new Kysely<Database>({
-    dialect: new SqliteDialect({ database: withStatementCache(sqlite) }),
+    dialect: new SqliteDialect({
+      database: withStatementCache(sqlite, () => {
+        writes.count += 1;
+      }),
+    }),
     ...queryLog(onQuery),
   });
-  const store: Store = { db, dialect: "sqlite", close: () => db.destroy() };
-  await migrate(store);
-  return store;
+  await migrate({ db, dialect: "sqlite", close: () => db.destroy() });
+  // Opened once the schema is migrated: its statements are prepared against the tables as they are.
+  const reading = new SQLite(file, { readonly: true });
+  reading.pragma("busy_timeout = 5000");
+  return {
+    db,
+    dialect: "sqlite",
+    reader: sqliteReader(withStatementCache(reading), writes, onQuery),
+    close: async () => {
+      reading.close();
+      await db.destroy();
+    },
+  };
+}
+
+/** A remembered read: its rows, and the writes counted and the time when it was made. */
+interface RememberedRead {
+  rows: readonly unknown[];
+  writes: number;
+  until: number;
+}
+
+/**
+ * Reads on `connection`, each told to `observe` as Kysely's log tells of the others; remembered
+ * ones while `writes` counts none (every statement that may write goes through the one writing
+ * connection, counted once done: a commit comes after the writes it makes visible).
+ */
+function sqliteReader(
+  connection: SqliteDatabase,
+  writes: { readonly count: number },
+  observe: QueryObserver | undefined,
+): StoreReader {
+  const rows = <Row>(sql: string, parameters: readonly unknown[]): Row[] => {
+    const startedAt = performance.now();
+    try {
+      const read = connection.prepare(sql).all(parameters) as Row[];
+      observe?.("select", (performance.now() - startedAt) / 1000, undefined);
+      return read;
+    } catch (error) {
+      observe?.("select", (performance.now() - startedAt) / 1000, queryFailure(error));
+      throw error;
+    }
+  };
+  const remembered = new Map<string, Map<number, RememberedRead>>();
+  let rowsRemembered = 0;
+  return {
+    rows,
+    rememberedRows<Row>(sql: string, key: number, parameters: readonly unknown[]): readonly Row[] {
+      let reads = remembered.get(sql);
+      if (reads === undefined) {
+        reads = new Map();
+        remembered.set(sql, reads);
+      }
+      const now = Date.now();
+      const known = reads.get(key);
+      if (known !== undefined && known.writes === writes.count && known.until > now)
+        return known.rows as readonly Row[];
+      // Synchronous: no write comes between the read and the count it is kept with.
+      const read = rows<Row>(sql, parameters);
+      rowsRemembered += read.length - (known?.rows.length ?? 0);
+      if (known !== undefined) {
+        known.rows = read;
+        known.writes = writes.count;
+        known.until = now + READ_MEMO_MS;
+      } else {
+        if (rowsRemembered > READ_MEMO_ROWS) {
+          for (const kept of remembered.values()) kept.clear();
+          rowsRemembered = read.length;
+        }
+        reads.set(key, { rows: read, writes: writes.count, until: now + READ_MEMO_MS });
+      }
+      return read;
+    },
+  };
 }
 
 const TIMESTAMPTZ_OID = 1184;

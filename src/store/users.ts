@@ -52,7 +52,7 @@ export async function findCredentials(
   store: Store,
   email: string,
 ): Promise<{ id: number; passwordHash: string } | undefined> {
-  const [row] = await selectCredentials(store.db, email.toLowerCase());
+  const [row] = await selectCredentials.read(store, email.toLowerCase());
   return row && { id: row.id, passwordHash: row.password_hash };
 }
 
@@ -372,5 +372,8 @@ export async function updateUser(
       }
     })
     .catch(rethrowEmailTaken);
+  // Committed: credentials verified before this change are read again at their next use.
+  if (changes.email !== undefined || passwordHash !== undefined)
+    store.credentialChanges = (store.credentialChanges ?? 0) + 1;
   return (await getUser(store, id)) as User;
 }

@@ -33,6 +33,8 @@ export function nextLockVersion(): RawBuilder<number> {
 /**
  * The domain's versioned fields from a row, then the record's own. Object.assign rather than a
  * leading spread: on Node 20 `{ ...versioned, a, b }` is about a hundred times slower (measured).
+ * One object literal of all the fields is faster still (20 ns against 760 for a conference's, on
+ * Node 20.20): the mappers of the rows every request reads (toConference, toAttendee) are written so.
  */
 export function withVersion<Fields extends object>(
   row: { id: number; created_at: string; updated_at: string; lock_version: number },
