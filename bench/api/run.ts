@@ -39,6 +39,8 @@ import {
 const TARGET_CEILING_RATIO = 0.5;
 /** p99 targets at CONNECTIONS connections, ms: GET conference's from the first API benchmark, the others issue 31's. */
 const TARGET_P99_MS = { conference: 20, attendees: 80, post: 123 };
+/** JSON is "no slower than XML" at this share of its rate or more: runs differ by a few per cent. */
+const JSON_TOLERANCE = 0.95;
 /** The POST scenario gets conferences for this many times the GET conference rate. */
 const POST_CAPACITY_MARGIN = 2;
 
@@ -271,11 +273,30 @@ async function main(): Promise<void> {
       { url: `${baseUrl}${conferencePath}`, method: "GET", headers: apiHeaders },
       TARGET_P99_MS.conference,
     );
-    await measure(
+    const attendeesOutcome = await measure(
       `GET attendees (${attendees})`,
       { url: `${baseUrl}${conferencePath}/attendees`, method: "GET", headers: apiHeaders },
       TARGET_P99_MS.attendees,
     );
+    // The same documents in JSON (issue 31: no slower than XML), once checked to be JSON.
+    const jsonHeaders = { ...apiHeaders, accept: "application/json" };
+    for (const documentPath of [conferencePath, `${conferencePath}/attendees`]) {
+      const answer = await fetch(`${baseUrl}${documentPath}`, { headers: jsonHeaders });
+      const type = answer.headers.get("content-type") ?? "";
+      const parsed = (await answer.json()) as unknown;
+      if (!answer.ok || !type.startsWith("application/json") || typeof parsed !== "object" || parsed === null)
+        throw new Error(`${documentPath} in JSON: ${answer.status} ${type}`);
+    }
+    const conferenceJson = await measure("GET conference, JSON", {
+      url: `${baseUrl}${conferencePath}`,
+      method: "GET",
+      headers: jsonHeaders,
+    });
+    const attendeesJson = await measure(`GET attendees (${attendees}), JSON`, {
+      url: `${baseUrl}${conferencePath}/attendees`,
+      method: "GET",
+      headers: jsonHeaders,
+    });
 
     // Each POST must succeed, and a conference holds a bounded number of attendees: enough fresh
     // conferences for a rate well above what GET conference reached, cycled by the load generator.
@@ -314,6 +335,15 @@ async function main(): Promise<void> {
       "non-2xx and errors (socket errors, timeouts after 10 s) count warm-up and measured run",
       "",
       `GET conference / ceiling req/s: ${(ratio * 100).toFixed(1)} % (target >= ${TARGET_CEILING_RATIO * 100} %): ${verdict(ratio >= TARGET_CEILING_RATIO, judged)}`,
+      ...[
+        ["GET conference", conferenceJson, conferenceOutcome],
+        ["GET attendees", attendeesJson, attendeesOutcome],
+      ].map(([name, json, xml]) => {
+        const jsonRate = (json as LoadOutcome).requestsPerSecond;
+        const xmlRate = (xml as LoadOutcome).requestsPerSecond;
+        // Within the run-to-run spread of a few per cent counts as no slower.
+        return `${name} JSON / XML req/s: ${((jsonRate / xmlRate) * 100).toFixed(1)} % (target >= ${JSON_TOLERANCE * 100} %): ${verdict(jsonRate >= xmlRate * JSON_TOLERANCE, judged)}`;
+      }),
       ...targeted.map(
         (r) =>
           `p99 ${r.name}: ${r.p99Ms.toFixed(1)} ms (target < ${r.p99TargetMs} ms at ${CONNECTIONS} connections): ${verdict(r.p99Ms < (r.p99TargetMs ?? 0), judged)}`,
