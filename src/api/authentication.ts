@@ -106,11 +106,11 @@ export class Authenticator {
   /** Checks an e-mail and password as Basic does (same throttle) and opens a console session. */
   async openSession(email: string, password: string, request: FastifyRequest): Promise<OpenedSession> {
     const key = this.loginKey(request, `form\0${email.toLowerCase()}\0${password}`);
-    const userId =
-      this.trustedUser(key) ??
-      (await this.verify(key, email, password, request, () => {
-        throw new HttpError("BL_ERR_NOT_SIGNED_IN", "Invalid e-mail or password");
-      }));
+    // Always checked against the stored hash, never a trusted login: a session outlives the
+    // second of trust, and must not be opened with a password changed on another instance meanwhile.
+    const userId = await this.verify(key, email, password, request, () => {
+      throw new HttpError("BL_ERR_NOT_SIGNED_IN", "Invalid e-mail or password");
+    });
     const token = randomBytes(32).toString("base64url");
     const csrfToken = randomBytes(32).toString("base64url");
     await createConsoleSession(this.store, { tokenHash: hashToken(token), userId, csrfToken }, new Date());
@@ -156,7 +156,7 @@ export class Authenticator {
   private trustedUser(key: string): number | undefined {
     const known = this.verified.get(key);
     return known !== undefined &&
-      known.trustedUntil > Date.now() &&
+      known.trustedUntil > performance.now() &&
       known.credentialChanges === (this.store.credentialChanges ?? 0) &&
       known.attemptsCounted === this.attemptsCounted
       ? known.userId
@@ -185,7 +185,7 @@ export class Authenticator {
       if (stored && known.userId === stored.id && known.passwordHash === stored.passwordHash) {
         await this.refuseWhenLockedOut(request);
         // What was current before the reads: a change made during them ends this trust too.
-        known.trustedUntil = Date.now() + CREDENTIALS_RECHECK_MS;
+        known.trustedUntil = performance.now() + CREDENTIALS_RECHECK_MS;
         known.credentialChanges = credentialChanges;
         known.attemptsCounted = attemptsCounted;
         return stored.id;
@@ -207,7 +207,7 @@ export class Authenticator {
       this.verified.set(key, {
         userId: stored.id,
         passwordHash: stored.passwordHash,
-        trustedUntil: Date.now() + CREDENTIALS_RECHECK_MS,
+        trustedUntil: performance.now() + CREDENTIALS_RECHECK_MS,
         credentialChanges,
         attemptsCounted,
       });

@@ -50,6 +50,8 @@ export interface StoreReader {
    * caller until then: not to be changed.
    */
   rememberedRows<Row>(sql: string, key: number, parameters: readonly unknown[]): readonly Row[];
+  /** What the remembered reads hold, in rows (a read of no rows counting as one): at most READ_MEMO_ROWS. */
+  readonly rowsRemembered: number;
 }
 
 /**
@@ -59,7 +61,7 @@ export interface StoreReader {
  */
 export const READ_MEMO_MS = 1_000;
 /** Rows remembered in all (some 20 MB of attendees'); past it every read is forgotten at once. */
-const READ_MEMO_ROWS = 20_000;
+export const READ_MEMO_ROWS = 20_000;
 
 /** What a statement does, by its root node; `other` for raw SQL and the rest. */
 export type QueryKind = "select" | "insert" | "update" | "delete" | "other";
@@ -277,30 +279,34 @@ function sqliteReader(
   let rowsRemembered = 0;
   return {
     rows,
+    get rowsRemembered() {
+      return rowsRemembered;
+    },
     rememberedRows<Row>(sql: string, key: number, parameters: readonly unknown[]): readonly Row[] {
       let reads = remembered.get(sql);
       if (reads === undefined) {
         reads = new Map();
         remembered.set(sql, reads);
       }
-      const now = Date.now();
+      const now = performance.now();
       const known = reads.get(key);
       if (known !== undefined && known.writes === writes.count && known.until > now)
         return known.rows as readonly Row[];
       // Synchronous: no write comes between the read and the count it is kept with.
       const read = rows<Row>(sql, parameters);
-      rowsRemembered += read.length - (known?.rows.length ?? 0);
-      if (known !== undefined) {
+      // An entry counts as a row at least: reads of ids that have nothing (a scan of absent
+      // conferences) would otherwise be remembered without bound.
+      const weight = Math.max(read.length, 1);
+      rowsRemembered += weight - (known === undefined ? 0 : Math.max(known.rows.length, 1));
+      if (rowsRemembered > READ_MEMO_ROWS) {
+        for (const kept of remembered.values()) kept.clear();
+        rowsRemembered = weight;
+        reads.set(key, { rows: read, writes: writes.count, until: now + READ_MEMO_MS });
+      } else if (known !== undefined) {
         known.rows = read;
         known.writes = writes.count;
         known.until = now + READ_MEMO_MS;
-      } else {
-        if (rowsRemembered > READ_MEMO_ROWS) {
-          for (const kept of remembered.values()) kept.clear();
-          rowsRemembered = read.length;
-        }
-        reads.set(key, { rows: read, writes: writes.count, until: now + READ_MEMO_MS });
-      }
+      } else reads.set(key, { rows: read, writes: writes.count, until: now + READ_MEMO_MS });
       return read;
     },
   };

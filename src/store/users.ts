@@ -267,6 +267,10 @@ export async function updateUser(
   now: Date,
 ): Promise<User> {
   const at = timestamp(now);
+  // Credentials verified before this change are read again at their next use: counted before it
+  // begins and again once it is over.
+  const changesCredentials = changes.email !== undefined || passwordHash !== undefined;
+  if (changesCredentials) store.credentialChanges = (store.credentialChanges ?? 0) + 1;
   await store.db
     .transaction()
     .execute(async (trx) => {
@@ -371,9 +375,11 @@ export async function updateUser(
         }
       }
     })
-    .catch(rethrowEmailTaken);
-  // Committed: credentials verified before this change are read again at their next use.
-  if (changes.email !== undefined || passwordHash !== undefined)
-    store.credentialChanges = (store.credentialChanges ?? 0) + 1;
+    .catch(rethrowEmailTaken)
+    .finally(() => {
+      // Counted again once it is over, committed or not known to be: a login trusted between
+      // the first count and the commit is read again at its next use.
+      if (changesCredentials) store.credentialChanges = (store.credentialChanges ?? 0) + 1;
+    });
   return (await getUser(store, id)) as User;
 }

@@ -83,6 +83,31 @@ describe("verified credentials over two instances on one PostgreSQL database", p
     assert.equal((await current(second(), [user.auth[0], newPassword], address)).status, 200);
   });
 
+  it("opens no console session with a password changed on another instance, even within the trust", async () => {
+    const user = await createUser(first());
+    const address = "198.51.100.30";
+    const signIn = (password: string) =>
+      second().request("POST", "/console/session", {
+        body: JSON.stringify({ email: user.auth[0], password }),
+        headers: {
+          "content-type": "application/json",
+          accept: "application/json",
+          "x-forwarded-for": address,
+        },
+      });
+    assert.equal((await signIn(user.auth[1])).status, 200, "signed in on the second instance");
+    const newPassword = "battery staple";
+    const changed = await changeUser(
+      user.id,
+      user.auth,
+      `<password>${newPassword}</password><password-confirmation>${newPassword}</password-confirmation>`,
+    );
+    assert.equal(changed.status, 200, changed.text);
+    // At once, not within the second of trust: a session would outlive it.
+    assert.equal((await signIn(user.auth[1])).status, 401);
+    assert.equal((await signIn(newPassword)).status, 200);
+  });
+
   it(`refuses an e-mail changed on another instance within ${CREDENTIALS_RECHECK_MS} ms`, async () => {
     const user = await createUser(first());
     const address = "198.51.100.21";

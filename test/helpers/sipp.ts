@@ -6,7 +6,16 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { createSocket } from "node:dgram";
 import { once } from "node:events";
-import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  accessSync,
+  constants,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
@@ -90,11 +99,29 @@ export function rtpPortRange(): { min: number; max: number } {
   return { min, max: min + 199 };
 }
 
-/** Whether some socket is bound to 127.0.0.1:port or 0.0.0.0:port (from /proc, without touching it). */
-function isUdpPortBound(port: number): boolean {
+/**
+ * Whether process `pid` has a UDP socket bound to 127.0.0.1:port or 0.0.0.0:port (from /proc,
+ * without touching it): that process's own, not another test process's that took the port first.
+ */
+function isUdpPortBoundBy(pid: number, port: number): boolean {
   const hexPort = port.toString(16).toUpperCase().padStart(4, "0");
-  const table = readFileSync("/proc/net/udp", "utf8");
-  return table.includes(`0100007F:${hexPort} `) || table.includes(`00000000:${hexPort} `);
+  const inodes = readFileSync("/proc/net/udp", "utf8")
+    .split("\n")
+    .map((line) => line.trim().split(/\s+/))
+    .filter(([, local]) => local === `0100007F:${hexPort}` || local === `00000000:${hexPort}`)
+    .map((fields) => `socket:[${fields[9]}]`);
+  if (inodes.length === 0) return false;
+  try {
+    return readdirSync(`/proc/${pid}/fd`).some((fd) => {
+      try {
+        return inodes.includes(readlinkSync(`/proc/${pid}/fd/${fd}`));
+      } catch {
+        return false; // closed meanwhile
+      }
+    });
+  } catch {
+    return false; // the process is gone
+  }
 }
 
 export interface SippOptions {
@@ -244,7 +271,7 @@ export class Sipp {
       done = true;
     });
     const deadline = Date.now() + 10_000;
-    while (!isUdpPortBound(this.sipPort)) {
+    while (!isUdpPortBoundBy(this.process.pid ?? 0, this.sipPort)) {
       if (done) throw new Error(`sipp exited before listening:\n${this.output.text}\n${this.errors()}`);
       if (Date.now() > deadline) throw new Error("sipp did not bind its SIP port within 10 s");
       await new Promise((resolve) => setTimeout(resolve, 20));

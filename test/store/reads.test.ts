@@ -11,7 +11,7 @@ import SQLite from "better-sqlite3";
 import { sql } from "kysely";
 import { createAttendee, listAttendees } from "../../src/store/attendees.js";
 import { createConference, getConference } from "../../src/store/conferences.js";
-import { READ_MEMO_MS, type Store } from "../../src/store/database.js";
+import { READ_MEMO_MS, READ_MEMO_ROWS, type Store } from "../../src/store/database.js";
 import { createUser, findCredentials, listBillingPackages } from "../../src/store/users.js";
 import { forEachStore, storeForTests } from "../helpers/databases.js";
 
@@ -110,6 +110,19 @@ forEachStore("reads outside a transaction", (kind) => {
       after.map((attendee) => attendee.name),
       [...before.map((attendee) => attendee.name), "Bob"],
     );
+  });
+
+  it("remembers a bounded number of reads, reads of conferences that do not exist too", {
+    skip: kind !== "sqlite",
+  }, async () => {
+    const store = holder.store;
+    const { user } = await userWithConference(store, "Bounded");
+    // A scan of ids that have nothing: each read is remembered, none may grow the memory past the cap.
+    for (let id = 1_000_000; id < 1_000_000 + READ_MEMO_ROWS + 500; id++) {
+      await assert.rejects(getConference(store, user.id, id));
+      assert.ok((store.reader?.rowsRemembered ?? 0) <= READ_MEMO_ROWS);
+    }
+    assert.ok((store.reader?.rowsRemembered ?? 0) > 0, "reads of nothing are remembered, and counted");
   });
 
   it("finds a conference only for its owner, before and after it was read", async () => {
