@@ -1,3 +1,4 @@
+import type { Ref } from "preact";
 import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { RecoveryDetails } from "../../src/domain/event.js";
 import {
@@ -662,44 +663,31 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
           </ul>
           {started &&
             (confirmingEnd ? (
-              <fieldset class="confirm">
-                <legend>End the conference for everyone? Every call is hung up.</legend>
-                <button
-                  ref={confirmButton}
-                  type="button"
-                  class="danger"
-                  aria-disabled={busy}
-                  onClick={() =>
-                    act(
-                      "Conference ended.",
-                      "Could not end the conference",
-                      async () => {
-                        // The confirmation stays while the request runs; then the notice says how it went.
-                        try {
-                          await endConference(user.id, conferenceId);
-                        } finally {
-                          if (mounted()) setConfirming(null);
-                        }
-                      },
-                      true,
-                    )
-                  }
-                >
-                  End for everyone
-                </button>
-                <button
-                  type="button"
-                  // Once confirmed, the request runs on: Cancel would only seem to stop it.
-                  aria-disabled={busy}
-                  onClick={() => {
-                    if (busy) return;
-                    setConfirming(null);
-                    focusAfterRender(endButton);
-                  }}
-                >
-                  Cancel
-                </button>
-              </fieldset>
+              <Confirmation
+                question="End the conference for everyone? Every call is hung up."
+                confirmLabel="End for everyone"
+                confirmRef={confirmButton}
+                busy={busy}
+                onConfirm={() =>
+                  act(
+                    "Conference ended.",
+                    "Could not end the conference",
+                    async () => {
+                      // The confirmation stays while the request runs; then the notice says how it went.
+                      try {
+                        await endConference(user.id, conferenceId);
+                      } finally {
+                        if (mounted()) setConfirming(null);
+                      }
+                    },
+                    true,
+                  )
+                }
+                onCancel={() => {
+                  setConfirming(null);
+                  focusAfterRender(endButton);
+                }}
+              />
             ) : (
               <button
                 ref={endButton}
@@ -760,48 +748,35 @@ export function ConferenceView({ user, conferenceId }: { user: SessionUser; conf
         <section aria-labelledby="delete-heading">
           <h2 id="delete-heading">Delete</h2>
           {confirmingDelete ? (
-            <fieldset class="confirm">
-              <legend>Delete "{conference.name}" and its attendees for good?</legend>
-              <button
-                ref={confirmDeleteButton}
-                type="button"
-                class="danger"
-                aria-disabled={busy}
-                onClick={() =>
-                  submit(async () => {
-                    try {
-                      await deleteConference(user.id, conferenceId);
-                      // Back to the list, unless the person has gone to another view meanwhile.
-                      if (mounted()) location.hash = "#/";
-                    } catch (caught) {
-                      if (!mounted()) return;
-                      setConfirming(null);
-                      say(
-                        {
-                          text: `Could not delete the conference: ${messagesOf(caught).join(" ")}`,
-                          error: true,
-                        },
-                        true,
-                      );
-                    }
-                  })
-                }
-              >
-                Delete for good
-              </button>
-              <button
-                type="button"
-                // Once confirmed, the request runs on: Cancel would only seem to stop it.
-                aria-disabled={busy}
-                onClick={() => {
-                  if (busy) return;
-                  setConfirming(null);
-                  focusAfterRender(deleteButton);
-                }}
-              >
-                Cancel
-              </button>
-            </fieldset>
+            <Confirmation
+              question={`Delete "${conference.name}" and its attendees for good?`}
+              confirmLabel="Delete for good"
+              confirmRef={confirmDeleteButton}
+              busy={busy}
+              onConfirm={() =>
+                submit(async () => {
+                  try {
+                    await deleteConference(user.id, conferenceId);
+                    // Back to the list, unless the person has gone to another view meanwhile.
+                    if (mounted()) location.hash = "#/";
+                  } catch (caught) {
+                    if (!mounted()) return;
+                    setConfirming(null);
+                    say(
+                      {
+                        text: `Could not delete the conference: ${messagesOf(caught).join(" ")}`,
+                        error: true,
+                      },
+                      true,
+                    );
+                  }
+                })
+              }
+              onCancel={() => {
+                setConfirming(null);
+                focusAfterRender(deleteButton);
+              }}
+            />
           ) : (
             <button
               ref={deleteButton}
@@ -1085,5 +1060,37 @@ function AddAttendee({
       </form>
       <Problems id="add-number-problems" messages={numberProblems} />
     </section>
+  );
+}
+
+/**
+ * A question with its confirming button and Cancel. Once confirmed, the request runs on: Cancel
+ * does nothing meanwhile (it would only seem to stop it).
+ */
+function Confirmation({
+  question,
+  confirmLabel,
+  confirmRef,
+  busy,
+  onConfirm,
+  onCancel,
+}: {
+  question: string;
+  confirmLabel: string;
+  confirmRef: Ref<HTMLButtonElement>;
+  busy: boolean;
+  onConfirm: () => void;
+  onCancel: () => void;
+}) {
+  return (
+    <fieldset class="confirm">
+      <legend>{question}</legend>
+      <button ref={confirmRef} type="button" class="danger" aria-disabled={busy} onClick={onConfirm}>
+        {confirmLabel}
+      </button>
+      <button type="button" aria-disabled={busy} onClick={() => busy || onCancel()}>
+        Cancel
+      </button>
+    </fieldset>
   );
 }
