@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
-import { dialPlanOf, type Hop, hopOf, trunkCandidates } from "../../src/telephony/dial-plan.js";
+import { type Hop, hopOf } from "../../src/telephony/dial-plan.js";
 import type { Destination } from "../../src/telephony/sip/transport/sip-transport.js";
 import {
   LOOKUP_REFRESH_MS,
@@ -291,29 +291,6 @@ describe("every trunk's servers", () => {
     assert.equal(clock.pending, 0);
     await clock.pass(5000);
     assert.equal(lookups, 1);
-  });
-});
-
-describe("routing around a trunk found down", () => {
-  const a = { uri: "sip:a.example" };
-  const b = { uri: "sip:b.example" };
-  const c = { uri: "sip:c.example" };
-  const plan = dialPlanOf(c, [
-    { prefix: "+1604", trunk: a },
-    { prefix: "+1604555", trunk: b },
-  ]);
-
-  it("takes the longest prefix's trunk, then shorter ones, then the default", () => {
-    assert.equal(trunkCandidates(plan, "+16045550100")[0], b);
-    assert.equal(trunkCandidates(plan, "+16045550100", new Set([b]))[0], a);
-    assert.equal(trunkCandidates(plan, "+16045550100", new Set([b, a]))[0], c);
-    assert.equal(trunkCandidates(plan, "+17785550100", new Set([a]))[0], c);
-  });
-
-  it("still tries the first when every candidate is down", () => {
-    assert.equal(trunkCandidates(plan, "+16045550100", new Set([a, b, c]))[0], b);
-    assert.equal(trunkCandidates(plan, "+17785550100", new Set([c]))[0], c);
-    assert.equal(trunkCandidates(dialPlanOf(undefined, []), "+17785550100", new Set())[0], undefined);
   });
 });
 

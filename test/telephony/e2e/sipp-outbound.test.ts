@@ -6,22 +6,15 @@
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { once } from "node:events";
-import { after, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { Telephony, type TelephonyOptions } from "../../../src/telephony/telephony.js";
 import { exchangeAudio, goertzelLevelDb, rmsLevelDb, ToneGenerator } from "../../helpers/audio.js";
 import { CallRecord, rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
+import { stoppedAfterTests } from "../../helpers/stop-after.js";
 
 const skip = skipWithout("sipp");
-const running: { stop(): Promise<void> }[] = [];
-after(async () => {
-  for (const peer of running) await peer.stop();
-});
-
-async function sipp(options: Parameters<typeof Sipp.start>[0]): Promise<Sipp> {
-  const peer = await Sipp.start(options);
-  running.push(peer);
-  return peer;
-}
+const stopAfter = stoppedAfterTests();
+const sipp = async (options: Parameters<typeof Sipp.start>[0]) => stopAfter(await Sipp.start(options));
 
 async function telephonyFor(peer: Sipp, options: Partial<TelephonyOptions> = {}): Promise<Telephony> {
   const telephony = await Telephony.start({
@@ -32,7 +25,7 @@ async function telephonyFor(peer: Sipp, options: Partial<TelephonyOptions> = {})
     rtpPorts: rtpPortRange(),
     ...options,
   });
-  running.push({ stop: () => telephony.close() });
+  stopAfter({ stop: () => telephony.close() });
   return telephony;
 }
 

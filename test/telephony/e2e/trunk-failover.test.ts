@@ -8,23 +8,17 @@
  */
 import assert from "node:assert/strict";
 import dgram from "node:dgram";
-import { after, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { Telephony } from "../../../src/telephony/telephony.js";
 import type { Trunk } from "../../../src/telephony/trunk.js";
 import { Dnsmasq } from "../../helpers/dnsmasq.js";
 import { CallRecord, freePorts, rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
+import { stoppedAfterTests } from "../../helpers/stop-after.js";
 
 const skip = skipWithout("sipp") || skipWithout("dnsmasq");
-const running: { stop(): Promise<unknown> }[] = [];
-after(async () => {
-  for (const each of running.reverse()) await each.stop();
-});
-
-async function sipp(options: Parameters<typeof Sipp.start>[0]): Promise<Sipp> {
-  const peer = await Sipp.start({ timeoutSeconds: 30, ...options });
-  running.push(peer);
-  return peer;
-}
+const stopAfter = stoppedAfterTests();
+const sipp = async (options: Parameters<typeof Sipp.start>[0]) =>
+  stopAfter(await Sipp.start({ timeoutSeconds: 30, ...options }));
 
 /** The number placed: the route's trunk takes it. The redirect's number only the default trunk takes. */
 const NUMBER = "604-555-0123";
@@ -49,7 +43,7 @@ async function service(
     ...(options.dnsServer === undefined ? {} : { dnsServers: [options.dnsServer] }),
     logger: { info: log, warn: log, error: log, debug: () => undefined },
   });
-  running.push({ stop: () => telephony.close() });
+  stopAfter({ stop: () => telephony.close() });
   return telephony;
 }
 
@@ -65,7 +59,7 @@ async function evilName(port: number): Promise<Dnsmasq> {
     srv: [`_sip._udp.evil.example,evil.example,${port},10,50`],
     hosts: ["evil.example,127.0.0.1"],
   });
-  running.push(dns);
+  stopAfter(dns);
   return dns;
 }
 
@@ -138,7 +132,7 @@ describe("failover across trunks", { skip }, () => {
     // for the call), no NAPTR or SRV; once the call is placed, NXDOMAIN 600 ms late.
     const dns = dgram.createSocket("udp4");
     await new Promise<void>((resolve) => dns.bind(0, "127.0.0.1", resolve));
-    running.push({ stop: () => new Promise<void>((resolve) => dns.close(() => resolve())) });
+    stopAfter({ stop: () => new Promise<void>((resolve) => dns.close(() => resolve())) });
     let placed = false;
     dns.on("message", (query, from) => {
       let end = 12;

@@ -5,22 +5,15 @@
  * not a loaded machine's jitter.
  */
 import assert from "node:assert/strict";
-import { after, describe, test } from "node:test";
+import { describe, test } from "node:test";
 import { Telephony } from "../../../src/telephony/telephony.js";
 import type { Trunk } from "../../../src/telephony/trunk.js";
 import { CallRecord, rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
+import { stoppedAfterTests } from "../../helpers/stop-after.js";
 
 const skip = skipWithout("sipp");
-const running: { stop(): Promise<void> }[] = [];
-after(async () => {
-  for (const peer of running) await peer.stop();
-});
-
-async function sipp(options: Parameters<typeof Sipp.start>[0]): Promise<Sipp> {
-  const peer = await Sipp.start(options);
-  running.push(peer);
-  return peer;
-}
+const stopAfter = stoppedAfterTests();
+const sipp = async (options: Parameters<typeof Sipp.start>[0]) => stopAfter(await Sipp.start(options));
 
 async function telephonyWith(trunk: Trunk): Promise<Telephony> {
   const telephony = await Telephony.start({
@@ -30,7 +23,7 @@ async function telephonyWith(trunk: Trunk): Promise<Telephony> {
     callerId: "+16045550100",
     rtpPorts: rtpPortRange(),
   });
-  running.push({ stop: () => telephony.close() });
+  stopAfter({ stop: () => telephony.close() });
   return telephony;
 }
 

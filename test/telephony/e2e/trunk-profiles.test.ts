@@ -30,22 +30,16 @@ import {
   writeRtpPcap,
 } from "../../helpers/audio.js";
 import { CallRecord, rtpPortRange, Sipp, skipWithout } from "../../helpers/sipp.js";
+import { stoppedAfterTests } from "../../helpers/stop-after.js";
 import { until } from "../../helpers/until.js";
 import { WireCapture } from "../../helpers/wire.js";
 
 const skip = skipWithout("sipp");
-const running: { stop(): Promise<void> }[] = [];
+// Registered first, so that the peers (playing its files) are stopped before it goes.
+const stopAfter = stoppedAfterTests();
 const pcapDir = mkdtempSync(join(tmpdir(), "bridgeline-g722-"));
-after(async () => {
-  for (const peer of running) await peer.stop();
-  rmSync(pcapDir, { recursive: true, force: true });
-});
-
-async function sipp(options: Parameters<typeof Sipp.start>[0]): Promise<Sipp> {
-  const peer = await Sipp.start(options);
-  running.push(peer);
-  return peer;
-}
+after(() => rmSync(pcapDir, { recursive: true, force: true }));
+const sipp = async (options: Parameters<typeof Sipp.start>[0]) => stopAfter(await Sipp.start(options));
 
 async function telephonyWith(trunk: Trunk, callerId = "+16045550100"): Promise<Telephony> {
   const telephony = await Telephony.start({
@@ -55,7 +49,7 @@ async function telephonyWith(trunk: Trunk, callerId = "+16045550100"): Promise<T
     callerId,
     rtpPorts: rtpPortRange(),
   });
-  running.push({ stop: () => telephony.close() });
+  stopAfter({ stop: () => telephony.close() });
   return telephony;
 }
 
@@ -329,7 +323,7 @@ describe("a trunk profile naming g722, pcmu, to a SIPp carrier that answers G.72
     writeRtpPcap(pcap, g722Tone(toneHz, 5));
     const peer = await sipp({ scenario: "uas-answer-g722-play.xml", pcap });
     const capture = await WireCapture.start(`udp dst port ${peer.mediaPort}`);
-    running.push({ stop: () => capture.dispose() });
+    stopAfter({ stop: () => capture.dispose() });
     const telephony = await telephonyWith({ uri: `sip:127.0.0.1:${peer.sipPort}`, codecs: ["G722", "PCMU"] });
     const record = new CallRecord(telephony.placeCall("+16045550123"), () => peer.report());
     await peer.unlessFailed(record.reached("answered"));
