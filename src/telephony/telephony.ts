@@ -740,8 +740,9 @@ export class Telephony implements CallHost {
     const attempt: CallAttempt = {
       route: trunk.uri,
       media: mediaOptionsOf({ trunk, hops, srtp }),
-      send: (offer) =>
-        this.#agent.call({
+      send: (offer) => {
+        turn.sent();
+        return this.#agent.call({
           requestUri,
           // RFC 3323 section 4.1.1.3: a withheld identity leaves an anonymous From.
           from: withheld ? ANONYMOUS : caller,
@@ -770,7 +771,8 @@ export class Telephony implements CallHost {
               );
             },
           },
-        }),
+        });
+      },
     };
     const failed = await call.attempt(attempt);
     this.#holdChannel(call, turn, failed);

@@ -10,12 +10,13 @@
  * before it went, so 2 calls a second go at 0, 500 and 1000 ms, never two together. A bucket would
  * let a burst of a second's worth go at once after a quiet spell (a room of ten dialled at 10 CPS:
  * ten INVITEs in the same millisecond), and carriers do not all count per whole second: many count
- * over a sliding window, some in tenths of a second, and refuse the burst a bucket allows. The turns
- * are spaced; each INVITE leaves once its server is looked up (and, the first time, its media port
- * opened), a few milliseconds later with a cached lookup, so INVITEs keep the spacing to within that
- * variation. It costs a room nothing it would notice (the tenth attendee of a room at 10 CPS rings
- * 0.9 s after the first). The spacing counts from when the last turn truly came, not when it was
- * due, so a timer that fires late never makes the next early.
+ * over a sliding window, some in tenths of a second, and refuse the burst a bucket allows. Each
+ * INVITE leaves once its server is looked up and its media opened, some milliseconds after its
+ * turn, more on a loaded machine: the turn is told when its INVITE went (`sent`), and the spacing
+ * counts from then too, so that a slow first call's INVITE and the next one's never go together.
+ * It costs a room nothing it would notice (the tenth attendee of a room at 10 CPS rings 0.9 s after
+ * the first). The spacing counts from when the last turn truly came (or its INVITE went), not when
+ * it was due, so a timer that fires late never makes the next early.
  */
 import type { Clock, TimerHandle } from "../domain/clock.js";
 import type { Trunk } from "./trunk.js";
@@ -68,6 +69,8 @@ export interface Turn {
    * queue, goes to the next. Idempotent; nothing once refused.
    */
   release(): void;
+  /** Its INVITE went now: the next call's goes no sooner than the spacing after it. */
+  sent(): void;
 }
 
 class GateTurn implements Turn {
@@ -83,6 +86,10 @@ class GateTurn implements Turn {
 
   release(): void {
     this.gate.release(this);
+  }
+
+  sent(): void {
+    this.gate.sent(this);
   }
 }
 
@@ -155,6 +162,17 @@ export class TrunkGate {
       const place = this.#queue.indexOf(turn);
       if (place >= 0) this.#queue.splice(place, 1);
     }
+    this.#drain();
+  }
+
+  sent(turn: GateTurn): void {
+    if (turn.state.kind !== "through") return;
+    const nextAt = this.#clock.now() + this.#spacingMs;
+    if (nextAt <= this.#nextAt) return;
+    this.#nextAt = nextAt;
+    // A head already waiting for the earlier time waits for this one.
+    this.#clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
     this.#drain();
   }
 

@@ -77,6 +77,30 @@ describe("a trunk's gate", () => {
     ]);
   });
 
+  it("counts the spacing from when a call's INVITE went too: a slow first INVITE never goes with the next", () => {
+    const { clock, went, enter, turn } = gateWith({ callsPerSecond: 5 });
+    enter("a");
+    enter("b");
+    enter("c");
+    // a's server lookup and media took 190 ms: its INVITE goes then, and b waits 200 ms from it.
+    clock.advance(190);
+    turn("a").sent();
+    clock.advance(10);
+    assert.deepEqual(went, [["a", 0]]);
+    clock.advance(189);
+    assert.deepEqual(went, [["a", 0]]);
+    clock.advance(1);
+    assert.deepEqual(went, [
+      ["a", 0],
+      ["b", 390],
+    ]);
+    // b's INVITE goes at once: c keeps the spacing from b's turn; a turn not through tells nothing.
+    turn("b").sent();
+    turn("c").sent();
+    clock.advance(200);
+    assert.deepEqual(went.at(-1), ["c", 590]);
+  });
+
   it("takes fractions: 0.5 calls a second is one every 2 s", () => {
     const { clock, went, enter } = gateWith({ callsPerSecond: 0.5 });
     for (const name of ["a", "b", "c"]) enter(name);
